@@ -1,0 +1,79 @@
+/*
+ * ccoip_ring.h — the ring all-reduce schedule, as pure functions.
+ *
+ * N peers in ring order 0..N-1; rank r sends to (r+1) mod N and receives from
+ * (r-1) mod N. The buffer of `count` elements is cut into N contiguous chunks:
+ * with base = count / N and rem = count % N, chunk c has base + (c < rem ? 1 :
+ * 0) elements, the first rem chunks one longer (chunks may be empty when
+ * count < N; count 0 is legal).
+ *
+ * Reduce-scatter, steps s = 0 .. N-2: rank r sends chunk (r - s) mod N and
+ * receives chunk (r - s - 1) mod N, which it reduces into its buffer. After
+ * it, rank r holds the fully reduced chunk (r + 1) mod N: its owned chunk.
+ * The owner finalizes it (AVG: divide by N; quantized: adopt its own
+ * quantize→dequantize result) before sending it on.
+ * All-gather, steps s = N-1 .. 2N-3 (t = s - (N-1)): rank r sends chunk
+ * (r + 1 - t) mod N and receives chunk (r - t) mod N, which it copies (when
+ * quantized: forwards the received codes verbatim, never re-quantizes).
+ * N = 1 has no steps: the owned chunk is the whole buffer.
+ *
+ * Every rank ends with bit-identical data because each final chunk is
+ * computed once, by its owner, and copied around the ring.
+ */
+#ifndef CCOIP_RING_H
+#define CCOIP_RING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pccl.h"
+
+/** Largest world size the schedule accepts. */
+#define CCOIP_RING_WORLD_MAX (1u << 20)
+
+/** A range of elements: [offset, offset + count). */
+typedef struct ccoip_span {
+    uint64_t offset;
+    uint64_t count;
+} ccoip_span;
+
+/** The two phases of a ring all-reduce. */
+typedef enum ccoip_ring_phase {
+    CCOIP_RING_REDUCE_SCATTER = 0, /**< Received chunks are reduced into the buffer. */
+    CCOIP_RING_ALL_GATHER = 1      /**< Received chunks are copied into the buffer. */
+} ccoip_ring_phase;
+
+/** What one rank does in one step. */
+typedef struct ccoip_ring_step {
+    ccoip_ring_phase phase;
+    uint32_t send_chunk; /**< Chunk sent to the successor. */
+    uint32_t recv_chunk; /**< Chunk received from the predecessor. */
+    ccoip_span send;     /**< Elements of send_chunk. */
+    ccoip_span recv;     /**< Elements of recv_chunk. */
+} ccoip_ring_step;
+
+/** Chunk c of a count-element buffer split for world peers. world >= 1, c < world. */
+ccoip_span ccoip_ring_chunk(uint64_t count, uint32_t world, uint32_t c);
+
+/** Number of steps of one all-reduce: 2 (world - 1); 0 for world 1. */
+uint32_t ccoip_ring_num_steps(uint32_t world);
+
+/** The chunk rank holds fully reduced after the reduce-scatter: (rank + 1) mod world. */
+uint32_t ccoip_ring_owned_chunk(uint32_t world, uint32_t rank);
+
+/**
+ * Fills *out with what rank does in step.
+ * Returns pcclSuccess, or pcclInvalidArgument when world is 0 or above
+ * CCOIP_RING_WORLD_MAX, rank >= world, or step >= ccoip_ring_num_steps(world).
+ */
+pcclResult_t ccoip_ring_step_get(uint64_t count, uint32_t world, uint32_t rank, uint32_t step,
+                                 ccoip_ring_step *out);
+
+/**
+ * Elements rank sends (and, equally, receives) over a whole all-reduce:
+ * every chunk except one in each phase. Multiply by the wire element size
+ * for bytes.
+ */
+uint64_t ccoip_ring_elements_sent(uint64_t count, uint32_t world, uint32_t rank);
+
+#endif /* CCOIP_RING_H */

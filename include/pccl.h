@@ -1,0 +1,382 @@
+/*
+ * pccl.h — the public C ABI of pccl, a fault-tolerant collective
+ * communication library implementing the PCCL API over IP.
+ *
+ * Compatibility: source-compatible with the PCCL 1.0 API and its reference
+ * documentation. Every type keeps PCCL's field order (C++20 designated
+ * initializers require declaration order); what pccl adds is appended at the
+ * end of a struct, where a zeroed field means "default". Result codes are
+ * append-only. Names that differ between PCCL's header and its documentation
+ * are aliases of each other.
+ *
+ * This header compiles as C99, C11 and C++ (checked by tests/header).
+ *
+ * Functions are declared here as the library implements them; this version
+ * declares the types, enums and result codes only (the runtime that
+ * implements pcclInit, pcclConnect, pcclAllReduce, ... is not built yet).
+ */
+#ifndef PCCL_H
+#define PCCL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ccoip.h"
+#include "ccoip_inet.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Version and export macros                                                */
+/* ------------------------------------------------------------------------ */
+
+/** Major version of this header. Incompatible ABI changes bump it. */
+#define PCCL_VERSION_MAJOR (0)
+/** Minor version of this header. Appended functions and fields bump it. */
+#define PCCL_VERSION_MINOR (1)
+/** Patch version of this header. */
+#define PCCL_VERSION_PATCH (0)
+/** The version as one integer: 0xMMmmpp. */
+#define PCCL_VERSION_HEX                                                                           \
+    ((PCCL_VERSION_MAJOR << 16) | (PCCL_VERSION_MINOR << 8) | (PCCL_VERSION_PATCH))
+
+/**
+ * Marks a symbol exported from libpccl. The library is built with hidden
+ * visibility; only symbols carrying this macro are exported.
+ */
+#if defined(_WIN32)
+#if defined(PCCL_BUILDING_LIBRARY)
+#define PCCL_EXPORT __declspec(dllexport)
+#else
+#define PCCL_EXPORT __declspec(dllimport)
+#endif
+#elif defined(__GNUC__) || defined(__clang__)
+#define PCCL_EXPORT __attribute__((visibility("default")))
+#else
+#define PCCL_EXPORT
+#endif
+
+/** Marks a pointer parameter that may be NULL (documentation only, as in PCCL). */
+#define PCCL_NULLABLE
+
+/* ------------------------------------------------------------------------ */
+/* Result codes                                                             */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Result of every pccl call. Values 0..12 are PCCL 1.0's, in PCCL's order;
+ * pccl appends new codes after them and never renumbers (append-only).
+ */
+typedef enum pcclResult_t {
+    /** The call succeeded. */
+    pcclSuccess = 0,
+    /** pcclInit was not called before a call that needs it. */
+    pcclNotInitialized = 1,
+    /** A bug in pccl: an internal invariant failed. Please report it. */
+    pcclInternalError = 2,
+    /** An argument is invalid: a NULL pointer, an unknown enum value, a count too large. */
+    pcclInvalidArgument = 3,
+    /**
+     * The call is not legal now: not connected, a collective's parameters
+     * disagree between peers, a shared-state key set differs from the popular
+     * one, a protocol version mismatch. A program bug, not a network fault.
+     */
+    pcclInvalidUsage = 4,
+    /** Fewer than two peers are in the group: update the topology and retry. */
+    pcclTooFewPeers = 5,
+    /** The master is unreachable, gone, or has evicted this peer. */
+    pcclMasterConnectionFailed = 6,
+    /** A p2p connection to another peer could not be established. */
+    pcclRankConnectionFailed = 7,
+    /** A peer was lost during the operation; buffers are restored; retry. */
+    pcclRankConnectionLost = 8,
+    /** No peer holds shared state to distribute. */
+    pcclNoSharedStateAvailable = 9,
+    /** The call is not allowed while asynchronous collectives are running. */
+    pcclPendingAsyncOps = 10,
+    /** A member dropped or a new link failed while updating the topology: retry. */
+    pcclUpdateTopologyFailed = 11,
+    /** A bandwidth probe or the re-wiring failed while optimizing the topology: retry. */
+    pcclTopologyOptimizationFailed = 12,
+
+    /* ---- codes pccl appends (not in PCCL 1.0) ---- */
+
+    /** A blocking call's timeout elapsed before the operation finished. */
+    pcclTimeout = 13,
+    /** The operating system refused a resource (sockets, threads, memory). */
+    pcclSystemError = 14,
+    /** A remote peer or the master reported an error it could not recover from. */
+    pcclRemoteError = 15,
+    /** Shared state could not be synchronized (name used by PCCL's README). */
+    pcclSharedStateSyncFailed = 16,
+    /**
+     * A frame violated the CCoIP wire contract: truncated, oversized, a bad
+     * magic, an overflowing varint, a wrong wire type. The connection that
+     * carried it is closed.
+     */
+    pcclProtocolError = 17,
+
+    /** Alias: the name PCCL's documentation uses for pcclTopologyOptimizationFailed. */
+    pcclOptimizeTopologyFailed = pcclTopologyOptimizationFailed
+} pcclResult_t;
+
+/**
+ * X-macro table of every distinct result code: X(name, value, message).
+ * Bindings and tools generate name tables from it; tests/header checks it
+ * against the enum.
+ */
+#define PCCL_RESULT_MAP(X)                                                                         \
+    X(pcclSuccess, 0, "success")                                                                   \
+    X(pcclNotInitialized, 1, "pcclInit was not called")                                            \
+    X(pcclInternalError, 2, "internal error")                                                      \
+    X(pcclInvalidArgument, 3, "invalid argument")                                                  \
+    X(pcclInvalidUsage, 4, "invalid usage")                                                        \
+    X(pcclTooFewPeers, 5, "too few peers")                                                         \
+    X(pcclMasterConnectionFailed, 6, "master connection failed")                                   \
+    X(pcclRankConnectionFailed, 7, "peer connection failed")                                       \
+    X(pcclRankConnectionLost, 8, "peer connection lost")                                           \
+    X(pcclNoSharedStateAvailable, 9, "no shared state available")                                  \
+    X(pcclPendingAsyncOps, 10, "asynchronous operations pending")                                  \
+    X(pcclUpdateTopologyFailed, 11, "update topology failed")                                      \
+    X(pcclTopologyOptimizationFailed, 12, "topology optimization failed")                          \
+    X(pcclTimeout, 13, "timed out")                                                                \
+    X(pcclSystemError, 14, "system error")                                                         \
+    X(pcclRemoteError, 15, "remote error")                                                         \
+    X(pcclSharedStateSyncFailed, 16, "shared state synchronization failed")                        \
+    X(pcclProtocolError, 17, "protocol error")
+
+/** Number of distinct result codes (one more than the largest value). */
+#define PCCL_RESULT_COUNT (18)
+
+/* ------------------------------------------------------------------------ */
+/* Enums                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Element types of tensors and collectives. The numbering is PCCL 1.0's
+ * public one (note Int16 = 2 before Uint16 = 3).
+ */
+typedef enum pcclDataType_t {
+    pcclUint8 = 0,
+    pcclInt8 = 1,
+    pcclInt16 = 2,
+    pcclUint16 = 3,
+    pcclUint32 = 4,
+    pcclInt32 = 5,
+    pcclUint64 = 6,
+    pcclInt64 = 7,
+    pcclFloat16 = 8,  /**< IEEE 754 binary16, stored as uint16_t bits. */
+    pcclBFloat16 = 9, /**< bfloat16 (the top half of a binary32), stored as uint16_t bits. */
+    pcclFloat = 10,   /**< IEEE 754 binary32. */
+    pcclDouble = 11   /**< IEEE 754 binary64. */
+} pcclDataType_t;
+
+/** Number of pcclDataType_t values (they are 0 .. PCCL_DATA_TYPE_COUNT - 1). */
+#define PCCL_DATA_TYPE_COUNT (12)
+
+/** Where a tensor's memory lives. Collectives accept CPU memory only. */
+typedef enum pcclDeviceType_t { pcclDeviceCpu = 0, pcclDeviceCuda = 1 } pcclDeviceType_t;
+
+/**
+ * Reduction operators. Integer arithmetic wraps (two's complement); pcclAvg
+ * on integers is the wrapped sum divided by the number of peers, truncated
+ * toward zero; pcclMin/pcclMax propagate NaN. docs/semantics.md has the
+ * exact rules for every type.
+ */
+typedef enum pcclRedOp_t {
+    pcclSum = 0,
+    pcclAvg = 1,
+    pcclProd = 2,
+    pcclMax = 3,
+    pcclMin = 4
+} pcclRedOp_t;
+
+/** Number of pcclRedOp_t values. */
+#define PCCL_RED_OP_COUNT (5)
+
+/** Integer attributes of a communicator, read with pcclGetAttribute. */
+typedef enum pcclAttribute_t {
+    /** Accepted peers in all peer groups. */
+    PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE = 1,
+    /** Accepted peers in the caller's peer group. */
+    PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE = 2,
+    /** Number of distinct peer groups with at least one accepted peer. */
+    PCCL_ATTRIBUTE_NUM_DISTINCT_PEER_GROUPS = 3,
+    /** Accepted peers in the largest peer group. */
+    PCCL_ATTRIBUTE_LARGEST_PEER_GROUP_WORLD_SIZE = 4,
+    /** Alias used by PCCL's documentation: the caller's peer group world size. */
+    PCCL_ATTRIBUTE_CURRENT_WORLD_SIZE = PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE
+} pcclAttribute_t;
+
+/** How a peer takes part in shared-state synchronization (PCCL 1.0). */
+typedef enum pcclSharedStateSyncStrategy_t {
+    /** Vote with the local content; receive the popular content where it differs. */
+    PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR = 0,
+    /** Do not vote; receive the popular content. */
+    PCCL_SHARED_STATE_SYNC_STRATEGY_RECEIVE_ONLY = 1,
+    /** Vote and distribute, but never receive: differing content is an error. */
+    PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY = 2
+} pcclSharedStateSyncStrategy_t;
+
+/** A hint about the distribution of values, for quantizers. */
+typedef enum pcclDistributionHint_t {
+    pcclDistributionNone = 0,
+    pcclDistributionNormal = 1,
+    pcclDistributionUniform = 2,
+    /** Alias used by PCCL's documentation. */
+    PCCL_DISTRIBUTION_HINT_NONE = pcclDistributionNone,
+    /** Alias used by PCCL's documentation. */
+    PCCL_DISTRIBUTION_HINT_NORMAL = pcclDistributionNormal,
+    /** Alias used by PCCL's documentation. */
+    PCCL_DISTRIBUTION_HINT_UNIFORM = pcclDistributionUniform,
+    /** Alias used by older PCCL documentation. */
+    PCCL_NORMAL_DISTRIBUTION_HINT = pcclDistributionNormal,
+    /** Alias used by older PCCL documentation. */
+    PCCL_UNIFORM_DISTRIBUTION_HINT = pcclDistributionUniform
+} pcclDistributionHint_t;
+
+/**
+ * Quantization of collective traffic on the wire. Quantized all-reduces
+ * still end bit-identical on every peer (docs/semantics.md).
+ */
+typedef enum pcclQuantizationAlgorithm_t {
+    /** No quantization: elements travel in their own type. */
+    pcclQuantNone = 0,
+    /** Per-chunk min/max affine quantization. */
+    pcclQuantMinMax = 1,
+    /** Per-chunk zero-point/scale affine quantization. */
+    pcclQuantZeroPointScale = 2
+} pcclQuantizationAlgorithm_t;
+
+/* ------------------------------------------------------------------------ */
+/* Structs and handles                                                      */
+/* ------------------------------------------------------------------------ */
+
+/** A communicator: one peer's membership in a run. Opaque. */
+typedef struct pcclComm_t pcclComm_t;
+
+/** Information about a rank. Opaque (declared by PCCL 1.0, unused by its API). */
+typedef struct pcclRankInfo_t pcclRankInfo_t;
+
+/** A master node running in this process. Opaque. */
+typedef struct pcclMasterInstanceState_t pcclMasterInstance_t;
+
+/** Parameters of pcclCreateCommunicator. Zeroed appended fields mean "default". */
+typedef struct pcclCommCreateParams_t {
+    /** Address of the master (used when master_url is NULL). */
+    ccoip_socket_address_t master_address;
+    /** Peer group: collectives and shared state are scoped to it. */
+    uint32_t peer_group;
+    /** Connections per ring neighbour; 0 means 1. */
+    uint32_t p2p_connection_pool_size;
+
+    /* ---- fields pccl appends (not in PCCL 1.0) ---- */
+
+    /**
+     * Master URL, overriding master_address when not NULL:
+     * "tcp://host:port", "tls+tcp://host:port" or "ipc:///path". Copied at
+     * pcclCreateCommunicator.
+     */
+    const char *master_url;
+    /** Upper bound of every blocking call, in milliseconds; 0 means no bound. */
+    uint32_t timeout_ms;
+    /** Heartbeat interval to the master in milliseconds; 0 means 250. */
+    uint32_t heartbeat_ms;
+} pcclCommCreateParams_t;
+
+/** Statistics of one all-reduce. */
+typedef struct pcclReduceInfo_t {
+    /** Peers that took part in the operation. */
+    uint32_t local_world_size;
+    /** Bytes this peer sent on the ring. */
+    uint64_t tx_bytes;
+    /** Bytes this peer received on the ring. */
+    uint64_t rx_bytes;
+} pcclReduceInfo_t;
+
+/** The element type of an all-reduce's operands, with a distribution hint. */
+typedef struct pcclReduceOperandDescriptor_t {
+    pcclDataType_t datatype;
+    pcclDistributionHint_t distribution_hint;
+} pcclReduceOperandDescriptor_t;
+
+/** Quantization of an all-reduce's traffic. */
+typedef struct pcclQuantizationOptions_t {
+    /** The type elements travel in (ignored when algorithm is pcclQuantNone). */
+    pcclDataType_t quantized_datatype;
+    pcclQuantizationAlgorithm_t algorithm;
+} pcclQuantizationOptions_t;
+
+/** One all-reduce: element count, operator, tag, operand type, quantization. */
+typedef struct pcclReduceDescriptor_t {
+    /** Number of elements (not bytes). */
+    size_t count;
+    pcclRedOp_t op;
+    /** Identifies the operation among concurrent ones; unique while in flight. */
+    uint64_t tag;
+    pcclReduceOperandDescriptor_t src_descriptor;
+    pcclQuantizationOptions_t quantization_options;
+} pcclReduceDescriptor_t;
+
+/** One all-reduce with its buffers, for pcclAllReduceMultipleWithRetry. */
+typedef struct pcclReduceSingleDescriptor_t {
+    void *sendbuf;
+    void *recvbuf;
+    pcclReduceDescriptor_t descriptor;
+} pcclReduceOpDescriptor_t;
+
+/** Handle of an asynchronous all-reduce: the communicator and the op's tag. */
+typedef struct pcclAsyncReduceOp_t {
+    pcclComm_t *comm;
+    uint64_t tag;
+} pcclAsyncReduceOp_t;
+
+/** A 16-byte peer identifier (PCCL 1.0). */
+typedef struct pcclRankUuid_t {
+    uint8_t data[16];
+} pcclRankUuid_t;
+
+/** One named tensor of the shared state. The memory belongs to the application. */
+typedef struct pcclTensorInfo_t {
+    /** Key, unique within the shared state; NUL-terminated. */
+    const char *name;
+    /** The tensor's elements; updated in place by synchronization. */
+    void *data;
+    /** Number of elements. */
+    size_t count;
+    pcclDataType_t datatype;
+    pcclDeviceType_t device_type;
+    /** When true, peers may hold different content; newcomers still receive it. */
+    bool allow_content_inequality;
+} pcclTensorInfo_t;
+
+/** The shared state of a peer group: a revision and a list of tensors. */
+typedef struct pcclSharedState_t {
+    /** Must advance by exactly 1 per synchronization. */
+    uint64_t revision;
+    /** Number of entries in infos. */
+    size_t count;
+    pcclTensorInfo_t *infos;
+} pcclSharedState_t;
+
+/** Statistics of one shared-state synchronization. */
+typedef struct pcclSharedStateSyncInfo_t {
+    /** Bytes this peer sent to outdated peers. */
+    uint64_t tx_bytes;
+    /** Bytes this peer received because its state was outdated. */
+    uint64_t rx_bytes;
+} pcclSharedStateSyncInfo_t;
+
+/** Build-time features of the library. */
+typedef struct pcclBuildInfo_t {
+    bool has_cuda_support;
+} pcclBuildInfo_t;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PCCL_H */

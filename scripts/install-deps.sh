@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs the Debian packages pccl needs, only those that are missing.
+# Nothing is downloaded from anywhere but Debian's archive.
+#
+#   scripts/install-deps.sh            build + test toolchain (default)
+#   scripts/install-deps.sh --print    list the packages, install nothing
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  cmake ninja-build pkg-config gcc g++ clang clang-format libclang-rt-14-dev python3
+  # libraries
+  libnng-dev libxxhash-dev libcriterion-dev
+  # WASM build of the core and its tests
+  emscripten nodejs
+  # schema/ codec generator and its independent check
+  protobuf-compiler python3-protobuf
+)
+
+if [[ "${1:-}" == "--print" ]]; then
+  printf '%s\n' "${PACKAGES[@]}"
+  exit 0
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

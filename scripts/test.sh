@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test: the README's second
+# command and what CI (.ci/run) runs.
+#
+# Tiers and their budgets on a 2-core machine (the whole run stays < 30 min):
+#   format   clang-format check                               1 min
+#   native   gcc, -Werror, Release: unit + header + tidy       5 min
+#   clang    clang, -Werror: build + unit tests                5 min
+#   asan     gcc, ASan+UBSan, -Werror: unit tests              8 min
+#   wasm     emcc: the core's unit tests + corpus under node   8 min
+# Later tiers (simulation sweep, integration) get their own budgets here.
+# Long soaks and fuzzing live outside CI: scripts/fuzz.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+scripts/install-deps.sh
+
+JOBS=$(nproc)
+export CTEST_OUTPUT_ON_FAILURE=1
+declare -a SUMMARY=()
+FAILED=0
+
+tier() { # tier NAME BUDGET_SECONDS COMMAND...
+  local name=$1 budget=$2
+  shift 2
+  local t0=$SECONDS
+  echo "=== tier ${name} (budget ${budget}s) ==="
+  if timeout --foreground "$budget" bash -c "$*"; then
+    SUMMARY+=("${name}: ok in $((SECONDS - t0))s (budget ${budget}s)")
+  else
+    local rc=$?
+    SUMMARY+=("${name}: FAILED (exit ${rc}) after $((SECONDS - t0))s (budget ${budget}s)")
+    FAILED=1
+  fi
+}
+
+configure_build_test() { # DIR CTEST_ARGS CMAKE_ARGS...
+  local dir=$1 ctest_args=$2
+  shift 2
+  echo "cmake -S $ROOT -B $dir -G Ninja $*"
+  cmake -S "$ROOT" -B "$dir" -G Ninja "$@" >"$dir.configure.log" 2>&1 \
+    || { cat "$dir.configure.log"; return 1; }
+  cmake --build "$dir" -j "$JOBS"
+  # shellcheck disable=SC2086
+  ctest --test-dir "$dir" -j "$JOBS" $ctest_args
+}
+export -f configure_build_test
+export ROOT JOBS
+
+mkdir -p build
+tier format 60 "scripts/check-format.sh"
+tier native 300 "configure_build_test build/ci-native '' -DPCCL_WERROR=ON -DCMAKE_BUILD_TYPE=Release"
+tier clang 300 "configure_build_test build/ci-clang '-L unit' -DPCCL_WERROR=ON \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Release"
+tier asan 480 "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  configure_build_test build/ci-asan '-L unit' -DPCCL_WERROR=ON -DPCCL_SANITIZE=ON \
+  -DCMAKE_BUILD_TYPE=Debug -DPCCL_BUILD_BENCH=OFF"
+tier wasm 480 "NODE_PATH=/usr/share/nodejs configure_build_test build/ci-wasm '' -DPCCL_WERROR=ON \
+  -DCMAKE_TOOLCHAIN_FILE=/usr/share/emscripten/cmake/Modules/Platform/Emscripten.cmake \
+  -DCMAKE_CROSSCOMPILING_EMULATOR=/usr/bin/node -DCMAKE_BUILD_TYPE=Release \
+  -DPCCL_NATIVE_CORPUS=$ROOT/build/ci-native/tests/pccl_corpus"
+
+echo
+echo "=== summary ==="
+printf '  %s\n' "${SUMMARY[@]}"
+echo "  total: $((SECONDS))s"
+exit $FAILED

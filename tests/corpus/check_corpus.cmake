@@ -1,0 +1,36 @@
+# Runs the corpus program (under EMULATOR if set, i.e. node for WASM) and
+# compares the hash it prints with GOLDEN; when NATIVE names a native corpus
+# binary, runs that too and compares. Fails on any difference.
+function(run_corpus prog emulator out_var)
+  if(emulator)
+    execute_process(COMMAND ${emulator} ${prog} OUTPUT_VARIABLE out ERROR_VARIABLE err
+                    RESULT_VARIABLE rc)
+  else()
+    execute_process(COMMAND ${prog} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+  endif()
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "corpus program ${prog} failed (${rc}): ${out} ${err}")
+  endif()
+  string(REGEX MATCH "corpus hash: ([0-9a-f]+)" m "${out}")
+  if(NOT m)
+    message(FATAL_ERROR "no hash in the output of ${prog}: ${out}")
+  endif()
+  message(STATUS "${prog}: ${out}")
+  set(${out_var} "${CMAKE_MATCH_1}" PARENT_SCOPE)
+endfunction()
+
+run_corpus("${PROG}" "${EMULATOR}" got)
+file(READ "${GOLDEN}" golden)
+string(STRIP "${golden}" golden)
+if(NOT got STREQUAL golden)
+  message(FATAL_ERROR "corpus hash ${got} differs from the golden ${golden} (${GOLDEN}). "
+    "If the change of results is intended, update the golden file and say why in the commit.")
+endif()
+if(NATIVE)
+  run_corpus("${NATIVE}" "" native)
+  if(NOT native STREQUAL got)
+    message(FATAL_ERROR "native corpus hash ${native} differs from ${got}")
+  endif()
+  message(STATUS "native and WASM agree: ${got}")
+endif()
+message(STATUS "corpus hash ${got} matches the golden value")
