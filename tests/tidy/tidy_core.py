@@ -159,14 +159,16 @@ int ccoip_bad(void) { printf("%d", rand()); return (int)time(0) + pthread_self()
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--src")
+    ap.add_argument("--src", action="append", default=[])
     ap.add_argument("--lib")
     ap.add_argument("--nm", default="nm")
     ap.add_argument("--self-test", action="store_true")
     a = ap.parse_args()
     if a.self_test:
         return self_test(a.nm)
-    problems = scan_sources(a.src)
+    problems = []
+    for src in a.src:
+        problems += scan_sources(src)
     if a.lib:
         problems += scan_library(a.lib, a.nm)
     for p in problems:

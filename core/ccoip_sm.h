@@ -1,0 +1,316 @@
+/*
+ * ccoip_sm.h — events in, actions out: the contract between the pure state
+ * machines of core/ (ccoip_master_*, ccoip_peer_*) and whatever drives them
+ * (the nng runtime in transport/, the simulator in sim/). DESIGN.md §2.
+ *
+ * A driver feeds events with ccoip_<m>_step(m, &ev) and then drains actions
+ * with ccoip_<m>_poll(m, &act) until it returns false; it asks
+ * ccoip_<m>_deadline_ns(m) when to feed the next TIMER event. Nothing in
+ * core/ blocks, allocates after init, reads a clock or touches the OS: time
+ * is ev.now_ns, randomness is a PRNG seeded at init.
+ *
+ * Ownership: event payload bytes are borrowed for the duration of the step
+ * call. Action payload bytes (SEND frames, LOG text) live in the state
+ * machine and stay valid until the next step call. Tensor memory is never
+ * named by pointer: the core names buffers by (op slot, region, offset,
+ * length) and the driver maps them onto the application's memory.
+ *
+ * Connections: a connection is a reliable ordered byte stream carrying
+ * complete frames (docs/protocol.md §3, §7). Ids are 64-bit and never reused
+ * by one state machine: connections the core opens (CONNECT actions) get ids
+ * below CCOIP_CONN_ACCEPTED_BASE chosen by the core; connections the driver
+ * accepts on a listener get ids at or above it chosen by the driver and
+ * announced with a CONN_UP event whose `accepted` is true.
+ *
+ * Data connections (peer only, docs/protocol.md §8): on a p2p connection the
+ * driver reads data frames (80-byte header + payload). HELLO and HELLO_ACK
+ * frames (no payload) are passed to the core as RECV events (data = the 80
+ * header bytes). RING_CHUNK frames never reach the core as bytes: the driver
+ * matches them against the RING_RECVs the core posted on that connection:
+ *   - a frame whose epoch is older than the RING_RECV's (or than any posted
+ *     on the connection) is dropped; a frame of a CANCELled op is dropped;
+ *   - a frame that arrives before its RING_RECV is held (the driver stops
+ *     reading that connection) until a matching RING_RECV or a CANCEL of its
+ *     op resolves it;
+ *   - a matching frame's payload lands at dst.offset + frame.offset; the
+ *     RING_RECV completes (IO_DONE, result pcclSuccess) when dst.length bytes
+ *     arrived; every frame of one RING_RECV must carry the same quantization
+ *     metadata, which IO_DONE reports in done.quant (the core validates it);
+ *   - a frame that matches (epoch, tag, seq) but not (step, chunk), or whose
+ *     offset + length exceeds the span, or whose metadata differs from the
+ *     first frame's, is a protocol violation: the driver closes the
+ *     connection and completes the RING_RECV with pcclProtocolError.
+ * A RING_SEND writes dst-less frames: header (epoch, tag, seq, chunk, step,
+ * quant) + the bytes of src, in one or more RING_CHUNK frames (the driver may
+ * slice, ~1 MiB each, each frame's offset relative to the span); a zero-length
+ * span is sent as one frame with length 0 (and received as such).
+ * A connection broken under a pending RING_SEND/RING_RECV completes it with
+ * result pcclRankConnectionLost (then CONN_CLOSED follows).
+ *
+ * Kernels and CANCEL: actions of one op_slot are executed in queue order.
+ * CANCEL(op_slot) returns only when no pending I/O or kernel of the slot
+ * touches its buffers any more (a send left half-written closes its
+ * connection, DESIGN.md §2 rule 8); no IO_DONE/KERNEL_DONE is reported for
+ * what it cancelled. Actions of the slot queued after the CANCEL (the buffer
+ * restore) run normally.
+ *
+ * Changes to this contract (newest last; keep in sync with docs/core.md):
+ *   v1  (lead) first draft.
+ *   v2  (core) ccoip_event.remote_ip/remote_ip_len on accepted CONN_UP (the
+ *       master passes the observed address on to other peers, §2);
+ *       CCOIP_ACT_FINALIZE (AVG division, field `divisor`); the data
+ *       connection rules above; SEND/LOG bytes valid until the next step
+ *       (unchanged) -- drivers that delay delivery must copy them.
+ *       OP_BEGIN is emitted at commence (not at submit): a command that fails
+ *       before it has no OP_BEGIN/OP_END. NOTIFY.world_size is the peer
+ *       group's size as the peer knows it when the command completes.
+ */
+#ifndef CCOIP_SM_H
+#define CCOIP_SM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ccoip_quant.h"
+#include "pccl.h"
+
+/** Connection ids at or above this value are chosen by the driver (accepted connections). */
+#define CCOIP_CONN_ACCEPTED_BASE ((uint64_t)1 << 62)
+/** No connection. */
+#define CCOIP_CONN_NONE ((uint64_t)0)
+/** No deadline (ccoip_*_deadline_ns). */
+#define CCOIP_NO_DEADLINE UINT64_MAX
+/** Bytes of text a LOG action carries at most (including the NUL). */
+#define CCOIP_LOG_TEXT_MAX 256u
+
+/* ------------------------------------------------------------------------ */
+/* Events                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef enum ccoip_event_type {
+    /** First event: the machine starts (the peer does nothing until a SUBMIT). */
+    CCOIP_EV_START = 1,
+    /** One complete frame arrived on conn: data[0 .. len). */
+    CCOIP_EV_RECV = 2,
+    /** conn is established: a CONNECT succeeded, or the driver accepted it. */
+    CCOIP_EV_CONN_UP = 3,
+    /** conn is gone (closed by the remote, failed to connect, or broke). */
+    CCOIP_EV_CONN_CLOSED = 4,
+    /** The deadline the machine asked for has passed. */
+    CCOIP_EV_TIMER = 5,
+    /** The application submits a command (peer only). */
+    CCOIP_EV_SUBMIT = 6,
+    /** A RING_SEND or RING_RECV finished (peer only). */
+    CCOIP_EV_IO_DONE = 7,
+    /** A REDUCE, COPY, QUANTIZE or DEQUANTIZE finished (peer only). */
+    CCOIP_EV_KERNEL_DONE = 8
+} ccoip_event_type;
+
+/** Application commands (peer only). */
+typedef enum ccoip_cmd_type {
+    /** pcclConnect: hello + join; completes when admitted into the ring. */
+    CCOIP_CMD_CONNECT = 1,
+    /** pcclUpdateTopology: vote to admit pending peers and re-wire. */
+    CCOIP_CMD_UPDATE_TOPOLOGY = 2,
+    /** pcclArePeersPending. */
+    CCOIP_CMD_ARE_PEERS_PENDING = 3,
+    /** pcclAllReduceAsync: start one all-reduce (see ccoip_allreduce_args). */
+    CCOIP_CMD_ALL_REDUCE = 4,
+    /** Leave the run gracefully (pcclDestroyCommunicator). */
+    CCOIP_CMD_LEAVE = 5,
+    /** pcclOptimizeTopology (issue 5). */
+    CCOIP_CMD_OPTIMIZE_TOPOLOGY = 6,
+    /** pcclSynchronizeSharedState (issue 5). */
+    CCOIP_CMD_SYNC_SHARED_STATE = 7
+} ccoip_cmd_type;
+
+/** Parameters of one all-reduce. */
+typedef struct ccoip_allreduce_args {
+    uint64_t tag;
+    uint64_t count; /**< Elements. */
+    pcclDataType_t dtype;
+    pcclRedOp_t op;
+    pcclQuantizationAlgorithm_t quant_algorithm;
+    pcclDataType_t quant_dtype;
+    /** sendbuf == recvbuf: the core keeps a backup and restores it on abort. */
+    bool in_place;
+} ccoip_allreduce_args;
+
+/** A command from the application. */
+typedef struct ccoip_cmd {
+    ccoip_cmd_type type;
+    /** Chosen by the driver; echoed in the NOTIFY that completes the command. */
+    uint64_t cmd_id;
+    ccoip_allreduce_args allreduce; /**< CCOIP_CMD_ALL_REDUCE. */
+} ccoip_cmd;
+
+/** Completion of a RING_SEND / RING_RECV, or of a kernel. */
+typedef struct ccoip_done {
+    /** The `io_id` of the action that finished. */
+    uint64_t io_id;
+    /** pcclSuccess, or why it failed (the connection broke: pcclRankConnectionLost). */
+    pcclResult_t result;
+    /** RING_RECV: the quantization metadata that came in the frame header. */
+    ccoip_quant_meta quant;
+    /** QUANTIZE: the metadata computed for the codes. */
+    ccoip_quant_meta quant_out;
+} ccoip_done;
+
+/** One input to a state machine. */
+typedef struct ccoip_event {
+    ccoip_event_type type;
+    /** Monotonic time in nanoseconds; never decreases between events. */
+    uint64_t now_ns;
+    /** RECV, CONN_UP, CONN_CLOSED: the connection. */
+    uint64_t conn;
+    /** CONN_UP: true when the driver accepted conn on a listener. */
+    bool accepted;
+    /** CONN_UP on an accepted connection: which listener (a ccoip_listener value). */
+    uint32_t listener;
+    /**
+     * CONN_UP on an accepted connection: the remote address as observed
+     * (4 bytes IPv4 or 16 bytes IPv6; remote_ip_len 0 when unknown, e.g. ipc://).
+     * The master hands it to other peers as the endpoint's ip (docs/protocol.md §2).
+     */
+    uint8_t remote_ip[16];
+    uint32_t remote_ip_len;
+    /** RECV: the frame (borrowed for the call). */
+    const uint8_t *data;
+    uint64_t len;
+    /** SUBMIT. */
+    ccoip_cmd cmd;
+    /** IO_DONE, KERNEL_DONE. */
+    ccoip_done done;
+} ccoip_event;
+
+/* ------------------------------------------------------------------------ */
+/* Actions                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef enum ccoip_action_type {
+    /** Write the frame data[0 .. len) to conn (in order with earlier SENDs on conn). */
+    CCOIP_ACT_SEND = 1,
+    /** Open connection conn to endpoint (url or ip:port). CONN_UP or CONN_CLOSED follows. */
+    CCOIP_ACT_CONNECT = 2,
+    /** Start listening (listener kind); the driver reports the bound port with ccoip_peer_set_port.
+     */
+    CCOIP_ACT_LISTEN = 3,
+    /** Close conn. No CONN_CLOSED event follows for it. */
+    CCOIP_ACT_CLOSE = 4,
+    /** Complete an application command (cmd_id) with a result. */
+    CCOIP_ACT_NOTIFY = 5,
+    /** Send a data frame: header fields + bytes of a buffer span (zero-copy). IO_DONE follows. */
+    CCOIP_ACT_RING_SEND = 6,
+    /** Receive a data frame whose header matches into a buffer span. IO_DONE follows. */
+    CCOIP_ACT_RING_RECV = 7,
+    /** dst = dst op src over count elements. KERNEL_DONE follows. */
+    CCOIP_ACT_REDUCE = 8,
+    /** dst = src, bytes. KERNEL_DONE follows. */
+    CCOIP_ACT_COPY = 9,
+    /** Quantize src into codes at dst (compute the metadata). KERNEL_DONE carries it. */
+    CCOIP_ACT_QUANTIZE = 10,
+    /** dst (op)= dequantize(codes at src, quant); op COPY semantics when reduce is false. */
+    CCOIP_ACT_DEQUANTIZE = 11,
+    /** Abandon every pending RING_SEND/RING_RECV/kernel of op_slot; no IO_DONE for them. */
+    CCOIP_ACT_CANCEL = 12,
+    /** A log line (text, NUL-terminated) at level. */
+    CCOIP_ACT_LOG = 13,
+    /**
+     * An all-reduce command (cmd_id) now occupies op_slot: the driver binds
+     * the command's send/recv buffers to the slot and provides scratch_bytes
+     * of SCRATCH and, when backup_bytes > 0, that much BACKUP.
+     */
+    CCOIP_ACT_OP_BEGIN = 14,
+    /** op_slot is free again; its regions may be released. */
+    CCOIP_ACT_OP_END = 15,
+    /**
+     * Finish an AVG: dst (count elements of dtype) /= divisor, by
+     * ccoip_reduce_finalize_avg. red_op is pcclAvg. KERNEL_DONE follows.
+     */
+    CCOIP_ACT_FINALIZE = 16
+} ccoip_action_type;
+
+/** Buffers of one collective operation, named by region. */
+typedef enum ccoip_region {
+    CCOIP_REGION_SEND = 1,    /**< The application's send buffer (read only). */
+    CCOIP_REGION_RECV = 2,    /**< The application's receive buffer (the result). */
+    CCOIP_REGION_SCRATCH = 3, /**< Driver-owned staging, at least scratch_bytes of the op. */
+    CCOIP_REGION_BACKUP = 4   /**< Driver-owned copy of RECV for in-place restore. */
+} ccoip_region;
+
+/** A byte span of a region of one op. */
+typedef struct ccoip_span_ref {
+    uint32_t op_slot; /**< Which in-flight operation (0 .. max_ops-1). */
+    ccoip_region region;
+    uint64_t offset; /**< Bytes. */
+    uint64_t length; /**< Bytes. */
+} ccoip_span_ref;
+
+/** Listener kinds a peer opens. */
+typedef enum ccoip_listener {
+    CCOIP_LISTENER_P2P = 0,
+    CCOIP_LISTENER_SHARED_STATE = 1,
+    CCOIP_LISTENER_BANDWIDTH = 2
+} ccoip_listener;
+
+/** Log levels of LOG actions. */
+typedef enum ccoip_log_level {
+    CCOIP_LOG_ERROR = 0,
+    CCOIP_LOG_WARN = 1,
+    CCOIP_LOG_INFO = 2,
+    CCOIP_LOG_DEBUG = 3
+} ccoip_log_level;
+
+/** One output of a state machine. Fields not used by a type are zero. */
+typedef struct ccoip_action {
+    ccoip_action_type type;
+    uint64_t conn;
+
+    /* SEND: the frame. LOG: text (NUL-terminated, len excludes it). CONNECT: url. */
+    const uint8_t *data;
+    uint64_t len;
+
+    /* CONNECT: endpoint as ip (4 or 16 bytes) + port when url is empty. */
+    uint8_t ip[16];
+    uint32_t ip_len;
+    uint32_t port;
+
+    /* LISTEN. */
+    ccoip_listener listener;
+
+    /* NOTIFY. */
+    uint64_t cmd_id;
+    pcclResult_t result;
+    uint64_t tx_bytes;
+    uint64_t rx_bytes;
+    uint32_t world_size; /**< Group world size after the command (all commands). */
+    bool peers_pending;  /**< ARE_PEERS_PENDING. */
+
+    /* RING_SEND / RING_RECV / kernels. */
+    uint64_t io_id; /**< Echoed in IO_DONE / KERNEL_DONE. */
+    uint32_t op_slot;
+    ccoip_span_ref src;
+    ccoip_span_ref dst;
+    /* RING_SEND: header fields to write; RING_RECV: header fields to expect. */
+    uint64_t epoch;
+    uint64_t tag;
+    uint64_t seq;
+    uint32_t chunk;
+    uint32_t step;
+    ccoip_quant_meta quant; /**< RING_SEND / DEQUANTIZE: metadata of the codes. */
+    /* REDUCE / DEQUANTIZE. */
+    pcclRedOp_t red_op;
+    pcclDataType_t dtype;
+    uint64_t count; /**< Elements. */
+    bool reduce;    /**< DEQUANTIZE: accumulate (true) or overwrite (false). */
+    /* OP_BEGIN: bytes of SCRATCH and BACKUP the op needs. */
+    uint64_t scratch_bytes;
+    uint64_t backup_bytes;
+    /* FINALIZE: the number of contributions (the ring's world size). */
+    uint32_t divisor;
+
+    /* LOG. */
+    ccoip_log_level level;
+} ccoip_action;
+
+#endif /* CCOIP_SM_H */
