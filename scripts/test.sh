@@ -6,8 +6,8 @@
 #   format   clang-format check                               1 min
 #   native   gcc, -Werror, Release: unit + header + tidy       5 min
 #   clang    clang, -Werror: build + unit tests                5 min
-#   asan     gcc, ASan+UBSan, -Werror: unit tests              8 min
-#   wasm     emcc: the core's unit tests + corpus under node   8 min
+#   asan     gcc, ASan+UBSan, -Werror: unit + simulation tests  8 min
+#   wasm     emcc: unit tests, corpus, simulator under node    8 min
 # Later tiers (simulation sweep, integration) get their own budgets here.
 # Long soaks and fuzzing live outside CI: scripts/fuzz.sh.
 set -euo pipefail
@@ -54,7 +54,7 @@ tier native 300 "configure_build_test build/ci-native '' -DPCCL_WERROR=ON -DCMAK
 tier clang 300 "configure_build_test build/ci-clang '-L unit' -DPCCL_WERROR=ON \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Release"
 tier asan 480 "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  configure_build_test build/ci-asan '-L unit' -DPCCL_WERROR=ON -DPCCL_SANITIZE=ON \
+  configure_build_test build/ci-asan '-L unit|sim' -DPCCL_WERROR=ON -DPCCL_SANITIZE=ON \
   -DCMAKE_BUILD_TYPE=Debug -DPCCL_BUILD_BENCH=OFF"
 tier wasm 480 "NODE_PATH=/usr/share/nodejs configure_build_test build/ci-wasm '' -DPCCL_WERROR=ON \
   -DCMAKE_TOOLCHAIN_FILE=/usr/share/emscripten/cmake/Modules/Platform/Emscripten.cmake \

@@ -1,0 +1,110 @@
+/*
+ * ccoip_master.h — the CCoIP master as a pure state machine (DESIGN.md §2–3,
+ * docs/core.md §2). Events in (ccoip_sm.h), actions out; no I/O, no clock,
+ * no allocation after ccoip_master_create.
+ *
+ * The driver listens for control connections itself (the master emits no
+ * LISTEN) and reports each accepted connection with CONN_UP (accepted = true,
+ * remote_ip = the observed address), every complete control frame with RECV,
+ * and every closed connection with CONN_CLOSED. The master answers with SEND
+ * and CLOSE actions and LOG lines; it never emits NOTIFY, CONNECT, ring or
+ * kernel actions.
+ *
+ * Thread-safety: none; one driver thread owns a ccoip_master.
+ */
+#ifndef CCOIP_MASTER_H
+#define CCOIP_MASTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ccoip_sm.h"
+#include "pccl.h"
+
+/** Configuration of a master. Zero fields take the documented defaults. */
+typedef struct ccoip_master_config {
+    /** Peers (connections) tracked at most; a further connection is closed. Default 64. */
+    uint32_t max_peers;
+    /** Collective operations (votes and running) tracked at most. Default 64. */
+    uint32_t max_ops;
+    /** Actions queued at most between two steps. Default max_peers * (max_ops + 8) + 256. */
+    uint32_t action_queue_depth;
+    /** Bytes of SEND/LOG payload per step. Default 64 KiB + max_peers * (1024 + 24 * max_peers). */
+    uint64_t out_bytes;
+    /** Largest control payload accepted (codec limit). Default 1 MiB. */
+    uint64_t max_message_bytes;
+    /** Heartbeat period sent in HelloResult and used by the master. Default 250. */
+    uint32_t heartbeat_ms;
+    /** Silence after which a peer is evicted. Default 2000. */
+    uint32_t evict_ms;
+    /** A vote waits at most this long after its first ballot. Default 60000. */
+    uint32_t vote_timeout_ms;
+    /** Hamiltonian-cycle search budget (expansions) per group ring. Default 100000. */
+    uint32_t ring_search_budget;
+    /**
+     * Smallest group that may run a collective; smaller gets STATUS_TOO_FEW_PEERS
+     * (DESIGN.md §3). Default 2. Tests set 1 to exercise the one-peer ring.
+     */
+    uint32_t min_collective_world;
+    /**
+     * TEST ONLY (canary): when true the master does not send abort verdicts
+     * (it still marks them sent), breaking "exactly one verdict per op and
+     * member" so that the simulator's checkers can be shown to catch it.
+     * Never set outside tests.
+     */
+    bool canary_skip_abort_verdict;
+} ccoip_master_config;
+
+typedef struct ccoip_master ccoip_master;
+
+/** Fills *cfg with the defaults (all zero fields resolved). */
+void ccoip_master_config_default(ccoip_master_config *cfg);
+
+/**
+ * Allocates and initializes a master. cfg NULL means the defaults; zero
+ * fields of cfg take their defaults. seed feeds the master's PRNG (peer ids
+ * are a counter starting at 1 and do not depend on it).
+ * Returns pcclSuccess; pcclInvalidArgument for out == NULL or an invalid
+ * configuration (max_peers above 1 << 20, evict_ms <= heartbeat_ms, ...);
+ * pcclSystemError when memory cannot be allocated.
+ */
+pcclResult_t ccoip_master_create(const ccoip_master_config *cfg, uint64_t seed, ccoip_master **out);
+
+/** Frees a master (NULL is fine). Pending actions are discarded. */
+void ccoip_master_destroy(ccoip_master *m);
+
+/**
+ * Feeds one event. Never blocks. Afterwards drain ccoip_master_poll.
+ * Remote input never fails the step: a malformed or illegal frame evicts
+ * the peer that sent it (with a LOG line).
+ * Returns pcclSuccess; pcclInvalidArgument for a NULL argument or an event
+ * the master does not take (SUBMIT, IO_DONE, KERNEL_DONE, an unknown type,
+ * a RECV/CONN_CLOSED on an unknown connection is ignored with a LOG line and
+ * is not an error); pcclInternalError when a bounded table or the action
+ * queue overflowed (the master dropped output; it is no longer reliable).
+ */
+pcclResult_t ccoip_master_step(ccoip_master *m, const ccoip_event *ev);
+
+/** Takes the next action; false when none is left. Payload bytes live until the next step. */
+bool ccoip_master_poll(ccoip_master *m, ccoip_action *out);
+
+/** When to feed the next TIMER event (absolute ns); CCOIP_NO_DEADLINE when none. */
+uint64_t ccoip_master_deadline_ns(const ccoip_master *m);
+
+/* ------------------------------------------------------------------------ */
+/* Read-only introspection, for tests, the simulator's checkers and logs.    */
+/* ------------------------------------------------------------------------ */
+
+/** The current epoch (docs/protocol.md §6.9). */
+uint64_t ccoip_master_epoch(const ccoip_master *m);
+/** Peers admitted into a ring (all groups). */
+uint32_t ccoip_master_num_accepted(const ccoip_master *m);
+/** Peers joined but not admitted yet. */
+uint32_t ccoip_master_num_pending(const ccoip_master *m);
+/**
+ * Copies the ring order (peer ids) of group into ids[0 .. cap) and returns
+ * its length (which may exceed cap). Only accepted peers; 0 for an unknown group.
+ */
+uint32_t ccoip_master_ring(const ccoip_master *m, uint32_t group, uint64_t *ids, uint32_t cap);
+
+#endif /* CCOIP_MASTER_H */

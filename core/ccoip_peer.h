@@ -1,0 +1,122 @@
+/*
+ * ccoip_peer.h — a CCoIP peer (one communicator) as a pure state machine
+ * (DESIGN.md §2–3, docs/core.md §3). Events in (ccoip_sm.h), actions out.
+ *
+ * Life: START → LISTEN(P2P) (the driver binds and calls ccoip_peer_set_port
+ * before the next step) → SUBMIT CONNECT → CONNECT(master) → hello, join,
+ * pending → admitted (NOTIFY of the CONNECT command). Then commands
+ * (UPDATE_TOPOLOGY, ARE_PEERS_PENDING, ALL_REDUCE, LEAVE) each complete with
+ * exactly one NOTIFY carrying their cmd_id. Re-wiring after a membership
+ * change runs without a command (the master pushes a TopologyPlan).
+ *
+ * Connection ids chosen by the peer: CCOIP_PEER_MASTER_CONN for the master,
+ * then 2, 3, ... for p2p dials (never reused).
+ *
+ * Thread-safety: none; one driver thread owns a ccoip_peer.
+ */
+#ifndef CCOIP_PEER_H
+#define CCOIP_PEER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ccoip_sm.h"
+#include "pccl.h"
+
+/** The connection id of the control connection to the master. */
+#define CCOIP_PEER_MASTER_CONN ((uint64_t)1)
+/** Longest master URL / endpoint URL the peer stores. */
+#define CCOIP_URL_MAX 256u
+
+/** Configuration of a peer. Zero fields take the documented defaults. */
+typedef struct ccoip_peer_config {
+    /** Master endpoint for the CONNECT action: a URL (NUL-terminated, copied) ... */
+    const char *master_url;
+    /** ... or, when master_url is NULL or empty, an address (4 or 16 bytes) and port. */
+    uint8_t master_ip[16];
+    uint32_t master_ip_len;
+    uint32_t master_port;
+    /** Peer group (collectives and shared state are scoped to it). */
+    uint32_t peer_group;
+    /** Connections per ring neighbour. Only 1 is supported for now (default 1). */
+    uint32_t p2p_pool_size;
+    /** Concurrent collective operations at most. Default 16. */
+    uint32_t max_ops;
+    /** Largest ring (peers of the group) the peer can take part in. Default 1024. */
+    uint32_t max_world;
+    /** Actions queued at most between two steps. Default 64 * max_ops + 256. */
+    uint32_t action_queue_depth;
+    /** Bytes of SEND/LOG payload per step. Default 64 KiB + 16 * max_world. */
+    uint64_t out_bytes;
+    /** Largest control payload accepted. Default 1 MiB. */
+    uint64_t max_message_bytes;
+    /** Heartbeat period until the master's HelloResult says otherwise. Default 250. */
+    uint32_t heartbeat_ms;
+    /** Master silence that fails the peer, until HelloResult says otherwise. Default 2000. */
+    uint32_t evict_ms;
+    /**
+     * TEST ONLY (canary): when true an aborted in-place all-reduce does not
+     * restore the application's buffer from BACKUP, breaking "in-place
+     * buffers are restored bit-exactly on abort" so that the simulator's
+     * checkers can be shown to catch it. Never set outside tests.
+     */
+    bool canary_skip_restore;
+} ccoip_peer_config;
+
+typedef struct ccoip_peer ccoip_peer;
+
+/** Fills *cfg with the defaults (all zero fields resolved; master_url stays NULL). */
+void ccoip_peer_config_default(ccoip_peer_config *cfg);
+
+/**
+ * Allocates and initializes a peer. Zero fields of cfg take their defaults.
+ * Returns pcclSuccess; pcclInvalidArgument for NULL cfg/out, a master_url
+ * longer than CCOIP_URL_MAX - 1, no master endpoint, p2p_pool_size > 1;
+ * pcclSystemError when memory cannot be allocated.
+ */
+pcclResult_t ccoip_peer_create(const ccoip_peer_config *cfg, uint64_t seed, ccoip_peer **out);
+
+/** Frees a peer (NULL is fine). */
+void ccoip_peer_destroy(ccoip_peer *p);
+
+/**
+ * Feeds one event. Never blocks. Input from the master or other peers never
+ * fails the step: a malformed master frame fails the peer
+ * (pcclMasterConnectionFailed for every command), a malformed p2p frame
+ * closes that connection.
+ * Returns pcclSuccess; pcclInvalidArgument for NULL arguments or an event
+ * type the peer does not know (IO_DONE/KERNEL_DONE with an unknown io_id are
+ * ignored with a LOG line); pcclInternalError when the action queue
+ * overflowed.
+ */
+pcclResult_t ccoip_peer_step(ccoip_peer *p, const ccoip_event *ev);
+
+/** Takes the next action; false when none is left. Payload bytes live until the next step. */
+bool ccoip_peer_poll(ccoip_peer *p, ccoip_action *out);
+
+/** When to feed the next TIMER event (absolute ns); CCOIP_NO_DEADLINE when none. */
+uint64_t ccoip_peer_deadline_ns(const ccoip_peer *p);
+
+/**
+ * The driver reports where a LISTEN action bound: port (and url when the
+ * endpoint must be reached by URL, e.g. ipc://; NULL otherwise). Call it
+ * after draining the LISTEN and before the next step.
+ * Returns pcclSuccess, or pcclInvalidArgument (unknown listener, url too long).
+ */
+pcclResult_t ccoip_peer_set_port(ccoip_peer *p, ccoip_listener listener, uint32_t port,
+                                 const char *url);
+
+/* Introspection for tests, checkers and logs. */
+
+/** The id the master assigned (0 before hello completes). */
+uint64_t ccoip_peer_id(const ccoip_peer *p);
+/** Epoch of the ring the peer runs collectives on (0 before admission). */
+uint64_t ccoip_peer_epoch(const ccoip_peer *p);
+/** True once admitted and not failed. */
+bool ccoip_peer_is_accepted(const ccoip_peer *p);
+/** True after the master was lost or evicted this peer. */
+bool ccoip_peer_is_failed(const ccoip_peer *p);
+/** Group world size as last told by the master. */
+uint32_t ccoip_peer_world_size(const ccoip_peer *p);
+
+#endif /* CCOIP_PEER_H */

@@ -1,0 +1,214 @@
+/*
+ * ccoip_sm.c — shared plumbing of the state machines (ccoip_sm_internal.h).
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ccoip_sm_internal.h"
+
+pcclResult_t sm_out_init(sm_out *o, uint32_t depth, uint64_t pool_bytes)
+{
+    memset(o, 0, sizeof(*o));
+    if (depth == 0 || pool_bytes == 0 || pool_bytes > ((uint64_t)1 << 40)) {
+        return pcclInvalidArgument;
+    }
+    o->q = calloc(depth, sizeof(ccoip_action));
+    o->pool = malloc((size_t)pool_bytes);
+    if (o->q == NULL || o->pool == NULL) {
+        sm_out_free(o);
+        return pcclSystemError;
+    }
+    o->cap = depth;
+    o->pool_cap = pool_bytes;
+    return pcclSuccess;
+}
+
+void sm_out_free(sm_out *o)
+{
+    free(o->q);
+    free(o->pool);
+    o->q = NULL;
+    o->pool = NULL;
+}
+
+void sm_out_begin_step(sm_out *o)
+{
+    if (o->count == 0) {
+        o->pool_used = 0;
+        o->head = 0;
+    }
+}
+
+ccoip_action *sm_out_push(sm_out *o, ccoip_action_type t)
+{
+    if (o->count == o->cap) {
+        o->overflow = true;
+        return NULL;
+    }
+    uint32_t idx = (o->head + o->count) % o->cap;
+    ccoip_action *a = &o->q[idx];
+    memset(a, 0, sizeof(*a));
+    a->type = t;
+    o->count++;
+    return a;
+}
+
+uint8_t *sm_out_alloc(sm_out *o, uint64_t n)
+{
+    if (n > o->pool_cap - o->pool_used) {
+        o->overflow = true;
+        return NULL;
+    }
+    uint8_t *p = o->pool + o->pool_used;
+    o->pool_used += n;
+    return p;
+}
+
+bool sm_out_pop(sm_out *o, ccoip_action *out)
+{
+    if (o->count == 0) return false;
+    *out = o->q[o->head];
+    o->head = (o->head + 1) % o->cap;
+    o->count--;
+    return true;
+}
+
+/* A bounded text builder for LOG lines. */
+typedef struct logb {
+    char buf[CCOIP_LOG_TEXT_MAX];
+    uint32_t len;
+} logb;
+
+static void logb_char(logb *b, char c)
+{
+    if (b->len + 1 < CCOIP_LOG_TEXT_MAX) b->buf[b->len++] = c;
+}
+
+static void logb_u64(logb *b, uint64_t v)
+{
+    char tmp[24];
+    uint32_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + (int)(v % 10u));
+        v /= 10u;
+    } while (v != 0 && n < sizeof(tmp));
+    while (n > 0)
+        logb_char(b, tmp[--n]);
+}
+
+void sm_log(sm_out *o, ccoip_log_level level, const char *fmt, ...)
+{
+    logb b;
+    b.len = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    for (const char *f = fmt; *f != '\0'; f++) {
+        if (*f != '%' || f[1] == '\0') {
+            logb_char(&b, *f);
+            continue;
+        }
+        f++;
+        switch (*f) {
+        case 's': {
+            const char *s = va_arg(ap, const char *);
+            if (s == NULL) s = "(null)";
+            while (*s != '\0')
+                logb_char(&b, *s++);
+            break;
+        }
+        case 'U':
+            logb_u64(&b, va_arg(ap, uint64_t));
+            break;
+        case 'u':
+            logb_u64(&b, (uint64_t)va_arg(ap, uint32_t));
+            break;
+        case 'd': {
+            int32_t v = va_arg(ap, int32_t);
+            if (v < 0) {
+                logb_char(&b, '-');
+                logb_u64(&b, (uint64_t)(-(int64_t)v));
+            } else {
+                logb_u64(&b, (uint64_t)v);
+            }
+            break;
+        }
+        default:
+            logb_char(&b, *f);
+            break;
+        }
+    }
+    va_end(ap);
+    b.buf[b.len] = '\0';
+    uint8_t *text = sm_out_alloc(o, (uint64_t)b.len + 1u);
+    if (text == NULL) return;
+    ccoip_action *a = sm_out_push(o, CCOIP_ACT_LOG);
+    if (a == NULL) return;
+    memcpy(text, b.buf, (size_t)b.len + 1u);
+    a->level = level;
+    a->data = text;
+    a->len = b.len;
+}
+
+static pcclResult_t send_bytes_reserve(sm_out *o, uint64_t need, uint8_t **buf)
+{
+    *buf = sm_out_alloc(o, need);
+    return *buf == NULL ? pcclInternalError : pcclSuccess;
+}
+
+pcclResult_t sm_send_m2p(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn,
+                         const ccoip_pb_master_to_peer *env)
+{
+    uint64_t need = 0;
+    pcclResult_t r = ccoip_ctrl_encode_m2p(env, lim, NULL, 0, &need);
+    if (r != pcclSuccess && r != pcclInvalidArgument) return r;
+    if (need == 0) return pcclInternalError;
+    uint8_t *buf;
+    if (send_bytes_reserve(o, need, &buf) != pcclSuccess) return pcclInternalError;
+    uint64_t len = 0;
+    r = ccoip_ctrl_encode_m2p(env, lim, buf, need, &len);
+    if (r != pcclSuccess) return r;
+    ccoip_action *a = sm_out_push(o, CCOIP_ACT_SEND);
+    if (a == NULL) return pcclInternalError;
+    a->conn = conn;
+    a->data = buf;
+    a->len = len;
+    return pcclSuccess;
+}
+
+pcclResult_t sm_send_p2m(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn,
+                         const ccoip_pb_peer_to_master *env)
+{
+    uint64_t need = 0;
+    pcclResult_t r = ccoip_ctrl_encode_p2m(env, lim, NULL, 0, &need);
+    if (r != pcclSuccess && r != pcclInvalidArgument) return r;
+    if (need == 0) return pcclInternalError;
+    uint8_t *buf;
+    if (send_bytes_reserve(o, need, &buf) != pcclSuccess) return pcclInternalError;
+    uint64_t len = 0;
+    r = ccoip_ctrl_encode_p2m(env, lim, buf, need, &len);
+    if (r != pcclSuccess) return r;
+    ccoip_action *a = sm_out_push(o, CCOIP_ACT_SEND);
+    if (a == NULL) return pcclInternalError;
+    a->conn = conn;
+    a->data = buf;
+    a->len = len;
+    return pcclSuccess;
+}
+
+pcclResult_t sm_send_data_header(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn,
+                                 const ccoip_data_header *h)
+{
+    uint8_t *buf;
+    if (send_bytes_reserve(o, CCOIP_DATA_HEADER_BYTES, &buf) != pcclSuccess) {
+        return pcclInternalError;
+    }
+    pcclResult_t r = ccoip_data_header_encode(h, lim, buf, CCOIP_DATA_HEADER_BYTES);
+    if (r != pcclSuccess) return r;
+    ccoip_action *a = sm_out_push(o, CCOIP_ACT_SEND);
+    if (a == NULL) return pcclInternalError;
+    a->conn = conn;
+    a->data = buf;
+    a->len = CCOIP_DATA_HEADER_BYTES;
+    return pcclSuccess;
+}

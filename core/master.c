@@ -1,0 +1,651 @@
+/*
+ * master.c — the CCoIP master: sessions (hello, join, leave), liveness
+ * (heartbeats, eviction of silent peers), dispatch of peer frames, and the
+ * step/poll/deadline entry points. Topology votes and the p2p phase are in
+ * master_topology.c, collectives in master_collective.c. docs/core.md §2.
+ */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "master_internal.h"
+
+void ccoip_master_config_default(ccoip_master_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->max_peers = 64;
+    cfg->max_ops = 64;
+    cfg->heartbeat_ms = 250;
+    cfg->evict_ms = 2000;
+    cfg->vote_timeout_ms = 60000;
+    cfg->ring_search_budget = 100000;
+    cfg->min_collective_world = 2;
+    cfg->max_message_bytes = CCOIP_PB_DEFAULT_MAX_MESSAGE_BYTES;
+}
+
+static void master_resolve_config(ccoip_master_config *c)
+{
+    ccoip_master_config d;
+    ccoip_master_config_default(&d);
+    if (c->max_peers == 0) c->max_peers = d.max_peers;
+    if (c->max_ops == 0) c->max_ops = d.max_ops;
+    if (c->heartbeat_ms == 0) c->heartbeat_ms = d.heartbeat_ms;
+    if (c->evict_ms == 0) c->evict_ms = d.evict_ms;
+    if (c->vote_timeout_ms == 0) c->vote_timeout_ms = d.vote_timeout_ms;
+    if (c->ring_search_budget == 0) c->ring_search_budget = d.ring_search_budget;
+    if (c->min_collective_world == 0) c->min_collective_world = d.min_collective_world;
+    if (c->max_message_bytes == 0) c->max_message_bytes = d.max_message_bytes;
+    if (c->action_queue_depth == 0 && c->max_peers <= (1u << 20) && c->max_ops <= 4096u) {
+        uint64_t q = (uint64_t)c->max_peers * ((uint64_t)c->max_ops + 8u) + 256u;
+        c->action_queue_depth = q > UINT32_MAX ? UINT32_MAX : (uint32_t)q;
+    }
+    if (c->out_bytes == 0) {
+        c->out_bytes = 65536u + (uint64_t)c->max_peers * (1024u + 24u * (uint64_t)c->max_peers);
+    }
+}
+
+pcclResult_t ccoip_master_create(const ccoip_master_config *cfg, uint64_t seed, ccoip_master **out)
+{
+    if (out == NULL) return pcclInvalidArgument;
+    *out = NULL;
+    ccoip_master_config c;
+    if (cfg != NULL) {
+        c = *cfg;
+    } else {
+        memset(&c, 0, sizeof(c));
+    }
+    master_resolve_config(&c);
+    if (c.max_peers > (1u << 20) || c.max_ops > 4096u || c.evict_ms <= c.heartbeat_ms ||
+        c.action_queue_depth == 0 || c.max_message_bytes > ((uint64_t)1 << 30)) {
+        return pcclInvalidArgument;
+    }
+    ccoip_master *m = calloc(1, sizeof(*m));
+    if (m == NULL) return pcclSystemError;
+    m->cfg = c;
+    ccoip_codec_limits_default(&m->lim);
+    m->lim.pb.max_message_bytes = c.max_message_bytes;
+    m->rng = seed;
+    m->next_id = 1;
+    m->next_seq = 1;
+    m->epoch = 0;
+    m->ring_healthy = true;
+    uint64_t np = c.max_peers;
+    uint64_t bits = (np * np + 7u) / 8u;
+    m->peers = calloc((size_t)np, sizeof(m_peer));
+    m->order = calloc((size_t)np, sizeof(uint32_t));
+    m->unreach = calloc((size_t)bits, 1);
+    m->ops = calloc(c.max_ops, sizeof(m_op));
+    m->opm = calloc((size_t)(np * c.max_ops), sizeof(m_op_member));
+    m->ids = calloc((size_t)np, sizeof(uint64_t));
+    m->tmp_a = calloc((size_t)np, sizeof(uint32_t));
+    m->tmp_b = calloc((size_t)np, sizeof(uint32_t));
+    m->tmp_c = calloc((size_t)np + 1u, sizeof(uint32_t));
+    m->tmp_used = calloc((size_t)np, 1);
+    m->arena_cap = ccoip_pb_arena_bound(c.max_message_bytes + CCOIP_CTRL_HEADER_BYTES);
+    m->arena_mem = malloc((size_t)m->arena_cap);
+    pcclResult_t r = sm_out_init(&m->out, c.action_queue_depth, c.out_bytes);
+    if (m->peers == NULL || m->order == NULL || m->unreach == NULL || m->ops == NULL ||
+        m->opm == NULL || m->ids == NULL || m->tmp_a == NULL || m->tmp_b == NULL ||
+        m->tmp_c == NULL || m->tmp_used == NULL || m->arena_mem == NULL || r != pcclSuccess) {
+        ccoip_master_destroy(m);
+        return r == pcclInvalidArgument ? r : pcclSystemError;
+    }
+    *out = m;
+    return pcclSuccess;
+}
+
+void ccoip_master_destroy(ccoip_master *m)
+{
+    if (m == NULL) return;
+    sm_out_free(&m->out);
+    free(m->peers);
+    free(m->order);
+    free(m->unreach);
+    free(m->ops);
+    free(m->opm);
+    free(m->ids);
+    free(m->tmp_a);
+    free(m->tmp_b);
+    free(m->tmp_c);
+    free(m->tmp_used);
+    free(m->arena_mem);
+    free(m);
+}
+
+m_peer *m_peer_at(ccoip_master *m, uint32_t slot)
+{
+    assert(slot < m->cfg.max_peers);
+    return &m->peers[slot];
+}
+
+uint32_t m_count_state(const ccoip_master *m, m_peer_state st)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < m->order_n; i++) {
+        if (m->peers[m->order[i]].state == st) n++;
+    }
+    return n;
+}
+
+bool m_unreachable(const ccoip_master *m, uint32_t from, uint32_t to)
+{
+    uint64_t bit = (uint64_t)from * m->cfg.max_peers + to;
+    return (((unsigned)m->unreach[bit / 8u] >> (bit % 8u)) & 1u) != 0;
+}
+
+void m_set_unreachable(ccoip_master *m, uint32_t from, uint32_t to)
+{
+    uint64_t bit = (uint64_t)from * m->cfg.max_peers + to;
+    m->unreach[bit / 8u] = (uint8_t)(m->unreach[bit / 8u] | (1u << (bit % 8u)));
+}
+
+static void master_clear_unreachable(ccoip_master *m, uint32_t slot)
+{
+    for (uint32_t o = 0; o < m->cfg.max_peers; o++) {
+        uint64_t b1 = (uint64_t)slot * m->cfg.max_peers + o;
+        uint64_t b2 = (uint64_t)o * m->cfg.max_peers + slot;
+        m->unreach[b1 / 8u] = (uint8_t)(m->unreach[b1 / 8u] & ~(1u << (b1 % 8u)));
+        m->unreach[b2 / 8u] = (uint8_t)(m->unreach[b2 / 8u] & ~(1u << (b2 % 8u)));
+    }
+}
+
+void m_world_sizes(const ccoip_master *m, uint32_t group, bool include_phase,
+                   ccoip_pb_world_sizes *out)
+{
+    memset(out, 0, sizeof(*out));
+    /* Distinct groups, counted by insertion into a small sorted list. */
+    uint32_t ngroups = 0;
+    uint32_t *gid = m->tmp_b;
+    uint32_t *gcnt = m->tmp_a;
+    for (uint32_t i = 0; i < m->order_n; i++) {
+        const m_peer *p = &m->peers[m->order[i]];
+        bool counted = p->state == MP_ACCEPTED || (include_phase && p->in_phase);
+        if (!counted) continue;
+        out->global++;
+        if (p->group == group) out->peer_group++;
+        uint32_t k = 0;
+        while (k < ngroups && gid[k] < p->group)
+            k++;
+        if (k < ngroups && gid[k] == p->group) {
+            gcnt[k]++;
+            continue;
+        }
+        for (uint32_t j = ngroups; j > k; j--) {
+            gid[j] = gid[j - 1];
+            gcnt[j] = gcnt[j - 1];
+        }
+        gid[k] = p->group;
+        gcnt[k] = 1;
+        ngroups++;
+    }
+    out->num_peer_groups = ngroups;
+    for (uint32_t k = 0; k < ngroups; k++) {
+        if (gcnt[k] > out->largest_peer_group) out->largest_peer_group = gcnt[k];
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Sending                                                                   */
+/* ------------------------------------------------------------------------ */
+
+void m_send(ccoip_master *m, uint32_t slot, ccoip_pb_master_to_peer *env)
+{
+    m_peer *p = m_peer_at(m, slot);
+    pcclResult_t r = sm_send_m2p(&m->out, &m->lim, p->conn, env);
+    if (r != pcclSuccess) {
+        /* Our own message did not fit a bound: a local resource limit. */
+        m->out.overflow = true;
+        return;
+    }
+    p->last_send_ns = m->now;
+}
+
+void m_answer_status(ccoip_master *m, uint32_t slot, uint64_t call, int32_t status, int32_t reason,
+                     const char *detail)
+{
+    ccoip_pb_master_to_peer env;
+    memset(&env, 0, sizeof(env));
+    env.call_id = call;
+    env.status = status;
+    env.reason = reason;
+    if (detail != NULL) {
+        env.detail.data = (const uint8_t *)detail;
+        env.detail.len = strlen(detail);
+    }
+    m_send(m, slot, &env);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Slots                                                                     */
+/* ------------------------------------------------------------------------ */
+
+static uint32_t master_slot_by_conn(const ccoip_master *m, uint64_t conn)
+{
+    for (uint32_t i = 0; i < m->cfg.max_peers; i++) {
+        if (m->peers[i].state != MP_FREE && m->peers[i].conn == conn) return i;
+    }
+    return M_SLOT_NONE;
+}
+
+/* The used slot with the smallest id greater than after_id (order[] is sorted by id). */
+uint32_t m_next_by_id(const ccoip_master *m, uint64_t after_id)
+{
+    uint32_t lo = 0, hi = m->order_n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2u;
+        if (m->peers[m->order[mid]].id <= after_id) {
+            lo = mid + 1u;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo < m->order_n ? m->order[lo] : M_SLOT_NONE;
+}
+
+uint32_t m_slot_by_id(const ccoip_master *m, uint64_t id)
+{
+    if (id == 0) return M_SLOT_NONE;
+    uint32_t s = m_next_by_id(m, id - 1u);
+    return (s != M_SLOT_NONE && m->peers[s].id == id) ? s : M_SLOT_NONE;
+}
+
+/* Slots still saying hello have no id and are not in order[]; they are iterated by slot. */
+
+static void master_remove(ccoip_master *m, uint32_t slot)
+{
+    m_peer *p = m_peer_at(m, slot);
+    if (p->state == MP_FREE) return;
+    if (p->state >= MP_NEW) {
+        m_coll_on_loss(m, slot);
+        m_topo_on_loss(m, slot);
+        for (uint32_t i = 0; i < m->order_n; i++) {
+            if (m->order[i] == slot) {
+                memmove(&m->order[i], &m->order[i + 1],
+                        (size_t)(m->order_n - i - 1u) * sizeof(uint32_t));
+                m->order_n--;
+                break;
+            }
+        }
+        master_clear_unreachable(m, slot);
+    }
+    memset(p, 0, sizeof(*p));
+    p->state = MP_FREE;
+}
+
+void m_evict(ccoip_master *m, uint32_t slot, int32_t reason, const char *detail)
+{
+    m_peer *p = m_peer_at(m, slot);
+    if (p->state == MP_FREE) return;
+    sm_log(&m->out, CCOIP_LOG_WARN, "master: evicting peer %U (conn %U): %s (reason %d)", p->id,
+           p->conn, detail, reason);
+    ccoip_pb_master_to_peer env;
+    memset(&env, 0, sizeof(env));
+    env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_EVICTION;
+    env.body.eviction.reason = reason;
+    env.body.eviction.detail.data = (const uint8_t *)detail;
+    env.body.eviction.detail.len = strlen(detail);
+    m_send(m, slot, &env);
+    ccoip_action *a = sm_out_push(&m->out, CCOIP_ACT_CLOSE);
+    if (a != NULL) a->conn = p->conn;
+    master_remove(m, slot);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Frames                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static void master_on_hello(ccoip_master *m, uint32_t slot, const ccoip_pb_peer_to_master *in)
+{
+    m_peer *p = m_peer_at(m, slot);
+    const ccoip_pb_hello *h = &in->body.hello;
+    uint32_t version = 0;
+    pcclResult_t r = ccoip_version_negotiate(h->min_version, h->max_version, &version);
+    ccoip_pb_master_to_peer env;
+    memset(&env, 0, sizeof(env));
+    env.call_id = in->call_id;
+    env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_HELLO;
+    env.body.hello.min_version = CCOIP_PROTOCOL_VERSION_MIN;
+    env.body.hello.max_version = CCOIP_PROTOCOL_VERSION_MAX;
+    if (r != pcclSuccess) {
+        sm_log(&m->out, CCOIP_LOG_WARN,
+               "master: conn %U speaks versions %u..%u, no overlap: closing", p->conn,
+               h->min_version, h->max_version);
+        env.status = CCOIP_PB_STATUS_INVALID_USAGE;
+        env.reason = CCOIP_PB_REASON_VERSION_MISMATCH;
+        m_send(m, slot, &env);
+        ccoip_action *a = sm_out_push(&m->out, CCOIP_ACT_CLOSE);
+        if (a != NULL) a->conn = p->conn;
+        master_remove(m, slot);
+        return;
+    }
+    p->id = m->next_id++;
+    p->state = MP_NEW;
+    m->order[m->order_n++] = slot; /* ids only grow: appending keeps order[] sorted */
+    env.body.hello.version = version;
+    env.body.hello.peer_id = p->id;
+    env.body.hello.heartbeat_ms = m->cfg.heartbeat_ms;
+    env.body.hello.evict_ms = m->cfg.evict_ms;
+    m_send(m, slot, &env);
+    sm_log(&m->out, CCOIP_LOG_INFO, "master: conn %U is peer %U", p->conn, p->id);
+}
+
+static void master_on_join(ccoip_master *m, uint32_t slot, const ccoip_pb_peer_to_master *in)
+{
+    m_peer *p = m_peer_at(m, slot);
+    const ccoip_pb_join *j = &in->body.join;
+    for (uint64_t i = 0; i < j->endpoints_count; i++) {
+        const ccoip_pb_endpoint *e = &j->endpoints[i];
+        if (e->kind < 0 || (uint32_t)e->kind >= M_ENDPOINT_KINDS) continue; /* newer kinds */
+        if (e->url.len >= CCOIP_URL_MAX || e->port > 65535u) {
+            m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "join: endpoint url or port invalid");
+            return;
+        }
+        m_endpoint *me = &p->ep[e->kind];
+        me->has = true;
+        me->port = e->port;
+        me->url_len = (uint32_t)e->url.len;
+        if (e->url.len > 0) memcpy(me->url, e->url.data, (size_t)e->url.len);
+    }
+    if (!p->ep[CCOIP_PB_ENDPOINT_KIND_P2P].has) {
+        m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "join: no p2p endpoint");
+        return;
+    }
+    p->group = j->peer_group;
+    p->state = MP_PENDING;
+    ccoip_pb_master_to_peer env;
+    memset(&env, 0, sizeof(env));
+    env.call_id = in->call_id;
+    env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_JOIN;
+    env.body.join.epoch = m->epoch;
+    env.body.join.has_world = true;
+    m_world_sizes(m, p->group, false, &env.body.join.world);
+    m_send(m, slot, &env);
+    sm_log(&m->out, CCOIP_LOG_INFO, "master: peer %U joined group %u, pending", p->id, p->group);
+}
+
+static bool master_is_call(uint32_t body)
+{
+    switch (body) {
+    case CCOIP_PB_PEER_TO_MASTER_BODY_HEARTBEAT:
+    case CCOIP_PB_PEER_TO_MASTER_BODY_LEAVE:
+    case CCOIP_PB_PEER_TO_MASTER_BODY_BANDWIDTH_REPORT:
+    case CCOIP_PB_PEER_TO_MASTER_BODY_COLLECTIVE_COMPLETE: /* may be a notification (§6.8) */
+        return false;
+    default:
+        return true;
+    }
+}
+
+static void master_on_frame(ccoip_master *m, uint32_t slot, const uint8_t *data, uint64_t len)
+{
+    m_peer *p = m_peer_at(m, slot);
+    ccoip_pb_arena arena;
+    ccoip_pb_arena_init(&arena, m->arena_mem, m->arena_cap);
+    ccoip_pb_peer_to_master in;
+    pcclResult_t r = ccoip_ctrl_decode_p2m(data, len, &m->lim, &arena, &in);
+    if (r != pcclSuccess) {
+        m_evict(m, slot,
+                r == pcclInvalidUsage ? CCOIP_PB_REASON_VERSION_MISMATCH
+                                      : CCOIP_PB_REASON_MALFORMED_MESSAGE,
+                "malformed control frame");
+        return;
+    }
+    p->last_recv_ns = m->now;
+    uint32_t body = (uint32_t)in.body_case;
+    if (master_is_call(body) && in.call_id == 0 && body != CCOIP_PB_PEER_TO_MASTER_BODY_NONE) {
+        m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "call without call_id");
+        return;
+    }
+    if (p->state == MP_HELLO) {
+        if (body != CCOIP_PB_PEER_TO_MASTER_BODY_HELLO) {
+            m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "first frame is not hello");
+            return;
+        }
+        master_on_hello(m, slot, &in);
+        return;
+    }
+    switch (in.body_case) {
+    case CCOIP_PB_PEER_TO_MASTER_BODY_NONE:
+        /* A body this master does not know: a newer peer (docs/protocol.md §5). */
+        if (in.call_id != 0) {
+            m_answer_status(m, slot, in.call_id, CCOIP_PB_STATUS_INVALID_USAGE,
+                            CCOIP_PB_REASON_ILLEGAL_MESSAGE, "unknown message");
+        }
+        return;
+    case CCOIP_PB_PEER_TO_MASTER_BODY_HEARTBEAT:
+        return;
+    case CCOIP_PB_PEER_TO_MASTER_BODY_LEAVE: {
+        sm_log(&m->out, CCOIP_LOG_INFO, "master: peer %U leaves", p->id);
+        ccoip_action *a = sm_out_push(&m->out, CCOIP_ACT_CLOSE);
+        if (a != NULL) a->conn = p->conn;
+        master_remove(m, slot);
+        return;
+    }
+    case CCOIP_PB_PEER_TO_MASTER_BODY_JOIN:
+        if (p->state != MP_NEW) break;
+        master_on_join(m, slot, &in);
+        return;
+    case CCOIP_PB_PEER_TO_MASTER_BODY_UPDATE_TOPOLOGY:
+        if (p->state != MP_PENDING && p->state != MP_ACCEPTED) break;
+        m_topo_on_update_vote(m, slot, in.call_id, &in.body.update_topology);
+        return;
+    case CCOIP_PB_PEER_TO_MASTER_BODY_P2P_ESTABLISHED:
+        if (p->state != MP_PENDING && p->state != MP_ACCEPTED) break;
+        m_topo_on_p2p(m, slot, in.call_id, &in.body.p2p_established);
+        return;
+    case CCOIP_PB_PEER_TO_MASTER_BODY_PENDING_PEERS:
+        if (p->state != MP_ACCEPTED) break;
+        m_topo_on_pending_query(m, slot, in.call_id);
+        return;
+    case CCOIP_PB_PEER_TO_MASTER_BODY_COLLECTIVE_INITIATE:
+        if (p->state != MP_ACCEPTED) {
+            m_answer_status(m, slot, in.call_id, CCOIP_PB_STATUS_INVALID_USAGE,
+                            CCOIP_PB_REASON_ILLEGAL_MESSAGE, "not a ring member");
+            return;
+        }
+        m_coll_on_initiate(m, slot, in.call_id, &in.body.collective_initiate);
+        return;
+    case CCOIP_PB_PEER_TO_MASTER_BODY_COLLECTIVE_COMPLETE:
+        if (p->state != MP_ACCEPTED) break;
+        m_coll_on_complete(m, slot, in.call_id, &in.body.collective_complete);
+        return;
+    case CCOIP_PB_PEER_TO_MASTER_BODY_BANDWIDTH_REPORT:
+        return; /* topology optimization: issue 5 */
+    case CCOIP_PB_PEER_TO_MASTER_BODY_OPTIMIZE_TOPOLOGY:
+    case CCOIP_PB_PEER_TO_MASTER_BODY_OPTIMIZE_DONE:
+    case CCOIP_PB_PEER_TO_MASTER_BODY_SYNC_VOTE:
+    case CCOIP_PB_PEER_TO_MASTER_BODY_SYNC_DONE:
+        if (p->state != MP_ACCEPTED) break;
+        m_answer_status(m, slot, in.call_id, CCOIP_PB_STATUS_INVALID_USAGE,
+                        CCOIP_PB_REASON_ILLEGAL_MESSAGE, "not implemented by this master yet");
+        return;
+    case CCOIP_PB_PEER_TO_MASTER_BODY_HELLO:
+        break;
+    }
+    m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "message not legal in this state");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Liveness                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static void master_timers(ccoip_master *m)
+{
+    uint64_t evict = sm_ms(m->cfg.evict_ms), hb = sm_ms(m->cfg.heartbeat_ms);
+    /* Connections still saying hello (no id yet). */
+    for (uint32_t s = 0; s < m->cfg.max_peers; s++) {
+        m_peer *p = &m->peers[s];
+        if (p->state == MP_HELLO && m->now >= sm_add_sat(p->last_recv_ns, evict)) {
+            m_evict(m, s, CCOIP_PB_REASON_HEARTBEAT_TIMEOUT, "no hello in time");
+        }
+    }
+    uint64_t last = 0;
+    for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {
+        m_peer *p = &m->peers[s];
+        last = p->id;
+        if (m->now >= sm_add_sat(p->last_recv_ns, evict)) {
+            m_evict(m, s, CCOIP_PB_REASON_HEARTBEAT_TIMEOUT, "silent for evict_ms");
+            continue;
+        }
+        if (m->now >= sm_add_sat(p->last_send_ns, hb)) {
+            ccoip_pb_master_to_peer env;
+            memset(&env, 0, sizeof(env));
+            env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_HEARTBEAT;
+            env.body.heartbeat.counter = ++p->hb_counter;
+            m_send(m, s, &env);
+        }
+    }
+    m_topo_timers(m);
+    m_coll_timers(m);
+}
+
+uint64_t ccoip_master_deadline_ns(const ccoip_master *m)
+{
+    if (m == NULL) return CCOIP_NO_DEADLINE;
+    uint64_t d = CCOIP_NO_DEADLINE;
+    uint64_t evict = sm_ms(m->cfg.evict_ms), hb = sm_ms(m->cfg.heartbeat_ms);
+    for (uint32_t s = 0; s < m->cfg.max_peers; s++) {
+        const m_peer *p = &m->peers[s];
+        if (p->state == MP_FREE) continue;
+        uint64_t e = sm_add_sat(p->last_recv_ns, evict);
+        if (e < d) d = e;
+        if (p->state >= MP_NEW) {
+            uint64_t h = sm_add_sat(p->last_send_ns, hb);
+            if (h < d) d = h;
+        }
+    }
+    uint64_t t = m_topo_deadline(m);
+    if (t < d) d = t;
+    t = m_coll_deadline(m);
+    if (t < d) d = t;
+    return d;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Entry points                                                              */
+/* ------------------------------------------------------------------------ */
+
+static void master_progress(ccoip_master *m)
+{
+    /* Each pass either changes a phase or an op's state; bounded anyway. */
+    for (uint32_t i = 0; i < 4u * m->cfg.max_peers + 4u * m->cfg.max_ops + 16u; i++) {
+        bool changed = m_topo_progress(m);
+        changed = m_coll_progress(m) || changed;
+        if (!changed) break;
+    }
+}
+
+pcclResult_t ccoip_master_step(ccoip_master *m, const ccoip_event *ev)
+{
+    if (m == NULL || ev == NULL) return pcclInvalidArgument;
+    sm_out_begin_step(&m->out);
+    if (ev->now_ns > m->now) m->now = ev->now_ns;
+    pcclResult_t rc = pcclSuccess;
+    switch (ev->type) {
+    case CCOIP_EV_START:
+        sm_log(&m->out, CCOIP_LOG_INFO, "master: started");
+        break;
+    case CCOIP_EV_TIMER:
+        break;
+    case CCOIP_EV_CONN_UP: {
+        if (ev->conn == CCOIP_CONN_NONE || master_slot_by_conn(m, ev->conn) != M_SLOT_NONE) {
+            sm_log(&m->out, CCOIP_LOG_WARN, "master: CONN_UP for bad or known conn %U", ev->conn);
+            rc = pcclInvalidArgument;
+            break;
+        }
+        uint32_t slot = M_SLOT_NONE;
+        for (uint32_t s = 0; s < m->cfg.max_peers; s++) {
+            if (m->peers[s].state == MP_FREE) {
+                slot = s;
+                break;
+            }
+        }
+        if (slot == M_SLOT_NONE) {
+            sm_log(&m->out, CCOIP_LOG_WARN, "master: peer table full, closing conn %U", ev->conn);
+            ccoip_action *a = sm_out_push(&m->out, CCOIP_ACT_CLOSE);
+            if (a != NULL) a->conn = ev->conn;
+            break;
+        }
+        m_peer *p = &m->peers[slot];
+        memset(p, 0, sizeof(*p));
+        p->state = MP_HELLO;
+        p->conn = ev->conn;
+        p->last_recv_ns = m->now;
+        p->last_send_ns = m->now;
+        if (ev->remote_ip_len == 4 || ev->remote_ip_len == 16) {
+            memcpy(p->ip, ev->remote_ip, ev->remote_ip_len);
+            p->ip_len = ev->remote_ip_len;
+        }
+        break;
+    }
+    case CCOIP_EV_RECV: {
+        uint32_t slot = master_slot_by_conn(m, ev->conn);
+        if (slot == M_SLOT_NONE) {
+            sm_log(&m->out, CCOIP_LOG_DEBUG, "master: frame on unknown conn %U dropped", ev->conn);
+            break;
+        }
+        if (ev->data == NULL && ev->len != 0) {
+            rc = pcclInvalidArgument;
+            break;
+        }
+        master_on_frame(m, slot, ev->data, ev->len);
+        break;
+    }
+    case CCOIP_EV_CONN_CLOSED: {
+        uint32_t slot = master_slot_by_conn(m, ev->conn);
+        if (slot == M_SLOT_NONE) break;
+        sm_log(&m->out, CCOIP_LOG_INFO, "master: peer %U connection closed", m->peers[slot].id);
+        master_remove(m, slot);
+        break;
+    }
+    default:
+        rc = pcclInvalidArgument;
+        break;
+    }
+    master_timers(m);
+    master_progress(m);
+    if (m->out.overflow) return pcclInternalError;
+    return rc;
+}
+
+bool ccoip_master_poll(ccoip_master *m, ccoip_action *out)
+{
+    if (m == NULL || out == NULL) return false;
+    return sm_out_pop(&m->out, out);
+}
+
+uint64_t ccoip_master_epoch(const ccoip_master *m)
+{
+    return m->epoch;
+}
+
+uint32_t ccoip_master_num_accepted(const ccoip_master *m)
+{
+    return m_count_state(m, MP_ACCEPTED);
+}
+
+uint32_t ccoip_master_num_pending(const ccoip_master *m)
+{
+    return m_count_state(m, MP_PENDING);
+}
+
+uint32_t ccoip_master_ring(const ccoip_master *m, uint32_t group, uint64_t *ids, uint32_t cap)
+{
+    /* Follow succ from the rank-0 member. */
+    uint32_t start = M_SLOT_NONE, n = 0;
+    for (uint32_t i = 0; i < m->order_n; i++) {
+        const m_peer *p = &m->peers[m->order[i]];
+        if (p->state == MP_ACCEPTED && p->group == group && p->rank == 0) {
+            start = m->order[i];
+            break;
+        }
+    }
+    if (start == M_SLOT_NONE) return 0;
+    uint32_t s = start;
+    do {
+        if (n < cap && ids != NULL) ids[n] = m->peers[s].id;
+        n++;
+        s = m->peers[s].succ;
+    } while (s != start && n <= m->cfg.max_peers);
+    return n;
+}

@@ -1,0 +1,480 @@
+/*
+ * master_topology.c — topology votes (docs/protocol.md §6.3), the p2p phase
+ * (§6.4), ring building that avoids unreachable links, re-wiring after a
+ * loss, and the pending-peers query (§6.5). docs/core.md §2.2–2.3.
+ */
+#include <string.h>
+
+#include "master_internal.h"
+
+/* ------------------------------------------------------------------------ */
+/* Votes                                                                     */
+/* ------------------------------------------------------------------------ */
+
+bool m_topo_vote_complete(const ccoip_master *m)
+{
+    uint32_t accepted = 0, voters = 0;
+    bool pending_voter = false;
+    for (uint32_t i = 0; i < m->order_n; i++) {
+        const m_peer *p = &m->peers[m->order[i]];
+        if (p->state == MP_ACCEPTED) {
+            accepted++;
+            if (p->topo_voted) voters++;
+        } else if (p->state == MP_PENDING && p->topo_voted && !p->in_phase) {
+            pending_voter = true;
+        }
+    }
+    if (accepted > 0) return voters == accepted;
+    /* Nobody to ask: waiting peers are admitted as soon as they vote. */
+    return pending_voter;
+}
+
+void m_topo_on_update_vote(ccoip_master *m, uint32_t slot, uint64_t call,
+                           const ccoip_pb_update_topology_vote *v)
+{
+    m_peer *p = m_peer_at(m, slot);
+    if (p->topo_voted || (p->state == MP_PENDING && p->in_phase)) {
+        m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "duplicate topology vote");
+        return;
+    }
+    p->topo_voted = true;
+    p->topo_accept = v->accept_new_peers;
+    p->topo_call = call;
+    if (p->state == MP_ACCEPTED && !m->topo_timer) {
+        m->topo_timer = true;
+        m->topo_first_ns = m->now;
+    }
+}
+
+void m_topo_on_pending_query(ccoip_master *m, uint32_t slot, uint64_t call)
+{
+    m_peer *p = m_peer_at(m, slot);
+    if (p->pend_voted) {
+        m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "duplicate pending-peers query");
+        return;
+    }
+    p->pend_voted = true;
+    p->pend_call = call;
+    if (!m->pend_timer) {
+        m->pend_timer = true;
+        m->pend_first_ns = m->now;
+    }
+}
+
+static bool topo_pending_progress(ccoip_master *m)
+{
+    uint32_t accepted = 0, voters = 0, pending = 0;
+    for (uint32_t i = 0; i < m->order_n; i++) {
+        const m_peer *p = &m->peers[m->order[i]];
+        if (p->state == MP_ACCEPTED) {
+            accepted++;
+            if (p->pend_voted) voters++;
+        } else if (p->state == MP_PENDING) {
+            pending++;
+        }
+    }
+    if (voters == 0 || voters != accepted) return false;
+    for (uint32_t i = 0; i < m->order_n; i++) {
+        uint32_t s = m->order[i];
+        m_peer *p = &m->peers[s];
+        if (p->state != MP_ACCEPTED) continue;
+        ccoip_pb_master_to_peer env;
+        memset(&env, 0, sizeof(env));
+        env.call_id = p->pend_call;
+        env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_PENDING_PEERS;
+        env.body.pending_peers.pending = pending > 0;
+        env.body.pending_peers.num_pending = pending;
+        m_send(m, s, &env);
+        p->pend_voted = false;
+        p->pend_call = 0;
+    }
+    m->pend_timer = false;
+    return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Rings                                                                     */
+/* ------------------------------------------------------------------------ */
+
+static bool topo_link_ok(const ccoip_master *m, uint32_t from_slot, uint32_t to_slot)
+{
+    return !m_unreachable(m, from_slot, to_slot);
+}
+
+/*
+ * Finds a Hamiltonian cycle over mem[0..n) (slots, ascending id) using only
+ * reachable directed links; the cycle (member indices, starting at 0) goes
+ * to cyc. Tries the sorted order first, then a depth-first search in id
+ * order within the configured budget.
+ */
+static bool topo_find_cycle(ccoip_master *m, const uint32_t *mem, uint32_t n, uint32_t *cyc)
+{
+    bool sorted_ok = true;
+    for (uint32_t i = 0; i < n && n > 1; i++) {
+        if (!topo_link_ok(m, mem[i], mem[(i + 1u) % n])) {
+            sorted_ok = false;
+            break;
+        }
+    }
+    if (sorted_ok) {
+        for (uint32_t i = 0; i < n; i++)
+            cyc[i] = i;
+        return true;
+    }
+    uint32_t *nt = m->tmp_c;
+    uint8_t *used = m->tmp_used;
+    memset(used, 0, n);
+    cyc[0] = 0;
+    used[0] = 1;
+    uint32_t pos = 1;
+    nt[1] = 1;
+    for (uint32_t budget = m->cfg.ring_search_budget; budget > 0; budget--) {
+        if (pos == n) {
+            if (topo_link_ok(m, mem[cyc[n - 1u]], mem[cyc[0]])) return true;
+            pos--;
+            used[cyc[pos]] = 0;
+            continue;
+        }
+        uint32_t c = nt[pos];
+        while (c < n && (used[c] != 0 || !topo_link_ok(m, mem[cyc[pos - 1u]], mem[c])))
+            c++;
+        if (c < n) {
+            cyc[pos] = c;
+            used[c] = 1;
+            nt[pos] = c + 1u;
+            pos++;
+            if (pos < n) nt[pos] = 1;
+        } else {
+            pos--;
+            if (pos == 0) return false;
+            used[cyc[pos]] = 0;
+        }
+    }
+    return false;
+}
+
+/*
+ * Builds the ring of every group among the in-phase peers. Returns
+ * M_SLOT_NONE on success, or the slot to evict: the member of a group
+ * without a cycle that reaches (and is reached by) the fewest others, ties
+ * on the lowest id (DESIGN.md §3 liveness).
+ */
+static uint32_t topo_build_rings(ccoip_master *m)
+{
+    uint32_t *mem = m->tmp_a, *cyc = m->tmp_b;
+    bool have_last = false;
+    uint32_t last_group = 0;
+    for (;;) {
+        /* The smallest group above last_group with an in-phase member. */
+        bool found = false;
+        uint32_t group = 0;
+        for (uint32_t i = 0; i < m->order_n; i++) {
+            const m_peer *p = &m->peers[m->order[i]];
+            if (!p->in_phase || (have_last && p->group <= last_group)) continue;
+            if (!found || p->group < group) {
+                group = p->group;
+                found = true;
+            }
+        }
+        if (!found) return M_SLOT_NONE;
+        have_last = true;
+        last_group = group;
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < m->order_n; i++) {
+            const m_peer *p = &m->peers[m->order[i]];
+            if (p->in_phase && p->group == group) mem[n++] = m->order[i];
+        }
+        if (!topo_find_cycle(m, mem, n, cyc)) {
+            uint32_t victim = M_SLOT_NONE, best = UINT32_MAX;
+            for (uint32_t i = 0; i < n; i++) {
+                uint32_t reach = 0;
+                for (uint32_t j = 0; j < n; j++) {
+                    if (i == j) continue;
+                    if (topo_link_ok(m, mem[i], mem[j])) reach++;
+                    if (topo_link_ok(m, mem[j], mem[i])) reach++;
+                }
+                if (reach < best) {
+                    best = reach;
+                    victim = mem[i];
+                }
+            }
+            return victim;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            m_peer *p = &m->peers[mem[cyc[i]]];
+            p->rank = i;
+            p->ring_size = n;
+            p->succ = mem[cyc[(i + 1u) % n]];
+            p->pred = mem[cyc[(i + n - 1u) % n]];
+        }
+    }
+}
+
+/* Ring ids of the group of slot (following succ from rank 0) into m->ids. */
+static uint32_t topo_fill_ring(ccoip_master *m, uint32_t slot)
+{
+    const m_peer *me = &m->peers[slot];
+    uint32_t s = slot;
+    /* Walk back to rank 0. */
+    for (uint32_t k = 0; k < me->ring_size && m->peers[s].rank != 0; k++)
+        s = m->peers[s].pred;
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < me->ring_size; k++) {
+        m->ids[n++] = m->peers[s].id;
+        s = m->peers[s].succ;
+    }
+    return n;
+}
+
+static void topo_fill_endpoints(const m_peer *p, ccoip_pb_endpoint *eps, uint64_t *count)
+{
+    uint64_t n = 0;
+    for (uint32_t k = 0; k < M_ENDPOINT_KINDS; k++) {
+        if (!p->ep[k].has) continue;
+        memset(&eps[n], 0, sizeof(eps[n]));
+        eps[n].kind = (int32_t)k;
+        eps[n].ip.data = p->ip_len > 0 ? p->ip : NULL;
+        eps[n].ip.len = p->ip_len;
+        eps[n].port = p->ep[k].port;
+        eps[n].url.data = p->ep[k].url_len > 0 ? p->ep[k].url : NULL;
+        eps[n].url.len = p->ep[k].url_len;
+        n++;
+    }
+    *count = n;
+}
+
+static void topo_send_plan(ccoip_master *m, uint32_t slot, uint64_t call)
+{
+    m_peer *p = m_peer_at(m, slot);
+    ccoip_pb_master_to_peer env;
+    ccoip_pb_peer_info nb[2];
+    ccoip_pb_endpoint eps[2][M_ENDPOINT_KINDS];
+    memset(&env, 0, sizeof(env));
+    memset(nb, 0, sizeof(nb));
+    env.call_id = call;
+    env.deadline_ms = m->cfg.vote_timeout_ms;
+    env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_TOPOLOGY_PLAN;
+    ccoip_pb_topology_plan *plan = &env.body.topology_plan;
+    plan->epoch = m->epoch;
+    plan->unchanged = false;
+    uint64_t nn = 0;
+    if (p->ring_size >= 2) {
+        /* Predecessor first, then successor (one entry when they coincide). */
+        uint32_t who[2] = {p->pred, p->succ};
+        for (uint32_t k = 0; k < 2; k++) {
+            if (k == 1 && p->succ == p->pred) break;
+            const m_peer *q = &m->peers[who[k]];
+            nb[nn].peer_id = q->id;
+            nb[nn].peer_group = q->group;
+            topo_fill_endpoints(q, eps[nn], &nb[nn].endpoints_count);
+            nb[nn].endpoints = eps[nn];
+            nn++;
+        }
+    }
+    plan->neighbours = nb;
+    plan->neighbours_count = nn;
+    plan->ring_count = topo_fill_ring(m, slot);
+    plan->ring = m->ids;
+    plan->has_world = true;
+    m_world_sizes(m, p->group, true, &plan->world);
+    m_send(m, slot, &env);
+}
+
+/* Starts a p2p phase (§6.3/§6.4): a new epoch, rings, a plan to every member. */
+static void topo_start_phase(ccoip_master *m, bool answer_votes)
+{
+    bool admit = answer_votes;
+    for (uint32_t i = 0; i < m->order_n; i++) {
+        const m_peer *p = &m->peers[m->order[i]];
+        if (p->state == MP_ACCEPTED && p->topo_voted && !p->topo_accept) admit = false;
+    }
+    m->epoch++;
+    for (uint32_t i = 0; i < m->order_n; i++) {
+        m_peer *p = &m->peers[m->order[i]];
+        p->in_phase = p->state == MP_ACCEPTED || (admit && p->state == MP_PENDING && p->topo_voted);
+        p->reported = false;
+        p->report_ok = false;
+    }
+    for (uint32_t attempt = 0; attempt <= m->cfg.max_peers; attempt++) {
+        uint32_t victim = topo_build_rings(m);
+        if (victim == M_SLOT_NONE) break;
+        m_evict(m, victim, CCOIP_PB_REASON_UNREACHABLE,
+                "no ring avoids the links it cannot use; it reaches the fewest others");
+    }
+    m->phase_failed = false;
+    uint32_t members = 0;
+    for (uint32_t i = 0; i < m->order_n; i++) {
+        if (m->peers[m->order[i]].in_phase) members++;
+    }
+    if (members == 0) {
+        m->phase = MPH_NONE;
+        m->ring_healthy = true;
+        return;
+    }
+    m->phase = admit ? MPH_ADMIT : MPH_REWIRE;
+    m->phase_start_ns = m->now;
+    m->phase_answers_votes = answer_votes;
+    sm_log(&m->out, CCOIP_LOG_INFO, "master: epoch %U: %s phase with %u members", m->epoch,
+           admit ? "admit" : "re-wire", members);
+    for (uint32_t i = 0; i < m->order_n; i++) {
+        uint32_t s = m->order[i];
+        m_peer *p = &m->peers[s];
+        if (!p->in_phase) continue;
+        uint64_t call = 0;
+        if (answer_votes && p->topo_voted) {
+            call = p->topo_call;
+            p->topo_voted = false;
+            p->topo_call = 0;
+        }
+        topo_send_plan(m, s, call);
+    }
+    if (answer_votes) m->topo_timer = false;
+}
+
+static void topo_conclude(ccoip_master *m)
+{
+    bool success = !m->phase_failed;
+    for (uint32_t i = 0; i < m->order_n; i++) {
+        const m_peer *p = &m->peers[m->order[i]];
+        if (p->in_phase && !p->report_ok) success = false;
+    }
+    for (uint32_t i = 0; i < m->order_n; i++) {
+        m_peer *p = &m->peers[m->order[i]];
+        if (!p->in_phase) continue;
+        if (success && p->state == MP_PENDING) p->state = MP_ACCEPTED;
+    }
+    for (uint32_t i = 0; i < m->order_n; i++) {
+        uint32_t s = m->order[i];
+        m_peer *p = &m->peers[s];
+        if (!p->in_phase) continue;
+        ccoip_pb_master_to_peer env;
+        memset(&env, 0, sizeof(env));
+        env.call_id = p->report_call;
+        env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_TOPOLOGY_VERDICT;
+        ccoip_pb_topology_verdict *v = &env.body.topology_verdict;
+        v->epoch = m->epoch;
+        v->success = success;
+        if (success) {
+            v->ring_count = topo_fill_ring(m, s);
+            v->ring = m->ids;
+        }
+        v->has_world = true;
+        m_world_sizes(m, p->group, false, &v->world);
+        m_send(m, s, &env);
+        if (!success && p->state == MP_PENDING) p->topo_voted = false; /* it votes again */
+    }
+    for (uint32_t i = 0; i < m->order_n; i++) {
+        m_peer *p = &m->peers[m->order[i]];
+        p->in_phase = false;
+        p->reported = false;
+        p->report_ok = false;
+        p->report_call = 0;
+    }
+    m->ring_healthy = success;
+    m->phase = MPH_NONE;
+    sm_log(&m->out, CCOIP_LOG_INFO, "master: epoch %U: p2p phase %s", m->epoch,
+           success ? "succeeded" : "failed");
+}
+
+void m_topo_on_p2p(ccoip_master *m, uint32_t slot, uint64_t call, const ccoip_pb_p2p_established *r)
+{
+    m_peer *p = m_peer_at(m, slot);
+    if (m->phase == MPH_NONE || !p->in_phase || p->reported || r->epoch != m->epoch) {
+        m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "p2p report outside its phase");
+        return;
+    }
+    p->reported = true;
+    p->report_call = call;
+    p->report_ok = r->success && r->unreachable_peers_count == 0;
+    for (uint64_t i = 0; i < r->unreachable_peers_count; i++) {
+        uint32_t to = m_slot_by_id(m, r->unreachable_peers[i]);
+        if (to != M_SLOT_NONE && to != slot) {
+            m_set_unreachable(m, slot, to);
+            sm_log(&m->out, CCOIP_LOG_WARN, "master: peer %U cannot reach peer %U", p->id,
+                   m->peers[to].id);
+        }
+    }
+}
+
+void m_topo_on_loss(ccoip_master *m, uint32_t slot)
+{
+    m_peer *p = m_peer_at(m, slot);
+    if (p->in_phase) {
+        m->phase_failed = true;
+        p->in_phase = false;
+    }
+    if (p->state == MP_ACCEPTED) m->ring_healthy = false;
+}
+
+bool m_topo_progress(ccoip_master *m)
+{
+    bool changed = topo_pending_progress(m);
+    if (m->phase != MPH_NONE) {
+        for (uint32_t i = 0; i < m->order_n; i++) {
+            const m_peer *p = &m->peers[m->order[i]];
+            if (p->in_phase && !p->reported) return changed;
+        }
+        topo_conclude(m);
+        return true;
+    }
+    if (m_count_state(m, MP_ACCEPTED) == 0) m->ring_healthy = true;
+    if (!m->ring_healthy) {
+        /* A member is gone or a link broke: nothing of this epoch completes (§6.9). */
+        m_coll_abort_all(m, CCOIP_PB_REASON_EPOCH_CHANGED);
+        topo_start_phase(m, false);
+        return true;
+    }
+    if (m_topo_vote_complete(m)) {
+        if (m_coll_any_running(m)) return changed; /* admit once the running ops finish */
+        topo_start_phase(m, true);
+        return true;
+    }
+    return changed;
+}
+
+void m_topo_timers(ccoip_master *m)
+{
+    uint64_t to = sm_ms(m->cfg.vote_timeout_ms);
+    if (m->topo_timer && m->now >= sm_add_sat(m->topo_first_ns, to)) {
+        m->topo_timer = false;
+        uint64_t last = 0;
+        for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {
+            last = m->peers[s].id;
+            if (m->peers[s].state == MP_ACCEPTED && !m->peers[s].topo_voted) {
+                m_evict(m, s, CCOIP_PB_REASON_VOTE_TIMEOUT, "did not vote on the topology");
+            }
+        }
+    }
+    if (m->pend_timer && m->now >= sm_add_sat(m->pend_first_ns, to)) {
+        m->pend_timer = false;
+        uint64_t last = 0;
+        for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {
+            last = m->peers[s].id;
+            if (m->peers[s].state == MP_ACCEPTED && !m->peers[s].pend_voted) {
+                m_evict(m, s, CCOIP_PB_REASON_VOTE_TIMEOUT, "did not ask for pending peers");
+            }
+        }
+    }
+    if (m->phase != MPH_NONE && m->now >= sm_add_sat(m->phase_start_ns, to)) {
+        uint64_t last = 0;
+        for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {
+            last = m->peers[s].id;
+            if (m->peers[s].in_phase && !m->peers[s].reported) {
+                m_evict(m, s, CCOIP_PB_REASON_VOTE_TIMEOUT, "did not report its p2p links");
+            }
+        }
+    }
+}
+
+uint64_t m_topo_deadline(const ccoip_master *m)
+{
+    uint64_t d = CCOIP_NO_DEADLINE, to = sm_ms(m->cfg.vote_timeout_ms);
+    if (m->topo_timer) d = sm_add_sat(m->topo_first_ns, to);
+    if (m->pend_timer && sm_add_sat(m->pend_first_ns, to) < d) {
+        d = sm_add_sat(m->pend_first_ns, to);
+    }
+    if (m->phase != MPH_NONE && sm_add_sat(m->phase_start_ns, to) < d) {
+        d = sm_add_sat(m->phase_start_ns, to);
+    }
+    return d;
+}

@@ -1,0 +1,653 @@
+/*
+ * peer.c — the CCoIP peer: commands, the control connection to the master
+ * (hello, join, votes, verdicts), liveness, failure. p2p links are in
+ * peer_wire.c, the ring all-reduce in peer_ring.c. docs/core.md §3.
+ */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "peer_internal.h"
+
+void ccoip_peer_config_default(ccoip_peer_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->p2p_pool_size = 1;
+    cfg->max_ops = 16;
+    cfg->max_world = 1024;
+    cfg->heartbeat_ms = 250;
+    cfg->evict_ms = 2000;
+    cfg->max_message_bytes = CCOIP_PB_DEFAULT_MAX_MESSAGE_BYTES;
+}
+
+pcclResult_t ccoip_peer_create(const ccoip_peer_config *cfg, uint64_t seed, ccoip_peer **out)
+{
+    if (cfg == NULL || out == NULL) return pcclInvalidArgument;
+    *out = NULL;
+    ccoip_peer_config c = *cfg, d;
+    ccoip_peer_config_default(&d);
+    if (c.p2p_pool_size == 0) c.p2p_pool_size = d.p2p_pool_size;
+    if (c.max_ops == 0) c.max_ops = d.max_ops;
+    if (c.max_world == 0) c.max_world = d.max_world;
+    if (c.heartbeat_ms == 0) c.heartbeat_ms = d.heartbeat_ms;
+    if (c.evict_ms == 0) c.evict_ms = d.evict_ms;
+    if (c.max_message_bytes == 0) c.max_message_bytes = d.max_message_bytes;
+    if (c.max_ops > 4096u || c.max_world > CCOIP_RING_WORLD_MAX || c.p2p_pool_size != 1 ||
+        c.evict_ms <= c.heartbeat_ms || c.max_message_bytes > ((uint64_t)1 << 30)) {
+        return pcclInvalidArgument;
+    }
+    if (c.action_queue_depth == 0) c.action_queue_depth = 64u * c.max_ops + 256u;
+    if (c.out_bytes == 0) c.out_bytes = 65536u + 16u * (uint64_t)c.max_world;
+    bool has_url = c.master_url != NULL && c.master_url[0] != '\0';
+    if (has_url && strlen(c.master_url) >= CCOIP_URL_MAX) return pcclInvalidArgument;
+    if (!has_url && c.master_ip_len != 4 && c.master_ip_len != 16) return pcclInvalidArgument;
+    ccoip_peer *p = calloc(1, sizeof(*p));
+    if (p == NULL) return pcclSystemError;
+    p->cfg = c;
+    if (has_url) memcpy(p->master_url, c.master_url, strlen(c.master_url) + 1u);
+    p->cfg.master_url = NULL; /* never keep the caller's pointer */
+    ccoip_codec_limits_default(&p->lim);
+    p->lim.pb.max_message_bytes = c.max_message_bytes;
+    p->rng = seed;
+    p->hb_ms = c.heartbeat_ms;
+    p->evict_ms = c.evict_ms;
+    p->next_call = 1;
+    p->next_conn = 2;
+    p->next_io = 1;
+    p->calls_cap = 2u * c.max_ops + 8u;
+    p->calls = calloc(p->calls_cap, sizeof(p_call));
+    p->ring = calloc(c.max_world, sizeof(uint64_t));
+    p->plan_ring = calloc(c.max_world, sizeof(uint64_t));
+    p->ops = calloc(c.max_ops, sizeof(p_op));
+    p->arena_cap = ccoip_pb_arena_bound(c.max_message_bytes + CCOIP_CTRL_HEADER_BYTES);
+    p->arena_mem = malloc((size_t)p->arena_cap);
+    pcclResult_t r = sm_out_init(&p->out, c.action_queue_depth, c.out_bytes);
+    if (p->calls == NULL || p->ring == NULL || p->plan_ring == NULL || p->ops == NULL ||
+        p->arena_mem == NULL || r != pcclSuccess) {
+        ccoip_peer_destroy(p);
+        return r == pcclInvalidArgument ? r : pcclSystemError;
+    }
+    *out = p;
+    return pcclSuccess;
+}
+
+void ccoip_peer_destroy(ccoip_peer *p)
+{
+    if (p == NULL) return;
+    sm_out_free(&p->out);
+    free(p->calls);
+    free(p->ring);
+    free(p->plan_ring);
+    free(p->ops);
+    free(p->arena_mem);
+    free(p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Helpers                                                                   */
+/* ------------------------------------------------------------------------ */
+
+void p_notify(ccoip_peer *p, uint64_t cmd, pcclResult_t result)
+{
+    ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_NOTIFY);
+    if (a == NULL) return;
+    a->cmd_id = cmd;
+    a->result = result;
+    a->world_size = p->world;
+}
+
+static bool peer_master_up(const ccoip_peer *p)
+{
+    return p->state >= PS_HELLO && p->state <= PS_ACCEPTED;
+}
+
+void p_send(ccoip_peer *p, ccoip_pb_peer_to_master *env)
+{
+    if (!peer_master_up(p)) return;
+    if (sm_send_p2m(&p->out, &p->lim, CCOIP_PEER_MASTER_CONN, env) != pcclSuccess) {
+        p->out.overflow = true;
+        return;
+    }
+    p->last_send_ns = p->now;
+}
+
+uint64_t p_call_new(ccoip_peer *p, p_call_kind kind, uint32_t op)
+{
+    for (uint32_t i = 0; i < p->calls_cap; i++) {
+        if (p->calls[i].kind == PC_NONE) {
+            p->calls[i].kind = kind;
+            p->calls[i].call_id = p->next_call++;
+            p->calls[i].op = op;
+            return p->calls[i].call_id;
+        }
+    }
+    /* Bounded by construction: at most two calls per op plus a few singletons. */
+    p->out.overflow = true;
+    return 0;
+}
+
+void p_call_drop_op(ccoip_peer *p, p_call_kind kind, uint32_t op)
+{
+    for (uint32_t i = 0; i < p->calls_cap; i++) {
+        if (p->calls[i].kind == kind && p->calls[i].op == op) p->calls[i].kind = PC_NONE;
+    }
+}
+
+static p_call peer_call_take(ccoip_peer *p, uint64_t call_id)
+{
+    p_call c = {PC_NONE, 0, 0};
+    if (call_id == 0) return c;
+    for (uint32_t i = 0; i < p->calls_cap; i++) {
+        if (p->calls[i].kind != PC_NONE && p->calls[i].call_id == call_id) {
+            c = p->calls[i];
+            p->calls[i].kind = PC_NONE;
+            break;
+        }
+    }
+    return c;
+}
+
+static void peer_send_topo_vote(ccoip_peer *p)
+{
+    ccoip_pb_peer_to_master env;
+    memset(&env, 0, sizeof(env));
+    env.call_id = p_call_new(p, PC_TOPO_VOTE, 0);
+    env.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_UPDATE_TOPOLOGY;
+    env.body.update_topology.accept_new_peers = true;
+    p_send(p, &env);
+}
+
+/* The master is gone (or evicted us): every command fails (DESIGN.md §3). */
+void p_fail(ccoip_peer *p, const char *why)
+{
+    if (p->state == PS_FAILED || p->state == PS_LEFT) return;
+    sm_log(&p->out, CCOIP_LOG_ERROR, "peer %U: master connection failed: %s", p->id, why);
+    bool master_open = p->state >= PS_CONNECTING && p->state <= PS_ACCEPTED && !p->master_closed;
+    p->state = PS_FAILED;
+    if (master_open) {
+        ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
+        if (a != NULL) a->conn = CCOIP_PEER_MASTER_CONN;
+    }
+    p_wire_close_all(p);
+    if (p->connect_pending) {
+        p->connect_pending = false;
+        p_notify(p, p->connect_cmd, pcclMasterConnectionFailed);
+    }
+    if (p->topo_pending) {
+        p->topo_pending = false;
+        p_notify(p, p->topo_cmd, pcclMasterConnectionFailed);
+    }
+    if (p->pend_pending) {
+        p->pend_pending = false;
+        p_notify(p, p->pend_cmd, pcclMasterConnectionFailed);
+    }
+    p_ring_fail_all(p, pcclMasterConnectionFailed);
+    memset(p->calls, 0, (size_t)p->calls_cap * sizeof(p_call));
+    p->ring_ready = false;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Frames from the master                                                    */
+/* ------------------------------------------------------------------------ */
+
+static void peer_on_hello(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
+{
+    if (env->status != CCOIP_PB_STATUS_SUCCESS ||
+        env->body_case != CCOIP_PB_MASTER_TO_PEER_BODY_HELLO) {
+        pcclResult_t r = env->status == CCOIP_PB_STATUS_SUCCESS
+                             ? pcclProtocolError
+                             : ccoip_status_to_result(env->status);
+        if (p->connect_pending) {
+            p->connect_pending = false;
+            p_notify(p, p->connect_cmd, r);
+        }
+        p_fail(p, "hello refused");
+        return;
+    }
+    const ccoip_pb_hello_result *h = &env->body.hello;
+    if (h->peer_id == 0 || h->version < CCOIP_PROTOCOL_VERSION_MIN ||
+        h->version > CCOIP_PROTOCOL_VERSION_MAX) {
+        p_fail(p, "bad hello answer");
+        return;
+    }
+    p->id = h->peer_id;
+    if (h->heartbeat_ms != 0 && h->evict_ms > h->heartbeat_ms) {
+        p->hb_ms = h->heartbeat_ms;
+        p->evict_ms = h->evict_ms;
+    }
+    ccoip_pb_peer_to_master out;
+    ccoip_pb_endpoint ep;
+    memset(&out, 0, sizeof(out));
+    memset(&ep, 0, sizeof(ep));
+    ep.kind = CCOIP_PB_ENDPOINT_KIND_P2P;
+    ep.port = p->p2p_port;
+    ep.url.data = (const uint8_t *)p->p2p_url;
+    ep.url.len = strlen(p->p2p_url);
+    out.call_id = p_call_new(p, PC_JOIN, 0);
+    out.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_JOIN;
+    out.body.join.peer_group = p->cfg.peer_group;
+    out.body.join.endpoints = &ep;
+    out.body.join.endpoints_count = 1;
+    out.body.join.p2p_pool_size = p->cfg.p2p_pool_size;
+    p->state = PS_JOIN;
+    p_send(p, &out);
+}
+
+static void peer_on_join(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
+{
+    if (env->status != CCOIP_PB_STATUS_SUCCESS ||
+        env->body_case != CCOIP_PB_MASTER_TO_PEER_BODY_JOIN) {
+        if (p->connect_pending) {
+            p->connect_pending = false;
+            p_notify(p, p->connect_cmd, ccoip_status_to_result(env->status));
+        }
+        p_fail(p, "join refused");
+        return;
+    }
+    p->state = PS_PENDING;
+    /* A pending peer votes right after Join and waits to be admitted (§6.3). */
+    peer_send_topo_vote(p);
+}
+
+static void peer_on_verdict(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
+{
+    if (env->body_case != CCOIP_PB_MASTER_TO_PEER_BODY_TOPOLOGY_VERDICT) {
+        p_fail(p, "p2p report answered without a verdict");
+        return;
+    }
+    const ccoip_pb_topology_verdict *v = &env->body.topology_verdict;
+    if (!p->reported || v->epoch != p->plan_epoch) {
+        p_fail(p, "topology verdict for another epoch");
+        return;
+    }
+    p->reported = false;
+    bool ok = v->success && env->status == CCOIP_PB_STATUS_SUCCESS;
+    if (v->has_world) p->world = v->world.peer_group;
+    if (ok) {
+        p->epoch = p->plan_epoch;
+        p->ring_ready = true;
+        p->rank = p->plan_rank;
+        p->ring_n = p->plan_n;
+        memcpy(p->ring, p->plan_ring, (size_t)p->plan_n * sizeof(uint64_t));
+        p->world = p->plan_n;
+    } else {
+        p->ring_ready = false;
+    }
+    sm_log(&p->out, CCOIP_LOG_INFO, "peer %U: epoch %U p2p %s (rank %u of %u)", p->id, v->epoch,
+           ok ? "established" : "failed", p->plan_rank, p->plan_n);
+    if (p->state == PS_PENDING) {
+        if (ok) {
+            p->state = PS_ACCEPTED;
+            if (p->connect_pending) {
+                p->connect_pending = false;
+                p_notify(p, p->connect_cmd, pcclSuccess);
+            }
+        } else {
+            peer_send_topo_vote(p); /* still waiting: vote again */
+        }
+        return;
+    }
+    if (p->topo_pending && p->topo_cmd_epoch == v->epoch) {
+        p->topo_pending = false;
+        p_notify(p, p->topo_cmd, ok ? pcclSuccess : pcclUpdateTopologyFailed);
+    }
+}
+
+static void peer_on_topo_answer(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
+{
+    if (env->status != CCOIP_PB_STATUS_SUCCESS ||
+        env->body_case != CCOIP_PB_MASTER_TO_PEER_BODY_TOPOLOGY_PLAN) {
+        pcclResult_t r = env->status == CCOIP_PB_STATUS_SUCCESS
+                             ? pcclProtocolError
+                             : ccoip_status_to_result(env->status);
+        if (p->state == PS_PENDING) {
+            if (p->connect_pending) {
+                p->connect_pending = false;
+                p_notify(p, p->connect_cmd, r);
+            }
+            p_fail(p, "admission refused");
+        } else if (p->topo_pending) {
+            p->topo_pending = false;
+            p_notify(p, p->topo_cmd, r);
+        }
+        return;
+    }
+    if (p->topo_pending) p->topo_cmd_epoch = env->body.topology_plan.epoch;
+    p_wire_on_plan(p, &env->body.topology_plan);
+}
+
+static void peer_on_pending_answer(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
+{
+    if (!p->pend_pending) return;
+    p->pend_pending = false;
+    ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_NOTIFY);
+    if (a == NULL) return;
+    a->cmd_id = p->pend_cmd;
+    a->world_size = p->world;
+    if (env->status != CCOIP_PB_STATUS_SUCCESS ||
+        env->body_case != CCOIP_PB_MASTER_TO_PEER_BODY_PENDING_PEERS) {
+        a->result = env->status != CCOIP_PB_STATUS_SUCCESS ? ccoip_status_to_result(env->status)
+                                                           : pcclProtocolError;
+        return;
+    }
+    a->result = pcclSuccess;
+    a->peers_pending = env->body.pending_peers.pending;
+}
+
+static void peer_on_frame(ccoip_peer *p, const uint8_t *data, uint64_t len)
+{
+    ccoip_pb_arena arena;
+    ccoip_pb_arena_init(&arena, p->arena_mem, p->arena_cap);
+    ccoip_pb_master_to_peer env;
+    pcclResult_t r = ccoip_ctrl_decode_m2p(data, len, &p->lim, &arena, &env);
+    if (r != pcclSuccess) {
+        p_fail(p, "malformed frame from the master");
+        return;
+    }
+    p->last_recv_ns = p->now;
+    if (env.body_case == CCOIP_PB_MASTER_TO_PEER_BODY_EVICTION) {
+        sm_log(&p->out, CCOIP_LOG_ERROR, "peer %U: evicted by the master (reason %d)", p->id,
+               env.body.eviction.reason);
+        p_fail(p, "evicted");
+        return;
+    }
+    if (env.call_id == 0) {
+        switch (env.body_case) {
+        case CCOIP_PB_MASTER_TO_PEER_BODY_HEARTBEAT:
+            return;
+        case CCOIP_PB_MASTER_TO_PEER_BODY_TOPOLOGY_PLAN:
+            if (p->state != PS_ACCEPTED) break;
+            p_wire_on_plan(p, &env.body.topology_plan); /* re-wire after a loss (§6.9) */
+            return;
+        case CCOIP_PB_MASTER_TO_PEER_BODY_COLLECTIVE_VERDICT:
+            if (p->state != PS_ACCEPTED) break;
+            p_ring_on_verdict(p, &env.body.collective_verdict);
+            return;
+        default:
+            sm_log(&p->out, CCOIP_LOG_DEBUG, "peer %U: notification %u ignored", p->id,
+                   (uint32_t)env.body_case);
+            return;
+        }
+        p_fail(p, "notification not legal in this state");
+        return;
+    }
+    p_call c = peer_call_take(p, env.call_id);
+    switch (c.kind) {
+    case PC_HELLO:
+        peer_on_hello(p, &env);
+        return;
+    case PC_JOIN:
+        peer_on_join(p, &env);
+        return;
+    case PC_TOPO_VOTE:
+        peer_on_topo_answer(p, &env);
+        return;
+    case PC_P2P:
+        peer_on_verdict(p, &env);
+        return;
+    case PC_PENDING:
+        peer_on_pending_answer(p, &env);
+        return;
+    case PC_INITIATE:
+        if (env.status != CCOIP_PB_STATUS_SUCCESS ||
+            env.body_case != CCOIP_PB_MASTER_TO_PEER_BODY_COLLECTIVE_COMMENCE) {
+            p_ring_on_initiate_error(p, c.op,
+                                     env.status != CCOIP_PB_STATUS_SUCCESS
+                                         ? ccoip_status_to_result(env.status)
+                                         : pcclProtocolError);
+            return;
+        }
+        p_ring_on_commence(p, c.op, &env);
+        return;
+    case PC_COMPLETE:
+        if (env.body_case != CCOIP_PB_MASTER_TO_PEER_BODY_COLLECTIVE_VERDICT) {
+            p_fail(p, "completion answered without a verdict");
+            return;
+        }
+        p_ring_on_verdict(p, &env.body.collective_verdict);
+        return;
+    case PC_NONE:
+        break;
+    }
+    p_fail(p, "answer to a call never made");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Commands                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static void peer_on_submit(ccoip_peer *p, const ccoip_cmd *cmd)
+{
+    if (p->state == PS_FAILED || p->state == PS_LEFT) {
+        p_notify(p, cmd->cmd_id,
+                 cmd->type == CCOIP_CMD_LEAVE ? pcclSuccess : pcclMasterConnectionFailed);
+        return;
+    }
+    switch (cmd->type) {
+    case CCOIP_CMD_CONNECT: {
+        if (p->state != PS_IDLE || !p->p2p_listening) {
+            p_notify(p, cmd->cmd_id, pcclInvalidUsage);
+            return;
+        }
+        ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CONNECT);
+        if (a == NULL) return;
+        a->conn = CCOIP_PEER_MASTER_CONN;
+        if (p->master_url[0] != '\0') {
+            a->data = (const uint8_t *)p->master_url;
+            a->len = strlen(p->master_url);
+        } else {
+            memcpy(a->ip, p->cfg.master_ip, p->cfg.master_ip_len);
+            a->ip_len = p->cfg.master_ip_len;
+            a->port = p->cfg.master_port;
+        }
+        p->state = PS_CONNECTING;
+        p->connect_pending = true;
+        p->connect_cmd = cmd->cmd_id;
+        p->last_recv_ns = p->now;
+        p->last_send_ns = p->now;
+        return;
+    }
+    case CCOIP_CMD_UPDATE_TOPOLOGY:
+        if (p->state != PS_ACCEPTED || p->topo_pending) {
+            p_notify(p, cmd->cmd_id, pcclInvalidUsage);
+            return;
+        }
+        p->topo_pending = true;
+        p->topo_cmd = cmd->cmd_id;
+        p->topo_cmd_epoch = 0;
+        peer_send_topo_vote(p);
+        return;
+    case CCOIP_CMD_ARE_PEERS_PENDING: {
+        if (p->state != PS_ACCEPTED || p->pend_pending) {
+            p_notify(p, cmd->cmd_id, pcclInvalidUsage);
+            return;
+        }
+        p->pend_pending = true;
+        p->pend_cmd = cmd->cmd_id;
+        ccoip_pb_peer_to_master env;
+        memset(&env, 0, sizeof(env));
+        env.call_id = p_call_new(p, PC_PENDING, 0);
+        env.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_PENDING_PEERS;
+        p_send(p, &env);
+        return;
+    }
+    case CCOIP_CMD_ALL_REDUCE: {
+        pcclResult_t r = p->state == PS_ACCEPTED ? p_ring_submit(p, cmd) : pcclInvalidUsage;
+        if (r != pcclSuccess) p_notify(p, cmd->cmd_id, r);
+        return;
+    }
+    case CCOIP_CMD_LEAVE: {
+        if (peer_master_up(p)) {
+            ccoip_pb_peer_to_master env;
+            memset(&env, 0, sizeof(env));
+            env.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_LEAVE;
+            env.body.leave.reason = CCOIP_PB_REASON_LEFT;
+            p_send(p, &env);
+        }
+        p_fail(p, "leaving");
+        p->state = PS_LEFT;
+        p_notify(p, cmd->cmd_id, pcclSuccess);
+        return;
+    }
+    case CCOIP_CMD_OPTIMIZE_TOPOLOGY:
+    case CCOIP_CMD_SYNC_SHARED_STATE:
+        p_notify(p, cmd->cmd_id, pcclInvalidUsage); /* issue 5 */
+        return;
+    }
+    p_notify(p, cmd->cmd_id, pcclInvalidArgument);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Entry points                                                              */
+/* ------------------------------------------------------------------------ */
+
+static void peer_timers(ccoip_peer *p)
+{
+    if (!peer_master_up(p)) return;
+    if (p->now >= sm_add_sat(p->last_recv_ns, sm_ms(p->evict_ms))) {
+        p_fail(p, "master silent for evict_ms");
+        return;
+    }
+    if (p->state >= PS_JOIN && p->now >= sm_add_sat(p->last_send_ns, sm_ms(p->hb_ms))) {
+        ccoip_pb_peer_to_master env;
+        memset(&env, 0, sizeof(env));
+        env.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_HEARTBEAT;
+        env.body.heartbeat.counter = ++p->hb_counter;
+        p_send(p, &env);
+    }
+}
+
+uint64_t ccoip_peer_deadline_ns(const ccoip_peer *p)
+{
+    if (p == NULL || !peer_master_up(p)) return CCOIP_NO_DEADLINE;
+    uint64_t d = sm_add_sat(p->last_recv_ns, sm_ms(p->evict_ms));
+    if (p->state >= PS_JOIN) {
+        uint64_t h = sm_add_sat(p->last_send_ns, sm_ms(p->hb_ms));
+        if (h < d) d = h;
+    }
+    return d;
+}
+
+pcclResult_t ccoip_peer_step(ccoip_peer *p, const ccoip_event *ev)
+{
+    if (p == NULL || ev == NULL) return pcclInvalidArgument;
+    sm_out_begin_step(&p->out);
+    if (ev->now_ns > p->now) p->now = ev->now_ns;
+    pcclResult_t rc = pcclSuccess;
+    switch (ev->type) {
+    case CCOIP_EV_START:
+        if (p->state != PS_INIT) break;
+        p->state = PS_IDLE;
+        {
+            ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_LISTEN);
+            if (a != NULL) a->listener = CCOIP_LISTENER_P2P;
+        }
+        break;
+    case CCOIP_EV_TIMER:
+        break;
+    case CCOIP_EV_SUBMIT:
+        peer_on_submit(p, &ev->cmd);
+        break;
+    case CCOIP_EV_CONN_UP:
+        if (!ev->accepted && ev->conn == CCOIP_PEER_MASTER_CONN) {
+            if (p->state != PS_CONNECTING) break;
+            p->state = PS_HELLO;
+            p->last_recv_ns = p->now;
+            ccoip_pb_peer_to_master env;
+            memset(&env, 0, sizeof(env));
+            env.call_id = p_call_new(p, PC_HELLO, 0);
+            env.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_HELLO;
+            env.body.hello.min_version = CCOIP_PROTOCOL_VERSION_MIN;
+            env.body.hello.max_version = CCOIP_PROTOCOL_VERSION_MAX;
+            env.body.hello.software.data = (const uint8_t *)"pccl/0.1.0";
+            env.body.hello.software.len = 10;
+            p_send(p, &env);
+            break;
+        }
+        if (!p_wire_on_conn_up(p, ev)) {
+            sm_log(&p->out, CCOIP_LOG_DEBUG, "peer %U: CONN_UP for unknown conn %U", p->id,
+                   ev->conn);
+        }
+        break;
+    case CCOIP_EV_CONN_CLOSED:
+        if (ev->conn == CCOIP_PEER_MASTER_CONN) {
+            if (p->state >= PS_CONNECTING && p->state <= PS_ACCEPTED) {
+                p->master_closed = true; /* no CLOSE for a connection reported closed */
+                p_fail(p, "connection to the master closed");
+            }
+            break;
+        }
+        p_wire_on_conn_closed(p, ev->conn);
+        break;
+    case CCOIP_EV_RECV:
+        if (ev->data == NULL && ev->len != 0) {
+            rc = pcclInvalidArgument;
+            break;
+        }
+        if (ev->conn == CCOIP_PEER_MASTER_CONN) {
+            if (peer_master_up(p)) peer_on_frame(p, ev->data, ev->len);
+            break;
+        }
+        if (!p_wire_on_recv(p, ev->conn, ev->data, ev->len)) {
+            sm_log(&p->out, CCOIP_LOG_DEBUG, "peer %U: frame on unknown conn %U dropped", p->id,
+                   ev->conn);
+        }
+        break;
+    case CCOIP_EV_IO_DONE:
+    case CCOIP_EV_KERNEL_DONE:
+        if (!p_ring_on_done(p, ev)) {
+            sm_log(&p->out, CCOIP_LOG_DEBUG, "peer %U: completion of unknown io %U ignored", p->id,
+                   ev->done.io_id);
+        }
+        break;
+    default:
+        rc = pcclInvalidArgument;
+        break;
+    }
+    peer_timers(p);
+    if (p->out.overflow) return pcclInternalError;
+    return rc;
+}
+
+bool ccoip_peer_poll(ccoip_peer *p, ccoip_action *out)
+{
+    if (p == NULL || out == NULL) return false;
+    return sm_out_pop(&p->out, out);
+}
+
+pcclResult_t ccoip_peer_set_port(ccoip_peer *p, ccoip_listener listener, uint32_t port,
+                                 const char *url)
+{
+    if (p == NULL || listener != CCOIP_LISTENER_P2P || port > 65535u) return pcclInvalidArgument;
+    if (url != NULL && strlen(url) >= CCOIP_URL_MAX) return pcclInvalidArgument;
+    p->p2p_port = port;
+    p->p2p_url[0] = '\0';
+    if (url != NULL) memcpy(p->p2p_url, url, strlen(url) + 1u);
+    p->p2p_listening = true;
+    return pcclSuccess;
+}
+
+uint64_t ccoip_peer_id(const ccoip_peer *p)
+{
+    return p->id;
+}
+
+uint64_t ccoip_peer_epoch(const ccoip_peer *p)
+{
+    return p->epoch;
+}
+
+bool ccoip_peer_is_accepted(const ccoip_peer *p)
+{
+    return p->state == PS_ACCEPTED;
+}
+
+bool ccoip_peer_is_failed(const ccoip_peer *p)
+{
+    return p->state == PS_FAILED;
+}
+
+uint32_t ccoip_peer_world_size(const ccoip_peer *p)
+{
+    return p->world;
+}

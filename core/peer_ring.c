@@ -1,0 +1,623 @@
+/*
+ * peer_ring.c — driving one ring all-reduce per op slot (docs/protocol.md
+ * §6.8, §8.2; docs/semantics.md §5; docs/core.md §3.4): initiate, commence,
+ * the reduce-scatter and all-gather steps as RING_SEND/RING_RECV and kernel
+ * actions, completion, the verdict, and the abort path (CANCEL, restore
+ * from BACKUP, NOTIFY).
+ */
+#include <string.h>
+
+#include "ccoip_dtype.h"
+#include "ccoip_quant.h"
+#include "peer_internal.h"
+
+static bool ring_quantized(const p_op *o)
+{
+    return o->a.quant_algorithm != pcclQuantNone;
+}
+
+static ccoip_span_ref ring_span(uint32_t slot, ccoip_region region, uint64_t off, uint64_t len)
+{
+    ccoip_span_ref r;
+    r.op_slot = slot;
+    r.region = region;
+    r.offset = off;
+    r.length = len;
+    return r;
+}
+
+static ccoip_action *ring_kernel(ccoip_peer *p, uint32_t i, ccoip_action_type t, p_op_sub sub)
+{
+    p_op *o = &p->ops[i];
+    ccoip_action *a = sm_out_push(&p->out, t);
+    o->sub = sub;
+    if (a == NULL) return NULL;
+    o->io_kernel = p->next_io++;
+    a->io_id = o->io_kernel;
+    a->op_slot = i;
+    a->dtype = o->a.dtype;
+    a->red_op = o->a.op;
+    return a;
+}
+
+static void ring_send_complete(ccoip_peer *p, uint32_t i, bool aborted, bool as_call)
+{
+    p_op *o = &p->ops[i];
+    ccoip_pb_peer_to_master env;
+    memset(&env, 0, sizeof(env));
+    env.call_id = as_call ? p_call_new(p, PC_COMPLETE, i) : 0;
+    env.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_COLLECTIVE_COMPLETE;
+    env.body.collective_complete.tag = o->a.tag;
+    env.body.collective_complete.seq = o->seq;
+    env.body.collective_complete.aborted = aborted;
+    p_send(p, &env);
+    o->complete_sent = true;
+}
+
+static void ring_finish(ccoip_peer *p, uint32_t i)
+{
+    p_op *o = &p->ops[i];
+    if (o->begun) {
+        ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_OP_END);
+        if (a != NULL) a->op_slot = i;
+    }
+    ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_NOTIFY);
+    if (a != NULL) {
+        a->cmd_id = o->cmd;
+        a->result = o->result;
+        a->world_size = p->world;
+        a->op_slot = i;
+        if (o->result == pcclSuccess) {
+            a->tx_bytes = o->tx_bytes;
+            a->rx_bytes = o->rx_bytes;
+        }
+    }
+    p_call_drop_op(p, PC_INITIATE, i);
+    p_call_drop_op(p, PC_COMPLETE, i);
+    memset(o, 0, sizeof(*o));
+}
+
+static bool ring_master_alive(const ccoip_peer *p)
+{
+    return p->state == PS_ACCEPTED;
+}
+
+/* After the restore (or when none is needed): report, then NOTIFY (§6.8). */
+static void ring_after_restore(ccoip_peer *p, uint32_t i)
+{
+    p_op *o = &p->ops[i];
+    o->restored = true;
+    o->sub = POS_NONE;
+    if (!ring_master_alive(p) || o->complete_sent) {
+        ring_finish(p, i);
+        return;
+    }
+    if (o->verdict_known) {
+        /* The verdict came first: the completion is a notification, no second verdict. */
+        ring_send_complete(p, i, true, false);
+        ring_finish(p, i);
+        return;
+    }
+    ring_send_complete(p, i, true, true);
+    o->state = PO_COMPLETING;
+}
+
+static void ring_start_restore(ccoip_peer *p, uint32_t i)
+{
+    p_op *o = &p->ops[i];
+    o->state = PO_RESTORING;
+    if (o->begun && o->a.in_place && !p->cfg.canary_skip_restore) {
+        uint64_t bytes = o->a.count * o->esize;
+        ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_COPY, POS_RESTORE);
+        if (a == NULL) return;
+        a->src = ring_span(i, CCOIP_REGION_BACKUP, 0, bytes);
+        a->dst = ring_span(i, CCOIP_REGION_RECV, 0, bytes);
+        a->count = o->a.count;
+        return;
+    }
+    ring_after_restore(p, i);
+}
+
+/* Abandons the op's ring: CANCEL its I/O, restore in-place buffers, report. */
+static void ring_abort(ccoip_peer *p, uint32_t i, pcclResult_t result, const char *why)
+{
+    p_op *o = &p->ops[i];
+    if (o->state == PO_RESTORING) {
+        if (result != pcclRankConnectionLost) o->result = result;
+        return;
+    }
+    if (o->state == PO_COMPLETING && o->restored) {
+        o->result = result;
+        if (!ring_master_alive(p)) ring_finish(p, i);
+        return;
+    }
+    sm_log(&p->out, CCOIP_LOG_INFO, "peer %U: all-reduce tag %U seq %U aborted: %s", p->id,
+           o->a.tag, o->seq, why);
+    o->result = result;
+    if (o->state == PO_RUNNING && o->begun) {
+        ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CANCEL);
+        if (a != NULL) a->op_slot = i;
+    }
+    o->io_send = o->io_recv = o->io_kernel = 0;
+    ring_start_restore(p, i);
+}
+
+static void ring_io(ccoip_peer *p, uint32_t i, const ccoip_ring_step *st, ccoip_span_ref src,
+                    const ccoip_quant_meta *meta, ccoip_span_ref dst, p_op_sub sub)
+{
+    p_op *o = &p->ops[i];
+    o->sub = sub;
+    ccoip_action *s = sm_out_push(&p->out, CCOIP_ACT_RING_SEND);
+    ccoip_action *r = sm_out_push(&p->out, CCOIP_ACT_RING_RECV);
+    if (s == NULL || r == NULL) return;
+    o->io_send = p->next_io++;
+    o->io_recv = p->next_io++;
+    s->io_id = o->io_send;
+    s->op_slot = i;
+    s->conn = o->tx_conn;
+    s->epoch = o->epoch;
+    s->tag = o->a.tag;
+    s->seq = o->seq;
+    s->chunk = st->send_chunk;
+    s->step = o->step;
+    s->src = src;
+    s->dtype = o->a.dtype;
+    if (meta != NULL) s->quant = *meta;
+    r->io_id = o->io_recv;
+    r->op_slot = i;
+    r->conn = o->rx_conn;
+    r->epoch = o->epoch;
+    r->tag = o->a.tag;
+    r->seq = o->seq;
+    r->chunk = st->recv_chunk;
+    r->step = o->step;
+    r->dst = dst;
+    r->dtype = o->a.dtype;
+    o->tx_bytes += src.length;
+    o->rx_bytes += dst.length;
+}
+
+static ccoip_ring_step ring_step_of(const p_op *o)
+{
+    ccoip_ring_step st;
+    pcclResult_t r = ccoip_ring_step_get(o->a.count, o->world, o->rank, o->step, &st);
+    (void)r; /* step < num_steps, world and rank checked at commence */
+    return st;
+}
+
+static void ring_done(ccoip_peer *p, uint32_t i)
+{
+    p_op *o = &p->ops[i];
+    o->sub = POS_NONE;
+    o->state = PO_COMPLETING;
+    ring_send_complete(p, i, false, true);
+}
+
+static void ring_ag_step(ccoip_peer *p, uint32_t i, uint32_t t)
+{
+    p_op *o = &p->ops[i];
+    o->step = o->world - 1u + t;
+    ccoip_ring_step st = ring_step_of(o);
+    if (ring_quantized(o)) {
+        uint32_t other = 1u - o->fwd_half;
+        ring_io(p, i, &st,
+                ring_span(i, CCOIP_REGION_SCRATCH, o->fwd_half * o->half, st.send.count * o->wsize),
+                &o->fwd_meta,
+                ring_span(i, CCOIP_REGION_SCRATCH, other * o->half, st.recv.count * o->wsize),
+                POS_AG_IO);
+        return;
+    }
+    ring_io(p, i, &st,
+            ring_span(i, CCOIP_REGION_RECV, st.send.offset * o->esize, st.send.count * o->esize),
+            NULL,
+            ring_span(i, CCOIP_REGION_RECV, st.recv.offset * o->esize, st.recv.count * o->esize),
+            POS_AG_IO);
+}
+
+static void ring_ag_next(ccoip_peer *p, uint32_t i)
+{
+    p_op *o = &p->ops[i];
+    uint32_t t = o->step - (o->world - 1u) + 1u;
+    if (t < o->world - 1u) {
+        ring_ag_step(p, i, t);
+    } else {
+        ring_done(p, i);
+    }
+}
+
+static void ring_after_finalize(ccoip_peer *p, uint32_t i)
+{
+    p_op *o = &p->ops[i];
+    if (o->world == 1) {
+        ring_done(p, i);
+        return;
+    }
+    if (ring_quantized(o)) {
+        /* The owner adopts its own quantize→dequantize result (docs/semantics.md §5). */
+        ccoip_span owned =
+            ccoip_ring_chunk(o->a.count, o->world, ccoip_ring_owned_chunk(o->world, o->rank));
+        ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_QUANTIZE, POS_OWN_QUANT);
+        if (a == NULL) return;
+        a->src = ring_span(i, CCOIP_REGION_RECV, owned.offset * o->esize, owned.count * o->esize);
+        a->dst = ring_span(i, CCOIP_REGION_SCRATCH, 0, owned.count * o->wsize);
+        a->count = owned.count;
+        a->quant.algorithm = o->a.quant_algorithm;
+        a->quant.src_type = o->a.dtype;
+        a->quant.quant_type = o->a.quant_dtype;
+        return;
+    }
+    ring_ag_step(p, i, 0);
+}
+
+static void ring_after_rs(ccoip_peer *p, uint32_t i)
+{
+    p_op *o = &p->ops[i];
+    if (o->a.op == pcclAvg && o->world > 1) {
+        ccoip_span owned =
+            ccoip_ring_chunk(o->a.count, o->world, ccoip_ring_owned_chunk(o->world, o->rank));
+        ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_FINALIZE, POS_FINALIZE);
+        if (a == NULL) return;
+        a->dst = ring_span(i, CCOIP_REGION_RECV, owned.offset * o->esize, owned.count * o->esize);
+        a->count = owned.count;
+        a->divisor = o->world;
+        return;
+    }
+    ring_after_finalize(p, i);
+}
+
+static void ring_rs_step(ccoip_peer *p, uint32_t i, uint32_t s)
+{
+    p_op *o = &p->ops[i];
+    o->step = s;
+    ccoip_ring_step st = ring_step_of(o);
+    if (ring_quantized(o)) {
+        ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_QUANTIZE, POS_RS_QUANT);
+        if (a == NULL) return;
+        a->src =
+            ring_span(i, CCOIP_REGION_RECV, st.send.offset * o->esize, st.send.count * o->esize);
+        a->dst = ring_span(i, CCOIP_REGION_SCRATCH, 0, st.send.count * o->wsize);
+        a->count = st.send.count;
+        a->quant.algorithm = o->a.quant_algorithm;
+        a->quant.src_type = o->a.dtype;
+        a->quant.quant_type = o->a.quant_dtype;
+        return;
+    }
+    ring_io(p, i, &st,
+            ring_span(i, CCOIP_REGION_RECV, st.send.offset * o->esize, st.send.count * o->esize),
+            NULL, ring_span(i, CCOIP_REGION_SCRATCH, 0, st.recv.count * o->esize), POS_RS_IO);
+}
+
+static bool ring_meta_ok(const p_op *o, const ccoip_quant_meta *m)
+{
+    return ccoip_quant_meta_check(m) == pcclSuccess && m->algorithm == o->a.quant_algorithm &&
+           m->src_type == o->a.dtype && m->quant_type == o->a.quant_dtype;
+}
+
+static void ring_after_io(ccoip_peer *p, uint32_t i)
+{
+    p_op *o = &p->ops[i];
+    ccoip_ring_step st = ring_step_of(o);
+    bool q = ring_quantized(o);
+    if (q && !ring_meta_ok(o, &o->recv_meta)) {
+        /* The predecessor broke the protocol: abort the op (docs/core.md §3.4). */
+        ring_abort(p, i, pcclRankConnectionLost, "invalid quantization metadata from predecessor");
+        return;
+    }
+    ccoip_span_ref dst =
+        ring_span(i, CCOIP_REGION_RECV, st.recv.offset * o->esize, st.recv.count * o->esize);
+    if (o->sub == POS_RS_IO) {
+        ccoip_action *a =
+            ring_kernel(p, i, q ? CCOIP_ACT_DEQUANTIZE : CCOIP_ACT_REDUCE, POS_RS_REDUCE);
+        if (a == NULL) return;
+        a->dst = dst;
+        a->count = st.recv.count;
+        if (q) {
+            a->src = ring_span(i, CCOIP_REGION_SCRATCH, o->half, st.recv.count * o->wsize);
+            a->quant = o->recv_meta;
+            a->reduce = true;
+        } else {
+            a->src = ring_span(i, CCOIP_REGION_SCRATCH, 0, st.recv.count * o->esize);
+        }
+        return;
+    }
+    /* All-gather. */
+    if (!q) {
+        ring_ag_next(p, i);
+        return;
+    }
+    ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_DEQUANTIZE, POS_AG_DEQUANT);
+    if (a == NULL) return;
+    a->src =
+        ring_span(i, CCOIP_REGION_SCRATCH, (1u - o->fwd_half) * o->half, st.recv.count * o->wsize);
+    a->dst = dst;
+    a->count = st.recv.count;
+    a->quant = o->recv_meta;
+    a->reduce = false;
+}
+
+static void ring_after_kernel(ccoip_peer *p, uint32_t i, const ccoip_done *d)
+{
+    p_op *o = &p->ops[i];
+    switch (o->sub) {
+    case POS_INIT_COPY:
+        if (o->world == 1) {
+            ring_after_rs(p, i);
+        } else {
+            ring_rs_step(p, i, 0);
+        }
+        return;
+    case POS_RS_QUANT: {
+        o->send_meta = d->quant_out;
+        ccoip_ring_step st = ring_step_of(o);
+        ring_io(p, i, &st, ring_span(i, CCOIP_REGION_SCRATCH, 0, st.send.count * o->wsize),
+                &o->send_meta,
+                ring_span(i, CCOIP_REGION_SCRATCH, o->half, st.recv.count * o->wsize), POS_RS_IO);
+        return;
+    }
+    case POS_RS_REDUCE:
+        if (o->step + 1u < o->world - 1u) {
+            ring_rs_step(p, i, o->step + 1u);
+        } else {
+            ring_after_rs(p, i);
+        }
+        return;
+    case POS_FINALIZE:
+        ring_after_finalize(p, i);
+        return;
+    case POS_OWN_QUANT: {
+        o->fwd_meta = d->quant_out;
+        o->fwd_half = 0;
+        ccoip_span owned =
+            ccoip_ring_chunk(o->a.count, o->world, ccoip_ring_owned_chunk(o->world, o->rank));
+        ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_DEQUANTIZE, POS_OWN_DEQUANT);
+        if (a == NULL) return;
+        a->src = ring_span(i, CCOIP_REGION_SCRATCH, 0, owned.count * o->wsize);
+        a->dst = ring_span(i, CCOIP_REGION_RECV, owned.offset * o->esize, owned.count * o->esize);
+        a->count = owned.count;
+        a->quant = o->fwd_meta;
+        a->reduce = false;
+        return;
+    }
+    case POS_OWN_DEQUANT:
+        ring_ag_step(p, i, 0);
+        return;
+    case POS_AG_DEQUANT:
+        o->fwd_half = 1u - o->fwd_half;
+        o->fwd_meta = o->recv_meta;
+        ring_ag_next(p, i);
+        return;
+    case POS_RESTORE:
+        ring_after_restore(p, i);
+        return;
+    case POS_NONE:
+    case POS_RS_IO:
+    case POS_AG_IO:
+        break;
+    }
+}
+
+bool p_ring_on_done(ccoip_peer *p, const ccoip_event *ev)
+{
+    uint64_t id = ev->done.io_id;
+    if (id == 0) return false;
+    for (uint32_t i = 0; i < p->cfg.max_ops; i++) {
+        p_op *o = &p->ops[i];
+        if (o->state != PO_RUNNING && o->state != PO_RESTORING) continue;
+        if (ev->type == CCOIP_EV_IO_DONE && (id == o->io_send || id == o->io_recv)) {
+            if (id == o->io_send) {
+                o->io_send = 0;
+            } else {
+                o->io_recv = 0;
+                o->recv_meta = ev->done.quant;
+            }
+            if (ev->done.result != pcclSuccess) {
+                ring_abort(p, i, pcclRankConnectionLost, "ring I/O failed");
+            } else if (o->io_send == 0 && o->io_recv == 0) {
+                ring_after_io(p, i);
+            }
+            return true;
+        }
+        if (ev->type == CCOIP_EV_KERNEL_DONE && id == o->io_kernel) {
+            o->io_kernel = 0;
+            if (ev->done.result != pcclSuccess && o->sub != POS_RESTORE) {
+                ring_abort(p, i, pcclRankConnectionLost, "kernel failed");
+            } else {
+                ring_after_kernel(p, i, &ev->done);
+            }
+            return true;
+        }
+    }
+    return false;
+}
+
+pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
+{
+    const ccoip_allreduce_args *a = &cmd->allreduce;
+    if (!ccoip_dtype_valid(a->dtype) || (uint32_t)a->op > (uint32_t)pcclMin) {
+        return pcclInvalidArgument;
+    }
+    if (a->quant_algorithm != pcclQuantNone &&
+        !ccoip_quant_supported(a->quant_algorithm, a->dtype, a->quant_dtype)) {
+        return pcclInvalidArgument;
+    }
+    if ((uint32_t)a->quant_algorithm > (uint32_t)pcclQuantZeroPointScale) {
+        return pcclInvalidArgument;
+    }
+    uint64_t es = ccoip_dtype_size(a->dtype);
+    if (a->count > UINT64_MAX / 2u / es) return pcclInvalidArgument;
+    uint32_t free_slot = UINT32_MAX;
+    for (uint32_t i = 0; i < p->cfg.max_ops; i++) {
+        if (p->ops[i].state == PO_FREE) {
+            if (free_slot == UINT32_MAX) free_slot = i;
+        } else if (p->ops[i].a.tag == a->tag) {
+            return pcclInvalidUsage; /* one op per tag at a time */
+        }
+    }
+    if (free_slot == UINT32_MAX) return pcclInvalidUsage;
+    p_op *o = &p->ops[free_slot];
+    memset(o, 0, sizeof(*o));
+    o->state = PO_INITIATING;
+    o->cmd = cmd->cmd_id;
+    o->a = *a;
+    if (a->quant_algorithm == pcclQuantNone) o->a.quant_dtype = pcclUint8; /* not on the wire */
+    o->result = pcclSuccess;
+    ccoip_pb_peer_to_master env;
+    memset(&env, 0, sizeof(env));
+    env.call_id = p_call_new(p, PC_INITIATE, free_slot);
+    env.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_COLLECTIVE_INITIATE;
+    env.body.collective_initiate.tag = a->tag;
+    env.body.collective_initiate.count = a->count;
+    env.body.collective_initiate.dtype = (int32_t)a->dtype;
+    env.body.collective_initiate.op = (int32_t)a->op;
+    env.body.collective_initiate.quant_algorithm = (int32_t)a->quant_algorithm;
+    env.body.collective_initiate.quant_dtype =
+        a->quant_algorithm == pcclQuantNone ? 0 : (int32_t)a->quant_dtype;
+    p_send(p, &env);
+    return pcclSuccess;
+}
+
+void p_ring_on_initiate_error(ccoip_peer *p, uint32_t i, pcclResult_t r)
+{
+    if (i >= p->cfg.max_ops || p->ops[i].state != PO_INITIATING) {
+        p_fail(p, "initiate answer for no op");
+        return;
+    }
+    p->ops[i].result = r;
+    ring_finish(p, i);
+}
+
+void p_ring_on_commence(ccoip_peer *p, uint32_t i, const ccoip_pb_master_to_peer *env)
+{
+    const ccoip_pb_collective_commence *cc = &env->body.collective_commence;
+    if (i >= p->cfg.max_ops || p->ops[i].state != PO_INITIATING || cc->tag != p->ops[i].a.tag) {
+        p_fail(p, "commence for no op");
+        return;
+    }
+    p_op *o = &p->ops[i];
+    o->seq = cc->seq;
+    o->epoch = cc->epoch;
+    o->world = cc->world_size;
+    o->state = PO_RUNNING;
+    bool links = p->ring_n == 1 || (p->tx_state == PT_UP && p->rx_conn != CCOIP_CONN_NONE);
+    if (!p->ring_ready || cc->epoch != p->epoch || cc->world_size != p->ring_n || !links ||
+        cc->world_size == 0) {
+        /* Not the ring we have: nothing was touched; report the abort (§6.9 fence). */
+        sm_log(&p->out, CCOIP_LOG_WARN,
+               "peer %U: commence tag %U for epoch %U/world %u, ring is epoch %U/world %u", p->id,
+               cc->tag, cc->epoch, cc->world_size, p->epoch, p->ring_n);
+        o->result = pcclRankConnectionLost;
+        ring_after_restore(p, i);
+        return;
+    }
+    o->rank = p->rank;
+    o->tx_conn = p->tx_conn;
+    o->rx_conn = p->rx_conn;
+    o->esize = ccoip_dtype_size(o->a.dtype);
+    o->wsize = ring_quantized(o) ? ccoip_dtype_size(o->a.quant_dtype) : o->esize;
+    uint64_t max_chunk = o->a.count / o->world + (o->a.count % o->world != 0 ? 1u : 0u);
+    o->half = max_chunk * o->wsize;
+    uint64_t bytes = o->a.count * o->esize;
+    ccoip_action *b = sm_out_push(&p->out, CCOIP_ACT_OP_BEGIN);
+    if (b == NULL) return;
+    b->cmd_id = o->cmd;
+    b->op_slot = i;
+    b->scratch_bytes =
+        o->world == 1 ? 0 : (ring_quantized(o) ? 2u * o->half : max_chunk * o->esize);
+    b->backup_bytes = o->a.in_place ? bytes : 0;
+    o->begun = true;
+    ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_COPY, POS_INIT_COPY);
+    if (a == NULL) return;
+    if (o->a.in_place) {
+        a->src = ring_span(i, CCOIP_REGION_RECV, 0, bytes);
+        a->dst = ring_span(i, CCOIP_REGION_BACKUP, 0, bytes);
+    } else {
+        a->src = ring_span(i, CCOIP_REGION_SEND, 0, bytes);
+        a->dst = ring_span(i, CCOIP_REGION_RECV, 0, bytes);
+    }
+    a->count = o->a.count;
+}
+
+void p_ring_on_verdict(ccoip_peer *p, const ccoip_pb_collective_verdict *v)
+{
+    for (uint32_t i = 0; i < p->cfg.max_ops; i++) {
+        p_op *o = &p->ops[i];
+        if (o->state != PO_RUNNING && o->state != PO_RESTORING && o->state != PO_COMPLETING) {
+            continue;
+        }
+        if (o->seq != v->seq || o->a.tag != v->tag) continue;
+        if (o->verdict_known) {
+            sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: second verdict for tag %U seq %U ignored",
+                   p->id, v->tag, v->seq);
+            return;
+        }
+        o->verdict_known = true;
+        o->verdict_aborted = v->aborted;
+        p_call_drop_op(p, PC_COMPLETE, i); /* the one verdict answers our completion too */
+        switch (o->state) {
+        case PO_RUNNING:
+            if (!v->aborted) {
+                p_fail(p, "success verdict before our completion");
+                return;
+            }
+            ring_abort(p, i, pcclRankConnectionLost, "abort verdict from the master");
+            return;
+        case PO_RESTORING:
+            return; /* the completion goes out as a notification after the restore */
+        case PO_COMPLETING:
+            if (o->restored) {
+                ring_finish(p, i);
+            } else if (v->aborted) {
+                o->result = pcclRankConnectionLost;
+                ring_start_restore(p, i);
+            } else {
+                o->result = pcclSuccess;
+                ring_finish(p, i);
+            }
+            return;
+        default:
+            return;
+        }
+    }
+    sm_log(&p->out, CCOIP_LOG_DEBUG, "peer %U: verdict for unknown tag %U seq %U ignored", p->id,
+           v->tag, v->seq);
+}
+
+void p_ring_on_link_lost(ccoip_peer *p, uint64_t conn)
+{
+    for (uint32_t i = 0; i < p->cfg.max_ops; i++) {
+        p_op *o = &p->ops[i];
+        if (o->state != PO_RUNNING || !o->begun) continue;
+        if (conn == CCOIP_CONN_NONE || o->tx_conn == conn || o->rx_conn == conn) {
+            ring_abort(p, i, pcclRankConnectionLost, "ring link lost");
+        }
+    }
+}
+
+void p_ring_fail_all(ccoip_peer *p, pcclResult_t r)
+{
+    for (uint32_t i = 0; i < p->cfg.max_ops; i++) {
+        p_op *o = &p->ops[i];
+        switch (o->state) {
+        case PO_FREE:
+            break;
+        case PO_INITIATING:
+            o->result = r;
+            ring_finish(p, i);
+            break;
+        case PO_RUNNING:
+            ring_abort(p, i, r, "master lost");
+            break;
+        case PO_RESTORING:
+            o->result = r;
+            break;
+        case PO_COMPLETING:
+            o->result = r;
+            if (o->restored) {
+                ring_finish(p, i);
+            } else {
+                ring_start_restore(p, i); /* the outcome is unknown: give the input back */
+            }
+            break;
+        }
+    }
+}

@@ -1,0 +1,270 @@
+/*
+ * peer_wire.c — the peer's p2p links (docs/protocol.md §6.4, §8.1): on a
+ * TopologyPlan the peer drops the links of the previous epoch, dials its
+ * ring successor (HELLO → HELLO_ACK) and accepts its predecessor, then
+ * reports to the master. docs/core.md §3.3.
+ */
+#include <string.h>
+
+#include "peer_internal.h"
+
+static void wire_close(ccoip_peer *p, uint64_t conn)
+{
+    ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
+    if (a != NULL) a->conn = conn;
+}
+
+static void wire_report(ccoip_peer *p, bool ok)
+{
+    if (!p->wiring) return;
+    p->wiring = false;
+    p->reported = true;
+    ccoip_pb_peer_to_master env;
+    memset(&env, 0, sizeof(env));
+    env.call_id = p_call_new(p, PC_P2P, 0);
+    env.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_P2P_ESTABLISHED;
+    env.body.p2p_established.epoch = p->plan_epoch;
+    env.body.p2p_established.success = ok;
+    uint64_t unreachable = p->plan_succ;
+    if (!ok) {
+        env.body.p2p_established.unreachable_peers = &unreachable;
+        env.body.p2p_established.unreachable_peers_count = 1;
+        sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: cannot reach successor %U", p->id, p->plan_succ);
+    }
+    p_send(p, &env);
+}
+
+static void wire_acc_free(ccoip_peer *p, uint32_t i, bool close)
+{
+    if (close) wire_close(p, p->acc[i].conn);
+    if (p->rx_conn == p->acc[i].conn) p->rx_conn = CCOIP_CONN_NONE;
+    memset(&p->acc[i], 0, sizeof(p->acc[i]));
+}
+
+/* Checks a HELLO on accepted connection i against the plan (§8.1). */
+static void wire_acc_check(ccoip_peer *p, uint32_t i)
+{
+    p_acc *a = &p->acc[i];
+    const ccoip_data_header *h = &a->hello;
+    if (h->kind != CCOIP_DATA_HELLO || h->seq != p->id || h->chunk != 0) {
+        wire_acc_free(p, i, true);
+        return;
+    }
+    if (!p->wiring && !p->reported && h->epoch > p->plan_epoch) {
+        a->state = PA_HELD; /* its dialer got the plan first */
+        return;
+    }
+    if ((p->wiring || p->reported) && h->epoch > p->plan_epoch) {
+        a->state = PA_HELD;
+        return;
+    }
+    if (h->epoch != p->plan_epoch || h->tag != p->plan_pred || p->plan_n < 2 ||
+        p->rx_conn != CCOIP_CONN_NONE) {
+        wire_acc_free(p, i, true);
+        return;
+    }
+    a->state = PA_UP;
+    a->epoch = h->epoch;
+    p->rx_conn = a->conn;
+    ccoip_data_header ack;
+    ccoip_data_header_init(&ack, CCOIP_DATA_HELLO_ACK);
+    ack.epoch = h->epoch;
+    ack.tag = h->tag;
+    ack.seq = h->seq;
+    ack.chunk = h->chunk;
+    if (sm_send_data_header(&p->out, &p->lim, a->conn, &ack) != pcclSuccess) {
+        p->out.overflow = true;
+    }
+}
+
+void p_wire_close_all(ccoip_peer *p)
+{
+    if (p->tx_conn != CCOIP_CONN_NONE) wire_close(p, p->tx_conn);
+    p->tx_conn = CCOIP_CONN_NONE;
+    p->tx_state = PT_NONE;
+    for (uint32_t i = 0; i < P_ACC_MAX; i++) {
+        if (p->acc[i].state != PA_FREE) wire_acc_free(p, i, true);
+    }
+    p->rx_conn = CCOIP_CONN_NONE;
+    p->wiring = false;
+    p->reported = false;
+}
+
+void p_wire_on_plan(ccoip_peer *p, const ccoip_pb_topology_plan *plan)
+{
+    if (p->state != PS_PENDING && p->state != PS_ACCEPTED) return;
+    if (plan->epoch <= p->plan_epoch || plan->ring_count == 0 ||
+        plan->ring_count > p->cfg.max_world) {
+        p_fail(p, "topology plan of an old epoch or an impossible ring");
+        return;
+    }
+    uint32_t n = (uint32_t)plan->ring_count, rank = UINT32_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        if (plan->ring[i] == p->id) {
+            if (rank != UINT32_MAX)
+                rank = UINT32_MAX - 1u;
+            else
+                rank = i;
+        }
+    }
+    if (rank >= n) {
+        p_fail(p, "topology plan without us (or with us twice)");
+        return;
+    }
+    uint64_t succ = plan->ring[(rank + 1u) % n], pred = plan->ring[(rank + n - 1u) % n];
+    const ccoip_pb_endpoint *ep = NULL;
+    if (n >= 2) {
+        for (uint64_t k = 0; k < plan->neighbours_count && ep == NULL; k++) {
+            const ccoip_pb_peer_info *nb = &plan->neighbours[k];
+            if (nb->peer_id != succ) continue;
+            for (uint64_t e = 0; e < nb->endpoints_count; e++) {
+                if (nb->endpoints[e].kind == CCOIP_PB_ENDPOINT_KIND_P2P) {
+                    ep = &nb->endpoints[e];
+                    break;
+                }
+            }
+        }
+        if (ep == NULL || ep->url.len >= CCOIP_URL_MAX ||
+            (ep->ip.len != 0 && ep->ip.len != 4 && ep->ip.len != 16)) {
+            p_fail(p, "topology plan without a usable successor endpoint");
+            return;
+        }
+    }
+    /* The previous epoch's ring is gone: nothing of it completes (§6.9). */
+    p_ring_on_link_lost(p, CCOIP_CONN_NONE);
+    if (p->tx_conn != CCOIP_CONN_NONE) wire_close(p, p->tx_conn);
+    p->tx_conn = CCOIP_CONN_NONE;
+    p->tx_state = PT_NONE;
+    for (uint32_t i = 0; i < P_ACC_MAX; i++) {
+        if (p->acc[i].state == PA_UP ||
+            (p->acc[i].state == PA_HELD && p->acc[i].hello.epoch < plan->epoch)) {
+            wire_acc_free(p, i, true);
+        }
+    }
+    p->rx_conn = CCOIP_CONN_NONE;
+    p->ring_ready = false;
+    p->plan_epoch = plan->epoch;
+    p->plan_n = n;
+    p->plan_rank = rank;
+    p->plan_pred = pred;
+    p->plan_succ = succ;
+    memcpy(p->plan_ring, plan->ring, (size_t)n * sizeof(uint64_t));
+    p->plan_world = plan->has_world ? plan->world.peer_group : n;
+    p->wiring = true;
+    p->reported = false;
+    sm_log(&p->out, CCOIP_LOG_INFO, "peer %U: plan epoch %U, rank %u of %u", p->id, plan->epoch,
+           rank, n);
+    if (n == 1) {
+        wire_report(p, true);
+        return;
+    }
+    ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CONNECT);
+    if (a == NULL) return;
+    p->tx_conn = p->next_conn++;
+    p->tx_state = PT_DIALING;
+    a->conn = p->tx_conn;
+    if (ep->url.len > 0) {
+        memcpy(p->succ_url, ep->url.data, (size_t)ep->url.len);
+        p->succ_url[ep->url.len] = '\0';
+        a->data = (const uint8_t *)p->succ_url;
+        a->len = ep->url.len;
+    }
+    if (ep->ip.len > 0) memcpy(a->ip, ep->ip.data, (size_t)ep->ip.len);
+    a->ip_len = (uint32_t)ep->ip.len;
+    a->port = ep->port;
+    for (uint32_t i = 0; i < P_ACC_MAX; i++) {
+        if (p->acc[i].state == PA_HELD && p->acc[i].hello.epoch == p->plan_epoch) {
+            wire_acc_check(p, i);
+        }
+    }
+}
+
+bool p_wire_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
+{
+    if (ev->accepted) {
+        if (ev->listener != CCOIP_LISTENER_P2P || p->state == PS_FAILED || p->state == PS_LEFT) {
+            wire_close(p, ev->conn);
+            return true;
+        }
+        for (uint32_t i = 0; i < P_ACC_MAX; i++) {
+            if (p->acc[i].state == PA_FREE) {
+                p->acc[i].state = PA_WAIT_HELLO;
+                p->acc[i].conn = ev->conn;
+                return true;
+            }
+        }
+        sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: too many incoming links, closing conn %U", p->id,
+               ev->conn);
+        wire_close(p, ev->conn);
+        return true;
+    }
+    if (ev->conn != p->tx_conn || p->tx_state != PT_DIALING) return false;
+    ccoip_data_header h;
+    ccoip_data_header_init(&h, CCOIP_DATA_HELLO);
+    h.epoch = p->plan_epoch;
+    h.tag = p->id;
+    h.seq = p->plan_succ;
+    h.chunk = 0;
+    if (sm_send_data_header(&p->out, &p->lim, p->tx_conn, &h) != pcclSuccess) {
+        p->out.overflow = true;
+    }
+    p->tx_state = PT_HELLO_SENT;
+    return true;
+}
+
+bool p_wire_on_conn_closed(ccoip_peer *p, uint64_t conn)
+{
+    if (conn != CCOIP_CONN_NONE && conn == p->tx_conn) {
+        p->tx_conn = CCOIP_CONN_NONE;
+        bool was_up = p->tx_state == PT_UP;
+        p->tx_state = PT_NONE;
+        if (!was_up) wire_report(p, false);
+        p_ring_on_link_lost(p, conn);
+        return true;
+    }
+    for (uint32_t i = 0; i < P_ACC_MAX; i++) {
+        if (p->acc[i].state != PA_FREE && p->acc[i].conn == conn) {
+            wire_acc_free(p, i, false);
+            p_ring_on_link_lost(p, conn);
+            return true;
+        }
+    }
+    return false;
+}
+
+bool p_wire_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t len)
+{
+    ccoip_data_header h;
+    if (conn != CCOIP_CONN_NONE && conn == p->tx_conn) {
+        pcclResult_t r = ccoip_data_header_decode(data, len, &p->lim, &h);
+        if (r != pcclSuccess || len != CCOIP_DATA_HEADER_BYTES || p->tx_state != PT_HELLO_SENT ||
+            h.kind != CCOIP_DATA_HELLO_ACK || h.epoch != p->plan_epoch || h.tag != p->id ||
+            h.seq != p->plan_succ || h.chunk != 0) {
+            sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: bad frame from successor, closing link",
+                   p->id);
+            wire_close(p, conn);
+            p_wire_on_conn_closed(p, conn);
+            return true;
+        }
+        p->tx_state = PT_UP;
+        wire_report(p, true);
+        return true;
+    }
+    for (uint32_t i = 0; i < P_ACC_MAX; i++) {
+        p_acc *a = &p->acc[i];
+        if (a->state == PA_FREE || a->conn != conn) continue;
+        pcclResult_t r = ccoip_data_header_decode(data, len, &p->lim, &h);
+        if (r != pcclSuccess || len != CCOIP_DATA_HEADER_BYTES || a->state != PA_WAIT_HELLO) {
+            sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: bad frame on incoming conn %U, closing",
+                   p->id, conn);
+            bool was_rx = p->rx_conn == conn;
+            wire_acc_free(p, i, true);
+            if (was_rx) p_ring_on_link_lost(p, conn);
+            return true;
+        }
+        a->hello = h;
+        wire_acc_check(p, i);
+        return true;
+    }
+    return false;
+}

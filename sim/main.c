@@ -1,0 +1,300 @@
+/*
+ * main.c — pccl-sim, the simulator's command line (the only file of sim/
+ * that does I/O).
+ *
+ *   pccl-sim [--seed N] [--swarm] [--scenario NAME] [--canary NAME] [--trace]
+ *            [--peers N] [--max-peers N] [--steps N] [--churn-ms T]
+ *            [--join-rate R] [--leave-rate R] [--crash-rate R] [--hang-rate R]
+ *            [--restart-rate R] [--loss PERMILLE] [--partitions N] [--clogs N]
+ *            [--count N] [--tags N] [--not-in-place] [--seeds A:B] [--quiet]
+ *
+ * Rates are mean events per simulated minute during the churn phase.
+ * Exit codes: 0 ok, 1 crash, 2 liveness, 3 correctness, 64 usage,
+ * 69 no state machines in this build.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+#define EXIT_USAGE       64
+#define EXIT_UNAVAILABLE 69
+
+typedef struct cli {
+    sim_config cfg;
+    bool swarm;
+    const char *scenario;
+    const char *canary;
+    bool quiet;
+    bool sweep;
+    uint64_t seed_from, seed_to;
+    /* knobs set explicitly (applied on top of swarm/scenario) */
+    char overrides[1024];
+} cli;
+
+static void log_line(void *ctx, const char *line)
+{
+    (void)ctx;
+    fprintf(stdout, "%s\n", line);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: pccl-sim [--seed N] [--swarm] [--scenario NAME] [--canary NAME] [--trace]\n"
+               "                [--peers N] [--max-peers N] [--steps N] [--churn-ms T]\n"
+               "                [--join-rate R] [--leave-rate R] [--crash-rate R] [--hang-rate R]\n"
+               "                [--restart-rate R] [--loss PERMILLE] [--partitions N] [--clogs N]\n"
+               "                [--count N] [--tags N] [--not-in-place] [--seeds A:B] [--quiet]\n"
+               "rates: mean events per simulated minute during the churn phase\n"
+               "scenarios:");
+    for (const char *const *s = sim_scenario_names; *s != NULL; s++)
+        fprintf(f, " %s", *s);
+    fprintf(f, "\ncanaries: skip_restore skip_abort_verdict corrupt_reduce drop_restore_copy "
+               "double_notify\n"
+               "exit codes: 0 ok, 1 crash, 2 liveness, 3 correctness, 64 usage, 69 no state "
+               "machines\n");
+}
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+    if (s == NULL || *s == '\0') return false;
+    char *end = NULL;
+    const unsigned long long v = strtoull(s, &end, 0);
+    if (end == NULL || *end != '\0') return false;
+    *out = (uint64_t)v;
+    return true;
+}
+
+typedef struct knob {
+    const char *flag;
+    int kind; /* 0: u32, 1: u64, 2: ms -> ns */
+    size_t offset;
+} knob;
+
+#define K32(f, m)                                                                                  \
+    {                                                                                              \
+        f, 0, offsetof(sim_config, m)                                                              \
+    }
+#define K64(f, m)                                                                                  \
+    {                                                                                              \
+        f, 1, offsetof(sim_config, m)                                                              \
+    }
+#define KMS(f, m)                                                                                  \
+    {                                                                                              \
+        f, 2, offsetof(sim_config, m)                                                              \
+    }
+
+static const knob knobs[] = {
+    K32("--peers", peers),
+    K32("--max-peers", max_peers),
+    K32("--steps", steps),
+    KMS("--churn-ms", churn_ns),
+    K32("--join-rate", join_per_min),
+    K32("--leave-rate", leave_per_min),
+    K32("--crash-rate", crash_per_min),
+    K32("--hang-rate", hang_per_min),
+    K32("--restart-rate", restart_per_min),
+    K32("--loss", loss_permille),
+    K32("--partitions", partitions),
+    K32("--clogs", clogs),
+    K64("--count", count),
+    K32("--tags", tags),
+};
+
+static void apply_knob(sim_config *cfg, const knob *k, uint64_t v)
+{
+    unsigned char *base = (unsigned char *)cfg + k->offset;
+    if (k->kind == 0) {
+        const uint32_t x = (uint32_t)v;
+        memcpy(base, &x, sizeof x);
+    } else {
+        const uint64_t x = k->kind == 2 ? v * 1000000u : v;
+        memcpy(base, &x, sizeof x);
+    }
+}
+
+/* Parses argv; the explicit knobs are re-applied after swarm/scenario defaults. */
+static int parse(cli *c, int argc, char **argv, uint64_t seed, bool apply)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        uint64_t n = 0;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            exit(0);
+        } else if (strcmp(a, "--seed") == 0) {
+            if (!parse_u64(v, &n)) return -1;
+            c->cfg.seed = n;
+            i++;
+        } else if (strcmp(a, "--seeds") == 0) {
+            const char *colon = v != NULL ? strchr(v, ':') : NULL;
+            if (colon == NULL) return -1;
+            char lo[32];
+            const size_t len = (size_t)(colon - v);
+            if (len == 0 || len >= sizeof lo) return -1;
+            memcpy(lo, v, len);
+            lo[len] = '\0';
+            if (!parse_u64(lo, &c->seed_from) || !parse_u64(colon + 1, &c->seed_to)) return -1;
+            c->sweep = true;
+            i++;
+        } else if (strcmp(a, "--swarm") == 0) {
+            c->swarm = true;
+        } else if (strcmp(a, "--trace") == 0) {
+            c->cfg.trace = true;
+        } else if (strcmp(a, "--quiet") == 0) {
+            c->quiet = true;
+        } else if (strcmp(a, "--not-in-place") == 0) {
+            if (apply) c->cfg.in_place = false;
+        } else if (strcmp(a, "--scenario") == 0) {
+            if (v == NULL) return -1;
+            c->scenario = v;
+            i++;
+        } else if (strcmp(a, "--canary") == 0) {
+            if (v == NULL || sim_canary_from_name(v) == 0) return -1;
+            c->canary = v;
+            i++;
+        } else {
+            const knob *k = NULL;
+            for (size_t j = 0; j < sizeof knobs / sizeof knobs[0]; j++) {
+                if (strcmp(a, knobs[j].flag) == 0) k = &knobs[j];
+            }
+            if (k == NULL || !parse_u64(v, &n)) return -1;
+            if (apply) apply_knob(&c->cfg, k, n);
+            i++;
+        }
+    }
+    (void)seed;
+    return 0;
+}
+
+/* Builds the configuration for one seed: swarm or scenario or defaults, then explicit knobs. */
+static int build(cli *c, int argc, char **argv, uint64_t seed)
+{
+    const bool trace = c->cfg.trace;
+    if (c->scenario != NULL) {
+        c->cfg.seed = seed;
+        if (!sim_config_scenario(&c->cfg, c->scenario)) return -1;
+    } else if (c->swarm) {
+        sim_config_swarm(&c->cfg, seed);
+    } else {
+        sim_config_default(&c->cfg, seed);
+    }
+    c->cfg.trace = trace;
+    if (parse(c, argc, argv, seed, true) != 0) return -1;
+    c->cfg.seed = seed;
+    if (c->canary != NULL) c->cfg.canary = sim_canary_from_name(c->canary);
+    c->cfg.log = log_line;
+    return 0;
+}
+
+/* The command that reproduces this run: the original arguments, with this
+ * run's seed instead of --seed/--seeds, and without output-only flags. */
+static void print_repro(int argc, char **argv, uint64_t seed)
+{
+    printf("reproduce: pccl-sim --seed %" PRIu64, seed);
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--seed") == 0 || strcmp(argv[i], "--seeds") == 0) {
+            i++;
+            continue;
+        }
+        if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "--trace") == 0) continue;
+        printf(" %s", argv[i]);
+    }
+    printf("\n");
+}
+
+static int exit_code(sim_status st)
+{
+    switch (st) {
+    case SIM_OK:
+        return 0;
+    case SIM_CRASH:
+        return 1;
+    case SIM_LIVENESS:
+        return 2;
+    case SIM_CORRECTNESS:
+        return 3;
+    case SIM_UNAVAILABLE:
+        return EXIT_UNAVAILABLE;
+    }
+    return 1;
+}
+
+static int run_one(cli *c, int argc, char **argv, uint64_t seed, bool line_only)
+{
+    if (build(c, argc, argv, seed) != 0) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    sim_config *cfg = &c->cfg;
+    if (line_only || c->quiet) cfg->log = NULL;
+    if (!line_only) {
+        printf("pccl-sim seed=%" PRIu64 " peers=%u max_peers=%u steps=%u churn=%" PRIu64
+               "ms rates/min: join=%u leave=%u crash=%u hang=%u restart=%u loss=%u‰ "
+               "partitions=%u clogs=%u dtype=%d op=%d count=%" PRIu64 " tags=%u in_place=%d "
+               "quant=%d%s%s\n",
+               cfg->seed, cfg->peers, cfg->max_peers, cfg->steps, cfg->churn_ns / 1000000u,
+               cfg->join_per_min, cfg->leave_per_min, cfg->crash_per_min, cfg->hang_per_min,
+               cfg->restart_per_min, cfg->loss_permille, cfg->partitions, cfg->clogs,
+               (int)cfg->dtype, (int)cfg->op, cfg->count, cfg->tags, (int)cfg->in_place,
+               (int)cfg->quant, c->scenario != NULL ? " scenario=" : "",
+               c->scenario != NULL ? c->scenario : "");
+        fflush(stdout);
+    }
+    sim_result r;
+    const sim_status st = sim_run(cfg, &r);
+    if (line_only) {
+        printf("seed=%" PRIu64 " %s trace_hash=0x%016" PRIx64 " events=%" PRIu64 " ops=%" PRIu64
+               " aborted=%" PRIu64 "\n",
+               seed, sim_status_name(st), r.trace_hash, r.events, r.ops_completed, r.ops_aborted);
+    } else {
+        printf("seed=%" PRIu64 "\ntrace_hash=0x%016" PRIx64 "\n", seed, r.trace_hash);
+        printf("summary: %s after %" PRIu64 ".%03" PRIu64 " s simulated, %" PRIu64
+               " events; epochs %" PRIu64 ", all-reduces completed %" PRIu64 " aborted %" PRIu64
+               " other failures %" PRIu64 "; peers started %" PRIu64 ", left %" PRIu64
+               ", crashed %" PRIu64 ", hung %" PRIu64 ", evicted %" PRIu64
+               "; %u live at the end; network %" PRIu64 " frames, %" PRIu64 " bytes\n",
+               sim_status_name(st), r.end_ns / 1000000000u, (r.end_ns / 1000000u) % 1000u, r.events,
+               r.epochs, r.ops_completed, r.ops_aborted, r.ops_failed_other, r.joins, r.leaves,
+               r.crashes, r.hangs, r.evictions, r.live_peers_end, r.net_frames, r.net_bytes);
+    }
+    if (st != SIM_OK) {
+        printf("FAILED (%s): %s\n", sim_status_name(st), r.message);
+        print_repro(argc, argv, seed);
+    }
+    fflush(stdout);
+    return exit_code(st);
+}
+
+int main(int argc, char **argv)
+{
+    cli c;
+    memset(&c, 0, sizeof c);
+    if (parse(&c, argc, argv, 0, false) != 0) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (c.scenario != NULL && !sim_config_scenario(&c.cfg, c.scenario)) {
+        fprintf(stderr, "unknown scenario %s\n", c.scenario);
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (!c.sweep) return run_one(&c, argc, argv, c.cfg.seed, false);
+    int worst = 0;
+    uint64_t failures = 0;
+    for (uint64_t s = c.seed_from; s <= c.seed_to; s++) {
+        const int rc = run_one(&c, argc, argv, s, true);
+        if (rc == EXIT_USAGE || rc == EXIT_UNAVAILABLE) return rc;
+        if (rc != 0) {
+            failures++;
+            if (worst == 0) worst = rc;
+        }
+        if (s == UINT64_MAX) break;
+    }
+    printf("sweep: %" PRIu64 " seeds, %" PRIu64 " failed\n", c.seed_to - c.seed_from + 1u,
+           failures);
+    return worst;
+}

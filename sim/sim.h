@@ -1,0 +1,173 @@
+/*
+ * sim.h — the deterministic discrete-event simulator (DESIGN.md §7).
+ *
+ * One master and N peers of core/ run against a virtual network in virtual
+ * time. A seed fixes everything: the network, the churn, the workload and
+ * every random choice of the state machines. The loop always fires the
+ * earliest event (ties in scheduling order), feeds it to one machine, runs
+ * the actions that machine emits, and then runs the checkers.
+ *
+ * Two phases (TigerBeetle's VOPR): during the first churn_ns the churn
+ * processes (join, graceful leave, crash, hang, restart) and network faults
+ * run; after it the network heals and, within liveness_bound_ns, every live
+ * peer must be admitted and finish `steps` all-reduces.
+ *
+ * Pure and deterministic like core/: no clocks, no rand, no stdio (text goes
+ * through the log callback). All counts and times are uint64_t.
+ */
+#ifndef SIM_H
+#define SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pccl.h"
+#include "sim_sm.h"
+
+/** Outcomes and the CLI's exit codes. */
+typedef enum sim_status {
+    SIM_OK = 0,
+    SIM_CRASH = 1, /**< A machine returned an error, emitted an illegal action, or a bound hit. */
+    SIM_LIVENESS = 2,    /**< Something did not finish within the bound after churn stopped. */
+    SIM_CORRECTNESS = 3, /**< A safety checker failed. */
+    SIM_UNAVAILABLE = 4  /**< No state machines to drive (core/ccoip_{master,peer}.h missing). */
+} sim_status;
+
+/** Deliberately broken rules (--canary): the checkers must catch each. */
+typedef enum sim_canary {
+    SIM_CANARY_NONE = 0,
+    /** core: the peer does not restore in-place buffers on abort (ccoip_peer_config). */
+    SIM_CANARY_SKIP_RESTORE = 1u << 0,
+    /** core: the master skips the abort verdict (ccoip_master_config). */
+    SIM_CANARY_SKIP_ABORT_VERDICT = 1u << 1,
+    /** sim: the driver flips one bit in the result of one REDUCE kernel. */
+    SIM_CANARY_CORRUPT_REDUCE = 1u << 2,
+    /** sim: the driver ignores COPY actions that read the BACKUP region (no restore). */
+    SIM_CANARY_DROP_RESTORE_COPY = 1u << 3,
+    /** sim: the driver duplicates the first NOTIFY of an all-reduce (two verdicts). */
+    SIM_CANARY_DOUBLE_NOTIFY = 1u << 4
+} sim_canary;
+
+/** Scripted events (scenarios). peer is the index of a peer process in creation order. */
+typedef enum sim_script_kind {
+    SIM_SCRIPT_JOIN = 1,          /**< A new peer process starts. */
+    SIM_SCRIPT_LEAVE = 2,         /**< peer leaves gracefully at its next command. */
+    SIM_SCRIPT_CRASH = 3,         /**< peer's process dies (its connections reset). */
+    SIM_SCRIPT_HANG = 4,          /**< peer stops processing anything (connections stay open). */
+    SIM_SCRIPT_RESTART = 5,       /**< peer crashes and a new process starts on its host. */
+    SIM_SCRIPT_CUT = 6,           /**< peers peer and arg cannot reach each other, from time on. */
+    SIM_SCRIPT_STALL = 7,         /**< peer's application sleeps arg ns before its next command. */
+    SIM_SCRIPT_MISMATCH = 8,      /**< peer's next all-reduce uses count + 1 (a program bug). */
+    SIM_SCRIPT_CRASH_MID_RING = 9 /**< peer crashes right after its arg-th next RING_SEND. */
+} sim_script_kind;
+
+#define SIM_SCRIPT_MAX 32u
+
+typedef struct sim_script_event {
+    uint64_t time_ns;
+    sim_script_kind kind;
+    uint32_t peer;
+    uint64_t arg;
+} sim_script_event;
+
+/** What a scenario expects beyond the generic checkers (checked at the end). */
+typedef enum sim_expect {
+    SIM_EXPECT_NONE = 0,
+    SIM_EXPECT_ABORT = 1u << 0,           /**< Some all-reduce was aborted (RankConnectionLost). */
+    SIM_EXPECT_EVICT_HEARTBEAT = 1u << 1, /**< Someone was evicted for heartbeat timeout. */
+    SIM_EXPECT_EVICT_VOTE = 1u << 2,      /**< Someone was evicted at the vote deadline. */
+    SIM_EXPECT_INVALID_USAGE = 1u << 3,   /**< Every member of one op got pcclInvalidUsage. */
+    SIM_EXPECT_ADMIT_LATE = 1u << 4       /**< A peer that joined later was admitted. */
+} sim_expect;
+
+typedef struct sim_config {
+    uint64_t seed;
+    uint32_t peers;     /**< Peers at time 0. */
+    uint32_t max_peers; /**< Bound on peer processes over the whole run. */
+    uint32_t steps;     /**< All-reduces every live peer finishes after churn. */
+
+    /* Churn: mean events per simulated minute during the churn phase. */
+    uint32_t join_per_min;
+    uint32_t leave_per_min;
+    uint32_t crash_per_min;
+    uint32_t hang_per_min;
+    uint32_t restart_per_min;
+    uint64_t churn_ns;
+
+    /* Network. */
+    uint64_t latency_min_ns;
+    uint64_t latency_max_ns;
+    uint64_t bw_min_bps;
+    uint64_t bw_max_bps;
+    uint32_t loss_permille;
+    uint32_t partitions; /**< Random partition windows during churn. */
+    uint32_t clogs;      /**< Random clog windows during churn. */
+
+    /* Workload (the reference training loop). */
+    uint64_t count;
+    pcclDataType_t dtype;
+    pcclRedOp_t op;
+    pcclQuantizationAlgorithm_t quant;
+    pcclDataType_t quant_dtype;
+    bool in_place;
+    uint32_t tags; /**< Concurrent all-reduces per step (distinct tags), 1..4. */
+    uint64_t think_max_ns;
+
+    /* Core configuration. */
+    uint32_t heartbeat_ms;
+    uint32_t evict_ms;
+    uint32_t vote_timeout_ms;
+    uint32_t p2p_pool_size;
+
+    uint64_t liveness_bound_ns; /**< After churn_ns. */
+    uint64_t max_events;        /**< Hard bound on fired events (a liveness failure). */
+    uint32_t canary;            /**< sim_canary bits. */
+
+    sim_script_event script[SIM_SCRIPT_MAX];
+    uint32_t script_len;
+    uint32_t expect; /**< sim_expect bits. */
+
+    /** The machines to drive; NULL = sim_sm_core(). */
+    const sim_sm_vt *vt;
+    /** Text output (trace lines, failure details); NULL = silent. */
+    void (*log)(void *ctx, const char *line);
+    void *log_ctx;
+    bool trace; /**< Log one line per event fed to a machine. */
+} sim_config;
+
+typedef struct sim_result {
+    sim_status status;
+    char message[512];
+    uint64_t trace_hash;
+    uint64_t events;
+    uint64_t end_ns;
+    uint64_t ops_completed;
+    uint64_t ops_aborted;
+    uint64_t ops_failed_other;
+    uint64_t joins;
+    uint64_t leaves;
+    uint64_t crashes;
+    uint64_t hangs;
+    uint64_t evictions;
+    uint64_t epochs;
+    uint64_t net_frames;
+    uint64_t net_bytes;
+    uint32_t live_peers_end;
+} sim_result;
+
+/** Fills *cfg with the defaults for seed (a small, calm run). */
+void sim_config_default(sim_config *cfg, uint64_t seed);
+/** Draws every knob from seed ("swarm testing"). */
+void sim_config_swarm(sim_config *cfg, uint64_t seed);
+/** Applies a named scenario; false for an unknown name. */
+bool sim_config_scenario(sim_config *cfg, const char *name);
+/** Names of the scenarios, NULL-terminated. */
+extern const char *const sim_scenario_names[];
+/** Canary by name ("skip_restore", ...); 0 for an unknown name. */
+uint32_t sim_canary_from_name(const char *name);
+const char *sim_status_name(sim_status s);
+
+/** Runs one simulation. */
+sim_status sim_run(const sim_config *cfg, sim_result *out);
+
+#endif /* SIM_H */

@@ -1,0 +1,527 @@
+/*
+ * sim_check.c — the checkers, run as the simulation goes (after every step
+ * of every machine, on what that step emitted or received):
+ *
+ * - membership: every successful TopologyVerdict of one epoch carries the
+ *   same ring (one agreed membership per epoch);
+ * - results: every completed all-reduce is bit-identical on all members and
+ *   equal to a reference reduction of the members' inputs (exact for
+ *   integers; for floats the reference follows the ring order of the epoch,
+ *   so it is exact too; quantized ops are checked for identity only);
+ * - restore: an aborted in-place all-reduce leaves the buffer as it was; a
+ *   send buffer is never written;
+ * - epochs: no all-reduce completes on a peer that has seen a newer epoch,
+ *   and the master never sends a success verdict for an op of an older epoch
+ *   than one it already announced;
+ * - verdicts: exactly one NOTIFY per command (sim_app.c counts them);
+ * - scenario expectations at the end.
+ *
+ * The observer decodes the master's control frames with the schema codec
+ * (it never looks inside the machines).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ccoip_dtype.h"
+#include "ccoip_frame.h"
+#include "ccoip_reduce.h"
+#include "ccoip_ring.h"
+#include "sim_internal.h"
+
+static bool decode_m2p(const uint8_t *frame, uint64_t len, ccoip_pb_master_to_peer *out,
+                       void **arena_mem)
+{
+    const uint64_t cap = ccoip_pb_arena_bound(len);
+    *arena_mem = malloc((size_t)cap + 1u);
+    if (*arena_mem == NULL) return false;
+    ccoip_pb_arena arena;
+    ccoip_pb_arena_init(&arena, *arena_mem, cap);
+    return ccoip_ctrl_decode_m2p(frame, len, NULL, &arena, out) == pcclSuccess;
+}
+
+static sim_epochrec *epoch_find(sim_world *w, uint64_t epoch)
+{
+    for (uint32_t i = 0; i < w->epochs_len; i++) {
+        if (w->epochs[i].epoch == epoch) return &w->epochs[i];
+    }
+    return NULL;
+}
+
+static void check_verdict_ring(sim_world *w, uint32_t node, const ccoip_pb_topology_verdict *v)
+{
+    sim_epochrec *e = epoch_find(w, v->epoch);
+    if (e == NULL) {
+        if (w->epochs_len == w->epochs_cap) {
+            const uint32_t ncap = w->epochs_cap == 0 ? 64u : w->epochs_cap * 2u;
+            sim_epochrec *n = realloc(w->epochs, (size_t)ncap * sizeof *n);
+            if (n == NULL) {
+                world_fail(w, SIM_CRASH, "out of memory (epochs)");
+                return;
+            }
+            w->epochs = n;
+            w->epochs_cap = ncap;
+        }
+        e = &w->epochs[w->epochs_len++];
+        e->epoch = v->epoch;
+        e->ring_len = (uint32_t)v->ring_count;
+        e->ring = malloc((size_t)(v->ring_count + 1u) * sizeof *e->ring);
+        if (e->ring == NULL) {
+            world_fail(w, SIM_CRASH, "out of memory (ring)");
+            return;
+        }
+        if (v->ring_count > 0) memcpy(e->ring, v->ring, (size_t)v->ring_count * sizeof *e->ring);
+        w->res->epochs++;
+        return;
+    }
+    if (e->ring_len != v->ring_count ||
+        (v->ring_count > 0 && memcmp(e->ring, v->ring, (size_t)v->ring_count * 8u) != 0)) {
+        world_fail(w, SIM_CORRECTNESS,
+                   "membership: epoch %llu has two rings (%u members, then %llu for node %u)",
+                   (unsigned long long)v->epoch, e->ring_len, (unsigned long long)v->ring_count,
+                   node);
+    }
+}
+
+static uint64_t commence_epoch(const sim_world *w, uint64_t seq, bool *found)
+{
+    *found = seq < w->commence_cap && w->commence_epoch_by_seq[seq] != UINT64_MAX;
+    return *found ? w->commence_epoch_by_seq[seq] : 0;
+}
+
+void check_m2p_sent(sim_world *w, uint32_t dst_node, const uint8_t *frame, uint64_t len)
+{
+    ccoip_pb_master_to_peer m;
+    void *mem = NULL;
+    if (!decode_m2p(frame, len, &m, &mem)) {
+        world_fail(w, SIM_CRASH, "the master sent a frame the codec rejects (to node %u)",
+                   dst_node);
+        free(mem);
+        return;
+    }
+    uint64_t epoch = 0;
+    switch (m.body_case) {
+    case CCOIP_PB_MASTER_TO_PEER_BODY_TOPOLOGY_PLAN:
+        epoch = m.body.topology_plan.epoch;
+        break;
+    case CCOIP_PB_MASTER_TO_PEER_BODY_TOPOLOGY_VERDICT:
+        epoch = m.body.topology_verdict.epoch;
+        if (m.body.topology_verdict.success)
+            check_verdict_ring(w, dst_node, &m.body.topology_verdict);
+        break;
+    case CCOIP_PB_MASTER_TO_PEER_BODY_COLLECTIVE_COMMENCE: {
+        const ccoip_pb_collective_commence *c = &m.body.collective_commence;
+        epoch = c->epoch;
+        if (c->seq >= (uint64_t)1 << 24) {
+            world_fail(w, SIM_CRASH, "collective seq %llu beyond the checker's table",
+                       (unsigned long long)c->seq);
+            break;
+        }
+        if (c->seq >= w->commence_cap) {
+            uint64_t ncap = w->commence_cap == 0 ? 1024u : w->commence_cap;
+            while (ncap <= c->seq)
+                ncap *= 2u;
+            uint64_t *n = realloc(w->commence_epoch_by_seq, (size_t)ncap * 8u);
+            if (n == NULL) {
+                world_fail(w, SIM_CRASH, "out of memory (seq table)");
+                break;
+            }
+            for (uint64_t i = w->commence_cap; i < ncap; i++)
+                n[i] = UINT64_MAX;
+            w->commence_epoch_by_seq = n;
+            w->commence_cap = ncap;
+        }
+        if (w->commence_epoch_by_seq[c->seq] != UINT64_MAX &&
+            w->commence_epoch_by_seq[c->seq] != c->epoch) {
+            world_fail(w, SIM_CORRECTNESS, "seq %llu commenced in epochs %llu and %llu",
+                       (unsigned long long)c->seq,
+                       (unsigned long long)w->commence_epoch_by_seq[c->seq],
+                       (unsigned long long)c->epoch);
+        }
+        w->commence_epoch_by_seq[c->seq] = c->epoch;
+        break;
+    }
+    case CCOIP_PB_MASTER_TO_PEER_BODY_COLLECTIVE_VERDICT: {
+        const ccoip_pb_collective_verdict *v = &m.body.collective_verdict;
+        bool found;
+        const uint64_t e = commence_epoch(w, v->seq, &found);
+        if (!v->aborted && found && e < w->master_max_epoch_sent) {
+            world_fail(w, SIM_CORRECTNESS,
+                       "the master completes op seq %llu of epoch %llu after announcing epoch %llu",
+                       (unsigned long long)v->seq, (unsigned long long)e,
+                       (unsigned long long)w->master_max_epoch_sent);
+        }
+        break;
+    }
+    case CCOIP_PB_MASTER_TO_PEER_BODY_EVICTION:
+        w->res->evictions++;
+        if (m.body.eviction.reason == CCOIP_PB_REASON_HEARTBEAT_TIMEOUT) {
+            w->seen_expect |= SIM_EXPECT_EVICT_HEARTBEAT;
+        }
+        if (m.body.eviction.reason == CCOIP_PB_REASON_VOTE_TIMEOUT) {
+            w->seen_expect |= SIM_EXPECT_EVICT_VOTE;
+        }
+        break;
+    default:
+        break;
+    }
+    if (epoch > w->master_max_epoch_sent) w->master_max_epoch_sent = epoch;
+    free(mem);
+}
+
+void check_m2p_recv(sim_world *w, uint32_t node, const uint8_t *frame, uint64_t len)
+{
+    ccoip_pb_master_to_peer m;
+    void *mem = NULL;
+    sim_node *n = &w->nodes[node];
+    if (decode_m2p(frame, len, &m, &mem)) {
+        uint64_t epoch = 0;
+        switch (m.body_case) {
+        case CCOIP_PB_MASTER_TO_PEER_BODY_HELLO:
+            n->peer_id = m.body.hello.peer_id;
+            break;
+        case CCOIP_PB_MASTER_TO_PEER_BODY_TOPOLOGY_PLAN:
+            epoch = m.body.topology_plan.epoch;
+            break;
+        case CCOIP_PB_MASTER_TO_PEER_BODY_TOPOLOGY_VERDICT:
+            epoch = m.body.topology_verdict.success ? m.body.topology_verdict.epoch : 0;
+            if (m.body.topology_verdict.success) {
+                /* Admitted late? (a peer created after the initial ones) */
+                if (n->peer_index >= w->cfg.peers) w->seen_expect |= SIM_EXPECT_ADMIT_LATE;
+            }
+            break;
+        case CCOIP_PB_MASTER_TO_PEER_BODY_COLLECTIVE_COMMENCE:
+            epoch = m.body.collective_commence.epoch;
+            break;
+        default:
+            break;
+        }
+        if (epoch > n->max_epoch_seen) n->max_epoch_seen = epoch;
+    }
+    free(mem);
+}
+
+static void inrec_add(sim_world *w, uint32_t node, uint64_t epoch, uint64_t seq,
+                      const sim_appcmd *c)
+{
+    if (w->inrecs_len == w->inrecs_cap) {
+        const uint32_t ncap = w->inrecs_cap == 0 ? 256u : w->inrecs_cap * 2u;
+        sim_inrec *n = realloc(w->inrecs, (size_t)ncap * sizeof *n);
+        if (n == NULL) {
+            world_fail(w, SIM_CRASH, "out of memory (inputs)");
+            return;
+        }
+        w->inrecs = n;
+        w->inrecs_cap = ncap;
+    }
+    sim_inrec *r = &w->inrecs[w->inrecs_len++];
+    r->epoch = epoch;
+    r->seq = seq;
+    r->node = node;
+    r->peer_id = w->nodes[node].peer_id;
+    const uint64_t bytes = c->count * w->elem_bytes;
+    r->input = malloc((size_t)bytes + 1u);
+    if (r->input == NULL) {
+        world_fail(w, SIM_CRASH, "out of memory (inputs)");
+        return;
+    }
+    memcpy(r->input, c->input, (size_t)bytes);
+}
+
+void check_ring_action(sim_world *w, uint32_t node, const ccoip_action *act)
+{
+    sim_node *n = &w->nodes[node];
+    sim_opbuf *o = &n->ops[act->op_slot];
+    if (!o->bound) {
+        o->bound = true;
+        o->epoch = act->epoch;
+        o->tag = act->tag;
+        o->seq = act->seq;
+        sim_appcmd *c = app_find_cmd(n, o->cmd_id);
+        if (c == NULL) return;
+        c->commenced = true;
+        c->epoch = act->epoch;
+        c->seq = act->seq;
+        if (act->tag != c->tag) {
+            world_fail(w, SIM_CORRECTNESS, "node %u: op of tag %u runs ring frames of tag %llu",
+                       node, c->tag, (unsigned long long)act->tag);
+            return;
+        }
+        inrec_add(w, node, act->epoch, act->seq, c);
+        return;
+    }
+    if (o->epoch != act->epoch || o->seq != act->seq || o->tag != act->tag) {
+        world_fail(w, SIM_CORRECTNESS,
+                   "node %u: op slot %u mixes (epoch %llu, seq %llu) and (epoch %llu, seq %llu)",
+                   node, act->op_slot, (unsigned long long)o->epoch, (unsigned long long)o->seq,
+                   (unsigned long long)act->epoch, (unsigned long long)act->seq);
+    }
+}
+
+/* The reference: integers fold in any order (wrapping ops commute); floats
+ * follow the ring schedule of the epoch, rank r = ring[r]. Returns false
+ * when it cannot be computed (the caller then checks identity only). */
+static bool reference_run(sim_world *w, uint64_t epoch, uint64_t seq, const sim_inrec **members,
+                          uint8_t **bufs, uint32_t world, uint64_t count, uint8_t *out);
+
+static bool reference(sim_world *w, uint64_t epoch, uint64_t seq, uint32_t world, uint64_t count,
+                      uint8_t *out)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < w->inrecs_len; i++) {
+        if (w->inrecs[i].epoch == epoch && w->inrecs[i].seq == seq) k++;
+    }
+    if (k != world) {
+        world_fail(w, SIM_CORRECTNESS,
+                   "op (epoch %llu, seq %llu) completed with world %u but %u members ran it",
+                   (unsigned long long)epoch, (unsigned long long)seq, world, k);
+        return false;
+    }
+    const sim_inrec **members = malloc((size_t)(k + 1u) * sizeof *members);
+    uint8_t **bufs = calloc((size_t)k + 1u, sizeof *bufs);
+    if (members == NULL || bufs == NULL) {
+        free(members);
+        free(bufs);
+        world_fail(w, SIM_CRASH, "out of memory (reference)");
+        return false;
+    }
+    const bool ok = reference_run(w, epoch, seq, members, bufs, k, count, out);
+    free(members);
+    free(bufs);
+    return ok;
+}
+
+static bool reference_run(sim_world *w, uint64_t epoch, uint64_t seq, const sim_inrec **members,
+                          uint8_t **bufs, uint32_t world, uint64_t count, uint8_t *out)
+{
+    const pcclDataType_t dt = w->cfg.dtype;
+    const uint64_t esz = w->elem_bytes;
+    const uint64_t bytes = count * esz;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < w->inrecs_len; i++) {
+        if (w->inrecs[i].epoch == epoch && w->inrecs[i].seq == seq) members[k++] = &w->inrecs[i];
+    }
+    if (k != world) {
+        world_fail(w, SIM_CORRECTNESS,
+                   "op (epoch %llu, seq %llu) completed with world %u but %u members ran it",
+                   (unsigned long long)epoch, (unsigned long long)seq, world, k);
+        return false;
+    }
+    const bool is_float =
+        dt == pcclFloat || dt == pcclDouble || dt == pcclFloat16 || dt == pcclBFloat16;
+    if (!is_float) {
+        memcpy(out, members[0]->input, (size_t)bytes);
+        for (uint32_t i = 1; i < k; i++)
+            ccoip_reduce_inplace(w->cfg.op, dt, out, members[i]->input, count);
+        if (w->cfg.op == pcclAvg) ccoip_reduce_finalize_avg(dt, out, count, k);
+        return true;
+    }
+    if (w->cfg.quant != pcclQuantNone) return false;
+    const sim_epochrec *er = epoch_find(w, epoch);
+    if (er == NULL || er->ring_len != k) return false;
+    if (k == 0) return false;
+    for (uint32_t r = 0; r < k; r++) {
+        const sim_inrec *src = NULL;
+        for (uint32_t i = 0; i < k; i++) {
+            if (members[i]->peer_id == er->ring[r]) src = members[i];
+        }
+        bufs[r] = src != NULL ? malloc((size_t)bytes + 1u) : NULL;
+        if (bufs[r] == NULL) {
+            for (uint32_t j = 0; j < r; j++)
+                free(bufs[j]);
+            return false;
+        }
+        memcpy(bufs[r], src->input, (size_t)bytes);
+    }
+    const uint32_t steps = ccoip_ring_num_steps(k);
+    for (uint32_t s = 0; s < steps; s++) {
+        if (s == k - 1u && w->cfg.op == pcclAvg) {
+            for (uint32_t r = 0; r < k; r++) {
+                const ccoip_span sp = ccoip_ring_chunk(count, k, ccoip_ring_owned_chunk(k, r));
+                ccoip_reduce_finalize_avg(dt, bufs[r] + sp.offset * esz, sp.count, k);
+            }
+        }
+        for (uint32_t r = 0; r < k; r++) {
+            ccoip_ring_step st;
+            ccoip_ring_step_get(count, k, r, s, &st);
+            const uint8_t *from = bufs[(r + k - 1u) % k] + st.recv.offset * esz;
+            uint8_t *to = bufs[r] + st.recv.offset * esz;
+            if (st.phase == CCOIP_RING_REDUCE_SCATTER) {
+                ccoip_reduce_inplace(w->cfg.op, dt, to, from, st.recv.count);
+            } else if (st.recv.count > 0) {
+                memcpy(to, from, (size_t)(st.recv.count * esz));
+            }
+        }
+    }
+    if (k == 1u && w->cfg.op == pcclAvg) ccoip_reduce_finalize_avg(dt, bufs[0], count, 1);
+    memcpy(out, bufs[0], (size_t)bytes);
+    for (uint32_t r = 0; r < k; r++)
+        free(bufs[r]);
+    return true;
+}
+
+static sim_oprec *oprec_find(sim_world *w, uint64_t epoch, uint64_t seq)
+{
+    for (uint32_t i = w->oprecs_len; i-- > 0;) {
+        if (w->oprecs[i].epoch == epoch && w->oprecs[i].seq == seq) return &w->oprecs[i];
+    }
+    return NULL;
+}
+
+static uint64_t first_diff(const uint8_t *a, const uint8_t *b, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        if (a[i] != b[i]) return i;
+    }
+    return n;
+}
+
+void check_allreduce_notify(sim_world *w, uint32_t node, sim_appcmd *c, const ccoip_action *act)
+{
+    sim_node *n = &w->nodes[node];
+    const uint64_t bytes = c->count * w->elem_bytes;
+    if (!w->cfg.in_place && memcmp(c->sendbuf, c->input, (size_t)bytes) != 0) {
+        world_fail(w, SIM_CORRECTNESS, "node %u: all-reduce tag %u wrote its send buffer", node,
+                   c->tag);
+        return;
+    }
+    switch (act->result) {
+    case pcclSuccess: {
+        if (!c->commenced) {
+            world_fail(w, SIM_CORRECTNESS, "node %u: all-reduce tag %u succeeded without a ring",
+                       node, c->tag);
+            return;
+        }
+        if (n->max_epoch_seen > c->epoch) {
+            world_fail(w, SIM_CORRECTNESS,
+                       "node %u: op (epoch %llu, seq %llu) completed after the peer saw epoch %llu",
+                       node, (unsigned long long)c->epoch, (unsigned long long)c->seq,
+                       (unsigned long long)n->max_epoch_seen);
+            return;
+        }
+        sim_oprec *r = oprec_find(w, c->epoch, c->seq);
+        if (r == NULL) {
+            if (w->oprecs_len == w->oprecs_cap) {
+                const uint32_t ncap = w->oprecs_cap == 0 ? 256u : w->oprecs_cap * 2u;
+                sim_oprec *x = realloc(w->oprecs, (size_t)ncap * sizeof *x);
+                if (x == NULL) {
+                    world_fail(w, SIM_CRASH, "out of memory (ops)");
+                    return;
+                }
+                w->oprecs = x;
+                w->oprecs_cap = ncap;
+            }
+            r = &w->oprecs[w->oprecs_len++];
+            memset(r, 0, sizeof *r);
+            r->epoch = c->epoch;
+            r->seq = c->seq;
+            r->tag = c->tag;
+            r->world = act->world_size;
+            r->result = malloc((size_t)bytes + 1u);
+            if (r->result == NULL) {
+                world_fail(w, SIM_CRASH, "out of memory (results)");
+                return;
+            }
+            memcpy(r->result, c->recvbuf, (size_t)bytes);
+            uint8_t *ref = malloc((size_t)bytes + 1u);
+            if (ref == NULL) {
+                world_fail(w, SIM_CRASH, "out of memory (reference)");
+                return;
+            }
+            if (reference(w, c->epoch, c->seq, act->world_size, c->count, ref) &&
+                memcmp(ref, c->recvbuf, (size_t)bytes) != 0) {
+                world_fail(w, SIM_CORRECTNESS,
+                           "node %u: op (epoch %llu, seq %llu, tag %u) differs from the reference "
+                           "reduction at byte %llu",
+                           node, (unsigned long long)c->epoch, (unsigned long long)c->seq, c->tag,
+                           (unsigned long long)first_diff(ref, c->recvbuf, bytes));
+            }
+            free(ref);
+        } else if (memcmp(r->result, c->recvbuf, (size_t)bytes) != 0) {
+            world_fail(w, SIM_CORRECTNESS,
+                       "node %u: op (epoch %llu, seq %llu) is not bit-identical to another "
+                       "member's result (byte %llu)",
+                       node, (unsigned long long)c->epoch, (unsigned long long)c->seq,
+                       (unsigned long long)first_diff(r->result, c->recvbuf, bytes));
+        }
+        if (r != NULL) r->results++;
+        break;
+    }
+    case pcclRankConnectionLost:
+    case pcclTimeout:
+    case pcclMasterConnectionFailed:
+    case pcclTooFewPeers:
+    case pcclInvalidUsage:
+        if (act->result == pcclRankConnectionLost) w->seen_expect |= SIM_EXPECT_ABORT;
+        if (act->result == pcclInvalidUsage) w->seen_expect |= SIM_EXPECT_INVALID_USAGE;
+        if (w->cfg.in_place && memcmp(c->recvbuf, c->pre, (size_t)bytes) != 0) {
+            world_fail(w, SIM_CORRECTNESS,
+                       "node %u: failed in-place all-reduce (tag %u, result %d) did not restore "
+                       "its buffer (byte %llu differs)",
+                       node, c->tag, (int)act->result,
+                       (unsigned long long)first_diff(c->recvbuf, c->pre, bytes));
+        }
+        break;
+    default:
+        world_fail(w, SIM_CORRECTNESS, "node %u: all-reduce returned unexpected result %d", node,
+                   (int)act->result);
+        break;
+    }
+}
+
+uint64_t check_op_bound_ns(const sim_world *w)
+{
+    /* A vote may wait for a straggler's eviction, which may wait for a
+     * heartbeat eviction first; plus room for the transfer itself. */
+    return ((uint64_t)w->cfg.vote_timeout_ms + 4u * (uint64_t)w->cfg.evict_ms) * SIM_MS +
+           20u * SIM_SEC;
+}
+
+static void check_cmd_age(sim_world *w, uint32_t i, uint64_t since, const char *what)
+{
+    const uint64_t start = since > w->quiet_ns ? since : w->quiet_ns;
+    if (w->now > start && w->now - start > check_op_bound_ns(w)) {
+        world_fail(w, SIM_LIVENESS,
+                   "node %u (peer %u): %s waits for its verdict since %llu ms (bound %llu ms after "
+                   "churn stopped)",
+                   i, w->nodes[i].peer_index, what, (unsigned long long)(since / SIM_MS),
+                   (unsigned long long)(check_op_bound_ns(w) / SIM_MS));
+    }
+}
+
+void check_progress(sim_world *w)
+{
+    if (!w->quiet) return;
+    for (uint32_t i = 1; i < w->num_nodes && !w->failed; i++) {
+        const sim_node *n = &w->nodes[i];
+        if (n->state != NODE_ALIVE) continue;
+        if (n->app.pending_cmd != 0) check_cmd_age(w, i, n->app.pending_since_ns, "a command");
+        for (uint32_t t = 0; t < SIM_MAX_TAGS; t++) {
+            const sim_appcmd *c = &n->app.cmds[t];
+            if (c->used && !c->done) check_cmd_age(w, i, c->submitted_ns, "an all-reduce");
+        }
+    }
+}
+
+void check_final(sim_world *w)
+{
+    check_progress(w);
+    if (w->failed) return;
+    const uint32_t missing = w->cfg.expect & ~w->seen_expect;
+    if (missing != 0) {
+        world_fail(w, SIM_CORRECTNESS, "scenario expectation not met (missing bits 0x%x)", missing);
+    }
+}
+
+void check_free(sim_world *w)
+{
+    for (uint32_t i = 0; i < w->epochs_len; i++)
+        free(w->epochs[i].ring);
+    for (uint32_t i = 0; i < w->oprecs_len; i++)
+        free(w->oprecs[i].result);
+    for (uint32_t i = 0; i < w->inrecs_len; i++)
+        free(w->inrecs[i].input);
+    free(w->epochs);
+    free(w->oprecs);
+    free(w->inrecs);
+    free(w->commence_epoch_by_seq);
+}

@@ -1,0 +1,195 @@
+/*
+ * sim_config.c — default, swarm and scenario configurations (sim.h).
+ */
+#include <string.h>
+
+#include "sim.h"
+#include "sim_rng.h"
+
+#define MS  ((uint64_t)1000000u)
+#define SEC ((uint64_t)1000000000u)
+
+void sim_config_default(sim_config *cfg, uint64_t seed)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->seed = seed;
+    cfg->peers = 4;
+    cfg->max_peers = 32;
+    cfg->steps = 3;
+    cfg->churn_ns = 10u * SEC;
+    cfg->latency_min_ns = 1u * MS;
+    cfg->latency_max_ns = 20u * MS;
+    cfg->bw_min_bps = 10u * 1000u * 1000u;
+    cfg->bw_max_bps = 1000u * 1000u * 1000u;
+    cfg->count = 64;
+    cfg->dtype = pcclInt32;
+    cfg->op = pcclSum;
+    cfg->quant = pcclQuantNone;
+    cfg->quant_dtype = pcclUint8;
+    cfg->in_place = true;
+    cfg->tags = 1;
+    cfg->think_max_ns = 20u * MS;
+    cfg->heartbeat_ms = 250;
+    cfg->evict_ms = 2000;
+    cfg->vote_timeout_ms = 10000;
+    cfg->p2p_pool_size = 1;
+    cfg->liveness_bound_ns = 120u * SEC;
+    cfg->max_events = 20u * 1000u * 1000u;
+}
+
+void sim_config_swarm(sim_config *cfg, uint64_t seed)
+{
+    sim_config_default(cfg, seed);
+    sim_rng r;
+    sim_rng_seed(&r, seed ^ 0x5357524du);
+    cfg->peers = (uint32_t)sim_rng_range(&r, 2, 8);
+    cfg->max_peers = cfg->peers + 24u;
+    cfg->steps = (uint32_t)sim_rng_range(&r, 1, 4);
+    cfg->churn_ns = sim_rng_range(&r, 2, 20) * SEC;
+    /* Each churn kind is off in about half the runs (swarm testing). */
+    cfg->join_per_min = sim_rng_chance(&r, 500) ? (uint32_t)sim_rng_range(&r, 1, 30) : 0;
+    cfg->leave_per_min = sim_rng_chance(&r, 500) ? (uint32_t)sim_rng_range(&r, 1, 20) : 0;
+    cfg->crash_per_min = sim_rng_chance(&r, 500) ? (uint32_t)sim_rng_range(&r, 1, 20) : 0;
+    cfg->hang_per_min = sim_rng_chance(&r, 300) ? (uint32_t)sim_rng_range(&r, 1, 10) : 0;
+    cfg->restart_per_min = sim_rng_chance(&r, 400) ? (uint32_t)sim_rng_range(&r, 1, 20) : 0;
+    cfg->latency_min_ns = sim_rng_range(&r, 50, 5000) * 1000u;
+    cfg->latency_max_ns = cfg->latency_min_ns + sim_rng_range(&r, 0, 100) * MS;
+    cfg->bw_min_bps = sim_rng_range(&r, 1, 100) * 1000u * 1000u;
+    cfg->bw_max_bps = cfg->bw_min_bps + sim_rng_range(&r, 0, 1000) * 1000u * 1000u;
+    cfg->loss_permille = sim_rng_chance(&r, 500) ? (uint32_t)sim_rng_range(&r, 1, 50) : 0;
+    cfg->partitions = sim_rng_chance(&r, 300) ? (uint32_t)sim_rng_range(&r, 1, 3) : 0;
+    cfg->clogs = sim_rng_chance(&r, 300) ? (uint32_t)sim_rng_range(&r, 1, 4) : 0;
+    static const pcclDataType_t dtypes[] = {pcclUint8,   pcclInt8,     pcclInt16,  pcclUint16,
+                                            pcclUint32,  pcclInt32,    pcclUint64, pcclInt64,
+                                            pcclFloat16, pcclBFloat16, pcclFloat,  pcclDouble};
+    cfg->dtype = dtypes[sim_rng_below(&r, 12)];
+    cfg->op = (pcclRedOp_t)sim_rng_below(&r, 5);
+    cfg->count = sim_rng_range(&r, 0, 3) == 0 ? sim_rng_range(&r, 0, 7) : sim_rng_range(&r, 8, 300);
+    cfg->in_place = sim_rng_chance(&r, 600);
+    cfg->tags = (uint32_t)sim_rng_range(&r, 1, 2);
+    const bool is_float = cfg->dtype == pcclFloat || cfg->dtype == pcclDouble ||
+                          cfg->dtype == pcclFloat16 || cfg->dtype == pcclBFloat16;
+    /* PROD overflows to inf over many peers, and non-finite chunks cannot be quantized (the
+     * core then aborts the op with a retryable error every time: a livelock the simulator
+     * found, reported to core); quantization is drawn with the other ops only. */
+    if (is_float && cfg->op != pcclProd && sim_rng_chance(&r, 300)) {
+        cfg->quant = sim_rng_chance(&r, 500) ? pcclQuantMinMax : pcclQuantZeroPointScale;
+        static const pcclDataType_t qt[] = {pcclUint8, pcclInt8, pcclUint16, pcclInt16};
+        cfg->quant_dtype = qt[sim_rng_below(&r, 4)];
+    }
+    cfg->think_max_ns = sim_rng_range(&r, 0, 100) * MS;
+    cfg->heartbeat_ms = (uint32_t)sim_rng_range(&r, 50, 300);
+    /* A lost segment costs an RTO (200 ms) plus a round trip, up to 4 in a row: an eviction
+     * timeout below ~1 s would evict healthy peers on a lossy link, which is the
+     * protocol's specified behaviour but not an interesting run. */
+    cfg->evict_ms = cfg->heartbeat_ms * (uint32_t)sim_rng_range(&r, 4, 10);
+    if (cfg->evict_ms < 1200u) cfg->evict_ms = 1200u;
+    cfg->vote_timeout_ms = (uint32_t)sim_rng_range(&r, 3000, 15000);
+    cfg->liveness_bound_ns = 180u * SEC;
+}
+
+const char *const sim_scenario_names[] = {
+    "join_during_allreduce", "kill_mid_ring",     "hung_peer", "straggler",
+    "unreachable_pair",      "mismatched_params", NULL};
+
+static void script_add(sim_config *cfg, uint64_t t, sim_script_kind k, uint32_t peer, uint64_t arg)
+{
+    if (cfg->script_len >= SIM_SCRIPT_MAX) return;
+    cfg->script[cfg->script_len++] = (sim_script_event){t, k, peer, arg};
+}
+
+bool sim_config_scenario(sim_config *cfg, const char *name)
+{
+    const uint64_t seed = cfg->seed;
+    sim_config_default(cfg, seed);
+    cfg->peers = 3;
+    cfg->max_peers = 8;
+    cfg->steps = 2;
+    cfg->churn_ns = 8u * SEC;
+    cfg->latency_min_ns = 2u * MS;
+    cfg->latency_max_ns = 10u * MS;
+    /* Slow enough links that a 64 KiB all-reduce takes tens of ms: churn lands mid-op. */
+    cfg->bw_min_bps = 2u * 1000u * 1000u;
+    cfg->bw_max_bps = 4u * 1000u * 1000u;
+    cfg->count = 16384;
+    cfg->dtype = pcclInt32;
+    cfg->op = pcclSum;
+    cfg->in_place = true;
+    cfg->think_max_ns = 5u * MS;
+    cfg->liveness_bound_ns = 60u * SEC;
+    if (strcmp(name, "join_during_allreduce") == 0) {
+        /* A fourth peer joins while the first all-reduces run; it is admitted at the next
+         * update and takes part in later ones. */
+        script_add(cfg, 1500u * MS, SIM_SCRIPT_JOIN, 0, 0);
+        script_add(cfg, 1520u * MS, SIM_SCRIPT_JOIN, 0, 0);
+        cfg->expect = SIM_EXPECT_ADMIT_LATE;
+        return true;
+    }
+    if (strcmp(name, "kill_mid_ring") == 0) {
+        /* Peer 2 crashes right after its third ring send of an op (4 peers: the
+         * reduce-scatter is over, its neighbours have reduced into their buffers): the op
+         * is aborted on the others (pcclRankConnectionLost, in-place buffers restored) and
+         * retried on the shrunken ring. */
+        cfg->peers = 4;
+        script_add(cfg, 2u * SEC, SIM_SCRIPT_CRASH_MID_RING, 2, 3);
+        cfg->expect = SIM_EXPECT_ABORT;
+        return true;
+    }
+    if (strcmp(name, "hung_peer") == 0) {
+        /* Peer 1 stops (SIGSTOP): its connections stay open, only heartbeats reveal it. */
+        cfg->peers = 4;
+        script_add(cfg, 2u * SEC, SIM_SCRIPT_HANG, 1, 0);
+        cfg->expect = SIM_EXPECT_EVICT_HEARTBEAT;
+        return true;
+    }
+    if (strcmp(name, "straggler") == 0) {
+        /* Peer 1's application sleeps past the vote deadline before its next update: it
+         * keeps heartbeating, so only the vote timeout evicts it. */
+        cfg->peers = 4;
+        cfg->vote_timeout_ms = 3000;
+        script_add(cfg, 1u * SEC, SIM_SCRIPT_STALL, 1, 30u * SEC);
+        cfg->expect = SIM_EXPECT_EVICT_VOTE;
+        return true;
+    }
+    if (strcmp(name, "unreachable_pair") == 0) {
+        /* Peers 0 and 1 cannot reach each other: the ring must avoid that link (4 peers
+         * allow it) or the master evicts one of them. */
+        cfg->peers = 4;
+        script_add(cfg, 0, SIM_SCRIPT_CUT, 0, 1);
+        return true;
+    }
+    if (strcmp(name, "mismatched_params") == 0) {
+        /* Peer 0's next all-reduce uses another count: every member gets pcclInvalidUsage. */
+        script_add(cfg, 1500u * MS, SIM_SCRIPT_MISMATCH, 0, 0);
+        cfg->expect = SIM_EXPECT_INVALID_USAGE;
+        return true;
+    }
+    return false;
+}
+
+uint32_t sim_canary_from_name(const char *name)
+{
+    if (strcmp(name, "skip_restore") == 0) return SIM_CANARY_SKIP_RESTORE;
+    if (strcmp(name, "skip_abort_verdict") == 0) return SIM_CANARY_SKIP_ABORT_VERDICT;
+    if (strcmp(name, "corrupt_reduce") == 0) return SIM_CANARY_CORRUPT_REDUCE;
+    if (strcmp(name, "drop_restore_copy") == 0) return SIM_CANARY_DROP_RESTORE_COPY;
+    if (strcmp(name, "double_notify") == 0) return SIM_CANARY_DOUBLE_NOTIFY;
+    return 0;
+}
+
+const char *sim_status_name(sim_status s)
+{
+    switch (s) {
+    case SIM_OK:
+        return "ok";
+    case SIM_CRASH:
+        return "crash";
+    case SIM_LIVENESS:
+        return "liveness";
+    case SIM_CORRECTNESS:
+        return "correctness";
+    case SIM_UNAVAILABLE:
+        return "unavailable";
+    }
+    return "?";
+}

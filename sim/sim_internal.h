@@ -1,0 +1,298 @@
+/*
+ * sim_internal.h — the simulator's world: nodes (one master, peer
+ * processes), connection endpoints, frames in flight, the workload of each
+ * peer and the checkers' records. Shared by sim_world.c (the driver),
+ * sim_app.c (the workload) and sim_check.c (the checkers).
+ */
+#ifndef SIM_INTERNAL_H
+#define SIM_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ccoip_sm.h"
+#include "sim.h"
+#include "sim_heap.h"
+#include "sim_net.h"
+#include "sim_rng.h"
+#include "sim_trace.h"
+
+#define SIM_NONE32             UINT32_MAX
+#define SIM_MAX_OPS            8u /**< Op slots per peer. */
+#define SIM_MAX_TAGS           4u
+#define SIM_MS                 ((uint64_t)1000000u)
+#define SIM_SEC                ((uint64_t)1000000000u)
+#define SIM_CONNECT_TIMEOUT_NS (3u * SIM_SEC)
+#define SIM_INBOX_MAX          256u /**< Data frames parked per endpoint before a matching RING_RECV. */
+
+typedef enum sim_evk {
+    EVK_START = 1,
+    EVK_DELIVER,     /* a = frame */
+    EVK_ACCEPT,      /* a = endpoint (listener side) */
+    EVK_CONN_UP,     /* a = endpoint (dialer side) */
+    EVK_CONN_FAIL,   /* a = endpoint (dialer side) */
+    EVK_CONN_CLOSED, /* a = endpoint */
+    EVK_TIMER,       /* node, a = generation */
+    EVK_IO_DONE,     /* node, a = io id */
+    EVK_KERNEL,      /* node, a = io id */
+    EVK_APP,         /* node, a = app generation */
+    EVK_SCRIPT,      /* a = script index */
+    EVK_CHURN,       /* a = churn kind */
+    EVK_PHASE,       /* churn ends */
+    EVK_RESTART,     /* a = host: a new process on it */
+    EVK_EP_BROKEN    /* a = endpoint: its stream broke under its owner */
+} sim_evk;
+
+typedef struct sim_ev {
+    uint32_t kind;
+    uint32_t node;
+    uint64_t a;
+    uint64_t b;
+} sim_ev;
+
+typedef enum sim_node_state {
+    NODE_ALIVE = 0,
+    NODE_HUNG = 1,
+    NODE_DEAD = 2 /* crashed or exited: never runs again */
+} sim_node_state;
+
+typedef enum sim_ep_state { EP_CONNECTING = 0, EP_OPEN = 1, EP_CLOSED = 2 } sim_ep_state;
+
+typedef struct sim_ep {
+    uint32_t node;
+    uint32_t other; /* endpoint index of the remote end, SIM_NONE32 when none */
+    uint64_t id;    /* the connection id this node knows */
+    sim_ep_state state;
+    bool accepted;
+    uint32_t listener;
+    uint64_t last_arrival_ns; /* frames to this endpoint arrive in order */
+    bool stuck;               /* a frame to it was lost forever: later ones are too */
+    bool torn;                /* a send was cancelled mid-frame: the stream is broken */
+    bool pumping;
+    uint64_t max_recv_epoch; /* newest epoch of a RING_RECV posted here */
+    uint32_t *inbox;         /* FIFO: frames held until a RING_RECV matches (head-of-line) */
+    uint32_t inbox_len;
+} sim_ep;
+
+typedef struct sim_frame {
+    bool used;
+    bool is_data;
+    uint32_t dst_ep;
+    uint32_t src_node;
+    uint8_t *bytes;
+    uint64_t len;
+    uint64_t epoch, tag, seq;
+    uint32_t chunk, step;
+    ccoip_quant_meta quant;
+    bool torn; /* its sender cancelled it mid-write: never delivered */
+} sim_frame;
+
+typedef enum sim_io_kind { IO_SEND = 1, IO_RECV = 2, IO_KERNEL = 3 } sim_io_kind;
+
+typedef struct sim_io {
+    uint64_t io_id;
+    sim_io_kind kind;
+    uint32_t op_slot;
+    uint32_t ep; /* IO_SEND / IO_RECV */
+    ccoip_action act;
+    bool delivered; /* IO_RECV: the data is in place, IO_DONE scheduled */
+    pcclResult_t result;
+    ccoip_quant_meta quant_in;
+    ccoip_quant_meta quant_out;
+    uint32_t frame;   /* IO_SEND: the frame in flight */
+    uint64_t sent_ns; /* IO_SEND: when its last byte leaves */
+} sim_io;
+
+typedef struct sim_opbuf {
+    bool used;
+    uint64_t cmd_id;
+    uint8_t *send;
+    uint8_t *recv;
+    uint64_t bytes;
+    uint8_t *scratch;
+    uint64_t scratch_bytes;
+    uint8_t *backup;
+    uint64_t backup_bytes;
+    bool bound; /* (epoch, seq) known from a ring action */
+    uint64_t epoch, tag, seq;
+} sim_opbuf;
+
+typedef enum sim_app_state {
+    APP_START = 0,
+    APP_CONNECTING,
+    APP_UPDATING,
+    APP_REDUCING,
+    APP_SLEEPING,
+    APP_LEAVING,
+    APP_GONE
+} sim_app_state;
+
+/* One all-reduce command the application has submitted and not yet seen completed. */
+typedef struct sim_appcmd {
+    bool used;
+    uint64_t cmd_id;
+    uint32_t tag;
+    bool done;
+    pcclResult_t result;
+    uint64_t count; /* elements (count + 1 for a deliberate mismatch) */
+    uint8_t *input; /* what the application put in sendbuf */
+    uint8_t *sendbuf;
+    uint8_t *recvbuf; /* == sendbuf when in place */
+    uint8_t *pre;     /* recvbuf before the op (in place: == input) */
+    bool commenced;
+    uint64_t epoch, seq;
+    uint32_t notifies;
+    uint64_t submitted_ns;
+} sim_appcmd;
+
+typedef struct sim_app {
+    sim_app_state state;
+    uint64_t gen; /* wake-ups of older generations are ignored */
+    uint64_t next_cmd_id;
+    uint64_t pending_cmd; /* CONNECT / UPDATE / LEAVE in flight (0: none) */
+    uint64_t pending_since_ns;
+    uint64_t iter;
+    uint64_t attempt;
+    uint32_t world;
+    uint64_t successes;
+    uint64_t successes_quiet; /* after churn stopped */
+    bool admitted;
+    bool leave_requested;
+    uint64_t stall_ns;
+    bool mismatch_next;
+    uint64_t crash_after_sends; /* crash after this many more RING_SENDs (0: off) */
+    sim_appcmd cmds[SIM_MAX_TAGS];
+    uint32_t outstanding;
+} sim_app;
+
+typedef struct sim_node {
+    bool is_master;
+    uint32_t host;
+    uint32_t peer_index;
+    sim_node_state state;
+    void *m;
+    uint64_t timer_gen;
+    uint64_t timer_at;
+    uint32_t ports[3];
+    sim_opbuf ops[SIM_MAX_OPS];
+    sim_io *ios;
+    uint32_t ios_len, ios_cap;
+    uint64_t peer_id; /* from HelloResult (0: unknown) */
+    uint64_t max_epoch_seen;
+    uint64_t last_commence_seq[SIM_MAX_TAGS];
+    uint64_t last_commence_epoch[SIM_MAX_TAGS];
+    bool commence_seen[SIM_MAX_TAGS];
+    uint64_t slot_busy_until[SIM_MAX_OPS]; /* kernels of a slot complete in order */
+    uint64_t cancelled[32][3];             /* (epoch, tag, seq) of cancelled ops, a ring */
+    uint32_t cancelled_next;
+    sim_app app;
+    sim_rng rng;
+    uint64_t died_ns;
+    bool evicted;
+} sim_node;
+
+/* A completed (epoch, seq) and what the checkers know of it. */
+typedef struct sim_oprec {
+    uint64_t epoch, seq, tag;
+    uint32_t world;
+    uint32_t results;
+    uint8_t *result; /* the first member's result */
+    bool invalid_usage_seen;
+} sim_oprec;
+
+typedef struct sim_epochrec {
+    uint64_t epoch;
+    uint64_t *ring;
+    uint32_t ring_len;
+} sim_epochrec;
+
+/* Inputs of the members of one (epoch, seq), for the reference reduction. */
+typedef struct sim_inrec {
+    uint64_t epoch, seq;
+    uint64_t peer_id;
+    uint32_t node;
+    uint8_t *input;
+} sim_inrec;
+
+typedef struct sim_world {
+    sim_config cfg;
+    const sim_sm_vt *vt;
+    sim_result *res;
+    sim_rng rng;     /* world decisions (churn targets, faults) */
+    sim_rng net_rng; /* network loss */
+    sim_heap heap;
+    sim_net net;
+    sim_trace trace;
+    uint64_t now;
+    bool failed;
+    bool done;
+    bool quiet; /* churn over */
+
+    sim_ev *evs;
+    uint32_t evs_len, evs_cap;
+    uint32_t ev_free;
+
+    sim_node *nodes;
+    uint32_t num_nodes, cap_nodes;
+    uint32_t num_peers_created;
+
+    sim_ep *eps;
+    uint32_t eps_len, eps_cap;
+    /* (node, id) -> endpoint: open addressing, linear probing */
+    uint32_t *ep_map;
+    uint64_t ep_map_cap;
+    uint64_t next_accept_id;
+
+    sim_frame *frames;
+    uint32_t frames_len, frames_cap;
+    uint32_t *frame_free;
+    uint32_t frame_free_len;
+
+    uint64_t elem_bytes;
+    uint64_t op_bytes;
+    uint32_t corrupt_done;
+    bool double_notify_done;
+
+    /* checkers */
+    sim_epochrec *epochs;
+    uint32_t epochs_len, epochs_cap;
+    sim_oprec *oprecs;
+    uint32_t oprecs_len, oprecs_cap;
+    sim_inrec *inrecs;
+    uint32_t inrecs_len, inrecs_cap;
+    uint64_t master_max_epoch_sent;
+    uint64_t *commence_epoch_by_seq; /* indexed by seq (bounded) */
+    uint64_t commence_cap;
+    uint32_t seen_expect;
+    uint64_t quiet_ns;
+    uint64_t protocol_violations;
+} sim_world;
+
+/* sim_world.c */
+void world_fail(sim_world *w, sim_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void world_log(sim_world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool world_push(sim_world *w, uint64_t t, uint32_t kind, uint32_t node, uint64_t a, uint64_t b);
+void world_feed(sim_world *w, uint32_t node, ccoip_event *ev);
+void world_kill(sim_world *w, uint32_t node, bool graceful);
+uint32_t world_spawn_peer(sim_world *w, uint32_t host);
+
+/* sim_app.c */
+void app_start(sim_world *w, uint32_t node);
+void app_wake(sim_world *w, uint32_t node);
+void app_notify(sim_world *w, uint32_t node, const ccoip_action *act);
+sim_appcmd *app_find_cmd(sim_node *n, uint64_t cmd_id);
+void app_schedule(sim_world *w, uint32_t node, uint64_t delay_ns);
+
+/* sim_check.c */
+void check_m2p_sent(sim_world *w, uint32_t dst_node, const uint8_t *frame, uint64_t len);
+void check_m2p_recv(sim_world *w, uint32_t node, const uint8_t *frame, uint64_t len);
+void check_ring_action(sim_world *w, uint32_t node, const ccoip_action *act);
+void check_allreduce_notify(sim_world *w, uint32_t node, sim_appcmd *c, const ccoip_action *act);
+void check_final(sim_world *w);
+/* Liveness: after churn, no command may wait longer than the op bound. */
+void check_progress(sim_world *w);
+uint64_t check_op_bound_ns(const sim_world *w);
+void check_free(sim_world *w);
+
+#endif /* SIM_INTERNAL_H */

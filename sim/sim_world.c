@@ -1,0 +1,1557 @@
+/*
+ * sim_world.c — the simulator's driver of core/ccoip_sm.h: the event loop,
+ * connections over the virtual network, data frames into posted receives,
+ * kernels on real buffers, timers, churn and the run's two phases.
+ */
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h> /* vsnprintf only: formatting into buffers, no I/O */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ccoip_dtype.h"
+#include "ccoip_quant.h"
+#include "ccoip_reduce.h"
+#include "sim_internal.h"
+
+/* ------------------------------------------------------------------------ */
+/* Failure reporting and logging                                            */
+/* ------------------------------------------------------------------------ */
+
+void world_fail(sim_world *w, sim_status st, const char *fmt, ...)
+{
+    if (w->failed) return;
+    w->failed = true;
+    w->res->status = st;
+    va_list ap;
+    va_start(ap, fmt);
+    char msg[400];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(w->res->message, sizeof w->res->message, "t=%llu.%06llums %s",
+             (unsigned long long)(w->now / SIM_MS), (unsigned long long)(w->now % SIM_MS), msg);
+}
+
+void world_log(sim_world *w, const char *fmt, ...)
+{
+    if (w->cfg.log == NULL) return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    w->cfg.log(w->cfg.log_ctx, line);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Event pool and heap                                                      */
+/* ------------------------------------------------------------------------ */
+
+bool world_push(sim_world *w, uint64_t t, uint32_t kind, uint32_t node, uint64_t a, uint64_t b)
+{
+    uint32_t idx;
+    if (w->ev_free != SIM_NONE32) {
+        idx = w->ev_free;
+        w->ev_free = (uint32_t)w->evs[idx].a;
+    } else {
+        if (w->evs_len == w->evs_cap) {
+            const uint32_t ncap = w->evs_cap * 2u;
+            sim_ev *n = realloc(w->evs, (size_t)ncap * sizeof *n);
+            if (n == NULL) {
+                world_fail(w, SIM_CRASH, "out of memory (events)");
+                return false;
+            }
+            w->evs = n;
+            w->evs_cap = ncap;
+        }
+        idx = w->evs_len++;
+    }
+    w->evs[idx] = (sim_ev){kind, node, a, b};
+    if (t < w->now) t = w->now;
+    if (!sim_heap_push(&w->heap, t, idx)) {
+        world_fail(w, SIM_CRASH, "event queue bound hit (%llu events)",
+                   (unsigned long long)w->heap.max_items);
+        return false;
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Endpoints                                                                */
+/* ------------------------------------------------------------------------ */
+
+static uint64_t ep_hash(uint32_t node, uint64_t id)
+{
+    uint64_t z = id ^ ((uint64_t)node * 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
+    return z ^ (z >> 29);
+}
+
+static uint32_t ep_lookup(const sim_world *w, uint32_t node, uint64_t id)
+{
+    const uint64_t mask = w->ep_map_cap - 1u;
+    for (uint64_t i = ep_hash(node, id) & mask;; i = (i + 1u) & mask) {
+        const uint32_t e = w->ep_map[i];
+        if (e == SIM_NONE32) return SIM_NONE32;
+        if (w->eps[e].node == node && w->eps[e].id == id) return e;
+    }
+}
+
+static void ep_map_insert(sim_world *w, uint32_t e)
+{
+    const uint64_t mask = w->ep_map_cap - 1u;
+    uint64_t i = ep_hash(w->eps[e].node, w->eps[e].id) & mask;
+    while (w->ep_map[i] != SIM_NONE32)
+        i = (i + 1u) & mask;
+    w->ep_map[i] = e;
+}
+
+static uint32_t ep_new(sim_world *w, uint32_t node, uint64_t id)
+{
+    if (ep_lookup(w, node, id) != SIM_NONE32) {
+        world_fail(w, SIM_CRASH, "node %u reused connection id %llu", node, (unsigned long long)id);
+        return SIM_NONE32;
+    }
+    if (w->eps_len == w->eps_cap) {
+        const uint32_t ncap = w->eps_cap * 2u;
+        sim_ep *n = realloc(w->eps, (size_t)ncap * sizeof *n);
+        if (n == NULL) {
+            world_fail(w, SIM_CRASH, "out of memory (endpoints)");
+            return SIM_NONE32;
+        }
+        w->eps = n;
+        w->eps_cap = ncap;
+    }
+    if ((uint64_t)(w->eps_len + 1u) * 2u > w->ep_map_cap) {
+        const uint64_t ncap = w->ep_map_cap * 2u;
+        uint32_t *m = malloc((size_t)ncap * sizeof *m);
+        if (m == NULL) {
+            world_fail(w, SIM_CRASH, "out of memory (endpoint map)");
+            return SIM_NONE32;
+        }
+        free(w->ep_map);
+        w->ep_map = m;
+        w->ep_map_cap = ncap;
+        memset(m, 0xff, (size_t)ncap * sizeof *m);
+        for (uint32_t i = 0; i < w->eps_len; i++)
+            ep_map_insert(w, i);
+    }
+    const uint32_t e = w->eps_len++;
+    memset(&w->eps[e], 0, sizeof w->eps[e]);
+    w->eps[e].node = node;
+    w->eps[e].id = id;
+    w->eps[e].other = SIM_NONE32;
+    w->eps[e].state = EP_CONNECTING;
+    ep_map_insert(w, e);
+    return e;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Frames                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static uint32_t frame_new(sim_world *w, uint64_t len)
+{
+    uint32_t f;
+    if (w->frame_free_len > 0) {
+        f = w->frame_free[--w->frame_free_len];
+    } else {
+        if (w->frames_len == w->frames_cap) {
+            const uint32_t ncap = w->frames_cap * 2u;
+            sim_frame *n = realloc(w->frames, (size_t)ncap * sizeof *n);
+            uint32_t *fl = realloc(w->frame_free, (size_t)ncap * sizeof *fl);
+            if (n == NULL || fl == NULL) {
+                if (n != NULL) w->frames = n;
+                if (fl != NULL) w->frame_free = fl;
+                world_fail(w, SIM_CRASH, "out of memory (frames)");
+                return SIM_NONE32;
+            }
+            w->frames = n;
+            w->frame_free = fl;
+            w->frames_cap = ncap;
+        }
+        f = w->frames_len++;
+    }
+    sim_frame *fr = &w->frames[f];
+    memset(fr, 0, sizeof *fr);
+    fr->used = true;
+    fr->len = len;
+    fr->bytes = malloc(len > 0 ? (size_t)len : 1u);
+    if (fr->bytes == NULL) {
+        world_fail(w, SIM_CRASH, "out of memory (frame bytes)");
+        return SIM_NONE32;
+    }
+    return f;
+}
+
+static void frame_free(sim_world *w, uint32_t f)
+{
+    free(w->frames[f].bytes);
+    w->frames[f].bytes = NULL;
+    w->frames[f].used = false;
+    w->frame_free[w->frame_free_len++] = f;
+}
+
+/* Puts frame f on the wire from endpoint src to its remote end. Returns the
+ * time the last byte left the sender (its I/O completion). */
+static uint64_t frame_send(sim_world *w, uint32_t src, uint32_t f)
+{
+    const sim_ep *s = &w->eps[src];
+    sim_ep *d = &w->eps[s->other];
+    w->frames[f].dst_ep = s->other;
+    w->frames[f].src_node = s->node;
+    uint64_t sent;
+    uint64_t arr =
+        sim_net_transit(&w->net, &w->net_rng, w->nodes[s->node].host, w->nodes[d->node].host,
+                        w->now, w->frames[f].len + (w->frames[f].is_data ? 80u : 0u), &sent);
+    if (arr == SIM_NET_FOREVER || d->stuck) {
+        /* The stream is wedged: this frame and all later ones never arrive. */
+        d->stuck = true;
+        frame_free(w, f);
+        return sent;
+    }
+    if (arr < d->last_arrival_ns) arr = d->last_arrival_ns;
+    d->last_arrival_ns = arr;
+    world_push(w, arr, EVK_DELIVER, d->node, f, 0);
+    return sent;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Nodes                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static bool node_runs(const sim_world *w, uint32_t node)
+{
+    return node < w->num_nodes && w->nodes[node].state == NODE_ALIVE;
+}
+
+static void host_ip(uint32_t host, uint8_t ip[4])
+{
+    ip[0] = 10;
+    ip[1] = (uint8_t)(host >> 16);
+    ip[2] = (uint8_t)(host >> 8);
+    ip[3] = (uint8_t)host;
+}
+
+static sim_io *io_find(sim_node *n, uint64_t io_id, uint32_t *idx_out)
+{
+    for (uint32_t i = 0; i < n->ios_len; i++) {
+        if (n->ios[i].io_id == io_id) {
+            if (idx_out != NULL) *idx_out = i;
+            return &n->ios[i];
+        }
+    }
+    return NULL;
+}
+
+static void io_remove(sim_node *n, uint32_t idx)
+{
+    n->ios[idx] = n->ios[--n->ios_len];
+}
+
+static sim_io *io_add(sim_world *w, sim_node *n, uint64_t io_id, sim_io_kind kind,
+                      const ccoip_action *act)
+{
+    if (io_find(n, io_id, NULL) != NULL) {
+        world_fail(w, SIM_CRASH, "io id %llu reused while pending", (unsigned long long)io_id);
+        return NULL;
+    }
+    if (n->ios_len == n->ios_cap) {
+        const uint32_t ncap = n->ios_cap == 0 ? 16u : n->ios_cap * 2u;
+        if (ncap > 4096u) {
+            world_fail(w, SIM_CRASH, "more than 4096 pending I/Os on one node");
+            return NULL;
+        }
+        sim_io *x = realloc(n->ios, (size_t)ncap * sizeof *x);
+        if (x == NULL) {
+            world_fail(w, SIM_CRASH, "out of memory (ios)");
+            return NULL;
+        }
+        n->ios = x;
+        n->ios_cap = ncap;
+    }
+    sim_io *io = &n->ios[n->ios_len++];
+    memset(io, 0, sizeof *io);
+    io->io_id = io_id;
+    io->kind = kind;
+    io->op_slot = act->op_slot;
+    io->ep = SIM_NONE32;
+    io->act = *act;
+    io->result = pcclSuccess;
+    return io;
+}
+
+/* Maps a span onto memory; NULL (and a crash verdict) when it is out of bounds. */
+static uint8_t *span_ptr(sim_world *w, uint32_t node, const ccoip_span_ref *s)
+{
+    sim_node *n = &w->nodes[node];
+    if (s->op_slot >= SIM_MAX_OPS || !n->ops[s->op_slot].used) {
+        world_fail(w, SIM_CRASH, "node %u: span names op slot %u that is not begun", node,
+                   s->op_slot);
+        return NULL;
+    }
+    sim_opbuf *o = &n->ops[s->op_slot];
+    uint8_t *base = NULL;
+    uint64_t size = 0;
+    switch (s->region) {
+    case CCOIP_REGION_SEND:
+        base = o->send;
+        size = o->bytes;
+        break;
+    case CCOIP_REGION_RECV:
+        base = o->recv;
+        size = o->bytes;
+        break;
+    case CCOIP_REGION_SCRATCH:
+        base = o->scratch;
+        size = o->scratch_bytes;
+        break;
+    case CCOIP_REGION_BACKUP:
+        base = o->backup;
+        size = o->backup_bytes;
+        break;
+    }
+    if (s->offset > size || s->length > size - s->offset) {
+        world_fail(w, SIM_CRASH,
+                   "node %u: span (slot %u region %d offset %llu length %llu) outside its region "
+                   "of %llu bytes",
+                   node, s->op_slot, (int)s->region, (unsigned long long)s->offset,
+                   (unsigned long long)s->length, (unsigned long long)size);
+        return NULL;
+    }
+    return base != NULL ? base + s->offset : (uint8_t *)o;
+}
+
+/* Fails every pending send/receive on endpoint e of node (the stream broke). */
+static void ios_fail_on_ep(sim_world *w, uint32_t node, uint32_t e)
+{
+    sim_node *n = &w->nodes[node];
+    for (uint32_t i = 0; i < n->ios_len; i++) {
+        sim_io *io = &n->ios[i];
+        if ((io->kind == IO_SEND || io->kind == IO_RECV) && io->ep == e && !io->delivered) {
+            io->delivered = true;
+            io->result = pcclRankConnectionLost;
+            world_push(w, w->now, EVK_IO_DONE, node, io->io_id, 0);
+        }
+    }
+}
+
+/* The remote end of e goes away: its owner learns it after the frames in flight. */
+static void ep_close_remote(sim_world *w, uint32_t e)
+{
+    sim_ep *s = &w->eps[e];
+    if (s->other == SIM_NONE32) return;
+    sim_ep *d = &w->eps[s->other];
+    if (d->state == EP_CLOSED || d->stuck) return;
+    uint64_t t = w->now + sim_net_latency(&w->net, w->nodes[s->node].host, w->nodes[d->node].host);
+    uint64_t until;
+    if (sim_net_blocked(&w->net, w->nodes[s->node].host, w->nodes[d->node].host, w->now, &until)) {
+        if (until == SIM_NET_FOREVER) return; /* the FIN/RST never arrives */
+        t = until + sim_net_latency(&w->net, w->nodes[s->node].host, w->nodes[d->node].host);
+    }
+    if (t < d->last_arrival_ns) t = d->last_arrival_ns;
+    d->last_arrival_ns = t;
+    world_push(w, t, d->state == EP_CONNECTING ? EVK_CONN_FAIL : EVK_CONN_CLOSED, d->node, s->other,
+               0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Kernels                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static void kernel_run(sim_world *w, uint32_t node, sim_io *io)
+{
+    const ccoip_action *a = &io->act;
+    uint8_t *dst = span_ptr(w, node, &a->dst);
+    if (dst == NULL) return;
+    const uint8_t *src = a->type == CCOIP_ACT_FINALIZE ? dst : span_ptr(w, node, &a->src);
+    if (src == NULL) return;
+    pcclResult_t r = pcclSuccess;
+    const uint64_t esz = ccoip_dtype_valid(a->dtype) ? ccoip_dtype_size(a->dtype) : 0;
+    switch (a->type) {
+    case CCOIP_ACT_REDUCE:
+        if (esz == 0 || a->count * esz > a->dst.length || a->count * esz > a->src.length) {
+            world_fail(w, SIM_CRASH, "node %u: REDUCE of %llu elements beyond its spans", node,
+                       (unsigned long long)a->count);
+            return;
+        }
+        r = ccoip_reduce_inplace(a->red_op, a->dtype, dst, src, a->count);
+        if ((w->cfg.canary & SIM_CANARY_CORRUPT_REDUCE) && w->corrupt_done == 0 && a->count > 0) {
+            dst[0] ^= 1u;
+            w->corrupt_done = 1;
+        }
+        break;
+    case CCOIP_ACT_FINALIZE:
+        if (esz == 0 || a->count * esz > a->dst.length) {
+            world_fail(w, SIM_CRASH, "node %u: FINALIZE of %llu elements beyond its span", node,
+                       (unsigned long long)a->count);
+            return;
+        }
+        r = ccoip_reduce_finalize_avg(a->dtype, dst, a->count, a->divisor);
+        break;
+    case CCOIP_ACT_COPY:
+        if (a->src.length != a->dst.length) {
+            world_fail(w, SIM_CRASH, "node %u: COPY spans of different lengths", node);
+            return;
+        }
+        if ((w->cfg.canary & SIM_CANARY_DROP_RESTORE_COPY) &&
+            a->src.region == CCOIP_REGION_BACKUP) {
+            break;
+        }
+        if (a->src.length > 0) memmove(dst, src, (size_t)a->src.length);
+        break;
+    case CCOIP_ACT_QUANTIZE: {
+        ccoip_quant_meta meta;
+        memset(&meta, 0, sizeof meta);
+        r = ccoip_quant_compute_meta(a->quant.algorithm, a->quant.src_type, a->quant.quant_type,
+                                     src, a->count, &meta);
+        if (r == pcclSuccess) r = ccoip_quantize(&meta, dst, src, a->count);
+        io->quant_out = meta;
+        break;
+    }
+    case CCOIP_ACT_DEQUANTIZE:
+        if (a->reduce) {
+            r = ccoip_dequantize_reduce(&a->quant, a->red_op, dst, src, a->count);
+        } else {
+            r = ccoip_dequantize(&a->quant, dst, src, a->count);
+        }
+        break;
+    default:
+        world_fail(w, SIM_CRASH, "node %u: kernel action of type %d", node, (int)a->type);
+        return;
+    }
+    io->result = r;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Actions                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static uint32_t find_listener(sim_world *w, const uint8_t *ip, uint32_t ip_len, uint32_t port,
+                              uint32_t *listener_out)
+{
+    if (ip_len != 4 || ip[0] != 10) return SIM_NONE32;
+    const uint32_t host = ((uint32_t)ip[1] << 16) | ((uint32_t)ip[2] << 8) | ip[3];
+    for (uint32_t i = 0; i < w->num_nodes; i++) {
+        const sim_node *n = &w->nodes[i];
+        if (n->host != host || n->state == NODE_DEAD) continue;
+        if (n->is_master && port == SIM_MASTER_PORT) {
+            *listener_out = 0;
+            return i;
+        }
+        for (uint32_t l = 0; l < 3u; l++) {
+            if (n->ports[l] != 0 && n->ports[l] == port) {
+                *listener_out = l;
+                return i;
+            }
+        }
+    }
+    return SIM_NONE32;
+}
+
+static void act_connect(sim_world *w, uint32_t node, const ccoip_action *a)
+{
+    const uint32_t e = ep_new(w, node, a->conn);
+    if (e == SIM_NONE32) return;
+    uint32_t listener = 0;
+    const uint32_t target =
+        a->len > 0 ? SIM_NONE32 : find_listener(w, a->ip, a->ip_len, a->port, &listener);
+    const uint32_t ha = w->nodes[node].host;
+    if (target == SIM_NONE32) {
+        /* Nobody listens there: a reset after one round trip. */
+        const uint64_t rtt = 2u * w->net.hosts[ha].latency_ns;
+        world_push(w, w->now + rtt, EVK_CONN_FAIL, node, e, 0);
+        return;
+    }
+    const uint32_t hb = w->nodes[target].host;
+    uint64_t syn = w->now;
+    uint64_t until;
+    if (sim_net_blocked(&w->net, ha, hb, syn, &until) ||
+        sim_net_blocked(&w->net, hb, ha, syn, &until)) {
+        if (until == SIM_NET_FOREVER || until - w->now >= SIM_CONNECT_TIMEOUT_NS) {
+            world_push(w, w->now + SIM_CONNECT_TIMEOUT_NS, EVK_CONN_FAIL, node, e, 0);
+            return;
+        }
+        syn = until;
+    }
+    const uint64_t t_acc = syn + sim_net_latency(&w->net, ha, hb);
+    const uint64_t t_up = t_acc + sim_net_latency(&w->net, hb, ha);
+    const uint32_t r = ep_new(w, target, w->next_accept_id++);
+    if (r == SIM_NONE32) return;
+    w->eps[r].other = e;
+    w->eps[r].accepted = true;
+    w->eps[r].listener = listener;
+    w->eps[r].last_arrival_ns = t_acc;
+    w->eps[e].other = r;
+    w->eps[e].last_arrival_ns = t_up;
+    world_push(w, t_acc, EVK_ACCEPT, target, r, 0);
+    world_push(w, t_up, EVK_CONN_UP, node, e, 0);
+}
+
+static void act_send(sim_world *w, uint32_t node, const ccoip_action *a)
+{
+    const uint32_t e = ep_lookup(w, node, a->conn);
+    if (e == SIM_NONE32) {
+        world_fail(w, SIM_CRASH, "node %u: SEND on unknown connection %llu", node,
+                   (unsigned long long)a->conn);
+        return;
+    }
+    if (w->eps[e].state == EP_CLOSED || w->eps[e].other == SIM_NONE32) return;
+    if (w->nodes[node].is_master) check_m2p_sent(w, w->eps[w->eps[e].other].node, a->data, a->len);
+    const uint32_t f = frame_new(w, a->len);
+    if (f == SIM_NONE32) return;
+    if (a->len > 0) memcpy(w->frames[f].bytes, a->data, (size_t)a->len);
+    frame_send(w, e, f);
+}
+
+static void act_ring_send(sim_world *w, uint32_t node, const ccoip_action *a)
+{
+    sim_node *n = &w->nodes[node];
+    sim_io *io = io_add(w, n, a->io_id, IO_SEND, a);
+    if (io == NULL) return;
+    io->frame = SIM_NONE32;
+    const uint8_t *src = span_ptr(w, node, &a->src);
+    if (src == NULL) return;
+    check_ring_action(w, node, a);
+    const uint32_t e = ep_lookup(w, node, a->conn);
+    io->ep = e;
+    if (e == SIM_NONE32 || w->eps[e].state != EP_OPEN || w->eps[e].other == SIM_NONE32 ||
+        w->eps[e].torn) {
+        io->delivered = true;
+        io->result = pcclRankConnectionLost;
+        world_push(w, w->now, EVK_IO_DONE, node, a->io_id, 0);
+        return;
+    }
+    const uint32_t f = frame_new(w, a->src.length);
+    if (f == SIM_NONE32) return;
+    sim_frame *fr = &w->frames[f];
+    fr->is_data = true;
+    if (a->src.length > 0) memcpy(fr->bytes, src, (size_t)a->src.length);
+    fr->epoch = a->epoch;
+    fr->tag = a->tag;
+    fr->seq = a->seq;
+    fr->chunk = a->chunk;
+    fr->step = a->step;
+    fr->quant = a->quant;
+    const bool lost = w->eps[w->eps[e].other].stuck;
+    const uint64_t sent = frame_send(w, e, f);
+    io = io_find(n, a->io_id, NULL);
+    if (io == NULL) return;
+    io->delivered = true;
+    io->frame = lost || w->eps[w->eps[e].other].stuck ? SIM_NONE32 : f;
+    io->sent_ns = sent;
+    world_push(w, sent, EVK_IO_DONE, node, a->io_id, 0);
+    if (n->app.crash_after_sends > 0 && --n->app.crash_after_sends == 0) {
+        world_log(w, "script: node %u crashes mid-ring", node);
+        world_kill(w, node, false);
+    }
+}
+
+static bool op_cancelled(const sim_node *n, const sim_frame *f)
+{
+    for (uint32_t i = 0; i < 32u; i++) {
+        if (n->cancelled[i][0] == f->epoch && n->cancelled[i][1] == f->tag &&
+            n->cancelled[i][2] == f->seq && (f->epoch | f->tag | f->seq) != 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Breaks endpoint e under its owner: pending I/O fails, CONN_CLOSED follows,
+ * the remote end learns it after the frames in flight. */
+static void ep_break(sim_world *w, uint32_t e)
+{
+    sim_ep *ep = &w->eps[e];
+    if (ep->state == EP_CLOSED || ep->torn) return;
+    ep->torn = true;
+    ios_fail_on_ep(w, ep->node, e);
+    world_push(w, w->now, EVK_CONN_CLOSED, ep->node, e, 0);
+    ep_close_remote(w, e);
+}
+
+/* Lands frame f into the posted receive io (the frame is consumed). */
+static void recv_land(sim_world *w, uint32_t node, sim_io *io, uint32_t f)
+{
+    sim_frame *fr = &w->frames[f];
+    uint8_t *dst = span_ptr(w, node, &io->act.dst);
+    if (dst == NULL) return;
+    if (fr->len != io->act.dst.length) {
+        world_fail(w, SIM_CRASH,
+                   "node %u: data frame of %llu bytes for a receive of %llu (epoch %llu seq %llu "
+                   "step %u)",
+                   node, (unsigned long long)fr->len, (unsigned long long)io->act.dst.length,
+                   (unsigned long long)fr->epoch, (unsigned long long)fr->seq, fr->step);
+        return;
+    }
+    if (fr->len > 0) memcpy(dst, fr->bytes, (size_t)fr->len);
+    io->quant_in = fr->quant;
+    io->delivered = true;
+    world_push(w, w->now, EVK_IO_DONE, node, io->io_id, 0);
+}
+
+static void inbox_pop(sim_world *w, sim_ep *ep, bool free_it)
+{
+    if (free_it) frame_free(w, ep->inbox[0]);
+    memmove(&ep->inbox[0], &ep->inbox[1], (size_t)(ep->inbox_len - 1u) * sizeof ep->inbox[0]);
+    ep->inbox_len--;
+}
+
+/* Processes the frames at the head of e's stream (ccoip_sm.h, data
+ * connections): control frames go to the core as RECV, ring chunks land in
+ * the matching RING_RECV; a chunk with no RING_RECV yet holds the stream. */
+static void ep_pump(sim_world *w, uint32_t e)
+{
+    sim_ep *ep = &w->eps[e];
+    if (ep->pumping) return;
+    ep->pumping = true;
+    const uint32_t node = ep->node;
+    while (!w->failed && ep->inbox_len > 0 && ep->state != EP_CLOSED && !ep->torn &&
+           node_runs(w, node)) {
+        const uint32_t f = ep->inbox[0];
+        sim_frame *fr = &w->frames[f];
+        if (!fr->is_data) {
+            ccoip_event ev;
+            memset(&ev, 0, sizeof ev);
+            ev.type = CCOIP_EV_RECV;
+            ev.conn = ep->id;
+            ev.data = fr->bytes;
+            ev.len = fr->len;
+            inbox_pop(w, ep, false);
+            world_feed(w, node, &ev);
+            frame_free(w, f);
+            ep = &w->eps[e];
+            continue;
+        }
+        sim_node *n = &w->nodes[node];
+        if (fr->epoch < ep->max_recv_epoch || op_cancelled(n, fr)) {
+            inbox_pop(w, ep, true); /* an older epoch's or a cancelled op's frame (§8.2) */
+            continue;
+        }
+        sim_io *exact = NULL;
+        sim_io *same_op = NULL;
+        for (uint32_t i = 0; i < n->ios_len; i++) {
+            sim_io *io = &n->ios[i];
+            if (io->kind != IO_RECV || io->ep != e || io->delivered) continue;
+            if (io->act.epoch != fr->epoch || io->act.tag != fr->tag || io->act.seq != fr->seq) {
+                continue;
+            }
+            if (io->act.chunk == fr->chunk && io->act.step == fr->step) {
+                exact = io;
+                break;
+            }
+            same_op = io;
+        }
+        if (exact != NULL) {
+            inbox_pop(w, ep, false);
+            recv_land(w, node, exact, f);
+            frame_free(w, f);
+            continue;
+        }
+        if (same_op != NULL) {
+            /* Right op, wrong step or chunk: a protocol violation. */
+            w->protocol_violations++;
+            world_log(w,
+                      "node %u: ring frame (epoch %llu seq %llu step %u chunk %u) does not match "
+                      "its RING_RECV (step %u chunk %u): closing the connection",
+                      node, (unsigned long long)fr->epoch, (unsigned long long)fr->seq, fr->step,
+                      fr->chunk, same_op->act.step, same_op->act.chunk);
+            same_op->delivered = true;
+            same_op->result = pcclProtocolError;
+            world_push(w, w->now, EVK_IO_DONE, node, same_op->io_id, 0);
+            inbox_pop(w, ep, true);
+            ep_break(w, e);
+            break;
+        }
+        break; /* held until its RING_RECV is posted */
+    }
+    ep->pumping = false;
+}
+
+static void act_ring_recv(sim_world *w, uint32_t node, const ccoip_action *a)
+{
+    sim_node *n = &w->nodes[node];
+    sim_io *io = io_add(w, n, a->io_id, IO_RECV, a);
+    if (io == NULL) return;
+    if (span_ptr(w, node, &a->dst) == NULL) return;
+    check_ring_action(w, node, a);
+    const uint32_t e = ep_lookup(w, node, a->conn);
+    io->ep = e;
+    if (e == SIM_NONE32 || w->eps[e].state == EP_CLOSED || w->eps[e].torn) {
+        io->delivered = true;
+        io->result = pcclRankConnectionLost;
+        world_push(w, w->now, EVK_IO_DONE, node, a->io_id, 0);
+        return;
+    }
+    if (a->epoch > w->eps[e].max_recv_epoch) w->eps[e].max_recv_epoch = a->epoch;
+    ep_pump(w, e);
+}
+
+static void deliver(sim_world *w, uint32_t f)
+{
+    sim_frame *fr = &w->frames[f];
+    const uint32_t e = fr->dst_ep;
+    sim_ep *ep = &w->eps[e];
+    if (fr->torn || ep->state == EP_CLOSED || ep->torn || !node_runs(w, ep->node)) {
+        frame_free(w, f);
+        return;
+    }
+    if (!fr->is_data && ep->inbox_len == 0) {
+        if (!w->nodes[ep->node].is_master) check_m2p_recv(w, ep->node, fr->bytes, fr->len);
+        ccoip_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.type = CCOIP_EV_RECV;
+        ev.conn = ep->id;
+        ev.data = fr->bytes;
+        ev.len = fr->len;
+        world_feed(w, ep->node, &ev);
+        frame_free(w, f);
+        return;
+    }
+    if (ep->inbox_len >= SIM_INBOX_MAX) {
+        world_fail(w, SIM_CRASH, "node %u: more than %u frames held on one connection", ep->node,
+                   SIM_INBOX_MAX);
+        frame_free(w, f);
+        return;
+    }
+    if (ep->inbox == NULL) {
+        ep->inbox = malloc(SIM_INBOX_MAX * sizeof *ep->inbox);
+        if (ep->inbox == NULL) {
+            world_fail(w, SIM_CRASH, "out of memory (inbox)");
+            return;
+        }
+    }
+    ep->inbox[ep->inbox_len++] = f;
+    ep_pump(w, e);
+}
+
+static void act_kernel(sim_world *w, uint32_t node, const ccoip_action *a)
+{
+    sim_node *n = &w->nodes[node];
+    sim_io *io = io_add(w, n, a->io_id, IO_KERNEL, a);
+    if (io == NULL) return;
+    /* Kernels of a slot run in queue order: the bytes change now, in
+     * emission order, and the completions are reported in that order, at
+     * about 4 GB/s plus a microsecond each. */
+    kernel_run(w, node, io);
+    const uint64_t bytes = a->dst.length > a->src.length ? a->dst.length : a->src.length;
+    const uint32_t slot = a->op_slot < SIM_MAX_OPS ? a->op_slot : 0;
+    uint64_t t = w->now > n->slot_busy_until[slot] ? w->now : n->slot_busy_until[slot];
+    t += 1000u + bytes / 4u;
+    n->slot_busy_until[slot] = t;
+    world_push(w, t, EVK_KERNEL, node, a->io_id, 0);
+}
+
+static void act_cancel(sim_world *w, uint32_t node, const ccoip_action *a)
+{
+    sim_node *n = &w->nodes[node];
+    if (a->op_slot < SIM_MAX_OPS && n->ops[a->op_slot].bound) {
+        const sim_opbuf *o = &n->ops[a->op_slot];
+        uint64_t *k = n->cancelled[n->cancelled_next++ % 32u];
+        k[0] = o->epoch;
+        k[1] = o->tag;
+        k[2] = o->seq;
+    }
+    for (uint32_t i = 0; i < n->ios_len;) {
+        sim_io *io = &n->ios[i];
+        if (io->op_slot != a->op_slot) {
+            i++;
+            continue;
+        }
+        if (io->kind == IO_SEND && io->frame != SIM_NONE32 && io->sent_ns > w->now &&
+            io->result == pcclSuccess) {
+            /* Abandoned mid-write: the frame is torn and the stream closes (rule 8). */
+            w->frames[io->frame].torn = true;
+            if (io->ep != SIM_NONE32) ep_break(w, io->ep);
+        }
+        io_remove(n, i);
+    }
+    for (uint32_t e = 0; e < w->eps_len; e++) {
+        if (w->eps[e].node == node && w->eps[e].inbox_len > 0) ep_pump(w, e);
+    }
+}
+
+static void act_op_begin(sim_world *w, uint32_t node, const ccoip_action *a)
+{
+    sim_node *n = &w->nodes[node];
+    if (a->op_slot >= SIM_MAX_OPS || n->ops[a->op_slot].used) {
+        world_fail(w, SIM_CRASH, "node %u: OP_BEGIN on slot %u (busy or out of range)", node,
+                   a->op_slot);
+        return;
+    }
+    sim_appcmd *c = app_find_cmd(n, a->cmd_id);
+    if (c == NULL) {
+        world_fail(w, SIM_CRASH, "node %u: OP_BEGIN for unknown all-reduce command %llu", node,
+                   (unsigned long long)a->cmd_id);
+        return;
+    }
+    sim_opbuf *o = &n->ops[a->op_slot];
+    memset(o, 0, sizeof *o);
+    o->used = true;
+    o->cmd_id = a->cmd_id;
+    o->send = c->sendbuf;
+    o->recv = c->recvbuf;
+    o->bytes = c->count * w->elem_bytes;
+    o->scratch_bytes = a->scratch_bytes;
+    o->backup_bytes = a->backup_bytes;
+    if (a->scratch_bytes > ((uint64_t)1 << 30) || a->backup_bytes > ((uint64_t)1 << 30)) {
+        world_fail(w, SIM_CRASH, "node %u: OP_BEGIN asks for more than 1 GiB", node);
+        return;
+    }
+    o->scratch = calloc(1, (size_t)(a->scratch_bytes + 1u));
+    o->backup = calloc(1, (size_t)(a->backup_bytes + 1u));
+    if (o->scratch == NULL || o->backup == NULL) world_fail(w, SIM_CRASH, "out of memory (op)");
+}
+
+static void opbuf_release(sim_opbuf *o)
+{
+    free(o->scratch);
+    free(o->backup);
+    memset(o, 0, sizeof *o);
+}
+
+static void act_op_end(sim_world *w, uint32_t node, const ccoip_action *a)
+{
+    sim_node *n = &w->nodes[node];
+    if (a->op_slot >= SIM_MAX_OPS || !n->ops[a->op_slot].used) {
+        world_fail(w, SIM_CRASH, "node %u: OP_END on free slot %u", node, a->op_slot);
+        return;
+    }
+    for (uint32_t i = 0; i < n->ios_len;) {
+        if (n->ios[i].op_slot == a->op_slot && n->ios[i].kind == IO_KERNEL) {
+            io_remove(n, i);
+        } else {
+            i++;
+        }
+    }
+    opbuf_release(&n->ops[a->op_slot]);
+}
+
+static void act_run(sim_world *w, uint32_t node, const ccoip_action *a)
+{
+    sim_node *n = &w->nodes[node];
+    switch (a->type) {
+    case CCOIP_ACT_SEND:
+        act_send(w, node, a);
+        break;
+    case CCOIP_ACT_CONNECT:
+        act_connect(w, node, a);
+        break;
+    case CCOIP_ACT_LISTEN:
+        if ((uint32_t)a->listener < 3u) {
+            n->ports[a->listener] = 40000u + (uint32_t)a->listener;
+            if (w->vt->set_port != NULL && !n->is_master) {
+                w->vt->set_port(n->m, a->listener, n->ports[a->listener]);
+            }
+        }
+        break;
+    case CCOIP_ACT_CLOSE: {
+        const uint32_t e = ep_lookup(w, node, a->conn);
+        if (e == SIM_NONE32 || w->eps[e].state == EP_CLOSED) break;
+        w->eps[e].state = EP_CLOSED;
+        ios_fail_on_ep(w, node, e);
+        ep_close_remote(w, e);
+        break;
+    }
+    case CCOIP_ACT_NOTIFY:
+        app_notify(w, node, a);
+        break;
+    case CCOIP_ACT_RING_SEND:
+        act_ring_send(w, node, a);
+        break;
+    case CCOIP_ACT_RING_RECV:
+        act_ring_recv(w, node, a);
+        break;
+    case CCOIP_ACT_REDUCE:
+    case CCOIP_ACT_COPY:
+    case CCOIP_ACT_QUANTIZE:
+    case CCOIP_ACT_DEQUANTIZE:
+    case CCOIP_ACT_FINALIZE:
+        act_kernel(w, node, a);
+        break;
+    case CCOIP_ACT_CANCEL:
+        act_cancel(w, node, a);
+        break;
+    case CCOIP_ACT_LOG:
+        if (w->cfg.trace) {
+            world_log(w, "  log node=%u level=%d %.*s", node, (int)a->level, (int)a->len,
+                      a->data != NULL ? (const char *)a->data : "");
+        }
+        break;
+    case CCOIP_ACT_OP_BEGIN:
+        act_op_begin(w, node, a);
+        break;
+    case CCOIP_ACT_OP_END:
+        act_op_end(w, node, a);
+        break;
+    default:
+        world_fail(w, SIM_CRASH, "node %u emitted unknown action type %d", node, (int)a->type);
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Feeding a machine                                                        */
+/* ------------------------------------------------------------------------ */
+
+static void trace_event(sim_world *w, uint32_t node, const ccoip_event *ev)
+{
+    sim_trace *t = &w->trace;
+    sim_trace_begin(t);
+    sim_trace_u32(t, node);
+    sim_trace_u32(t, (uint32_t)ev->type);
+    sim_trace_u64(t, ev->now_ns);
+    sim_trace_u64(t, ev->conn);
+    sim_trace_u8(t, ev->accepted ? 1u : 0u);
+    sim_trace_u32(t, ev->listener);
+    sim_trace_bytes(t, ev->data, ev->len);
+    if (ev->type == CCOIP_EV_SUBMIT) {
+        const ccoip_cmd *c = &ev->cmd;
+        sim_trace_u32(t, (uint32_t)c->type);
+        sim_trace_u64(t, c->cmd_id);
+        sim_trace_u64(t, c->allreduce.tag);
+        sim_trace_u64(t, c->allreduce.count);
+        sim_trace_u32(t, (uint32_t)c->allreduce.dtype);
+        sim_trace_u32(t, (uint32_t)c->allreduce.op);
+        sim_trace_u32(t, (uint32_t)c->allreduce.quant_algorithm);
+        sim_trace_u32(t, (uint32_t)c->allreduce.quant_dtype);
+        sim_trace_u8(t, c->allreduce.in_place ? 1u : 0u);
+    }
+    if (ev->type == CCOIP_EV_IO_DONE || ev->type == CCOIP_EV_KERNEL_DONE) {
+        sim_trace_u64(t, ev->done.io_id);
+        sim_trace_u32(t, (uint32_t)ev->done.result);
+        sim_trace_u32(t, (uint32_t)ev->done.quant.algorithm);
+        sim_trace_u32(t, (uint32_t)ev->done.quant_out.algorithm);
+    }
+    sim_trace_end(t);
+    if (w->cfg.trace) {
+        world_log(
+            w, "%llu.%06llu node=%u ev=%d conn=%llu len=%llu cmd=%d io=%llu res=%d h=%016llx",
+            (unsigned long long)(ev->now_ns / SIM_MS), (unsigned long long)(ev->now_ns % SIM_MS),
+            node, (int)ev->type, (unsigned long long)ev->conn, (unsigned long long)ev->len,
+            ev->type == CCOIP_EV_SUBMIT ? (int)ev->cmd.type : 0, (unsigned long long)ev->done.io_id,
+            (int)ev->done.result, (unsigned long long)t->hash);
+    }
+}
+
+void world_feed(sim_world *w, uint32_t node, ccoip_event *ev)
+{
+    if (w->failed || !node_runs(w, node)) return;
+    sim_node *n = &w->nodes[node];
+    ev->now_ns = w->now;
+    trace_event(w, node, ev);
+    w->res->events++;
+    const int rc = w->vt->step(n->m, n->is_master, ev);
+    if (rc != 0) {
+        world_fail(w, SIM_CRASH, "node %u (%s) step(event %d) returned %d", node,
+                   n->is_master ? "master" : "peer", (int)ev->type, rc);
+        return;
+    }
+    ccoip_action act;
+    uint32_t guard = 0;
+    while (!w->failed && n->state != NODE_DEAD && w->vt->poll(n->m, n->is_master, &act)) {
+        if (++guard > 1000000u) {
+            world_fail(w, SIM_CRASH, "node %u emitted more than 10^6 actions for one event", node);
+            return;
+        }
+        act_run(w, node, &act);
+    }
+    if (w->failed || n->state == NODE_DEAD) return;
+    const uint64_t dl = w->vt->deadline_ns(n->m, n->is_master);
+    if (dl != CCOIP_NO_DEADLINE && dl != n->timer_at) {
+        n->timer_at = dl;
+        n->timer_gen++;
+        world_push(w, dl, EVK_TIMER, node, n->timer_gen, 0);
+    } else if (dl == CCOIP_NO_DEADLINE) {
+        n->timer_at = CCOIP_NO_DEADLINE;
+        n->timer_gen++;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Processes                                                                */
+/* ------------------------------------------------------------------------ */
+
+static uint32_t node_new(sim_world *w, bool is_master, uint32_t host)
+{
+    if (w->num_nodes >= w->cap_nodes) return SIM_NONE32;
+    const uint32_t idx = w->num_nodes++;
+    sim_node *n = &w->nodes[idx];
+    memset(n, 0, sizeof *n);
+    n->is_master = is_master;
+    n->host = host;
+    n->state = NODE_ALIVE;
+    n->timer_at = CCOIP_NO_DEADLINE;
+    n->rng = sim_rng_fork(&w->rng, idx);
+    const uint64_t seed = sim_rng_next(&n->rng);
+    if (is_master) {
+        sim_master_params p = {
+            SIM_MASTER_PORT,       w->cfg.heartbeat_ms,
+            w->cfg.evict_ms,       w->cfg.vote_timeout_ms,
+            w->cfg.max_peers + 1u, (w->cfg.canary & SIM_CANARY_SKIP_ABORT_VERDICT) != 0};
+        n->m = w->vt->master_create(&p, seed);
+    } else {
+        sim_peer_params p;
+        memset(&p, 0, sizeof p);
+        host_ip(0, p.master_ip);
+        p.master_port = SIM_MASTER_PORT;
+        p.p2p_pool_size = w->cfg.p2p_pool_size;
+        p.max_ops = SIM_MAX_OPS;
+        p.heartbeat_ms = w->cfg.heartbeat_ms;
+        p.evict_ms = w->cfg.evict_ms;
+        p.canary_skip_restore = (w->cfg.canary & SIM_CANARY_SKIP_RESTORE) != 0;
+        n->m = w->vt->peer_create(&p, seed);
+        n->peer_index = w->num_peers_created++;
+    }
+    if (n->m == NULL) {
+        world_fail(w, SIM_CRASH, "cannot create %s state machine", is_master ? "master" : "peer");
+        return SIM_NONE32;
+    }
+    return idx;
+}
+
+static uint32_t new_host(sim_world *w)
+{
+    sim_host_link l;
+    memset(&l, 0, sizeof l);
+    l.latency_ns = sim_rng_range(&w->rng, w->cfg.latency_min_ns, w->cfg.latency_max_ns) / 2u;
+    l.up_bps = sim_rng_range(&w->rng, w->cfg.bw_min_bps, w->cfg.bw_max_bps);
+    l.down_bps = sim_rng_range(&w->rng, w->cfg.bw_min_bps, w->cfg.bw_max_bps);
+    l.loss_permille = w->cfg.loss_permille;
+    return sim_net_add_host(&w->net, &l);
+}
+
+uint32_t world_spawn_peer(sim_world *w, uint32_t host)
+{
+    if (w->num_peers_created >= w->cfg.max_peers) return SIM_NONE32;
+    if (host == SIM_NONE32) host = new_host(w);
+    if (host == SIM_NONE32) return SIM_NONE32;
+    const uint32_t node = node_new(w, false, host);
+    if (node == SIM_NONE32) return SIM_NONE32;
+    w->res->joins++;
+    world_push(w, w->now, EVK_START, node, 0, 0);
+    return node;
+}
+
+void world_kill(sim_world *w, uint32_t node, bool graceful)
+{
+    sim_node *n = &w->nodes[node];
+    if (n->state == NODE_DEAD) return;
+    if (!graceful) w->res->crashes++;
+    n->state = NODE_DEAD;
+    n->died_ns = w->now;
+    n->app.state = APP_GONE;
+    /* The OS closes every socket of the process. */
+    for (uint32_t e = 0; e < w->eps_len; e++) {
+        if (w->eps[e].node == node && w->eps[e].state != EP_CLOSED) {
+            w->eps[e].state = EP_CLOSED;
+            ep_close_remote(w, e);
+        }
+    }
+}
+
+static uint32_t live_peers(const sim_world *w, bool include_hung)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 1; i < w->num_nodes; i++) {
+        if (w->nodes[i].state == NODE_ALIVE || (include_hung && w->nodes[i].state == NODE_HUNG))
+            k++;
+    }
+    return k;
+}
+
+/* A random peer in the given state (SIM_NONE32 when none). */
+static uint32_t pick_peer(sim_world *w, sim_node_state st)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 1; i < w->num_nodes; i++)
+        k += w->nodes[i].state == st;
+    if (k == 0) return SIM_NONE32;
+    uint64_t r = sim_rng_below(&w->rng, k);
+    for (uint32_t i = 1; i < w->num_nodes; i++) {
+        if (w->nodes[i].state != st) continue;
+        if (r-- == 0) return i;
+    }
+    return SIM_NONE32;
+}
+
+static uint32_t node_of_peer(const sim_world *w, uint32_t peer_index)
+{
+    for (uint32_t i = 1; i < w->num_nodes; i++) {
+        if (w->nodes[i].peer_index == peer_index) return i;
+    }
+    return SIM_NONE32;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Churn and scripts                                                        */
+/* ------------------------------------------------------------------------ */
+
+enum {
+    CHURN_JOIN = 1,
+    CHURN_LEAVE,
+    CHURN_CRASH,
+    CHURN_HANG,
+    CHURN_RESTART,
+    CHURN_PARTITION,
+    CHURN_CLOG,
+    CHURN_KIND_END
+};
+
+static uint32_t churn_rate(const sim_config *c, uint32_t kind)
+{
+    switch (kind) {
+    case CHURN_JOIN:
+        return c->join_per_min;
+    case CHURN_LEAVE:
+        return c->leave_per_min;
+    case CHURN_CRASH:
+        return c->crash_per_min;
+    case CHURN_HANG:
+        return c->hang_per_min;
+    case CHURN_RESTART:
+        return c->restart_per_min;
+    default:
+        return 0;
+    }
+}
+
+static void churn_schedule_next(sim_world *w, uint32_t kind)
+{
+    const uint32_t rate = churn_rate(&w->cfg, kind);
+    if (rate == 0) return;
+    const uint64_t mean = 60u * SIM_SEC / rate;
+    const uint64_t t = w->now + 1u + sim_rng_exp(&w->rng, mean);
+    if (t < w->cfg.churn_ns) world_push(w, t, EVK_CHURN, 0, kind, 0);
+}
+
+static void add_window(sim_world *w, sim_fault_kind kind)
+{
+    sim_fault f;
+    memset(&f, 0, sizeof f);
+    f.kind = kind;
+    f.from_ns = w->now;
+    const uint64_t max_dur = (uint64_t)w->cfg.evict_ms * 2u * SIM_MS;
+    f.until_ns = w->now + sim_rng_range(&w->rng, 50u * SIM_MS,
+                                        max_dur > 50u * SIM_MS ? max_dur : 100u * SIM_MS);
+    if (f.until_ns > w->cfg.churn_ns) f.until_ns = w->cfg.churn_ns;
+    const uint32_t a = pick_peer(w, NODE_ALIVE);
+    if (a == SIM_NONE32) return;
+    if (kind == SIM_FAULT_PARTITION) {
+        f.set[f.set_len++] = w->nodes[a].host;
+        const uint32_t b = pick_peer(w, NODE_ALIVE);
+        if (b != SIM_NONE32 && b != a) f.set[f.set_len++] = w->nodes[b].host;
+    } else {
+        f.a = w->nodes[a].host;
+        const uint32_t b = pick_peer(w, NODE_ALIVE);
+        f.b = b == SIM_NONE32 || b == a ? 0u : w->nodes[b].host;
+    }
+    sim_net_add_fault(&w->net, &f);
+}
+
+static void churn_fire(sim_world *w, uint32_t kind)
+{
+    if (w->quiet) return;
+    uint32_t p;
+    switch (kind) {
+    case CHURN_JOIN:
+        world_spawn_peer(w, SIM_NONE32);
+        break;
+    case CHURN_LEAVE:
+        p = pick_peer(w, NODE_ALIVE);
+        if (p != SIM_NONE32) {
+            w->nodes[p].app.leave_requested = true;
+            app_wake(w, p);
+        }
+        break;
+    case CHURN_CRASH:
+        p = pick_peer(w, NODE_ALIVE);
+        if (p != SIM_NONE32) world_kill(w, p, false);
+        break;
+    case CHURN_HANG:
+        p = pick_peer(w, NODE_ALIVE);
+        if (p != SIM_NONE32) {
+            w->nodes[p].state = NODE_HUNG;
+            w->res->hangs++;
+        }
+        break;
+    case CHURN_RESTART:
+        p = pick_peer(w, NODE_ALIVE);
+        if (p != SIM_NONE32) {
+            const uint32_t host = w->nodes[p].host;
+            world_kill(w, p, false);
+            world_push(w, w->now + sim_rng_range(&w->rng, 100u * SIM_MS, 2u * SIM_SEC), EVK_RESTART,
+                       0, host, 0);
+        }
+        break;
+    case CHURN_PARTITION:
+        add_window(w, SIM_FAULT_PARTITION);
+        break;
+    case CHURN_CLOG:
+        add_window(w, SIM_FAULT_CLOG);
+        break;
+    default:
+        break;
+    }
+    if (kind < CHURN_PARTITION) churn_schedule_next(w, kind);
+}
+
+static void script_fire(sim_world *w, uint32_t i)
+{
+    const sim_script_event *s = &w->cfg.script[i];
+    const uint32_t node = node_of_peer(w, s->peer);
+    world_log(w, "script[%u]: kind %d peer %u (node %d)", i, (int)s->kind, s->peer,
+              node == SIM_NONE32 ? -1 : (int)node);
+    if (s->kind != SIM_SCRIPT_JOIN && s->kind != SIM_SCRIPT_CUT && node == SIM_NONE32) return;
+    switch (s->kind) {
+    case SIM_SCRIPT_JOIN:
+        world_spawn_peer(w, SIM_NONE32);
+        break;
+    case SIM_SCRIPT_LEAVE:
+        w->nodes[node].app.leave_requested = true;
+        app_wake(w, node);
+        break;
+    case SIM_SCRIPT_CRASH:
+        world_kill(w, node, false);
+        break;
+    case SIM_SCRIPT_HANG:
+        if (w->nodes[node].state == NODE_ALIVE) {
+            w->nodes[node].state = NODE_HUNG;
+            w->res->hangs++;
+        }
+        break;
+    case SIM_SCRIPT_RESTART: {
+        const uint32_t host = w->nodes[node].host;
+        world_kill(w, node, false);
+        world_push(w, w->now + 500u * SIM_MS, EVK_RESTART, 0, host, 0);
+        break;
+    }
+    case SIM_SCRIPT_CUT: {
+        const uint32_t other = node_of_peer(w, (uint32_t)s->arg);
+        if (node == SIM_NONE32 || other == SIM_NONE32) break;
+        sim_fault f;
+        memset(&f, 0, sizeof f);
+        f.kind = SIM_FAULT_CUT;
+        f.a = w->nodes[node].host;
+        f.b = w->nodes[other].host;
+        f.from_ns = w->now;
+        f.until_ns = SIM_NET_FOREVER;
+        sim_net_add_fault(&w->net, &f);
+        break;
+    }
+    case SIM_SCRIPT_STALL:
+        w->nodes[node].app.stall_ns = s->arg;
+        break;
+    case SIM_SCRIPT_MISMATCH:
+        w->nodes[node].app.mismatch_next = true;
+        break;
+    case SIM_SCRIPT_CRASH_MID_RING:
+        w->nodes[node].app.crash_after_sends = s->arg > 0 ? s->arg : 1u;
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The loop                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static void fire(sim_world *w, const sim_ev *ev)
+{
+    ccoip_event e;
+    memset(&e, 0, sizeof e);
+    switch ((sim_evk)ev->kind) {
+    case EVK_START:
+        if (!node_runs(w, ev->node)) break;
+        e.type = CCOIP_EV_START;
+        world_feed(w, ev->node, &e);
+        if (!w->nodes[ev->node].is_master) app_start(w, ev->node);
+        break;
+    case EVK_DELIVER:
+        deliver(w, (uint32_t)ev->a);
+        break;
+    case EVK_ACCEPT: {
+        sim_ep *ep = &w->eps[ev->a];
+        if (ep->state != EP_CONNECTING || !node_runs(w, ep->node)) break;
+        ep->state = EP_OPEN;
+        e.type = CCOIP_EV_CONN_UP;
+        e.conn = ep->id;
+        e.accepted = true;
+        e.listener = ep->listener;
+        if (ep->other != SIM_NONE32) {
+            host_ip(w->nodes[w->eps[ep->other].node].host, e.remote_ip);
+            e.remote_ip_len = 4;
+        }
+        world_feed(w, ep->node, &e);
+        break;
+    }
+    case EVK_CONN_UP: {
+        sim_ep *ep = &w->eps[ev->a];
+        if (ep->state != EP_CONNECTING || !node_runs(w, ep->node)) break;
+        ep->state = EP_OPEN;
+        e.type = CCOIP_EV_CONN_UP;
+        e.conn = ep->id;
+        world_feed(w, ep->node, &e);
+        break;
+    }
+    case EVK_CONN_FAIL:
+    case EVK_CONN_CLOSED: {
+        sim_ep *ep = &w->eps[ev->a];
+        if (ep->state == EP_CLOSED || !node_runs(w, ep->node)) break;
+        ep->state = EP_CLOSED;
+        /* The broken stream fails its pending I/O first (ccoip_sm.h), then CONN_CLOSED. */
+        ios_fail_on_ep(w, ep->node, (uint32_t)ev->a);
+        world_push(w, w->now, EVK_EP_BROKEN, ep->node, ev->a, 0);
+        break;
+    }
+    case EVK_EP_BROKEN: {
+        sim_ep *ep = &w->eps[ev->a];
+        if (!node_runs(w, ep->node)) break;
+        e.type = CCOIP_EV_CONN_CLOSED;
+        e.conn = ep->id;
+        world_feed(w, ep->node, &e);
+        break;
+    }
+    case EVK_TIMER: {
+        sim_node *n = &w->nodes[ev->node];
+        if (!node_runs(w, ev->node) || ev->a != n->timer_gen) break;
+        n->timer_at = CCOIP_NO_DEADLINE;
+        e.type = CCOIP_EV_TIMER;
+        world_feed(w, ev->node, &e);
+        break;
+    }
+    case EVK_IO_DONE:
+    case EVK_KERNEL: {
+        if (!node_runs(w, ev->node)) break;
+        sim_node *n = &w->nodes[ev->node];
+        uint32_t idx;
+        sim_io *io = io_find(n, ev->a, &idx);
+        if (io == NULL) break; /* cancelled */
+        e.type = ev->kind == EVK_KERNEL ? CCOIP_EV_KERNEL_DONE : CCOIP_EV_IO_DONE;
+        e.done.io_id = io->io_id;
+        e.done.result = io->result;
+        if (ev->kind == EVK_KERNEL) {
+            e.done.quant_out = io->quant_out;
+        } else {
+            e.done.quant = io->quant_in;
+        }
+        io_remove(n, idx);
+        world_feed(w, ev->node, &e);
+        break;
+    }
+    case EVK_APP:
+        if (node_runs(w, ev->node) && ev->a == w->nodes[ev->node].app.gen) app_wake(w, ev->node);
+        break;
+    case EVK_SCRIPT:
+        script_fire(w, (uint32_t)ev->a);
+        break;
+    case EVK_CHURN:
+        churn_fire(w, (uint32_t)ev->a);
+        break;
+    case EVK_RESTART:
+        if (!w->quiet || ev->b == 1u) world_spawn_peer(w, (uint32_t)ev->a);
+        break;
+    case EVK_PHASE:
+        w->quiet = true;
+        w->quiet_ns = w->now;
+        world_log(w, "phase: churn over at %llu ms, %u live peers",
+                  (unsigned long long)(w->now / SIM_MS), live_peers(w, false));
+        for (uint32_t i = 1; i < w->num_nodes; i++)
+            w->nodes[i].app.successes_quiet = 0;
+        /* The network heals: no more loss (fault windows already end with the churn). */
+        w->cfg.loss_permille = 0;
+        for (uint32_t h = 0; h < w->net.num_hosts; h++)
+            w->net.hosts[h].loss_permille = 0;
+        break;
+    }
+}
+
+/* Liveness phase: a supervisor keeps at least two peers running. */
+static void supervise(sim_world *w)
+{
+    if (!w->quiet) return;
+    uint32_t live = live_peers(w, false);
+    uint32_t starting = 0;
+    for (uint32_t i = 1; i < w->num_nodes; i++) {
+        if (w->nodes[i].state == NODE_ALIVE && w->nodes[i].app.state == APP_START) starting++;
+    }
+    (void)starting;
+    while (live < 2u && w->num_peers_created < w->cfg.max_peers) {
+        if (world_spawn_peer(w, SIM_NONE32) == SIM_NONE32) break;
+        live++;
+    }
+}
+
+static bool all_done(const sim_world *w)
+{
+    if (!w->quiet) return false;
+    uint32_t live = 0;
+    for (uint32_t i = 1; i < w->num_nodes; i++) {
+        const sim_node *n = &w->nodes[i];
+        if (n->state != NODE_ALIVE) continue;
+        live++;
+        if (!n->app.admitted || n->app.successes_quiet < w->cfg.steps) return false;
+    }
+    return live >= 2u;
+}
+
+static void world_free(sim_world *w)
+{
+    for (uint32_t i = 0; i < w->num_nodes; i++) {
+        sim_node *n = &w->nodes[i];
+        if (n->m != NULL) w->vt->destroy(n->m, n->is_master);
+        for (uint32_t s = 0; s < SIM_MAX_OPS; s++)
+            opbuf_release(&n->ops[s]);
+        free(n->ios);
+        for (uint32_t c = 0; c < SIM_MAX_TAGS; c++) {
+            sim_appcmd *ac = &n->app.cmds[c];
+            free(ac->input);
+            if (ac->sendbuf != ac->input) free(ac->sendbuf);
+            if (ac->recvbuf != ac->sendbuf) free(ac->recvbuf);
+            if (ac->pre != ac->input) free(ac->pre);
+        }
+    }
+    for (uint32_t f = 0; f < w->frames_len; f++) {
+        if (w->frames[f].used) free(w->frames[f].bytes);
+    }
+    for (uint32_t e = 0; e < w->eps_len; e++)
+        free(w->eps[e].inbox);
+    check_free(w);
+    free(w->frames);
+    free(w->frame_free);
+    free(w->eps);
+    free(w->ep_map);
+    free(w->nodes);
+    free(w->evs);
+    sim_heap_deinit(&w->heap);
+    sim_net_deinit(&w->net);
+}
+
+sim_status sim_run(const sim_config *cfg, sim_result *out)
+{
+    memset(out, 0, sizeof *out);
+    const sim_sm_vt *vt = cfg->vt != NULL ? cfg->vt : sim_sm_core();
+    if (vt == NULL) {
+        out->status = SIM_UNAVAILABLE;
+        snprintf(out->message, sizeof out->message,
+                 "this build has no state machines to drive (core/ccoip_master.h, "
+                 "core/ccoip_peer.h)");
+        return out->status;
+    }
+    if (!ccoip_dtype_valid(cfg->dtype) || cfg->peers == 0 || cfg->tags == 0 ||
+        cfg->tags > SIM_MAX_TAGS) {
+        out->status = SIM_CRASH;
+        snprintf(out->message, sizeof out->message, "invalid configuration");
+        return out->status;
+    }
+    sim_world *w = calloc(1, sizeof *w);
+    if (w == NULL) {
+        out->status = SIM_CRASH;
+        return out->status;
+    }
+    w->cfg = *cfg;
+    if (w->cfg.max_peers < w->cfg.peers) w->cfg.max_peers = w->cfg.peers;
+    w->vt = vt;
+    w->res = out;
+    sim_rng_seed(&w->rng, cfg->seed);
+    w->net_rng = sim_rng_fork(&w->rng, 0x6e6574u);
+    sim_trace_init(&w->trace);
+    w->elem_bytes = ccoip_dtype_size(cfg->dtype);
+    w->ev_free = SIM_NONE32;
+    w->evs_cap = 1024;
+    w->evs = malloc(w->evs_cap * sizeof *w->evs);
+    w->cap_nodes = w->cfg.max_peers + 1u;
+    w->nodes = calloc(w->cap_nodes, sizeof *w->nodes);
+    w->eps_cap = 256;
+    w->eps = malloc(w->eps_cap * sizeof *w->eps);
+    w->ep_map_cap = 1024;
+    w->ep_map = malloc((size_t)w->ep_map_cap * sizeof *w->ep_map);
+    w->frames_cap = 1024;
+    w->frames = malloc(w->frames_cap * sizeof *w->frames);
+    w->frame_free = malloc(w->frames_cap * sizeof *w->frame_free);
+    w->next_accept_id = CCOIP_CONN_ACCEPTED_BASE + 1u;
+    const bool ok = w->evs != NULL && w->nodes != NULL && w->eps != NULL && w->ep_map != NULL &&
+                    w->frames != NULL && w->frame_free != NULL &&
+                    sim_heap_init(&w->heap, 1u << 24) &&
+                    sim_net_init(&w->net, w->cap_nodes + 1u, 1024u);
+    if (!ok) {
+        world_fail(w, SIM_CRASH, "out of memory at start");
+    } else {
+        memset(w->ep_map, 0xff, (size_t)w->ep_map_cap * sizeof *w->ep_map);
+        /* The master's host: a well-connected machine. */
+        sim_host_link ml = {w->cfg.latency_min_ns / 2u, w->cfg.bw_max_bps, w->cfg.bw_max_bps, 0, 0};
+        sim_net_add_host(&w->net, &ml);
+        const uint32_t master = node_new(w, true, 0);
+        if (master != SIM_NONE32) world_push(w, 0, EVK_START, master, 0, 0);
+        for (uint32_t i = 0; i < w->cfg.peers && !w->failed; i++) {
+            /* Staggered starts: processes do not all come up at once. */
+            const uint32_t node = world_spawn_peer(w, SIM_NONE32);
+            (void)node;
+        }
+        for (uint32_t k = CHURN_JOIN; k < CHURN_PARTITION; k++)
+            churn_schedule_next(w, k);
+        for (uint32_t i = 0; i < w->cfg.partitions; i++) {
+            world_push(w, sim_rng_below(&w->rng, w->cfg.churn_ns + 1u), EVK_CHURN, 0,
+                       CHURN_PARTITION, 0);
+        }
+        for (uint32_t i = 0; i < w->cfg.clogs; i++) {
+            world_push(w, sim_rng_below(&w->rng, w->cfg.churn_ns + 1u), EVK_CHURN, 0, CHURN_CLOG,
+                       0);
+        }
+        for (uint32_t i = 0; i < w->cfg.script_len; i++) {
+            world_push(w, w->cfg.script[i].time_ns, EVK_SCRIPT, 0, i, 0);
+        }
+        world_push(w, w->cfg.churn_ns, EVK_PHASE, 0, 0, 0);
+    }
+
+    const uint64_t deadline = w->cfg.churn_ns + w->cfg.liveness_bound_ns;
+    sim_heap_item it;
+    while (!w->failed && !w->done) {
+        if (!sim_heap_pop(&w->heap, &it)) {
+            world_fail(w, SIM_LIVENESS, "no more events but the run is not done");
+            break;
+        }
+        if (it.time_ns > deadline) {
+            w->now = deadline;
+            world_fail(w, SIM_LIVENESS, "not done %llu ms after churn stopped",
+                       (unsigned long long)(w->cfg.liveness_bound_ns / SIM_MS));
+            break;
+        }
+        w->now = it.time_ns;
+        const sim_ev ev = w->evs[it.payload];
+        w->evs[it.payload].a = w->ev_free;
+        w->ev_free = (uint32_t)it.payload;
+        fire(w, &ev);
+        if (w->res->events > w->cfg.max_events) {
+            world_fail(w, SIM_LIVENESS, "more than %llu events",
+                       (unsigned long long)w->cfg.max_events);
+        }
+        supervise(w);
+        if ((w->res->events & 255u) == 0) check_progress(w);
+        if (!w->failed && all_done(w)) w->done = true;
+    }
+    if (!w->failed) check_final(w);
+    if (w->failed) {
+        /* Say who was stuck: a liveness report names what did not finish. */
+        for (uint32_t i = 1; i < w->num_nodes && out->status == SIM_LIVENESS; i++) {
+            const sim_node *n = &w->nodes[i];
+            if (n->state != NODE_ALIVE) continue;
+            world_log(w,
+                      "  peer %u (node %u, id %llu): app state %d iter %llu admitted %d "
+                      "successes %llu (after churn %llu) outstanding %u",
+                      n->peer_index, i, (unsigned long long)n->peer_id, (int)n->app.state,
+                      (unsigned long long)n->app.iter, (int)n->app.admitted,
+                      (unsigned long long)n->app.successes,
+                      (unsigned long long)n->app.successes_quiet, n->app.outstanding);
+        }
+    }
+    out->trace_hash = w->trace.hash;
+    out->end_ns = w->now;
+    out->net_frames = w->net.frames;
+    out->net_bytes = w->net.bytes;
+    out->live_peers_end = live_peers(w, false);
+    if (!w->failed) out->status = SIM_OK;
+    const sim_status st = out->status;
+    world_free(w);
+    free(w);
+    return st;
+}

@@ -1,0 +1,917 @@
+/*
+ * sm_harness.c — see sm_harness.h. Test code: allocation, abort() on a
+ * harness invariant, no attempt at speed.
+ */
+#include "sm_harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ccoip_dtype.h"
+#include "ccoip_frame.h"
+#include "ccoip_quant.h"
+#include "ccoip_reduce.h"
+
+#define H_MASTER     (-1)
+#define H_PORT_BASE  20000u
+#define H_MAX_POSTED 256u
+#define H_MAX_SLOTS  64u
+
+static void h_die(const char *what)
+{
+    fprintf(stderr, "sm_harness: %s\n", what);
+    abort();
+}
+
+typedef struct h_frame {
+    uint64_t epoch, tag, seq;
+    uint32_t step, chunk;
+    ccoip_quant_meta quant;
+    uint8_t *bytes;
+    uint64_t len;
+} h_frame;
+
+typedef struct h_link {
+    bool alive;
+    int a_node; /* dialer */
+    uint64_t a_conn;
+    int b_node; /* acceptor */
+    uint64_t b_conn;
+    h_frame *frames; /* a -> b ring chunks */
+    uint32_t nframes, capframes;
+} h_link;
+
+typedef struct h_cmd {
+    bool used;
+    uint64_t id;
+    bool done;
+    pcclResult_t result;
+    uint32_t world;
+    bool pending;
+    uint32_t notifies;
+    const void *send;
+    void *recv;
+    uint64_t bytes;
+} h_cmd;
+
+typedef struct h_slot {
+    int cmd; /* index into cmds, -1 free */
+    uint8_t *scratch;
+    uint64_t scratch_bytes;
+    uint8_t *backup;
+    uint64_t backup_bytes;
+    uint32_t gen;
+    uint64_t tag, seq;
+    bool has_tagseq;
+} h_slot;
+
+typedef struct h_posted {
+    uint64_t io_id;
+    uint32_t slot;
+    uint64_t conn, epoch, tag, seq;
+    uint32_t step, chunk;
+    ccoip_span_ref dst;
+} h_posted;
+
+typedef struct h_cancelled {
+    uint64_t tag, seq;
+} h_cancelled;
+
+typedef struct h_peer {
+    ccoip_peer *p;
+    bool dead, frozen;
+    h_cmd cmds[SMH_MAX_CMDS];
+    h_slot slots[H_MAX_SLOTS];
+    h_posted posted[H_MAX_POSTED];
+    uint32_t nposted;
+    h_cancelled cancelled[256];
+    uint32_t ncancelled;
+    uint32_t kill_on_send, sends;
+} h_peer;
+
+typedef struct h_ev {
+    int node;
+    ccoip_event ev;
+    uint8_t *data;
+    uint32_t slot;
+    uint32_t gen;
+    bool has_gen;
+} h_ev;
+
+struct smh {
+    ccoip_master *m;
+    bool m_dead, m_frozen;
+    ccoip_peer_config pcfg;
+    h_peer peers[SMH_MAX_PEERS];
+    uint32_t npeers;
+    h_link *links;
+    uint32_t nlinks, caplinks;
+    h_ev *q;
+    uint64_t qhead, qcount, qcap;
+    uint64_t now;
+    uint64_t next_cmd;
+    uint64_t next_accept_conn;
+    bool blocked[SMH_MAX_PEERS][SMH_MAX_PEERS];
+    char **logs;
+    uint32_t nlogs, caplogs;
+    uint32_t step_errors;
+};
+
+/* ------------------------------------------------------------------------ */
+
+static void h_push(smh *h, int node, const ccoip_event *ev, const uint8_t *data, uint64_t len)
+{
+    if (h->qcount == h->qcap) {
+        uint64_t ncap = h->qcap ? h->qcap * 2u : 256u;
+        h_ev *nq = calloc((size_t)ncap, sizeof(h_ev));
+        if (nq == NULL) h_die("oom");
+        for (uint64_t i = 0; i < h->qcount; i++)
+            nq[i] = h->q[(h->qhead + i) % h->qcap];
+        free(h->q);
+        h->q = nq;
+        h->qcap = ncap;
+        h->qhead = 0;
+    }
+    h_ev *e = &h->q[(h->qhead + h->qcount) % h->qcap];
+    memset(e, 0, sizeof(*e));
+    e->node = node;
+    e->ev = *ev;
+    if (len > 0) {
+        e->data = malloc((size_t)len);
+        if (e->data == NULL) h_die("oom");
+        memcpy(e->data, data, (size_t)len);
+    }
+    e->ev.data = NULL;
+    e->ev.len = len;
+    h->qcount++;
+}
+
+static void h_push_done(smh *h, uint32_t peer, ccoip_event_type t, uint64_t io, uint32_t slot,
+                        pcclResult_t r, const ccoip_quant_meta *q, const ccoip_quant_meta *qo)
+{
+    ccoip_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.type = t;
+    ev.done.io_id = io;
+    ev.done.result = r;
+    if (q != NULL) ev.done.quant = *q;
+    if (qo != NULL) ev.done.quant_out = *qo;
+    h_push(h, (int)peer, &ev, NULL, 0);
+    h_ev *e = &h->q[(h->qhead + h->qcount - 1u) % h->qcap];
+    e->slot = slot;
+    e->gen = h->peers[peer].slots[slot].gen;
+    e->has_gen = true;
+}
+
+static void h_push_simple(smh *h, int node, ccoip_event_type t, uint64_t conn)
+{
+    ccoip_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.type = t;
+    ev.conn = conn;
+    h_push(h, node, &ev, NULL, 0);
+}
+
+static bool h_node_alive(const smh *h, int node)
+{
+    if (node == H_MASTER) return !h->m_dead;
+    return !h->peers[node].dead;
+}
+
+static h_link *h_link_of(smh *h, int node, uint64_t conn, bool *is_a)
+{
+    for (uint32_t i = 0; i < h->nlinks; i++) {
+        h_link *l = &h->links[i];
+        if (!l->alive) continue;
+        if (l->a_node == node && l->a_conn == conn) {
+            *is_a = true;
+            return l;
+        }
+        if (l->b_node == node && l->b_conn == conn) {
+            *is_a = false;
+            return l;
+        }
+    }
+    return NULL;
+}
+
+static h_link *h_link_new(smh *h)
+{
+    if (h->nlinks == h->caplinks) {
+        uint32_t ncap = h->caplinks ? h->caplinks * 2u : 64u;
+        h_link *nl = realloc(h->links, ncap * sizeof(h_link));
+        if (nl == NULL) h_die("oom");
+        h->links = nl;
+        h->caplinks = ncap;
+    }
+    h_link *l = &h->links[h->nlinks++];
+    memset(l, 0, sizeof(*l));
+    l->alive = true;
+    return l;
+}
+
+static void h_fail_posted(smh *h, int node, uint64_t conn)
+{
+    if (node == H_MASTER) return;
+    h_peer *hp = &h->peers[node];
+    for (uint32_t i = 0; i < hp->nposted;) {
+        if (hp->posted[i].conn == conn) {
+            h_push_done(h, (uint32_t)node, CCOIP_EV_IO_DONE, hp->posted[i].io_id,
+                        hp->posted[i].slot, pcclRankConnectionLost, NULL, NULL);
+            hp->posted[i] = hp->posted[--hp->nposted];
+        } else {
+            i++;
+        }
+    }
+}
+
+/* Breaks a link; the surviving side(s) other than `closer` learn of it. */
+static void h_link_break(smh *h, h_link *l, int closer)
+{
+    l->alive = false;
+    for (uint32_t i = 0; i < l->nframes; i++)
+        free(l->frames[i].bytes);
+    free(l->frames);
+    l->frames = NULL;
+    l->nframes = l->capframes = 0;
+    if (l->a_node != closer && h_node_alive(h, l->a_node)) {
+        h_fail_posted(h, l->a_node, l->a_conn);
+        h_push_simple(h, l->a_node, CCOIP_EV_CONN_CLOSED, l->a_conn);
+    }
+    if (l->b_node != closer && h_node_alive(h, l->b_node)) {
+        h_fail_posted(h, l->b_node, l->b_conn);
+        h_push_simple(h, l->b_node, CCOIP_EV_CONN_CLOSED, l->b_conn);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Buffers and kernels                                                       */
+/* ------------------------------------------------------------------------ */
+
+static uint8_t *h_region(smh *h, uint32_t peer, const ccoip_span_ref *s)
+{
+    h_peer *hp = &h->peers[peer];
+    if (s->op_slot >= H_MAX_SLOTS) h_die("op slot out of range");
+    h_slot *sl = &hp->slots[s->op_slot];
+    if (sl->cmd < 0) h_die("span of an unbound op slot");
+    h_cmd *c = &hp->cmds[sl->cmd];
+    uint8_t *base = NULL;
+    uint64_t size = 0;
+    switch (s->region) {
+    case CCOIP_REGION_SEND:
+        base = (uint8_t *)(uintptr_t)c->send;
+        size = c->bytes;
+        break;
+    case CCOIP_REGION_RECV:
+        base = c->recv;
+        size = c->bytes;
+        break;
+    case CCOIP_REGION_SCRATCH:
+        base = sl->scratch;
+        size = sl->scratch_bytes;
+        break;
+    case CCOIP_REGION_BACKUP:
+        base = sl->backup;
+        size = sl->backup_bytes;
+        break;
+    default:
+        h_die("bad region");
+    }
+    if (s->offset > size || s->length > size - s->offset) h_die("span outside its region");
+    return base + s->offset;
+}
+
+static int h_cmd_index(h_peer *hp, uint64_t id)
+{
+    for (int i = 0; i < (int)SMH_MAX_CMDS; i++) {
+        if (hp->cmds[i].used && hp->cmds[i].id == id) return i;
+    }
+    return -1;
+}
+
+static void h_match(smh *h, h_link *l)
+{
+    if (!l->alive || l->b_node == H_MASTER) return;
+    h_peer *hp = &h->peers[l->b_node];
+    while (l->nframes > 0) {
+        h_frame *f = &l->frames[0];
+        bool drop = false, matched = false;
+        for (uint32_t c = 0; c < hp->ncancelled; c++) {
+            if (hp->cancelled[c].tag == f->tag && hp->cancelled[c].seq == f->seq) drop = true;
+        }
+        for (uint32_t i = 0; i < hp->nposted && !drop; i++) {
+            h_posted *pr = &hp->posted[i];
+            if (pr->conn != l->b_conn) continue;
+            if (f->epoch < pr->epoch) {
+                drop = true;
+                break;
+            }
+            if (pr->epoch == f->epoch && pr->tag == f->tag && pr->seq == f->seq &&
+                pr->step == f->step) {
+                if (pr->chunk != f->chunk || pr->dst.length != f->len) {
+                    h_die("ring frame does not fit its RING_RECV");
+                }
+                memcpy(h_region(h, (uint32_t)l->b_node, &pr->dst), f->bytes, (size_t)f->len);
+                h_push_done(h, (uint32_t)l->b_node, CCOIP_EV_IO_DONE, pr->io_id, pr->slot,
+                            pcclSuccess, &f->quant, NULL);
+                *pr = hp->posted[--hp->nposted];
+                matched = true;
+                break;
+            }
+        }
+        if (!drop && !matched) return; /* held until its RING_RECV is posted */
+        free(f->bytes);
+        memmove(&l->frames[0], &l->frames[1], (size_t)(l->nframes - 1u) * sizeof(h_frame));
+        l->nframes--;
+    }
+}
+
+static void h_kill_peer_now(smh *h, uint32_t peer);
+
+static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
+{
+    h_peer *hp = &h->peers[peer];
+    switch (a->type) {
+    case CCOIP_ACT_LISTEN:
+        if (ccoip_peer_set_port(hp->p, a->listener, H_PORT_BASE + peer, NULL) != pcclSuccess) {
+            h_die("set_port");
+        }
+        return;
+    case CCOIP_ACT_CONNECT: {
+        if (a->conn == CCOIP_PEER_MASTER_CONN) {
+            if (h->m_dead) {
+                h_push_simple(h, (int)peer, CCOIP_EV_CONN_CLOSED, a->conn);
+                return;
+            }
+            h_link *l = h_link_new(h);
+            l->a_node = (int)peer;
+            l->a_conn = a->conn;
+            l->b_node = H_MASTER;
+            l->b_conn = CCOIP_CONN_ACCEPTED_BASE + h->next_accept_conn++;
+            ccoip_event ev;
+            memset(&ev, 0, sizeof(ev));
+            ev.type = CCOIP_EV_CONN_UP;
+            ev.conn = l->b_conn;
+            ev.accepted = true;
+            ev.remote_ip[0] = 127;
+            ev.remote_ip[3] = 1;
+            ev.remote_ip_len = 4;
+            h_push(h, H_MASTER, &ev, NULL, 0);
+            h_push_simple(h, (int)peer, CCOIP_EV_CONN_UP, a->conn);
+            return;
+        }
+        uint32_t target = a->port - H_PORT_BASE;
+        if (a->port < H_PORT_BASE || target >= h->npeers || h->peers[target].dead ||
+            h->blocked[peer][target]) {
+            h_push_simple(h, (int)peer, CCOIP_EV_CONN_CLOSED, a->conn);
+            return;
+        }
+        h_link *l = h_link_new(h);
+        l->a_node = (int)peer;
+        l->a_conn = a->conn;
+        l->b_node = (int)target;
+        l->b_conn = CCOIP_CONN_ACCEPTED_BASE + h->next_accept_conn++;
+        ccoip_event ev;
+        memset(&ev, 0, sizeof(ev));
+        ev.type = CCOIP_EV_CONN_UP;
+        ev.conn = l->b_conn;
+        ev.accepted = true;
+        ev.listener = CCOIP_LISTENER_P2P;
+        h_push(h, (int)target, &ev, NULL, 0);
+        h_push_simple(h, (int)peer, CCOIP_EV_CONN_UP, a->conn);
+        return;
+    }
+    case CCOIP_ACT_SEND: {
+        bool is_a;
+        h_link *l = h_link_of(h, (int)peer, a->conn, &is_a);
+        if (l == NULL) return;
+        ccoip_event ev;
+        memset(&ev, 0, sizeof(ev));
+        ev.type = CCOIP_EV_RECV;
+        ev.conn = is_a ? l->b_conn : l->a_conn;
+        h_push(h, is_a ? l->b_node : l->a_node, &ev, a->data, a->len);
+        return;
+    }
+    case CCOIP_ACT_CLOSE: {
+        bool is_a;
+        h_link *l = h_link_of(h, (int)peer, a->conn, &is_a);
+        if (l != NULL) h_link_break(h, l, (int)peer);
+        return;
+    }
+    case CCOIP_ACT_NOTIFY: {
+        int ci = h_cmd_index(hp, a->cmd_id);
+        if (ci < 0) h_die("NOTIFY for an unknown command");
+        h_cmd *c = &hp->cmds[ci];
+        c->notifies++;
+        c->done = true;
+        c->result = a->result;
+        c->world = a->world_size;
+        c->pending = a->peers_pending;
+        return;
+    }
+    case CCOIP_ACT_OP_BEGIN: {
+        int ci = h_cmd_index(hp, a->cmd_id);
+        if (ci < 0 || a->op_slot >= H_MAX_SLOTS || hp->slots[a->op_slot].cmd >= 0) {
+            h_die("bad OP_BEGIN");
+        }
+        h_slot *sl = &hp->slots[a->op_slot];
+        sl->cmd = ci;
+        sl->scratch = calloc((size_t)a->scratch_bytes + 1u, 1);
+        sl->scratch_bytes = a->scratch_bytes;
+        sl->backup = calloc((size_t)a->backup_bytes + 1u, 1);
+        sl->backup_bytes = a->backup_bytes;
+        sl->has_tagseq = false;
+        return;
+    }
+    case CCOIP_ACT_OP_END: {
+        h_slot *sl = &hp->slots[a->op_slot];
+        free(sl->scratch);
+        free(sl->backup);
+        sl->scratch = sl->backup = NULL;
+        sl->cmd = -1;
+        sl->gen++;
+        return;
+    }
+    case CCOIP_ACT_CANCEL: {
+        h_slot *sl = &hp->slots[a->op_slot];
+        sl->gen++;
+        for (uint32_t i = 0; i < hp->nposted;) {
+            if (hp->posted[i].slot == a->op_slot) {
+                hp->posted[i] = hp->posted[--hp->nposted];
+            } else {
+                i++;
+            }
+        }
+        if (sl->has_tagseq && hp->ncancelled < 256u) {
+            hp->cancelled[hp->ncancelled].tag = sl->tag;
+            hp->cancelled[hp->ncancelled].seq = sl->seq;
+            hp->ncancelled++;
+        }
+        return;
+    }
+    case CCOIP_ACT_LOG:
+        if (h->nlogs == h->caplogs) {
+            uint32_t ncap = h->caplogs ? h->caplogs * 2u : 256u;
+            char **nl = realloc(h->logs, ncap * sizeof(char *));
+            if (nl == NULL) h_die("oom");
+            h->logs = nl;
+            h->caplogs = ncap;
+        }
+        h->logs[h->nlogs] = malloc((size_t)a->len + 1u);
+        memcpy(h->logs[h->nlogs], a->data, (size_t)a->len + 1u);
+        h->nlogs++;
+        return;
+    case CCOIP_ACT_RING_SEND: {
+        h_slot *sl = &hp->slots[a->op_slot];
+        sl->tag = a->tag;
+        sl->seq = a->seq;
+        sl->has_tagseq = true;
+        hp->sends++;
+        if (hp->kill_on_send != 0 && hp->sends == hp->kill_on_send) {
+            h_kill_peer_now(h, peer);
+            return;
+        }
+        bool is_a;
+        h_link *l = h_link_of(h, (int)peer, a->conn, &is_a);
+        if (l == NULL || !is_a) {
+            h_push_done(h, peer, CCOIP_EV_IO_DONE, a->io_id, a->op_slot, pcclRankConnectionLost,
+                        NULL, NULL);
+            return;
+        }
+        if (l->nframes == l->capframes) {
+            uint32_t ncap = l->capframes ? l->capframes * 2u : 16u;
+            h_frame *nf = realloc(l->frames, ncap * sizeof(h_frame));
+            if (nf == NULL) h_die("oom");
+            l->frames = nf;
+            l->capframes = ncap;
+        }
+        h_frame *f = &l->frames[l->nframes++];
+        f->epoch = a->epoch;
+        f->tag = a->tag;
+        f->seq = a->seq;
+        f->step = a->step;
+        f->chunk = a->chunk;
+        f->quant = a->quant;
+        f->len = a->src.length;
+        f->bytes = malloc((size_t)f->len + 1u);
+        memcpy(f->bytes, h_region(h, peer, &a->src), (size_t)f->len);
+        h_push_done(h, peer, CCOIP_EV_IO_DONE, a->io_id, a->op_slot, pcclSuccess, NULL, NULL);
+        h_match(h, l);
+        return;
+    }
+    case CCOIP_ACT_RING_RECV: {
+        h_slot *sl = &hp->slots[a->op_slot];
+        sl->tag = a->tag;
+        sl->seq = a->seq;
+        sl->has_tagseq = true;
+        bool is_a;
+        h_link *l = h_link_of(h, (int)peer, a->conn, &is_a);
+        if (l == NULL || is_a) {
+            h_push_done(h, peer, CCOIP_EV_IO_DONE, a->io_id, a->op_slot, pcclRankConnectionLost,
+                        NULL, NULL);
+            return;
+        }
+        if (hp->nposted == H_MAX_POSTED) h_die("too many posted receives");
+        h_posted *pr = &hp->posted[hp->nposted++];
+        pr->io_id = a->io_id;
+        pr->slot = a->op_slot;
+        pr->conn = a->conn;
+        pr->epoch = a->epoch;
+        pr->tag = a->tag;
+        pr->seq = a->seq;
+        pr->step = a->step;
+        pr->chunk = a->chunk;
+        pr->dst = a->dst;
+        h_match(h, l);
+        return;
+    }
+    case CCOIP_ACT_COPY: {
+        if (a->src.length != a->dst.length) h_die("COPY lengths differ");
+        memmove(h_region(h, peer, &a->dst), h_region(h, peer, &a->src), (size_t)a->src.length);
+        h_push_done(h, peer, CCOIP_EV_KERNEL_DONE, a->io_id, a->op_slot, pcclSuccess, NULL, NULL);
+        return;
+    }
+    case CCOIP_ACT_REDUCE: {
+        pcclResult_t r = ccoip_reduce_inplace(a->red_op, a->dtype, h_region(h, peer, &a->dst),
+                                              h_region(h, peer, &a->src), a->count);
+        h_push_done(h, peer, CCOIP_EV_KERNEL_DONE, a->io_id, a->op_slot, r, NULL, NULL);
+        return;
+    }
+    case CCOIP_ACT_FINALIZE: {
+        pcclResult_t r =
+            ccoip_reduce_finalize_avg(a->dtype, h_region(h, peer, &a->dst), a->count, a->divisor);
+        h_push_done(h, peer, CCOIP_EV_KERNEL_DONE, a->io_id, a->op_slot, r, NULL, NULL);
+        return;
+    }
+    case CCOIP_ACT_QUANTIZE: {
+        ccoip_quant_meta meta;
+        const uint8_t *src = h_region(h, peer, &a->src);
+        pcclResult_t r = ccoip_quant_compute_meta(a->quant.algorithm, a->quant.src_type,
+                                                  a->quant.quant_type, src, a->count, &meta);
+        if (r == pcclSuccess) r = ccoip_quantize(&meta, h_region(h, peer, &a->dst), src, a->count);
+        h_push_done(h, peer, CCOIP_EV_KERNEL_DONE, a->io_id, a->op_slot, r, NULL, &meta);
+        return;
+    }
+    case CCOIP_ACT_DEQUANTIZE: {
+        pcclResult_t r;
+        if (a->reduce) {
+            r = ccoip_dequantize_reduce(&a->quant, a->red_op, h_region(h, peer, &a->dst),
+                                        h_region(h, peer, &a->src), a->count);
+        } else {
+            r = ccoip_dequantize(&a->quant, h_region(h, peer, &a->dst), h_region(h, peer, &a->src),
+                                 a->count);
+        }
+        h_push_done(h, peer, CCOIP_EV_KERNEL_DONE, a->io_id, a->op_slot, r, NULL, NULL);
+        return;
+    }
+    }
+    h_die("unknown peer action");
+}
+
+static void h_master_action(smh *h, const ccoip_action *a)
+{
+    switch (a->type) {
+    case CCOIP_ACT_SEND: {
+        bool is_a;
+        h_link *l = h_link_of(h, H_MASTER, a->conn, &is_a);
+        if (l == NULL) return;
+        ccoip_event ev;
+        memset(&ev, 0, sizeof(ev));
+        ev.type = CCOIP_EV_RECV;
+        ev.conn = l->a_conn;
+        h_push(h, l->a_node, &ev, a->data, a->len);
+        return;
+    }
+    case CCOIP_ACT_CLOSE: {
+        bool is_a;
+        h_link *l = h_link_of(h, H_MASTER, a->conn, &is_a);
+        if (l != NULL) h_link_break(h, l, H_MASTER);
+        return;
+    }
+    case CCOIP_ACT_LOG: {
+        ccoip_action b = *a;
+        h_peer_action(h, 0, &b); /* shares the log store */
+        return;
+    }
+    default:
+        h_die("master emitted a peer-only action");
+    }
+}
+
+static void h_deliver(smh *h, h_ev *e)
+{
+    e->ev.now_ns = h->now;
+    e->ev.data = e->data;
+    if (e->node == H_MASTER) {
+        if (h->m_dead || h->m_frozen) return;
+        pcclResult_t r = ccoip_master_step(h->m, &e->ev);
+        if (r != pcclSuccess) h->step_errors++;
+        ccoip_action a;
+        while (ccoip_master_poll(h->m, &a))
+            h_master_action(h, &a);
+        return;
+    }
+    h_peer *hp = &h->peers[e->node];
+    if (hp->dead || hp->frozen) return;
+    if (e->has_gen && hp->slots[e->slot].gen != e->gen) return; /* cancelled */
+    pcclResult_t r = ccoip_peer_step(hp->p, &e->ev);
+    if (r != pcclSuccess) h->step_errors++;
+    ccoip_action a;
+    while (!hp->dead && ccoip_peer_poll(hp->p, &a))
+        h_peer_action(h, (uint32_t)e->node, &a);
+}
+
+void smh_run(smh *h)
+{
+    for (uint64_t guard = 0; h->qcount > 0; guard++) {
+        if (guard > 50000000u) h_die("event storm");
+        h_ev e = h->q[h->qhead];
+        h->qhead = (h->qhead + 1u) % h->qcap;
+        h->qcount--;
+        h_deliver(h, &e);
+        free(e.data);
+    }
+}
+
+void smh_advance(smh *h, uint64_t ns)
+{
+    uint64_t target = h->now + ns;
+    for (uint64_t guard = 0;; guard++) {
+        if (guard > 10000000u) h_die("timer storm");
+        smh_run(h);
+        uint64_t d = CCOIP_NO_DEADLINE;
+        if (!h->m_dead && !h->m_frozen) d = ccoip_master_deadline_ns(h->m);
+        for (uint32_t i = 0; i < h->npeers; i++) {
+            if (h->peers[i].dead || h->peers[i].frozen) continue;
+            uint64_t pd = ccoip_peer_deadline_ns(h->peers[i].p);
+            if (pd < d) d = pd;
+        }
+        if (d > target) break;
+        if (d > h->now) h->now = d;
+        if (!h->m_dead && !h->m_frozen && ccoip_master_deadline_ns(h->m) <= h->now) {
+            h_push_simple(h, H_MASTER, CCOIP_EV_TIMER, 0);
+        }
+        for (uint32_t i = 0; i < h->npeers; i++) {
+            if (h->peers[i].dead || h->peers[i].frozen) continue;
+            if (ccoip_peer_deadline_ns(h->peers[i].p) <= h->now) {
+                h_push_simple(h, (int)i, CCOIP_EV_TIMER, 0);
+            }
+        }
+    }
+    h->now = target;
+    smh_run(h);
+}
+
+/* ------------------------------------------------------------------------ */
+
+smh *smh_create(const ccoip_master_config *mcfg, const ccoip_peer_config *pcfg)
+{
+    smh *h = calloc(1, sizeof(*h));
+    if (h == NULL) h_die("oom");
+    if (ccoip_master_create(mcfg, 42, &h->m) != pcclSuccess) h_die("master_create");
+    if (pcfg != NULL) {
+        h->pcfg = *pcfg;
+    } else {
+        ccoip_peer_config_default(&h->pcfg);
+    }
+    h->pcfg.master_url = "tcp://master";
+    h->next_cmd = 1;
+    h->now = 1000;
+    h_push_simple(h, H_MASTER, CCOIP_EV_START, 0);
+    smh_run(h);
+    return h;
+}
+
+void smh_destroy(smh *h)
+{
+    if (h == NULL) return;
+    ccoip_master_destroy(h->m);
+    for (uint32_t i = 0; i < h->npeers; i++) {
+        ccoip_peer_destroy(h->peers[i].p);
+        for (uint32_t s = 0; s < H_MAX_SLOTS; s++) {
+            free(h->peers[i].slots[s].scratch);
+            free(h->peers[i].slots[s].backup);
+        }
+    }
+    for (uint32_t i = 0; i < h->nlinks; i++) {
+        for (uint32_t f = 0; f < h->links[i].nframes; f++)
+            free(h->links[i].frames[f].bytes);
+        free(h->links[i].frames);
+    }
+    free(h->links);
+    for (uint64_t i = 0; i < h->qcount; i++)
+        free(h->q[(h->qhead + i) % h->qcap].data);
+    free(h->q);
+    for (uint32_t i = 0; i < h->nlogs; i++)
+        free(h->logs[i]);
+    free(h->logs);
+    free(h);
+}
+
+uint32_t smh_add_peer(smh *h, uint32_t group)
+{
+    if (h->npeers == SMH_MAX_PEERS) h_die("too many peers");
+    uint32_t idx = h->npeers++;
+    h_peer *hp = &h->peers[idx];
+    memset(hp, 0, sizeof(*hp));
+    for (uint32_t s = 0; s < H_MAX_SLOTS; s++)
+        hp->slots[s].cmd = -1;
+    ccoip_peer_config c = h->pcfg;
+    c.peer_group = group;
+    if (ccoip_peer_create(&c, 1000u + idx, &hp->p) != pcclSuccess) h_die("peer_create");
+    h_push_simple(h, (int)idx, CCOIP_EV_START, 0);
+    smh_run(h);
+    return idx;
+}
+
+static h_cmd *h_cmd_new(smh *h, uint32_t peer)
+{
+    h_peer *hp = &h->peers[peer];
+    for (uint32_t i = 0; i < SMH_MAX_CMDS; i++) {
+        if (!hp->cmds[i].used) {
+            memset(&hp->cmds[i], 0, sizeof(h_cmd));
+            hp->cmds[i].used = true;
+            hp->cmds[i].id = h->next_cmd++;
+            return &hp->cmds[i];
+        }
+    }
+    h_die("too many commands");
+    return NULL;
+}
+
+uint64_t smh_submit(smh *h, uint32_t peer, ccoip_cmd_type type)
+{
+    h_cmd *c = h_cmd_new(h, peer);
+    ccoip_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.type = CCOIP_EV_SUBMIT;
+    ev.cmd.type = type;
+    ev.cmd.cmd_id = c->id;
+    h_push(h, (int)peer, &ev, NULL, 0);
+    return c->id;
+}
+
+uint64_t smh_allreduce(smh *h, uint32_t peer, const ccoip_allreduce_args *args, const void *sendbuf,
+                       void *recvbuf)
+{
+    h_cmd *c = h_cmd_new(h, peer);
+    c->send = sendbuf;
+    c->recv = recvbuf;
+    uint32_t es = ccoip_dtype_valid(args->dtype) ? ccoip_dtype_size(args->dtype) : 1u;
+    c->bytes = args->count * es;
+    ccoip_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.type = CCOIP_EV_SUBMIT;
+    ev.cmd.type = CCOIP_CMD_ALL_REDUCE;
+    ev.cmd.cmd_id = c->id;
+    ev.cmd.allreduce = *args;
+    h_push(h, (int)peer, &ev, NULL, 0);
+    return c->id;
+}
+
+bool smh_done_ex(const smh *h, uint32_t peer, uint64_t cmd, pcclResult_t *r, uint32_t *world,
+                 bool *pending)
+{
+    const h_peer *hp = &h->peers[peer];
+    for (uint32_t i = 0; i < SMH_MAX_CMDS; i++) {
+        const h_cmd *c = &hp->cmds[i];
+        if (!c->used || c->id != cmd) continue;
+        if (!c->done) return false;
+        if (r != NULL) *r = c->result;
+        if (world != NULL) *world = c->world;
+        if (pending != NULL) *pending = c->pending;
+        return true;
+    }
+    return false;
+}
+
+bool smh_done(const smh *h, uint32_t peer, uint64_t cmd, pcclResult_t *r)
+{
+    return smh_done_ex(h, peer, cmd, r, NULL, NULL);
+}
+
+uint32_t smh_notify_count(const smh *h, uint32_t peer, uint64_t cmd)
+{
+    const h_peer *hp = &h->peers[peer];
+    for (uint32_t i = 0; i < SMH_MAX_CMDS; i++) {
+        if (hp->cmds[i].used && hp->cmds[i].id == cmd) return hp->cmds[i].notifies;
+    }
+    return 0;
+}
+
+static void h_kill_peer_now(smh *h, uint32_t peer)
+{
+    h_peer *hp = &h->peers[peer];
+    if (hp->dead) return;
+    hp->dead = true;
+    for (uint32_t i = 0; i < h->nlinks; i++) {
+        h_link *l = &h->links[i];
+        if (l->alive && (l->a_node == (int)peer || l->b_node == (int)peer)) {
+            h_link_break(h, l, (int)peer);
+        }
+    }
+}
+
+void smh_kill_peer(smh *h, uint32_t peer)
+{
+    h_kill_peer_now(h, peer);
+}
+
+void smh_freeze_peer(smh *h, uint32_t peer)
+{
+    h->peers[peer].frozen = true;
+}
+
+void smh_kill_master(smh *h)
+{
+    h->m_dead = true;
+    for (uint32_t i = 0; i < h->nlinks; i++) {
+        h_link *l = &h->links[i];
+        if (l->alive && l->b_node == H_MASTER) h_link_break(h, l, H_MASTER);
+    }
+}
+
+void smh_freeze_master(smh *h)
+{
+    h->m_frozen = true;
+}
+
+void smh_block_link(smh *h, uint32_t from, uint32_t to)
+{
+    h->blocked[from][to] = true;
+}
+
+void smh_kill_on_ring_send(smh *h, uint32_t peer, uint32_t n)
+{
+    h->peers[peer].kill_on_send = n;
+    h->peers[peer].sends = 0;
+}
+
+void smh_inject_to_master(smh *h, uint32_t peer, const uint8_t *data, uint64_t len)
+{
+    for (uint32_t i = 0; i < h->nlinks; i++) {
+        h_link *l = &h->links[i];
+        if (l->alive && l->a_node == (int)peer && l->b_node == H_MASTER) {
+            ccoip_event ev;
+            memset(&ev, 0, sizeof(ev));
+            ev.type = CCOIP_EV_RECV;
+            ev.conn = l->b_conn;
+            h_push(h, H_MASTER, &ev, data, len);
+            return;
+        }
+    }
+    h_die("inject: peer has no master connection");
+}
+
+ccoip_master *smh_master(smh *h)
+{
+    return h->m;
+}
+
+ccoip_peer *smh_peer(smh *h, uint32_t peer)
+{
+    return h->peers[peer].p;
+}
+
+uint64_t smh_now(const smh *h)
+{
+    return h->now;
+}
+
+uint32_t smh_log_count(const smh *h, const char *needle)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < h->nlogs; i++) {
+        if (strstr(h->logs[i], needle) != NULL) n++;
+    }
+    return n;
+}
+
+uint32_t smh_step_errors(const smh *h)
+{
+    return h->step_errors;
+}
+
+bool smh_form_ring(smh *h, uint32_t n, uint32_t group)
+{
+    uint64_t c0;
+    pcclResult_t r;
+    while (h->npeers < n)
+        smh_add_peer(h, group);
+    c0 = smh_submit(h, 0, CCOIP_CMD_CONNECT);
+    smh_run(h);
+    if (!smh_done(h, 0, c0, &r) || r != pcclSuccess) return false;
+    if (n == 1) return true;
+    uint64_t cs[SMH_MAX_PEERS];
+    for (uint32_t i = 1; i < n; i++)
+        cs[i] = smh_submit(h, i, CCOIP_CMD_CONNECT);
+    smh_run(h);
+    uint64_t u = smh_submit(h, 0, CCOIP_CMD_UPDATE_TOPOLOGY);
+    smh_run(h);
+    if (!smh_done(h, 0, u, &r) || r != pcclSuccess) return false;
+    for (uint32_t i = 1; i < n; i++) {
+        if (!smh_done(h, i, cs[i], &r) || r != pcclSuccess) return false;
+    }
+    return true;
+}

@@ -1,0 +1,76 @@
+/*
+ * sm_harness.h — a small in-memory world for the state-machine unit tests:
+ * one ccoip_master and up to SMH_MAX_PEERS ccoip_peers, wired by a FIFO
+ * event queue, with virtual time. Control frames are delivered as RECV
+ * events in order; p2p connections carry HELLO frames as RECV and ring
+ * chunks by matching RING_SEND against posted RING_RECVs (ccoip_sm.h
+ * rules); kernels run immediately on real buffers (ccoip_reduce.h,
+ * ccoip_quant.h). Faults: kill a peer (its connections close), freeze it
+ * (silent, connections stay open), kill or freeze the master, block a
+ * directed p2p link (its CONNECT fails), inject raw bytes. A mini-simulator;
+ * the full one is sim/.
+ */
+#ifndef SM_HARNESS_H
+#define SM_HARNESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ccoip_master.h"
+#include "ccoip_peer.h"
+
+#define SMH_MAX_PEERS 16u
+#define SMH_MAX_CMDS  64u
+
+typedef struct smh smh;
+
+/** Creates a world. mcfg/pcfg may be NULL (defaults). */
+smh *smh_create(const ccoip_master_config *mcfg, const ccoip_peer_config *pcfg);
+void smh_destroy(smh *h);
+
+/** Adds a started peer in group; returns its index. */
+uint32_t smh_add_peer(smh *h, uint32_t group);
+/** Submits a command without arguments; returns its cmd_id. */
+uint64_t smh_submit(smh *h, uint32_t peer, ccoip_cmd_type type);
+/**
+ * Submits an all-reduce over the caller's buffers (recvbuf == sendbuf for in
+ * place; args->in_place must say so). The buffers must outlive the command.
+ */
+uint64_t smh_allreduce(smh *h, uint32_t peer, const ccoip_allreduce_args *args, const void *sendbuf,
+                       void *recvbuf);
+/** True when cmd completed; *r its result, *world the world size, *pending peers_pending. */
+bool smh_done(const smh *h, uint32_t peer, uint64_t cmd, pcclResult_t *r);
+bool smh_done_ex(const smh *h, uint32_t peer, uint64_t cmd, pcclResult_t *r, uint32_t *world,
+                 bool *pending);
+
+/** Processes queued events until none is left (time does not move). */
+void smh_run(smh *h);
+/** Moves time forward by ns, firing every deadline on the way. */
+void smh_advance(smh *h, uint64_t ns);
+
+/** Faults. */
+void smh_kill_peer(smh *h, uint32_t peer);
+void smh_freeze_peer(smh *h, uint32_t peer);
+void smh_kill_master(smh *h);
+void smh_freeze_master(smh *h);
+void smh_block_link(smh *h, uint32_t from, uint32_t to);
+/** The peer dies right when it emits its n-th RING_SEND (n >= 1; 0 disarms). */
+void smh_kill_on_ring_send(smh *h, uint32_t peer, uint32_t n);
+/** Delivers raw bytes to the master as if peer sent them on its control connection. */
+void smh_inject_to_master(smh *h, uint32_t peer, const uint8_t *data, uint64_t len);
+
+/** Access. */
+ccoip_master *smh_master(smh *h);
+ccoip_peer *smh_peer(smh *h, uint32_t peer);
+uint64_t smh_now(const smh *h);
+/** LOG lines seen whose text contains needle (any machine). */
+uint32_t smh_log_count(const smh *h, const char *needle);
+/** NOTIFY actions seen for cmd of peer (exactly-one checks). */
+uint32_t smh_notify_count(const smh *h, uint32_t peer, uint64_t cmd);
+/** Step results other than pcclSuccess (must stay 0 in a healthy run). */
+uint32_t smh_step_errors(const smh *h);
+
+/** Connects peers 0..n-1 (peer 0 first, then the others admitted by peer 0's update). */
+bool smh_form_ring(smh *h, uint32_t n, uint32_t group);
+
+#endif /* SM_HARNESS_H */

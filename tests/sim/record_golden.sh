@@ -1,0 +1,18 @@
+#!/bin/sh
+# Re-records the simulator's golden traces (tests/sim/golden/) from a native
+# build: the scenario trace hashes and the swarm seeds the WASM build must
+# reproduce. Run after an intended change of the state machines or the
+# simulator, and say why in the commit.
+#   tests/sim/record_golden.sh [BUILD_DIR]   (default: build-sim)
+set -eu
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$root/build-sim}
+sim=$build/sim/pccl-sim
+gold=$root/tests/sim/golden
+mkdir -p "$gold"
+for s in join_during_allreduce kill_mid_ring hung_peer straggler unreachable_pair mismatched_params; do
+    "$sim" --scenario "$s" --seed 1 --quiet | grep -E '^(seed=|trace_hash=)' > "$gold/$s.txt"
+    echo "$s: $(tail -1 "$gold/$s.txt")"
+done
+"$sim" --swarm --seeds 1:24 | grep -E '^seed=' > "$gold/swarm_1_24.txt"
+echo "swarm 1..24: $(wc -l < "$gold/swarm_1_24.txt") seeds"

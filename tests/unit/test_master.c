@@ -1,0 +1,306 @@
+/*
+ * test_master.c — the master state machine (core/master*.c), driven through
+ * the in-memory harness (tests/common/sm_harness.h) with real peers:
+ * join and admission by unanimous vote, pending-peer queries, parameter
+ * agreement, too few peers, stragglers, silent peers, unreachable links,
+ * malformed input, the abort-verdict canary.
+ */
+#include <string.h>
+
+#include "ccoip_master.h"
+#include "ptest.h"
+#include "sm_harness.h"
+
+static ccoip_allreduce_args ar_args(uint64_t tag, uint64_t count, pcclDataType_t dt, pcclRedOp_t op)
+{
+    ccoip_allreduce_args a;
+    memset(&a, 0, sizeof(a));
+    a.tag = tag;
+    a.count = count;
+    a.dtype = dt;
+    a.op = op;
+    a.quant_algorithm = pcclQuantNone;
+    return a;
+}
+
+PTEST(master, join_three_admitted_by_unanimous_vote)
+{
+    smh *h = smh_create(NULL, NULL);
+    for (uint32_t i = 0; i < 3; i++)
+        smh_add_peer(h, 0);
+    pcclResult_t r;
+    uint32_t world = 0;
+    uint64_t c0 = smh_submit(h, 0, CCOIP_CMD_CONNECT);
+    smh_run(h);
+    PT_ASSERT(smh_done_ex(h, 0, c0, &r, &world, NULL) && r == pcclSuccess && world == 1,
+              "the first peer is admitted alone (r=%d world=%u)", (int)r, world);
+    uint64_t c1 = smh_submit(h, 1, CCOIP_CMD_CONNECT);
+    uint64_t c2 = smh_submit(h, 2, CCOIP_CMD_CONNECT);
+    smh_run(h);
+    PT_ASSERT(!smh_done(h, 1, c1, NULL) && !smh_done(h, 2, c2, NULL),
+              "newcomers wait until the accepted peers vote");
+    PT_ASSERT(ccoip_master_num_pending(smh_master(h)) == 2, "two pending, got %u",
+              ccoip_master_num_pending(smh_master(h)));
+    uint64_t q = smh_submit(h, 0, CCOIP_CMD_ARE_PEERS_PENDING);
+    smh_run(h);
+    bool pending = false;
+    PT_ASSERT(smh_done_ex(h, 0, q, &r, NULL, &pending) && r == pcclSuccess && pending,
+              "peer 0 sees pending peers");
+    uint64_t u = smh_submit(h, 0, CCOIP_CMD_UPDATE_TOPOLOGY);
+    smh_run(h);
+    PT_ASSERT(smh_done_ex(h, 0, u, &r, &world, NULL) && r == pcclSuccess && world == 3,
+              "update topology succeeds with world 3 (r=%d world=%u)", (int)r, world);
+    PT_ASSERT(smh_done(h, 1, c1, &r) && r == pcclSuccess, "peer 1 admitted (r=%d)", (int)r);
+    PT_ASSERT(smh_done(h, 2, c2, &r) && r == pcclSuccess, "peer 2 admitted (r=%d)", (int)r);
+    PT_ASSERT(ccoip_master_num_accepted(smh_master(h)) == 3, "three accepted");
+    uint64_t ring[4];
+    uint32_t n = ccoip_master_ring(smh_master(h), 0, ring, 4);
+    PT_ASSERT(n == 3 && ring[0] == 1 && ring[1] == 2 && ring[2] == 3,
+              "ring sorted by id: n=%u %llu %llu %llu", n, (unsigned long long)ring[0],
+              (unsigned long long)ring[1], (unsigned long long)ring[2]);
+    for (uint32_t i = 0; i < 3; i++) {
+        PT_ASSERT(ccoip_peer_epoch(smh_peer(h, i)) == ccoip_master_epoch(smh_master(h)),
+                  "peer %u on the master's epoch", i);
+    }
+    /* Every accepted peer must vote: two of three is not enough. */
+    uint64_t q0 = smh_submit(h, 0, CCOIP_CMD_ARE_PEERS_PENDING);
+    uint64_t q1 = smh_submit(h, 1, CCOIP_CMD_ARE_PEERS_PENDING);
+    smh_run(h);
+    PT_ASSERT(!smh_done(h, 0, q0, NULL) && !smh_done(h, 1, q1, NULL), "query waits for peer 2");
+    uint64_t q2 = smh_submit(h, 2, CCOIP_CMD_ARE_PEERS_PENDING);
+    smh_run(h);
+    PT_ASSERT(smh_done_ex(h, 2, q2, &r, NULL, &pending) && r == pcclSuccess && !pending,
+              "nobody pending any more");
+    PT_ASSERT(smh_step_errors(h) == 0, "no step errors (%u)", smh_step_errors(h));
+    smh_destroy(h);
+}
+
+PTEST(master, mismatched_parameters_invalid_usage_everywhere)
+{
+    smh *h = smh_create(NULL, NULL);
+    PT_ASSERT(smh_form_ring(h, 3, 0), "ring of 3 formed");
+    int32_t a[3][4] = {{1, 2, 3, 4}, {1, 2, 3, 4}, {1, 2, 3, 4}};
+    int32_t b[3][4];
+    uint64_t c[3];
+    for (uint32_t i = 0; i < 3; i++) {
+        ccoip_allreduce_args args = ar_args(7, i == 1 ? 3 : 4, pcclInt32, pcclSum);
+        c[i] = smh_allreduce(h, i, &args, a[i], b[i]);
+    }
+    smh_run(h);
+    for (uint32_t i = 0; i < 3; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclInvalidUsage,
+                  "peer %u gets pcclInvalidUsage (r=%d)", i, (int)r);
+        PT_ASSERT(smh_notify_count(h, i, c[i]) == 1, "exactly one NOTIFY");
+    }
+    /* The tag is free again and a matching retry works. */
+    for (uint32_t i = 0; i < 3; i++) {
+        ccoip_allreduce_args args = ar_args(7, 4, pcclInt32, pcclSum);
+        c[i] = smh_allreduce(h, i, &args, a[i], b[i]);
+    }
+    smh_run(h);
+    for (uint32_t i = 0; i < 3; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclSuccess, "retry ok on %u (r=%d)", i, (int)r);
+        PT_ASSERT(b[i][0] == 3 && b[i][3] == 12, "sum exact on %u: %d %d", i, b[i][0], b[i][3]);
+    }
+    smh_destroy(h);
+}
+
+PTEST(master, too_few_peers)
+{
+    smh *h = smh_create(NULL, NULL);
+    PT_ASSERT(smh_form_ring(h, 1, 0), "one peer");
+    int32_t x[2] = {1, 2}, y[2];
+    ccoip_allreduce_args args = ar_args(1, 2, pcclInt32, pcclSum);
+    uint64_t c = smh_allreduce(h, 0, &args, x, y);
+    smh_run(h);
+    pcclResult_t r;
+    PT_ASSERT(smh_done(h, 0, c, &r) && r == pcclTooFewPeers, "pcclTooFewPeers (r=%d)", (int)r);
+    smh_destroy(h);
+}
+
+PTEST(master, straggler_evicted_at_vote_deadline)
+{
+    ccoip_master_config mc;
+    ccoip_master_config_default(&mc);
+    mc.vote_timeout_ms = 5000;
+    smh *h = smh_create(&mc, NULL);
+    PT_ASSERT(smh_form_ring(h, 3, 0), "ring of 3 formed");
+    uint64_t u0 = smh_submit(h, 0, CCOIP_CMD_UPDATE_TOPOLOGY);
+    uint64_t u1 = smh_submit(h, 1, CCOIP_CMD_UPDATE_TOPOLOGY);
+    smh_advance(h, 4000u * 1000000u);
+    PT_ASSERT(!smh_done(h, 0, u0, NULL), "still waiting for peer 2 before the deadline");
+    PT_ASSERT(!ccoip_peer_is_failed(smh_peer(h, 2)), "peer 2 alive before the deadline");
+    smh_advance(h, 1500u * 1000000u);
+    pcclResult_t r;
+    uint32_t world;
+    PT_ASSERT(ccoip_peer_is_failed(smh_peer(h, 2)), "the straggler was evicted");
+    PT_ASSERT(smh_done_ex(h, 0, u0, &r, &world, NULL) && r == pcclSuccess && world == 2,
+              "peer 0's vote completes without it (r=%d world=%u)", (int)r, world);
+    PT_ASSERT(smh_done(h, 1, u1, &r) && r == pcclSuccess, "peer 1 too (r=%d)", (int)r);
+    PT_ASSERT(smh_log_count(h, "did not vote") == 1, "eviction logged");
+    smh_destroy(h);
+}
+
+PTEST(master, silent_peer_evicted_after_evict_ms)
+{
+    smh *h = smh_create(NULL, NULL);
+    PT_ASSERT(smh_form_ring(h, 3, 0), "ring of 3 formed");
+    uint64_t e0 = ccoip_master_epoch(smh_master(h));
+    smh_freeze_peer(h, 1);
+    smh_advance(h, 1900u * 1000000u);
+    PT_ASSERT(ccoip_master_num_accepted(smh_master(h)) == 3, "not yet evicted at 1.9 s");
+    smh_advance(h, 200u * 1000000u);
+    PT_ASSERT(ccoip_master_num_accepted(smh_master(h)) == 2, "evicted after 2 s, accepted %u",
+              ccoip_master_num_accepted(smh_master(h)));
+    PT_ASSERT(ccoip_master_epoch(smh_master(h)) > e0, "a new epoch started");
+    PT_ASSERT(smh_log_count(h, "silent for evict_ms") == 1, "eviction logged");
+    /* The survivors re-wired on their own and reduce on the ring of two. */
+    int32_t x[2][3] = {{1, 2, 3}, {10, 20, 30}}, y[2][3];
+    uint32_t who[2] = {0, 2};
+    uint64_t c[2];
+    for (uint32_t k = 0; k < 2; k++) {
+        ccoip_allreduce_args args = ar_args(3, 3, pcclInt32, pcclSum);
+        c[k] = smh_allreduce(h, who[k], &args, x[k], y[k]);
+    }
+    smh_run(h);
+    for (uint32_t k = 0; k < 2; k++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, who[k], c[k], &r) && r == pcclSuccess, "ok on %u (r=%d)", who[k],
+                  (int)r);
+        PT_ASSERT(y[k][0] == 11 && y[k][1] == 22 && y[k][2] == 33, "exact sum on %u", who[k]);
+    }
+    smh_destroy(h);
+}
+
+PTEST(master, unreachable_pair_ring_avoids_it)
+{
+    smh *h = smh_create(NULL, NULL);
+    for (uint32_t i = 0; i < 4; i++)
+        smh_add_peer(h, 0);
+    smh_block_link(h, 0, 1);
+    smh_block_link(h, 1, 0);
+    pcclResult_t r;
+    uint64_t c0 = smh_submit(h, 0, CCOIP_CMD_CONNECT);
+    smh_run(h);
+    PT_ASSERT(smh_done(h, 0, c0, &r) && r == pcclSuccess, "peer 0 admitted");
+    uint64_t cs[4];
+    for (uint32_t i = 1; i < 4; i++)
+        cs[i] = smh_submit(h, i, CCOIP_CMD_CONNECT);
+    smh_run(h);
+    uint64_t u = smh_submit(h, 0, CCOIP_CMD_UPDATE_TOPOLOGY);
+    smh_run(h);
+    PT_ASSERT(smh_done(h, 0, u, &r) && r == pcclUpdateTopologyFailed,
+              "the first try fails on the unreachable link (r=%d)", (int)r);
+    u = smh_submit(h, 0, CCOIP_CMD_UPDATE_TOPOLOGY);
+    smh_run(h);
+    PT_ASSERT(smh_done(h, 0, u, &r) && r == pcclSuccess, "the retry succeeds (r=%d)", (int)r);
+    for (uint32_t i = 1; i < 4; i++) {
+        PT_ASSERT(smh_done(h, i, cs[i], &r) && r == pcclSuccess, "peer %u admitted (r=%d)", i,
+                  (int)r);
+    }
+    uint64_t ring[4];
+    uint32_t n = ccoip_master_ring(smh_master(h), 0, ring, 4);
+    PT_ASSERT(n == 4 && ring[0] == 1 && ring[1] == 3 && ring[2] == 2 && ring[3] == 4,
+              "ring 1 3 2 4 avoids 1<->2: %llu %llu %llu %llu", (unsigned long long)ring[0],
+              (unsigned long long)ring[1], (unsigned long long)ring[2],
+              (unsigned long long)ring[3]);
+    int32_t x[4][5], y[4][5];
+    uint64_t c[4];
+    for (uint32_t i = 0; i < 4; i++) {
+        for (uint32_t k = 0; k < 5; k++)
+            x[i][k] = (int32_t)(i * 100u + k);
+        ccoip_allreduce_args args = ar_args(9, 5, pcclInt32, pcclSum);
+        c[i] = smh_allreduce(h, i, &args, x[i], y[i]);
+    }
+    smh_run(h);
+    for (uint32_t i = 0; i < 4; i++) {
+        PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclSuccess, "reduce ok on %u (r=%d)", i,
+                  (int)r);
+        for (uint32_t k = 0; k < 5; k++) {
+            PT_ASSERT(y[i][k] == (int32_t)(600u + 4u * k), "exact on %u[%u]: %d", i, k, y[i][k]);
+        }
+    }
+    smh_destroy(h);
+}
+
+PTEST(master, no_ring_evicts_the_least_reachable_peer)
+{
+    smh *h = smh_create(NULL, NULL);
+    for (uint32_t i = 0; i < 3; i++)
+        smh_add_peer(h, 0);
+    /* Peer 2 (id 3) can neither reach nor be reached by peer 1 (id 2) and cannot reach 0. */
+    smh_block_link(h, 1, 2);
+    smh_block_link(h, 2, 1);
+    smh_block_link(h, 2, 0);
+    pcclResult_t r;
+    uint64_t c0 = smh_submit(h, 0, CCOIP_CMD_CONNECT);
+    smh_run(h);
+    uint64_t c1 = smh_submit(h, 1, CCOIP_CMD_CONNECT);
+    uint64_t c2 = smh_submit(h, 2, CCOIP_CMD_CONNECT);
+    smh_run(h);
+    for (int attempt = 0; attempt < 4; attempt++) {
+        uint64_t u = smh_submit(h, 0, CCOIP_CMD_UPDATE_TOPOLOGY);
+        smh_run(h);
+        PT_ASSERT(smh_done(h, 0, u, &r), "update answered");
+        if (r == pcclSuccess) break;
+    }
+    PT_ASSERT(r == pcclSuccess, "eventually succeeds (r=%d)", (int)r);
+    PT_ASSERT(smh_done(h, 0, c0, &r) && r == pcclSuccess, "peer 0 ok");
+    PT_ASSERT(smh_done(h, 1, c1, &r) && r == pcclSuccess, "peer 1 admitted (r=%d)", (int)r);
+    PT_ASSERT(smh_done(h, 2, c2, &r) && r == pcclMasterConnectionFailed,
+              "peer 2 evicted as unreachable (r=%d)", (int)r);
+    PT_ASSERT(smh_log_count(h, "reaches the fewest others") == 1, "eviction logged");
+    smh_destroy(h);
+}
+
+PTEST(master, malformed_frame_evicts_with_log)
+{
+    smh *h = smh_create(NULL, NULL);
+    PT_ASSERT(smh_form_ring(h, 3, 0), "ring of 3 formed");
+    uint64_t pend = smh_submit(h, 1, CCOIP_CMD_ARE_PEERS_PENDING);
+    smh_run(h);
+    static const uint8_t junk[] = {0x43, 0x43, 0x6f, 0x43, 1,    0,    1,   0,
+                                   3,    0,    0,    0,    0xff, 0xff, 0xff};
+    smh_inject_to_master(h, 1, junk, sizeof(junk));
+    smh_run(h);
+    pcclResult_t r;
+    PT_ASSERT(smh_log_count(h, "malformed control frame") == 1, "eviction logged");
+    PT_ASSERT(ccoip_peer_is_failed(smh_peer(h, 1)), "peer 1 was evicted");
+    PT_ASSERT(smh_done(h, 1, pend, &r) && r == pcclMasterConnectionFailed,
+              "its pending call fails with pcclMasterConnectionFailed (r=%d)", (int)r);
+    PT_ASSERT(ccoip_master_num_accepted(smh_master(h)) == 2, "two left");
+    /* A frame that is not even a header. */
+    static const uint8_t tiny[] = {1, 2, 3};
+    smh_inject_to_master(h, 2, tiny, sizeof(tiny));
+    smh_run(h);
+    PT_ASSERT(ccoip_peer_is_failed(smh_peer(h, 2)), "peer 2 evicted too");
+    PT_ASSERT(smh_step_errors(h) == 0, "remote input never fails a step");
+    smh_destroy(h);
+}
+
+PTEST(master, canary_skip_abort_verdict_is_observable)
+{
+    ccoip_master_config mc;
+    ccoip_master_config_default(&mc);
+    mc.canary_skip_abort_verdict = true;
+    smh *h = smh_create(&mc, NULL);
+    PT_ASSERT(smh_form_ring(h, 3, 0), "ring of 3 formed");
+    int32_t x[3][6] = {{0}}, y[3][6];
+    uint64_t c[3];
+    smh_kill_on_ring_send(h, 2, 1);
+    for (uint32_t i = 0; i < 3; i++) {
+        ccoip_allreduce_args args = ar_args(5, 6, pcclInt32, pcclSum);
+        c[i] = smh_allreduce(h, i, &args, x[i], y[i]);
+    }
+    smh_run(h);
+    /* With the canary, a survivor that had not failed locally never hears the verdict. */
+    uint32_t unanswered = 0;
+    for (uint32_t i = 0; i < 2; i++) {
+        if (!smh_done(h, i, c[i], NULL)) unanswered++;
+    }
+    PT_ASSERT(unanswered > 0, "the broken rule is visible: %u survivors without a verdict",
+              unanswered);
+    smh_destroy(h);
+}

@@ -1,0 +1,310 @@
+/*
+ * test_peer.c — the peer state machine (core/peer*.c) driving the ring
+ * all-reduce, driven through the in-memory harness with a real master:
+ * exact results for N = 1..4, count 0, AVG, quantization (bit-identical to
+ * tests/common/ring_exec.c), concurrent tags, a peer killed mid-ring
+ * (survivors get pcclRankConnectionLost, in-place buffers restored bit-exactly,
+ * the next all-reduce runs on the shrunken ring), master loss, and the
+ * restore canary.
+ */
+#include <string.h>
+
+#include "ccoip_master.h"
+#include "ccoip_peer.h"
+#include "ptest.h"
+#include "ring_exec.h"
+#include "sm_harness.h"
+#include "test_rng.h"
+
+static ccoip_allreduce_args ar(uint64_t tag, uint64_t count, pcclDataType_t dt, pcclRedOp_t op,
+                               bool in_place)
+{
+    ccoip_allreduce_args a;
+    memset(&a, 0, sizeof(a));
+    a.tag = tag;
+    a.count = count;
+    a.dtype = dt;
+    a.op = op;
+    a.quant_algorithm = pcclQuantNone;
+    a.in_place = in_place;
+    return a;
+}
+
+static smh *world_of(uint32_t n)
+{
+    ccoip_master_config mc;
+    ccoip_master_config_default(&mc);
+    mc.min_collective_world = 1; /* the one-peer ring is exercised too */
+    smh *h = smh_create(&mc, NULL);
+    if (!smh_form_ring(h, n, 0)) {
+        smh_destroy(h);
+        return NULL;
+    }
+    return h;
+}
+
+#define MAXN 4u
+#define MAXC 37u
+
+PTEST(peer, allreduce_exact_n1_to_n4)
+{
+    for (uint32_t n = 1; n <= MAXN; n++) {
+        for (uint32_t variant = 0; variant < 3; variant++) {
+            smh *h = world_of(n);
+            PT_ASSERT(h != NULL, "ring of %u formed", n);
+            uint64_t count = variant == 0 ? 0 : (variant == 1 ? 2 : MAXC); /* empty chunks too */
+            uint32_t x[MAXN][MAXC], y[MAXN][MAXC];
+            uint64_t c[MAXN];
+            for (uint32_t i = 0; i < n; i++) {
+                for (uint32_t k = 0; k < MAXC; k++) {
+                    x[i][k] = 0xfffffff0u + i * 7u + k; /* the sum wraps */
+                    y[i][k] = 0xdeadbeefu;
+                }
+                ccoip_allreduce_args a = ar(11, count, pcclUint32, pcclSum, false);
+                c[i] = smh_allreduce(h, i, &a, x[i], y[i]);
+            }
+            smh_run(h);
+            for (uint32_t i = 0; i < n; i++) {
+                pcclResult_t r;
+                PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclSuccess,
+                          "n=%u count=%llu rank %u ok (r=%d)", n, (unsigned long long)count, i,
+                          (int)r);
+                PT_ASSERT(smh_notify_count(h, i, c[i]) == 1, "exactly one NOTIFY");
+                for (uint32_t k = 0; k < MAXC; k++) {
+                    uint32_t want = 0;
+                    for (uint32_t j = 0; j < n; j++)
+                        want += x[j][k];
+                    if (k >= count) want = 0xdeadbeefu;
+                    PT_ASSERT(y[i][k] == want, "n=%u rank %u [%u]: %u != %u", n, i, k, y[i][k],
+                              want);
+                }
+                for (uint32_t k = 0; k < MAXC; k++) {
+                    PT_ASSERT(x[i][k] == 0xfffffff0u + i * 7u + k, "send buffer untouched");
+                }
+            }
+            PT_ASSERT(smh_step_errors(h) == 0, "no step errors");
+            smh_destroy(h);
+        }
+    }
+}
+
+PTEST(peer, allreduce_avg_in_place_int)
+{
+    smh *h = world_of(3);
+    PT_ASSERT(h != NULL, "ring of 3");
+    int32_t x[3][8];
+    uint64_t c[3];
+    for (uint32_t i = 0; i < 3; i++) {
+        for (uint32_t k = 0; k < 8; k++)
+            x[i][k] = (int32_t)k * (i == 1 ? -5 : 3) - 1;
+        ccoip_allreduce_args a = ar(2, 8, pcclInt32, pcclAvg, true);
+        c[i] = smh_allreduce(h, i, &a, x[i], x[i]);
+    }
+    smh_run(h);
+    for (uint32_t i = 0; i < 3; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclSuccess, "ok (r=%d)", (int)r);
+        for (uint32_t k = 0; k < 8; k++) {
+            int32_t sum = ((int32_t)k * 3 - 1) * 2 + ((int32_t)k * -5 - 1);
+            PT_ASSERT(x[i][k] == sum / 3, "avg truncates toward zero: rank %u [%u] %d != %d", i, k,
+                      x[i][k], sum / 3);
+        }
+    }
+    smh_destroy(h);
+}
+
+PTEST(peer, quantized_matches_ring_exec_bit_for_bit)
+{
+    const uint32_t n = 3;
+    const uint64_t count = 29;
+    smh *h = world_of(n);
+    PT_ASSERT(h != NULL, "ring of 3");
+    float x[3][29], y[3][29], ref[3][29];
+    test_rng rng;
+    test_rng_seed(&rng, 77);
+    for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t k = 0; k < count; k++) {
+            x[i][k] = (float)((double)test_rng_below(&rng, 20001) / 1000.0 - 10.0);
+            ref[i][k] = x[i][k];
+        }
+    }
+    void *bufs[3] = {ref[0], ref[1], ref[2]};
+    PT_ASSERT(ring_exec_allreduce(bufs, n, count, pcclFloat, pcclAvg, pcclQuantMinMax, pcclUint8,
+                                  NULL, NULL) == pcclSuccess,
+              "reference ran");
+    uint64_t c[3];
+    for (uint32_t i = 0; i < n; i++) {
+        ccoip_allreduce_args a = ar(4, count, pcclFloat, pcclAvg, false);
+        a.quant_algorithm = pcclQuantMinMax;
+        a.quant_dtype = pcclUint8;
+        c[i] = smh_allreduce(h, i, &a, x[i], y[i]);
+    }
+    smh_run(h);
+    for (uint32_t i = 0; i < n; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclSuccess, "ok (r=%d)", (int)r);
+        PT_ASSERT(memcmp(y[i], ref[i], sizeof(y[i])) == 0, "rank %u equals ring_exec bit for bit",
+                  i);
+        PT_ASSERT(memcmp(y[i], y[0], sizeof(y[i])) == 0, "rank %u bit-identical to rank 0", i);
+    }
+    smh_destroy(h);
+}
+
+PTEST(peer, concurrent_tags)
+{
+    smh *h = world_of(3);
+    PT_ASSERT(h != NULL, "ring of 3");
+    uint64_t xa[3][10], ya[3][10];
+    uint16_t xb[3][7], yb[3][7];
+    uint64_t ca[3], cb[3];
+    for (uint32_t i = 0; i < 3; i++) {
+        for (uint32_t k = 0; k < 10; k++)
+            xa[i][k] = (uint64_t)(i + 1) * 1000u + k;
+        for (uint32_t k = 0; k < 7; k++)
+            xb[i][k] = (uint16_t)(i * 3u + k);
+        ccoip_allreduce_args a = ar(100, 10, pcclUint64, pcclSum, false);
+        ccoip_allreduce_args b = ar(200, 7, pcclUint16, pcclMax, false);
+        /* Different submission order per peer. */
+        if (i % 2 == 0) {
+            ca[i] = smh_allreduce(h, i, &a, xa[i], ya[i]);
+            cb[i] = smh_allreduce(h, i, &b, xb[i], yb[i]);
+        } else {
+            cb[i] = smh_allreduce(h, i, &b, xb[i], yb[i]);
+            ca[i] = smh_allreduce(h, i, &a, xa[i], ya[i]);
+        }
+    }
+    smh_run(h);
+    for (uint32_t i = 0; i < 3; i++) {
+        pcclResult_t r1, r2;
+        PT_ASSERT(smh_done(h, i, ca[i], &r1) && r1 == pcclSuccess, "tag 100 ok (r=%d)", (int)r1);
+        PT_ASSERT(smh_done(h, i, cb[i], &r2) && r2 == pcclSuccess, "tag 200 ok (r=%d)", (int)r2);
+        for (uint32_t k = 0; k < 10; k++) {
+            PT_ASSERT(ya[i][k] == 6000u + 3u * k, "tag 100 exact [%u]", k);
+        }
+        for (uint32_t k = 0; k < 7; k++)
+            PT_ASSERT(yb[i][k] == 6u + k, "tag 200 exact [%u]", k);
+    }
+    smh_destroy(h);
+}
+
+static void kill_mid_ring(bool canary)
+{
+    ccoip_master_config mc;
+    ccoip_master_config_default(&mc);
+    ccoip_peer_config pc;
+    ccoip_peer_config_default(&pc);
+    pc.canary_skip_restore = canary;
+    smh *h = smh_create(&mc, &pc);
+    PT_ASSERT(smh_form_ring(h, 4, 0), "ring of 4");
+    int64_t x[4][13], orig[4][13];
+    uint64_t c[4];
+    for (uint32_t i = 0; i < 4; i++) {
+        for (uint32_t k = 0; k < 13; k++)
+            x[i][k] = orig[i][k] = (int64_t)(i * 1000u + k) - 500;
+    }
+    smh_kill_on_ring_send(h, 3, 3); /* dies in the middle of the reduce-scatter */
+    for (uint32_t i = 0; i < 4; i++) {
+        ccoip_allreduce_args a = ar(8, 13, pcclInt64, pcclSum, true);
+        c[i] = smh_allreduce(h, i, &a, x[i], x[i]);
+    }
+    smh_run(h);
+    uint32_t restored = 0;
+    for (uint32_t i = 0; i < 3; i++) {
+        pcclResult_t r;
+        uint32_t world;
+        PT_ASSERT(smh_done_ex(h, i, c[i], &r, &world, NULL) && r == pcclRankConnectionLost,
+                  "survivor %u gets pcclRankConnectionLost (r=%d)", i, (int)r);
+        PT_ASSERT(smh_notify_count(h, i, c[i]) == 1, "exactly one NOTIFY on %u", i);
+        if (memcmp(x[i], orig[i], sizeof(x[i])) == 0) restored++;
+    }
+    if (canary) {
+        PT_ASSERT(restored < 3, "with the canary some in-place buffer stays modified");
+        smh_destroy(h);
+        return;
+    }
+    PT_ASSERT(restored == 3, "in-place buffers restored bit-exactly (%u of 3)", restored);
+    PT_ASSERT(ccoip_master_num_accepted(smh_master(h)) == 3, "three accepted");
+    for (uint32_t i = 0; i < 3; i++) {
+        PT_ASSERT(ccoip_peer_world_size(smh_peer(h, i)) == 3, "peer %u sees world 3", i);
+        ccoip_allreduce_args a = ar(8, 13, pcclInt64, pcclSum, true);
+        c[i] = smh_allreduce(h, i, &a, x[i], x[i]);
+    }
+    smh_run(h);
+    for (uint32_t i = 0; i < 3; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclSuccess, "retry ok on %u (r=%d)", i, (int)r);
+        for (uint32_t k = 0; k < 13; k++) {
+            int64_t want = orig[0][k] + orig[1][k] + orig[2][k];
+            PT_ASSERT(x[i][k] == want, "shrunken ring exact on %u[%u]", i, k);
+        }
+    }
+    PT_ASSERT(smh_step_errors(h) == 0, "no step errors");
+    smh_destroy(h);
+}
+
+PTEST(peer, peer_killed_mid_ring_restores_and_shrinks)
+{
+    kill_mid_ring(false);
+}
+
+PTEST(peer, canary_skip_restore_is_observable)
+{
+    kill_mid_ring(true);
+}
+
+PTEST(peer, master_loss_fails_calls)
+{
+    smh *h = world_of(3);
+    PT_ASSERT(h != NULL, "ring of 3");
+    int32_t x[3][4] = {{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11, 12}}, y[4];
+    /* Only peer 0 initiates: its call waits for the others when the master dies. */
+    ccoip_allreduce_args a = ar(1, 4, pcclInt32, pcclSum, false);
+    uint64_t c = smh_allreduce(h, 0, &a, x[0], y);
+    smh_run(h);
+    smh_kill_master(h);
+    smh_run(h);
+    pcclResult_t r;
+    PT_ASSERT(smh_done(h, 0, c, &r) && r == pcclMasterConnectionFailed,
+              "pcclMasterConnectionFailed (r=%d)", (int)r);
+    uint64_t u = smh_submit(h, 1, CCOIP_CMD_UPDATE_TOPOLOGY);
+    smh_run(h);
+    PT_ASSERT(smh_done(h, 1, u, &r) && r == pcclMasterConnectionFailed,
+              "later calls fail too (r=%d)", (int)r);
+    smh_destroy(h);
+}
+
+PTEST(peer, silent_master_detected)
+{
+    smh *h = world_of(2);
+    PT_ASSERT(h != NULL, "ring of 2");
+    uint64_t q = smh_submit(h, 0, CCOIP_CMD_ARE_PEERS_PENDING);
+    smh_run(h);
+    smh_freeze_master(h);
+    smh_advance(h, 1900u * 1000000u);
+    PT_ASSERT(!smh_done(h, 0, q, NULL), "still waiting at 1.9 s");
+    smh_advance(h, 300u * 1000000u);
+    pcclResult_t r;
+    PT_ASSERT(smh_done(h, 0, q, &r) && r == pcclMasterConnectionFailed,
+              "pcclMasterConnectionFailed after evict_ms (r=%d)", (int)r);
+    PT_ASSERT(ccoip_peer_is_failed(smh_peer(h, 1)), "peer 1 failed too");
+    smh_destroy(h);
+}
+
+PTEST(peer, invalid_arguments_rejected_locally)
+{
+    smh *h = world_of(2);
+    PT_ASSERT(h != NULL, "ring of 2");
+    int32_t x[2], y[2];
+    ccoip_allreduce_args a = ar(1, 2, (pcclDataType_t)99, pcclSum, false);
+    uint64_t c = smh_allreduce(h, 0, &a, x, y);
+    smh_run(h);
+    pcclResult_t r;
+    PT_ASSERT(smh_done(h, 0, c, &r) && r == pcclInvalidArgument, "bad dtype (r=%d)", (int)r);
+    a = ar(1, 2, pcclInt32, pcclSum, false);
+    a.quant_algorithm = pcclQuantMinMax; /* integers cannot be quantized */
+    a.quant_dtype = pcclUint8;
+    c = smh_allreduce(h, 0, &a, x, y);
+    smh_run(h);
+    PT_ASSERT(smh_done(h, 0, c, &r) && r == pcclInvalidArgument, "bad quantization (r=%d)", (int)r);
+    smh_destroy(h);
+}
