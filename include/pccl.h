@@ -11,9 +11,8 @@
  *
  * This header compiles as C99, C11 and C++ (checked by tests/header).
  *
- * Functions are declared here as the library implements them; this version
- * declares the types, enums and result codes only (the runtime that
- * implements pcclInit, pcclConnect, pcclAllReduce, ... is not built yet).
+ * Functions are declared here as the library implements them (libpccl,
+ * bindings/libpccl/ over the runtime in transport/).
  */
 #ifndef PCCL_H
 #define PCCL_H
@@ -374,6 +373,250 @@ typedef struct pcclSharedStateSyncInfo_t {
 typedef struct pcclBuildInfo_t {
     bool has_cuda_support;
 } pcclBuildInfo_t;
+
+/* ------------------------------------------------------------------------ */
+/* Functions                                                                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Thread-safety (DESIGN.md §6): a communicator may be called from any thread,
+ * one call at a time; the one exception is that asynchronous all-reduces may
+ * be awaited (pcclAwaitAsyncReduce*) while another thread calls
+ * pcclArePeersPending. A master instance likewise takes one call at a time,
+ * except pcclInterruptMaster, which any thread (or a signal-handling thread)
+ * may call at any time. The library never calls application code on its own
+ * threads. Functions without a communicator or master (pcclInit,
+ * pcclGetBuildInfo, pcclGetVersion) are safe from any thread at any time.
+ */
+
+/**
+ * Initializes the library. Idempotent.
+ * Returns pcclSuccess.
+ */
+PCCL_EXPORT pcclResult_t pcclInit(void);
+
+/**
+ * The runtime version of the library as PCCL_VERSION_HEX (0xMMmmpp), which
+ * may differ from the header's. version_out receives it.
+ * Returns pcclSuccess; pcclInvalidArgument when version_out is NULL.
+ */
+PCCL_EXPORT pcclResult_t pcclGetVersion(uint32_t *version_out);
+
+/**
+ * Fills *info with build-time features.
+ * Returns pcclSuccess; pcclInvalidArgument when info is NULL.
+ */
+PCCL_EXPORT pcclResult_t pcclGetBuildInfo(pcclBuildInfo_t *info);
+
+/**
+ * Creates a communicator (no network activity yet). params is copied
+ * (master_url included).
+ * Returns pcclSuccess; pcclNotInitialized (pcclInit not called);
+ * pcclInvalidArgument (NULL pointer, master_url too long, an invalid
+ * master address, p2p_connection_pool_size above 1); pcclSystemError.
+ */
+PCCL_EXPORT pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params,
+                                                pcclComm_t **comm_out);
+
+/**
+ * Leaves the run gracefully (when connected), stops the communicator's
+ * threads and frees it. Asynchronous all-reduces must have been awaited.
+ * Returns pcclSuccess; pcclNotInitialized; pcclInvalidArgument (NULL).
+ */
+PCCL_EXPORT pcclResult_t pcclDestroyCommunicator(pcclComm_t *communicator);
+
+/**
+ * Connects to the master and blocks until the accepted peers admit this one
+ * (they call pcclUpdateTopology).
+ * Returns pcclSuccess; pcclNotInitialized; pcclInvalidArgument (NULL);
+ * pcclInvalidUsage (already connected, protocol version mismatch);
+ * pcclMasterConnectionFailed (master unreachable or lost);
+ * pcclTimeout (params timeout_ms elapsed); pcclSystemError.
+ */
+PCCL_EXPORT pcclResult_t pcclConnect(pcclComm_t *communicator);
+
+/**
+ * Votes to admit pending peers and re-wires the ring (a collective of every
+ * accepted peer, all groups).
+ * Returns pcclSuccess; pcclNotInitialized; pcclInvalidArgument;
+ * pcclInvalidUsage (not connected); pcclPendingAsyncOps (an async all-reduce
+ * is not awaited yet); pcclUpdateTopologyFailed (retry);
+ * pcclMasterConnectionFailed; pcclTimeout.
+ */
+PCCL_EXPORT pcclResult_t pcclUpdateTopology(pcclComm_t *communicator);
+
+/**
+ * Whether peers wait for admission (a collective of every accepted peer).
+ * May run while another thread awaits an asynchronous all-reduce.
+ * Returns pcclSuccess; pcclNotInitialized; pcclInvalidArgument;
+ * pcclInvalidUsage (not connected); pcclMasterConnectionFailed; pcclTimeout.
+ */
+PCCL_EXPORT pcclResult_t pcclArePeersPending(const pcclComm_t *communicator, bool *pending_out);
+
+/**
+ * Reorders the ring by measured bandwidth. Not implemented by this version
+ * of the runtime yet (a log line says so).
+ * Returns pcclNotInitialized; pcclInvalidArgument; pcclInvalidUsage
+ * (always, for now); later pcclTopologyOptimizationFailed (retry).
+ */
+PCCL_EXPORT pcclResult_t pcclOptimizeTopology(const pcclComm_t *communicator);
+
+/**
+ * Reads an integer attribute (pcclAttribute_t) as last reported by the
+ * master: up to date after pcclConnect / pcclUpdateTopology and after an
+ * all-reduce fails.
+ * Returns pcclSuccess; pcclNotInitialized; pcclInvalidArgument (NULL, an
+ * unknown attribute); pcclInvalidUsage (not connected).
+ */
+PCCL_EXPORT pcclResult_t pcclGetAttribute(const pcclComm_t *communicator, pcclAttribute_t attribute,
+                                          int *p_attribute_out);
+
+/**
+ * Blocking ring all-reduce of descriptor->count elements. sendbuff ==
+ * recvbuff reduces in place (restored bit-exactly on abort).
+ * reduce_info_out may be NULL.
+ * Returns pcclSuccess; pcclNotInitialized; pcclInvalidArgument (NULL
+ * buffers, unknown dtype/op, unsupported quantization); pcclInvalidUsage
+ * (not connected, the members disagree on count/dtype/op, tag in use);
+ * pcclTooFewPeers; pcclRankConnectionLost (retry); pcclMasterConnectionFailed;
+ * pcclTimeout (the op may still touch the buffers until the communicator
+ * learns its verdict: do not reuse them before the next successful call).
+ */
+PCCL_EXPORT pcclResult_t pcclAllReduce(const void *sendbuff, void *recvbuff,
+                                       const pcclReduceDescriptor_t *descriptor,
+                                       const pcclComm_t *communicator,
+                                       PCCL_NULLABLE pcclReduceInfo_t *reduce_info_out);
+
+/**
+ * Starts an all-reduce and returns; the buffers belong to the operation
+ * until it is awaited. The handle is {communicator, tag}.
+ * Returns pcclSuccess; pcclNotInitialized; pcclInvalidArgument (as
+ * pcclAllReduce, and a tag already in flight on this communicator);
+ * pcclInvalidUsage (not connected, too many operations in flight).
+ */
+PCCL_EXPORT pcclResult_t pcclAllReduceAsync(const void *sendbuff, void *recvbuff,
+                                            const pcclReduceDescriptor_t *descriptor,
+                                            const pcclComm_t *communicator,
+                                            pcclAsyncReduceOp_t *reduce_handle_out);
+
+/**
+ * Waits for an asynchronous all-reduce (bounded by params timeout_ms).
+ * Returns the operation's result as pcclAllReduce; pcclInvalidArgument
+ * (NULL, unknown handle).
+ */
+PCCL_EXPORT pcclResult_t pcclAwaitAsyncReduce(const pcclAsyncReduceOp_t *reduce_handle,
+                                              PCCL_NULLABLE pcclReduceInfo_t *reduce_info_out);
+
+/**
+ * Waits at most timeout_ms (0: no bound) for an asynchronous all-reduce.
+ * On pcclTimeout the operation is still in flight: await it again.
+ * Returns as pcclAwaitAsyncReduce, or pcclTimeout.
+ */
+PCCL_EXPORT pcclResult_t
+pcclAwaitAsyncReduceTimeout(const pcclAsyncReduceOp_t *reduce_handle, uint32_t timeout_ms,
+                            PCCL_NULLABLE pcclReduceInfo_t *reduce_info_out);
+
+/**
+ * Runs count all-reduces, at most max_in_flight (<= 0 means 1) at a time,
+ * retrying failed ones on the shrunken ring until all succeed. tx/rx bytes
+ * are summed over the successful operations.
+ * Returns pcclSuccess; pcclNotInitialized; pcclInvalidArgument;
+ * pcclInvalidUsage; pcclTooFewPeers (fewer than two peers remain);
+ * pcclMasterConnectionFailed; pcclTimeout.
+ */
+PCCL_EXPORT pcclResult_t pcclAllReduceMultipleWithRetry(
+    const pcclReduceOpDescriptor_t *descriptors, size_t count, const pcclComm_t *communicator,
+    PCCL_NULLABLE pcclReduceInfo_t *reduce_info_out, int max_in_flight);
+
+/**
+ * Shared-state synchronization, the documentation's 3-argument form
+ * (strategy ENFORCE_POPULAR). Not implemented by this version of the
+ * runtime yet (a log line says so).
+ * Returns pcclNotInitialized; pcclInvalidArgument; pcclInvalidUsage
+ * (always, for now).
+ */
+PCCL_EXPORT pcclResult_t(pcclSynchronizeSharedState)(
+    const pcclComm_t *communicator, pcclSharedState_t *shared_state,
+    PCCL_NULLABLE pcclSharedStateSyncInfo_t *sync_info_out);
+
+/** The 4-argument form of PCCL's header (a strategy before the info); results as above. */
+PCCL_EXPORT pcclResult_t pcclSynchronizeSharedStateEx(
+    const pcclComm_t *communicator, pcclSharedState_t *shared_state,
+    pcclSharedStateSyncStrategy_t strategy, PCCL_NULLABLE pcclSharedStateSyncInfo_t *sync_info_out);
+
+/*
+ * pcclSynchronizeSharedState(comm, state, info) or
+ * pcclSynchronizeSharedState(comm, state, strategy, info): picks the form by
+ * the number of arguments. FFI bindings call the exported functions
+ * pcclSynchronizeSharedState (3 arguments) and pcclSynchronizeSharedStateEx.
+ * The macro expands to its own name for 3 arguments; a macro does not
+ * re-expand itself, so that calls the exported function.
+ */
+#define PCCL_SSS_PICK_(a, b, c, d, name, ...) name
+#define pcclSynchronizeSharedState(...)                                                            \
+    PCCL_SSS_PICK_(__VA_ARGS__, pcclSynchronizeSharedStateEx, pcclSynchronizeSharedState,          \
+                   pcclSSSTooFewArguments_, pcclSSSTooFewArguments_)                               \
+    (__VA_ARGS__)
+
+/** Parameters of pcclCreateMasterEx. Zero fields mean the defaults. */
+typedef struct pcclMasterCreateParams_t {
+    /** Where to listen: "tcp://host:port" (port 0: any), "ipc:///path". NULL: 0.0.0.0:48148. */
+    const char *listen_url;
+    /** Heartbeat period in ms (0: 250). */
+    uint32_t heartbeat_ms;
+    /** Silence after which a peer is evicted, in ms (0: 2000). */
+    uint32_t evict_ms;
+    /** A vote waits at most this long after its first ballot, in ms (0: 60000). */
+    uint32_t vote_timeout_ms;
+    /** Peers tracked at most (0: 64). */
+    uint32_t max_peers;
+} pcclMasterCreateParams_t;
+
+/**
+ * Creates a master listening on listen_address (bound on return; the
+ * listener is served once pcclRunMaster starts). Master functions do not
+ * require pcclInit.
+ * Returns pcclSuccess; pcclInvalidArgument (NULL); pcclSystemError (the port
+ * is in use, out of memory).
+ */
+PCCL_EXPORT pcclResult_t pcclCreateMaster(ccoip_socket_address_t listen_address,
+                                          pcclMasterInstance_t **p_master_handle_out);
+
+/**
+ * Creates a master from params (see pcclMasterCreateParams_t). When
+ * bound_port_out is not NULL it receives the TCP port actually bound (for
+ * port 0), 0 for ipc://.
+ * Returns pcclSuccess; pcclInvalidArgument (NULL, bad URL, evict_ms <=
+ * heartbeat_ms); pcclSystemError (listen failed).
+ */
+PCCL_EXPORT pcclResult_t pcclCreateMasterEx(const pcclMasterCreateParams_t *params,
+                                            pcclMasterInstance_t **p_master_handle_out,
+                                            PCCL_NULLABLE uint16_t *bound_port_out);
+
+/**
+ * Starts serving (non-blocking: the master runs on its own thread).
+ * Returns pcclSuccess; pcclInvalidArgument (NULL); pcclInvalidUsage (already
+ * running); pcclSystemError.
+ */
+PCCL_EXPORT pcclResult_t pcclRunMaster(pcclMasterInstance_t *master_instance);
+
+/**
+ * Asks the master to stop (closes every connection). Any thread, any time.
+ * Returns pcclSuccess; pcclInvalidArgument (NULL).
+ */
+PCCL_EXPORT pcclResult_t pcclInterruptMaster(pcclMasterInstance_t *master_instance);
+
+/**
+ * Waits until the master stopped (after pcclInterruptMaster).
+ * Returns pcclSuccess; pcclInvalidArgument (NULL).
+ */
+PCCL_EXPORT pcclResult_t pcclMasterAwaitTermination(pcclMasterInstance_t *master_instance);
+
+/**
+ * Frees a master (stopping it first if it still runs).
+ * Returns pcclSuccess; pcclInvalidArgument (NULL).
+ */
+PCCL_EXPORT pcclResult_t pcclDestroyMaster(pcclMasterInstance_t *master_instance);
 
 #ifdef __cplusplus
 }

@@ -7,8 +7,9 @@
 #   native   gcc, -Werror, Release: unit + header + tidy       5 min
 #   clang    clang, -Werror: build + unit tests                5 min
 #   asan     gcc, ASan+UBSan, -Werror: unit + simulation tests  8 min
+#   integration  ASan+UBSan: master + peer processes on 127.0.0.1  3 min
 #   wasm     emcc: unit tests, corpus, simulator under node    8 min
-# Later tiers (simulation sweep, integration) get their own budgets here.
+# Later tiers (simulation sweep) get their own budgets here.
 # Long soaks and fuzzing live outside CI: scripts/fuzz.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,8 +55,12 @@ tier native 300 "configure_build_test build/ci-native '' -DPCCL_WERROR=ON -DCMAK
 tier clang 300 "configure_build_test build/ci-clang '-L unit' -DPCCL_WERROR=ON \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Release"
 tier asan 480 "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  configure_build_test build/ci-asan '-L unit|sim' -DPCCL_WERROR=ON -DPCCL_SANITIZE=ON \
+  configure_build_test build/ci-asan '-L unit|sim -LE long' -DPCCL_WERROR=ON -DPCCL_SANITIZE=ON \
   -DCMAKE_BUILD_TYPE=Debug -DPCCL_BUILD_BENCH=OFF"
+# Real processes on 127.0.0.1 (master + peers, kills, garbage), under
+# ASan+UBSan, reusing the asan tier's build (its runtime targets included).
+tier integration 180 "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  cmake --build build/ci-asan -j $JOBS && ctest --test-dir build/ci-asan -j $JOBS -L integration"
 tier wasm 480 "NODE_PATH=/usr/share/nodejs configure_build_test build/ci-wasm '' -DPCCL_WERROR=ON \
   -DCMAKE_TOOLCHAIN_FILE=/usr/share/emscripten/cmake/Modules/Platform/Emscripten.cmake \
   -DCMAKE_CROSSCOMPILING_EMULATOR=/usr/bin/node -DCMAKE_BUILD_TYPE=Release \

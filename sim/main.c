@@ -7,7 +7,17 @@
  *            [--join-rate R] [--leave-rate R] [--crash-rate R] [--hang-rate R]
  *            [--restart-rate R] [--loss PERMILLE] [--partitions N] [--clogs N]
  *            [--count N] [--tags N] [--not-in-place] [--seeds A:B] [--quiet]
+ *            [--groups N | --group-size N] [--churn-per-step BP] [--float]
+ *            [--vote-timeout-ms T] [--evict-ms T] [--heartbeat-ms T] [--liveness-ms T]
+ *            [--max-events N]
+ *            [--record-trace DIR]
+ *   pccl-sim --replay FILE
  *
+ * --record-trace writes one trace per state machine of the run
+ * (DIR/node-<index>-<master|peer>.trace, core/ccoip_trace.h); --replay re-runs
+ * the machine of one trace and checks its state hash (exit 0 match, 3
+ * mismatch, 65 malformed trace). --churn-per-step is in basis points: 100 =
+ * 1 % of peers replaced per training step.
  * Rates are mean events per simulated minute during the churn phase.
  * Exit codes: 0 ok, 1 crash, 2 liveness, 3 correctness, 64 usage,
  * 69 no state machines in this build.
@@ -20,6 +30,7 @@
 #include "sim.h"
 
 #define EXIT_USAGE       64
+#define EXIT_DATAERR     65
 #define EXIT_UNAVAILABLE 69
 
 typedef struct cli {
@@ -32,7 +43,76 @@ typedef struct cli {
     uint64_t seed_from, seed_to;
     /* knobs set explicitly (applied on top of swarm/scenario) */
     char overrides[1024];
+    uint32_t groups;
+    const char *record_dir;
+    const char *replay;
 } cli;
+
+static void record_sink(void *ctx, uint32_t node, bool is_master, const uint8_t *bytes,
+                        uint64_t len)
+{
+    const cli *c = ctx;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/node-%u-%s.trace", c->record_dir, node,
+             is_master ? "master" : "peer");
+    FILE *f = fopen(path, "wb");
+    if (f == NULL || fwrite(bytes, 1, (size_t)len, f) != (size_t)len) {
+        fprintf(stderr, "pccl-sim: cannot write %s\n", path);
+    }
+    if (f != NULL) fclose(f);
+}
+
+static int replay_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        fprintf(stderr, "pccl-sim: cannot open %s\n", path);
+        return EXIT_USAGE;
+    }
+    uint8_t *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len == cap) {
+            cap = cap == 0 ? 65536u : cap * 2u;
+            uint8_t *x = realloc(buf, cap);
+            if (x == NULL) {
+                free(buf);
+                fclose(f);
+                return EXIT_USAGE;
+            }
+            buf = x;
+        }
+        const size_t n = fread(buf + len, 1, cap - len, f);
+        if (n == 0) break;
+        len += n;
+    }
+    fclose(f);
+    sim_replay_result r;
+    const sim_replay_status st = sim_replay(buf, len, &r);
+    free(buf);
+    printf("replay %s: %s seed=%" PRIu64 " events=%" PRIu64 " actions=%" PRIu64
+           " state_hash=0x%016" PRIx64 " expected=0x%016" PRIx64 "\n",
+           path, r.is_master ? "master" : "peer", r.seed, r.events, r.actions, r.state_hash,
+           r.expected_hash);
+    switch (st) {
+    case SIM_REPLAY_MATCH:
+        printf("replay: match\n");
+        return 0;
+    case SIM_REPLAY_NO_TRAILER:
+        printf("replay: checkpoints match; %s (unverified end)\n", r.message);
+        return 0;
+    case SIM_REPLAY_MISMATCH:
+        printf("replay: MISMATCH: %s\n", r.message);
+        return 3;
+    case SIM_REPLAY_DECODE:
+        printf("replay: malformed trace: %s\n", r.message);
+        return EXIT_DATAERR;
+    case SIM_REPLAY_UNAVAILABLE:
+        printf("replay: %s\n", r.message);
+        return EXIT_UNAVAILABLE;
+    }
+    return 1;
+}
 
 static void log_line(void *ctx, const char *line)
 {
@@ -47,6 +127,11 @@ static void usage(FILE *f)
                "                [--join-rate R] [--leave-rate R] [--crash-rate R] [--hang-rate R]\n"
                "                [--restart-rate R] [--loss PERMILLE] [--partitions N] [--clogs N]\n"
                "                [--count N] [--tags N] [--not-in-place] [--seeds A:B] [--quiet]\n"
+               "                [--groups N | --group-size N] [--churn-per-step BP] [--float]\n"
+               "                [--vote-timeout-ms T] [--evict-ms T] [--heartbeat-ms T]\n"
+               "                [--liveness-ms T] [--max-events N]\n"
+               "                [--record-trace DIR]\n"
+               "       pccl-sim --replay FILE   (exit 0 match, 3 mismatch, 65 malformed)\n"
                "rates: mean events per simulated minute during the churn phase\n"
                "scenarios:");
     for (const char *const *s = sim_scenario_names; *s != NULL; s++)
@@ -101,6 +186,13 @@ static const knob knobs[] = {
     K32("--clogs", clogs),
     K64("--count", count),
     K32("--tags", tags),
+    K32("--group-size", group_size),
+    K32("--churn-per-step", churn_per_step_bp),
+    K64("--max-events", max_events),
+    K32("--vote-timeout-ms", vote_timeout_ms),
+    K32("--evict-ms", evict_ms),
+    K32("--heartbeat-ms", heartbeat_ms),
+    KMS("--liveness-ms", liveness_bound_ns),
 };
 
 static void apply_knob(sim_config *cfg, const knob *k, uint64_t v)
@@ -152,6 +244,20 @@ static int parse(cli *c, int argc, char **argv, uint64_t seed, bool apply)
             if (v == NULL) return -1;
             c->scenario = v;
             i++;
+        } else if (strcmp(a, "--float") == 0) {
+            if (apply) c->cfg.dtype = pcclFloat;
+        } else if (strcmp(a, "--groups") == 0) {
+            if (!parse_u64(v, &n) || n == 0 || n > UINT32_MAX) return -1;
+            c->groups = (uint32_t)n;
+            i++;
+        } else if (strcmp(a, "--record-trace") == 0) {
+            if (v == NULL) return -1;
+            c->record_dir = v;
+            i++;
+        } else if (strcmp(a, "--replay") == 0) {
+            if (v == NULL) return -1;
+            c->replay = v;
+            i++;
         } else if (strcmp(a, "--canary") == 0) {
             if (v == NULL || sim_canary_from_name(v) == 0) return -1;
             c->canary = v;
@@ -186,6 +292,12 @@ static int build(cli *c, int argc, char **argv, uint64_t seed)
     if (parse(c, argc, argv, seed, true) != 0) return -1;
     c->cfg.seed = seed;
     if (c->canary != NULL) c->cfg.canary = sim_canary_from_name(c->canary);
+    if (c->groups > 0) c->cfg.group_size = (c->cfg.peers + c->groups - 1u) / c->groups;
+    if (c->record_dir != NULL) {
+        c->cfg.record_trace = true;
+        c->cfg.record_sink = record_sink;
+        c->cfg.record_ctx = c;
+    }
     c->cfg.log = log_line;
     return 0;
 }
@@ -197,6 +309,10 @@ static void print_repro(int argc, char **argv, uint64_t seed)
     printf("reproduce: pccl-sim --seed %" PRIu64, seed);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seed") == 0 || strcmp(argv[i], "--seeds") == 0) {
+            i++;
+            continue;
+        }
+        if (strcmp(argv[i], "--record-trace") == 0) {
             i++;
             continue;
         }
@@ -256,10 +372,12 @@ static int run_one(cli *c, int argc, char **argv, uint64_t seed, bool line_only)
                " events; epochs %" PRIu64 ", all-reduces completed %" PRIu64 " aborted %" PRIu64
                " other failures %" PRIu64 "; peers started %" PRIu64 ", left %" PRIu64
                ", crashed %" PRIu64 ", hung %" PRIu64 ", evicted %" PRIu64
-               "; %u live at the end; network %" PRIu64 " frames, %" PRIu64 " bytes\n",
+               "; %u live at the end; network %" PRIu64 " frames, %" PRIu64
+               " bytes; replaced %" PRIu64 "\n",
                sim_status_name(st), r.end_ns / 1000000000u, (r.end_ns / 1000000u) % 1000u, r.events,
                r.epochs, r.ops_completed, r.ops_aborted, r.ops_failed_other, r.joins, r.leaves,
-               r.crashes, r.hangs, r.evictions, r.live_peers_end, r.net_frames, r.net_bytes);
+               r.crashes, r.hangs, r.evictions, r.live_peers_end, r.net_frames, r.net_bytes,
+               r.replaced);
     }
     if (st != SIM_OK) {
         printf("FAILED (%s): %s\n", sim_status_name(st), r.message);
@@ -277,6 +395,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
+    if (c.replay != NULL) return replay_file(c.replay);
     if (c.scenario != NULL && !sim_config_scenario(&c.cfg, c.scenario)) {
         fprintf(stderr, "unknown scenario %s\n", c.scenario);
         usage(stderr);

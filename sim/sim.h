@@ -127,6 +127,24 @@ typedef struct sim_config {
     uint32_t script_len;
     uint32_t expect; /**< sim_expect bits. */
 
+    /* Scale. */
+    uint32_t group_size; /**< Peers per peer group (initial peers fill groups in order); 0 = one. */
+    /**
+     * Per-step churn: at each training step a peer is replaced (crashes, a new
+     * process takes its group and step count) with this chance in 1/10000,
+     * while its step count is below steps - 1. 100 = 1 % of peers per step.
+     */
+    uint32_t churn_per_step_bp;
+
+    /**
+     * Trace recording (core/ccoip_trace.h): one trace per state machine, handed
+     * to record_sink at the end of the run (node 0 is the master).
+     */
+    bool record_trace;
+    void (*record_sink)(void *ctx, uint32_t node, bool is_master, const uint8_t *bytes,
+                        uint64_t len);
+    void *record_ctx;
+
     /** The machines to drive; NULL = sim_sm_core(). */
     const sim_sm_vt *vt;
     /** Text output (trace lines, failure details); NULL = silent. */
@@ -149,6 +167,7 @@ typedef struct sim_result {
     uint64_t crashes;
     uint64_t hangs;
     uint64_t evictions;
+    uint64_t replaced; /**< Per-step churn replacements. */
     uint64_t epochs;
     uint64_t net_frames;
     uint64_t net_bytes;
@@ -169,5 +188,28 @@ const char *sim_status_name(sim_status s);
 
 /** Runs one simulation. */
 sim_status sim_run(const sim_config *cfg, sim_result *out);
+
+/** Outcome of replaying one trace. */
+typedef enum sim_replay_status {
+    SIM_REPLAY_MATCH = 0,      /**< Same state hash at every checkpoint and at the end. */
+    SIM_REPLAY_NO_TRAILER = 1, /**< Checkpoints matched; the trace ends without a trailer. */
+    SIM_REPLAY_DECODE = 2,     /**< Malformed trace (pcclProtocolError from the decoder). */
+    SIM_REPLAY_MISMATCH = 3,   /**< The machine emitted something else. */
+    SIM_REPLAY_UNAVAILABLE = 4 /**< Cannot create the machine (no core, bad config). */
+} sim_replay_status;
+
+typedef struct sim_replay_result {
+    sim_replay_status status;
+    bool is_master;
+    uint64_t seed;
+    uint64_t events;
+    uint64_t actions;
+    uint64_t state_hash;    /**< What this replay computed. */
+    uint64_t expected_hash; /**< What the trace says (trailer or failing checkpoint). */
+    char message[256];
+} sim_replay_result;
+
+/** Re-creates the machine of a trace, feeds its events and compares state hashes. */
+sim_replay_status sim_replay(const uint8_t *bytes, uint64_t len, sim_replay_result *out);
 
 #endif /* SIM_H */

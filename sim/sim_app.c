@@ -167,8 +167,15 @@ static void app_reduce_phase(sim_world *w, uint32_t node)
 
 static void app_next_iteration(sim_world *w, uint32_t node)
 {
-    sim_app *a = &w->nodes[node].app;
+    sim_node *n = &w->nodes[node];
+    sim_app *a = &n->app;
     a->attempt = 0;
+    if (w->cfg.churn_per_step_bp > 0 && a->admitted &&
+        a->successes_quiet + n->inherited_steps + 1u < w->cfg.steps &&
+        sim_rng_below(&n->rng, 10000u) < w->cfg.churn_per_step_bp) {
+        world_replace_peer(w, node);
+        return;
+    }
     if (a->leave_requested) {
         app_submit(w, node, CCOIP_CMD_LEAVE, APP_LEAVING);
         return;

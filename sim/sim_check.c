@@ -39,17 +39,55 @@ static bool decode_m2p(const uint8_t *frame, uint64_t len, ccoip_pb_master_to_pe
     return ccoip_ctrl_decode_m2p(frame, len, NULL, &arena, out) == pcclSuccess;
 }
 
-static sim_epochrec *epoch_find(sim_world *w, uint64_t epoch)
+/* Rings by (epoch, group): an open-addressing index over w->epochs. */
+static uint64_t epoch_key_hash(uint64_t epoch, uint32_t group)
 {
-    for (uint32_t i = 0; i < w->epochs_len; i++) {
-        if (w->epochs[i].epoch == epoch) return &w->epochs[i];
+    uint64_t z = epoch * 0x9e3779b97f4a7c15ull ^ ((uint64_t)group << 32 | group);
+    z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
+    return z ^ (z >> 29);
+}
+
+static sim_epochrec *epoch_find(sim_world *w, uint64_t epoch, uint32_t group)
+{
+    if (w->epoch_idx_cap == 0) return NULL;
+    const uint64_t mask = w->epoch_idx_cap - 1u;
+    for (uint64_t i = epoch_key_hash(epoch, group) & mask;; i = (i + 1u) & mask) {
+        const uint32_t e = w->epoch_idx[i];
+        if (e == SIM_NONE32) return NULL;
+        if (w->epochs[e].epoch == epoch && w->epochs[e].group == group) return &w->epochs[e];
     }
-    return NULL;
+}
+
+static bool epoch_index(sim_world *w, uint32_t e)
+{
+    if ((uint64_t)(w->epochs_len + 1u) * 2u > w->epoch_idx_cap) {
+        const uint64_t ncap = w->epoch_idx_cap == 0 ? 256u : w->epoch_idx_cap * 2u;
+        uint32_t *x = malloc((size_t)ncap * sizeof *x);
+        if (x == NULL) return false;
+        memset(x, 0xff, (size_t)ncap * sizeof *x);
+        free(w->epoch_idx);
+        w->epoch_idx = x;
+        w->epoch_idx_cap = ncap;
+        for (uint32_t i = 0; i < w->epochs_len; i++) {
+            if (i == e) continue;
+            uint64_t j = epoch_key_hash(w->epochs[i].epoch, w->epochs[i].group) & (ncap - 1u);
+            while (x[j] != SIM_NONE32)
+                j = (j + 1u) & (ncap - 1u);
+            x[j] = i;
+        }
+    }
+    const uint64_t mask = w->epoch_idx_cap - 1u;
+    uint64_t j = epoch_key_hash(w->epochs[e].epoch, w->epochs[e].group) & mask;
+    while (w->epoch_idx[j] != SIM_NONE32)
+        j = (j + 1u) & mask;
+    w->epoch_idx[j] = e;
+    return true;
 }
 
 static void check_verdict_ring(sim_world *w, uint32_t node, const ccoip_pb_topology_verdict *v)
 {
-    sim_epochrec *e = epoch_find(w, v->epoch);
+    const uint32_t group = w->nodes[node].group;
+    sim_epochrec *e = epoch_find(w, v->epoch, group);
     if (e == NULL) {
         if (w->epochs_len == w->epochs_cap) {
             const uint32_t ncap = w->epochs_cap == 0 ? 64u : w->epochs_cap * 2u;
@@ -61,8 +99,14 @@ static void check_verdict_ring(sim_world *w, uint32_t node, const ccoip_pb_topol
             w->epochs = n;
             w->epochs_cap = ncap;
         }
-        e = &w->epochs[w->epochs_len++];
+        e = &w->epochs[w->epochs_len];
         e->epoch = v->epoch;
+        e->group = group;
+        if (!epoch_index(w, w->epochs_len)) {
+            world_fail(w, SIM_CRASH, "out of memory (epoch index)");
+            return;
+        }
+        w->epochs_len++;
         e->ring_len = (uint32_t)v->ring_count;
         e->ring = malloc((size_t)(v->ring_count + 1u) * sizeof *e->ring);
         if (e->ring == NULL) {
@@ -76,9 +120,10 @@ static void check_verdict_ring(sim_world *w, uint32_t node, const ccoip_pb_topol
     if (e->ring_len != v->ring_count ||
         (v->ring_count > 0 && memcmp(e->ring, v->ring, (size_t)v->ring_count * 8u) != 0)) {
         world_fail(w, SIM_CORRECTNESS,
-                   "membership: epoch %llu has two rings (%u members, then %llu for node %u)",
-                   (unsigned long long)v->epoch, e->ring_len, (unsigned long long)v->ring_count,
-                   node);
+                   "membership: epoch %llu group %u has two rings (%u members, then %llu for "
+                   "node %u)",
+                   (unsigned long long)v->epoch, group, e->ring_len,
+                   (unsigned long long)v->ring_count, node);
     }
 }
 
@@ -316,9 +361,9 @@ static bool reference_run(sim_world *w, uint64_t epoch, uint64_t seq, const sim_
         return true;
     }
     if (w->cfg.quant != pcclQuantNone) return false;
-    const sim_epochrec *er = epoch_find(w, epoch);
-    if (er == NULL || er->ring_len != k) return false;
     if (k == 0) return false;
+    const sim_epochrec *er = epoch_find(w, epoch, w->nodes[members[0]->node].group);
+    if (er == NULL || er->ring_len != k) return false;
     for (uint32_t r = 0; r < k; r++) {
         const sim_inrec *src = NULL;
         for (uint32_t i = 0; i < k; i++) {
@@ -521,6 +566,7 @@ void check_free(sim_world *w)
     for (uint32_t i = 0; i < w->inrecs_len; i++)
         free(w->inrecs[i].input);
     free(w->epochs);
+    free(w->epoch_idx);
     free(w->oprecs);
     free(w->inrecs);
     free(w->commence_epoch_by_seq);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "ccoip_sm.h"
+#include "ccoip_trace.h"
 #include "sim.h"
 #include "sim_heap.h"
 #include "sim_net.h"
@@ -189,6 +190,16 @@ typedef struct sim_node {
     sim_rng rng;
     uint64_t died_ns;
     bool evicted;
+    uint32_t group;
+    uint64_t inherited_steps; /* per-step churn: steps of the process this one replaced */
+    bool counted_live;        /* counted in sim_world.live */
+    bool counted_undone;      /* counted in sim_world.undone */
+    /* trace recording */
+    uint8_t *rec;
+    uint64_t rec_len, rec_cap;
+    uint64_t rec_events;
+    uint64_t rec_polled; /* actions polled since the last record */
+    ccoip_trace_hasher rec_hash;
 } sim_node;
 
 /* A completed (epoch, seq) and what the checkers know of it. */
@@ -202,6 +213,7 @@ typedef struct sim_oprec {
 
 typedef struct sim_epochrec {
     uint64_t epoch;
+    uint32_t group;
     uint64_t *ring;
     uint32_t ring_len;
 } sim_epochrec;
@@ -256,6 +268,8 @@ typedef struct sim_world {
     /* checkers */
     sim_epochrec *epochs;
     uint32_t epochs_len, epochs_cap;
+    uint32_t *epoch_idx; /* (epoch, group) -> index into epochs */
+    uint64_t epoch_idx_cap;
     sim_oprec *oprecs;
     uint32_t oprecs_len, oprecs_cap;
     sim_inrec *inrecs;
@@ -266,7 +280,19 @@ typedef struct sim_world {
     uint32_t seen_expect;
     uint64_t quiet_ns;
     uint64_t protocol_violations;
+
+    /* scale: O(1) bookkeeping instead of scans */
+    uint32_t *host_node; /* host -> its newest node (SIM_NONE32: none) */
+    uint32_t host_node_cap;
+    uint32_t live;        /* peers in NODE_ALIVE */
+    uint32_t undone;      /* live peers not yet admitted or short of their steps */
+    uint32_t spawn_group; /* group of the next spawned peer (SIM_NONE32: by index) */
+    uint64_t next_progress_ns;
 } sim_world;
+
+/* sm_core.c: the header of a trace of the machine these parameters create. */
+bool sim_sm_trace_header(bool is_master, const sim_master_params *mp, const sim_peer_params *pp,
+                         uint64_t seed, ccoip_trace_header *out);
 
 /* sim_world.c */
 void world_fail(sim_world *w, sim_status st, const char *fmt, ...)
@@ -276,6 +302,8 @@ bool world_push(sim_world *w, uint64_t t, uint32_t kind, uint32_t node, uint64_t
 void world_feed(sim_world *w, uint32_t node, ccoip_event *ev);
 void world_kill(sim_world *w, uint32_t node, bool graceful);
 uint32_t world_spawn_peer(sim_world *w, uint32_t host);
+void world_replace_peer(sim_world *w, uint32_t node);
+void node_recount(sim_world *w, uint32_t node);
 
 /* sim_app.c */
 void app_start(sim_world *w, uint32_t node);

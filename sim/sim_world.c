@@ -44,6 +44,102 @@ void world_log(sim_world *w, const char *fmt, ...)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Trace recording (core/ccoip_trace.h)                                     */
+/* ------------------------------------------------------------------------ */
+
+/* Makes room for n more bytes of node's trace. */
+static uint8_t *rec_room(sim_world *w, sim_node *n, uint64_t need)
+{
+    if (need == 0) {
+        world_fail(w, SIM_CRASH, "trace: a record cannot be encoded");
+        return NULL;
+    }
+    if (n->rec_len + need > n->rec_cap) {
+        uint64_t ncap = n->rec_cap == 0 ? 4096u : n->rec_cap * 2u;
+        while (ncap < n->rec_len + need)
+            ncap *= 2u;
+        uint8_t *x = realloc(n->rec, (size_t)ncap);
+        if (x == NULL) {
+            world_fail(w, SIM_CRASH, "out of memory (trace)");
+            return NULL;
+        }
+        n->rec = x;
+        n->rec_cap = ncap;
+    }
+    return n->rec + n->rec_len;
+}
+
+/* Writes a POLLED record for the actions polled since the last record. */
+static void rec_flush_polled(sim_world *w, sim_node *n)
+{
+    if (n->rec_polled == 0) return;
+    const uint64_t need = ccoip_trace_encode_polled(n->rec_polled, NULL, 0);
+    uint8_t *p = rec_room(w, n, need);
+    if (p == NULL) return;
+    n->rec_len += ccoip_trace_encode_polled(n->rec_polled, p, need);
+    n->rec_polled = 0;
+}
+
+static void rec_event(sim_world *w, sim_node *n, const ccoip_event *ev)
+{
+    rec_flush_polled(w, n);
+    const uint64_t need = ccoip_trace_encode_event(ev, NULL, 0);
+    uint8_t *p = rec_room(w, n, need);
+    if (p == NULL) return;
+    n->rec_len += ccoip_trace_encode_event(ev, p, need);
+    n->rec_events++;
+}
+
+static void rec_set_port(sim_world *w, sim_node *n, uint32_t listener, uint32_t port)
+{
+    rec_flush_polled(w, n);
+    const uint64_t need = ccoip_trace_encode_set_port(listener, port, NULL, NULL, 0);
+    uint8_t *p = rec_room(w, n, need);
+    if (p == NULL) return;
+    n->rec_len += ccoip_trace_encode_set_port(listener, port, NULL, p, need);
+}
+
+static void rec_checkpoint(sim_world *w, sim_node *n)
+{
+    n->rec_polled = 0; /* a checkpoint drains every action */
+    const uint64_t need = ccoip_trace_encode_checkpoint(0, 0, NULL, 0);
+    uint8_t *p = rec_room(w, n, need);
+    if (p == NULL) return;
+    n->rec_len += ccoip_trace_encode_checkpoint(n->rec_events, n->rec_hash.hash, p, need);
+}
+
+static void rec_header(sim_world *w, sim_node *n, const ccoip_trace_header *h)
+{
+    const uint64_t need = ccoip_trace_encode_header(h, NULL, 0);
+    uint8_t *p = rec_room(w, n, need);
+    if (p == NULL) return;
+    n->rec_len += ccoip_trace_encode_header(h, p, need);
+    ccoip_trace_hasher_init(&n->rec_hash);
+}
+
+/* End of the run: every machine's trace gets its trailer and goes to the sink. */
+static void rec_finish(sim_world *w)
+{
+    if (!w->cfg.record_trace) return;
+    for (uint32_t i = 0; i < w->num_nodes; i++) {
+        sim_node *n = &w->nodes[i];
+        if (n->rec == NULL) continue;
+        const uint64_t need = ccoip_trace_encode_trailer(0, 0, 0, NULL, 0);
+        if (n->rec_len + need > n->rec_cap) {
+            uint8_t *x = realloc(n->rec, (size_t)(n->rec_len + need));
+            if (x == NULL) continue;
+            n->rec = x;
+            n->rec_cap = n->rec_len + need;
+        }
+        n->rec_len += ccoip_trace_encode_trailer(n->rec_events, n->rec_hash.actions,
+                                                 n->rec_hash.hash, n->rec + n->rec_len, need);
+        if (w->cfg.record_sink != NULL) {
+            w->cfg.record_sink(w->cfg.record_ctx, i, n->is_master, n->rec, n->rec_len);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
 /* Event pool and heap                                                      */
 /* ------------------------------------------------------------------------ */
 
@@ -310,6 +406,10 @@ static uint8_t *span_ptr(sim_world *w, uint32_t node, const ccoip_span_ref *s)
         base = o->backup;
         size = o->backup_bytes;
         break;
+    default: /* regions of other kinds of operations (shared state): none here */
+        world_fail(w, SIM_CRASH, "node %u: span names region %d the simulator does not map", node,
+                   (int)s->region);
+        return NULL;
     }
     if (s->offset > size || s->length > size - s->offset) {
         world_fail(w, SIM_CRASH,
@@ -432,9 +532,12 @@ static uint32_t find_listener(sim_world *w, const uint8_t *ip, uint32_t ip_len, 
 {
     if (ip_len != 4 || ip[0] != 10) return SIM_NONE32;
     const uint32_t host = ((uint32_t)ip[1] << 16) | ((uint32_t)ip[2] << 8) | ip[3];
-    for (uint32_t i = 0; i < w->num_nodes; i++) {
+    /* At most one process of a host is not dead: the newest one on it. */
+    if (host >= w->host_node_cap) return SIM_NONE32;
+    const uint32_t i = w->host_node[host];
+    if (i != SIM_NONE32) {
         const sim_node *n = &w->nodes[i];
-        if (n->host != host || n->state == NODE_DEAD) continue;
+        if (n->host != host || n->state == NODE_DEAD) return SIM_NONE32;
         if (n->is_master && port == SIM_MASTER_PORT) {
             *listener_out = 0;
             return i;
@@ -841,6 +944,8 @@ static void act_run(sim_world *w, uint32_t node, const ccoip_action *a)
         if ((uint32_t)a->listener < 3u) {
             n->ports[a->listener] = 40000u + (uint32_t)a->listener;
             if (w->vt->set_port != NULL && !n->is_master) {
+                if (n->rec != NULL)
+                    rec_set_port(w, n, (uint32_t)a->listener, n->ports[a->listener]);
                 w->vt->set_port(n->m, a->listener, n->ports[a->listener]);
             }
         }
@@ -941,21 +1046,42 @@ void world_feed(sim_world *w, uint32_t node, ccoip_event *ev)
     ev->now_ns = w->now;
     trace_event(w, node, ev);
     w->res->events++;
+    /* Recording: the EVENT before the step; 'R', every polled action (all of
+     * them, even when the node dies or the run fails meanwhile) and 'D' into
+     * the state hash; a CHECKPOINT after draining (ccoip_trace.h). */
+    const bool rec = n->rec != NULL;
+    if (rec) rec_event(w, n, ev);
     const int rc = w->vt->step(n->m, n->is_master, ev);
+    if (rec) {
+        ccoip_trace_hash_step(&n->rec_hash, rc);
+        n->rec_polled = 0;
+    }
     if (rc != 0) {
         world_fail(w, SIM_CRASH, "node %u (%s) step(event %d) returned %d", node,
                    n->is_master ? "master" : "peer", (int)ev->type, rc);
-        return;
+        if (!rec) return;
     }
     ccoip_action act;
     uint32_t guard = 0;
-    while (!w->failed && n->state != NODE_DEAD && w->vt->poll(n->m, n->is_master, &act)) {
+    while ((rec || (!w->failed && n->state != NODE_DEAD)) &&
+           w->vt->poll(n->m, n->is_master, &act)) {
+        if (rec) {
+            ccoip_trace_hash_action(&n->rec_hash, &act);
+            n->rec_polled++;
+        }
+        if (w->failed || n->state == NODE_DEAD) continue;
         if (++guard > 1000000u) {
             world_fail(w, SIM_CRASH, "node %u emitted more than 10^6 actions for one event", node);
-            return;
+            if (!rec) return;
+            continue;
         }
         act_run(w, node, &act);
     }
+    if (rec) {
+        ccoip_trace_hash_deadline(&n->rec_hash, w->vt->deadline_ns(n->m, n->is_master));
+        rec_checkpoint(w, n);
+    }
+    node_recount(w, node);
     if (w->failed || n->state == NODE_DEAD) return;
     const uint64_t dl = w->vt->deadline_ns(n->m, n->is_master);
     if (dl != CCOIP_NO_DEADLINE && dl != n->timer_at) {
@@ -971,6 +1097,33 @@ void world_feed(sim_world *w, uint32_t node, ccoip_event *ev)
 /* ------------------------------------------------------------------------ */
 /* Processes                                                                */
 /* ------------------------------------------------------------------------ */
+
+/* Keeps w->live (running peers) and w->undone (running peers that have not
+ * finished their steps) in step with node's state: O(1) per change. */
+void node_recount(sim_world *w, uint32_t node)
+{
+    sim_node *n = &w->nodes[node];
+    if (n->is_master) return;
+    const bool live = n->state == NODE_ALIVE;
+    const bool undone =
+        live && (!n->app.admitted || n->app.successes_quiet + n->inherited_steps < w->cfg.steps);
+    if (live != n->counted_live) {
+        w->live += live ? 1u : (uint32_t)-1;
+        n->counted_live = live;
+    }
+    if (undone != n->counted_undone) {
+        w->undone += undone ? 1u : (uint32_t)-1;
+        n->counted_undone = undone;
+    }
+}
+
+static uint32_t default_group(const sim_world *w, uint32_t peer_index)
+{
+    if (w->cfg.group_size == 0) return 0;
+    const uint32_t groups = (w->cfg.peers + w->cfg.group_size - 1u) / w->cfg.group_size;
+    if (peer_index < w->cfg.peers) return peer_index / w->cfg.group_size;
+    return groups > 0 ? peer_index % groups : 0;
+}
 
 static uint32_t node_new(sim_world *w, bool is_master, uint32_t host)
 {
@@ -990,6 +1143,10 @@ static uint32_t node_new(sim_world *w, bool is_master, uint32_t host)
             w->cfg.evict_ms,       w->cfg.vote_timeout_ms,
             w->cfg.max_peers + 1u, (w->cfg.canary & SIM_CANARY_SKIP_ABORT_VERDICT) != 0};
         n->m = w->vt->master_create(&p, seed);
+        if (w->cfg.record_trace) {
+            ccoip_trace_header h;
+            if (sim_sm_trace_header(true, &p, NULL, seed, &h)) rec_header(w, n, &h);
+        }
     } else {
         sim_peer_params p;
         memset(&p, 0, sizeof p);
@@ -1000,13 +1157,21 @@ static uint32_t node_new(sim_world *w, bool is_master, uint32_t host)
         p.heartbeat_ms = w->cfg.heartbeat_ms;
         p.evict_ms = w->cfg.evict_ms;
         p.canary_skip_restore = (w->cfg.canary & SIM_CANARY_SKIP_RESTORE) != 0;
-        n->m = w->vt->peer_create(&p, seed);
         n->peer_index = w->num_peers_created++;
+        n->group = w->spawn_group != SIM_NONE32 ? w->spawn_group : default_group(w, n->peer_index);
+        p.peer_group = n->group;
+        n->m = w->vt->peer_create(&p, seed);
+        if (w->cfg.record_trace) {
+            ccoip_trace_header h;
+            if (sim_sm_trace_header(false, NULL, &p, seed, &h)) rec_header(w, n, &h);
+        }
     }
+    if (host < w->host_node_cap) w->host_node[host] = idx;
     if (n->m == NULL) {
         world_fail(w, SIM_CRASH, "cannot create %s state machine", is_master ? "master" : "peer");
         return SIM_NONE32;
     }
+    node_recount(w, idx);
     return idx;
 }
 
@@ -1041,6 +1206,7 @@ void world_kill(sim_world *w, uint32_t node, bool graceful)
     n->state = NODE_DEAD;
     n->died_ns = w->now;
     n->app.state = APP_GONE;
+    node_recount(w, node);
     /* The OS closes every socket of the process. */
     for (uint32_t e = 0; e < w->eps_len; e++) {
         if (w->eps[e].node == node && w->eps[e].state != EP_CLOSED) {
@@ -1052,12 +1218,27 @@ void world_kill(sim_world *w, uint32_t node, bool graceful)
 
 static uint32_t live_peers(const sim_world *w, bool include_hung)
 {
+    if (!include_hung) return w->live;
     uint32_t k = 0;
     for (uint32_t i = 1; i < w->num_nodes; i++) {
-        if (w->nodes[i].state == NODE_ALIVE || (include_hung && w->nodes[i].state == NODE_HUNG))
-            k++;
+        if (w->nodes[i].state == NODE_ALIVE || w->nodes[i].state == NODE_HUNG) k++;
     }
     return k;
+}
+
+/* Per-step churn (sim_config.churn_per_step_bp): node's process is replaced
+ * by a new one in its group that carries on its step count. */
+void world_replace_peer(sim_world *w, uint32_t node)
+{
+    sim_node *n = &w->nodes[node];
+    const uint64_t steps = n->app.successes_quiet + n->inherited_steps;
+    w->spawn_group = n->group;
+    const uint32_t fresh = world_spawn_peer(w, SIM_NONE32);
+    w->spawn_group = SIM_NONE32;
+    if (fresh == SIM_NONE32) return;
+    w->nodes[fresh].inherited_steps = steps;
+    world_kill(w, node, false);
+    w->res->replaced++;
 }
 
 /* A random peer in the given state (SIM_NONE32 when none). */
@@ -1172,6 +1353,7 @@ static void churn_fire(sim_world *w, uint32_t kind)
         p = pick_peer(w, NODE_ALIVE);
         if (p != SIM_NONE32) {
             w->nodes[p].state = NODE_HUNG;
+            node_recount(w, p);
             w->res->hangs++;
         }
         break;
@@ -1217,6 +1399,7 @@ static void script_fire(sim_world *w, uint32_t i)
     case SIM_SCRIPT_HANG:
         if (w->nodes[node].state == NODE_ALIVE) {
             w->nodes[node].state = NODE_HUNG;
+            node_recount(w, node);
             w->res->hangs++;
         }
         break;
@@ -1355,8 +1538,10 @@ static void fire(sim_world *w, const sim_ev *ev)
         w->quiet_ns = w->now;
         world_log(w, "phase: churn over at %llu ms, %u live peers",
                   (unsigned long long)(w->now / SIM_MS), live_peers(w, false));
-        for (uint32_t i = 1; i < w->num_nodes; i++)
+        for (uint32_t i = 1; i < w->num_nodes; i++) {
             w->nodes[i].app.successes_quiet = 0;
+            node_recount(w, i);
+        }
         /* The network heals: no more loss (fault windows already end with the churn). */
         w->cfg.loss_permille = 0;
         for (uint32_t h = 0; h < w->net.num_hosts; h++)
@@ -1370,11 +1555,6 @@ static void supervise(sim_world *w)
 {
     if (!w->quiet) return;
     uint32_t live = live_peers(w, false);
-    uint32_t starting = 0;
-    for (uint32_t i = 1; i < w->num_nodes; i++) {
-        if (w->nodes[i].state == NODE_ALIVE && w->nodes[i].app.state == APP_START) starting++;
-    }
-    (void)starting;
     while (live < 2u && w->num_peers_created < w->cfg.max_peers) {
         if (world_spawn_peer(w, SIM_NONE32) == SIM_NONE32) break;
         live++;
@@ -1383,15 +1563,7 @@ static void supervise(sim_world *w)
 
 static bool all_done(const sim_world *w)
 {
-    if (!w->quiet) return false;
-    uint32_t live = 0;
-    for (uint32_t i = 1; i < w->num_nodes; i++) {
-        const sim_node *n = &w->nodes[i];
-        if (n->state != NODE_ALIVE) continue;
-        live++;
-        if (!n->app.admitted || n->app.successes_quiet < w->cfg.steps) return false;
-    }
-    return live >= 2u;
+    return w->quiet && w->undone == 0 && w->live >= 2u;
 }
 
 static void world_free(sim_world *w)
@@ -1415,6 +1587,9 @@ static void world_free(sim_world *w)
     }
     for (uint32_t e = 0; e < w->eps_len; e++)
         free(w->eps[e].inbox);
+    for (uint32_t i = 0; i < w->num_nodes; i++)
+        free(w->nodes[i].rec);
+    free(w->host_node);
     check_free(w);
     free(w->frames);
     free(w->frame_free);
@@ -1469,8 +1644,13 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
     w->frames = malloc(w->frames_cap * sizeof *w->frames);
     w->frame_free = malloc(w->frames_cap * sizeof *w->frame_free);
     w->next_accept_id = CCOIP_CONN_ACCEPTED_BASE + 1u;
-    const bool ok = w->evs != NULL && w->nodes != NULL && w->eps != NULL && w->ep_map != NULL &&
-                    w->frames != NULL && w->frame_free != NULL &&
+    w->spawn_group = SIM_NONE32;
+    w->host_node_cap = w->cap_nodes + 2u;
+    w->host_node = malloc((size_t)w->host_node_cap * sizeof *w->host_node);
+    if (w->host_node != NULL)
+        memset(w->host_node, 0xff, (size_t)w->host_node_cap * sizeof *w->host_node);
+    const bool ok = w->host_node != NULL && w->evs != NULL && w->nodes != NULL && w->eps != NULL &&
+                    w->ep_map != NULL && w->frames != NULL && w->frame_free != NULL &&
                     sim_heap_init(&w->heap, 1u << 24) &&
                     sim_net_init(&w->net, w->cap_nodes + 1u, 1024u);
     if (!ok) {
@@ -1526,10 +1706,14 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
                        (unsigned long long)w->cfg.max_events);
         }
         supervise(w);
-        if ((w->res->events & 255u) == 0) check_progress(w);
+        if (w->quiet && w->now >= w->next_progress_ns) {
+            check_progress(w);
+            w->next_progress_ns = w->now + 100u * SIM_MS;
+        }
         if (!w->failed && all_done(w)) w->done = true;
     }
     if (!w->failed) check_final(w);
+    rec_finish(w);
     if (w->failed) {
         /* Say who was stuck: a liveness report names what did not finish. */
         for (uint32_t i = 1; i < w->num_nodes && out->status == SIM_LIVENESS; i++) {

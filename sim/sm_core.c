@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "ccoip_trace.h"
+#include "sim_internal.h"
 #include "sim_sm.h"
 
 #ifdef SIM_HAVE_CORE_SM
@@ -14,15 +16,56 @@
 #include "ccoip_master.h"
 #include "ccoip_peer.h"
 
+static void master_config(const sim_master_params *p, ccoip_master_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->max_peers = p->max_peers;
+    cfg->heartbeat_ms = p->heartbeat_ms;
+    cfg->evict_ms = p->evict_ms;
+    cfg->vote_timeout_ms = p->vote_timeout_ms;
+    cfg->canary_skip_abort_verdict = p->canary_skip_abort_verdict;
+    if (p->max_peers > 256u) {
+        /* The defaults grow with max_peers squared (24 bytes per peer pair of
+         * SEND payload per step): bound them for large runs. */
+        cfg->out_bytes = ((uint64_t)64 << 10) + (uint64_t)p->max_peers * 2048u;
+        cfg->action_queue_depth = p->max_peers * 8u + 4096u;
+    }
+}
+
+static void peer_config(const sim_peer_params *p, ccoip_peer_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    memcpy(cfg->master_ip, p->master_ip, 4);
+    cfg->master_ip_len = 4;
+    cfg->master_port = p->master_port;
+    cfg->peer_group = p->peer_group;
+    cfg->p2p_pool_size = p->p2p_pool_size;
+    cfg->max_ops = p->max_ops;
+    cfg->heartbeat_ms = p->heartbeat_ms;
+    cfg->evict_ms = p->evict_ms;
+    cfg->canary_skip_restore = p->canary_skip_restore;
+}
+
+bool sim_sm_trace_header(bool is_master, const sim_master_params *mp, const sim_peer_params *pp,
+                         uint64_t seed, ccoip_trace_header *out)
+{
+    memset(out, 0, sizeof *out);
+    out->version = CCOIP_TRACE_VERSION;
+    out->seed = seed;
+    if (is_master) {
+        out->machine = CCOIP_TRACE_MASTER;
+        master_config(mp, &out->master);
+    } else {
+        out->machine = CCOIP_TRACE_PEER;
+        peer_config(pp, &out->peer);
+    }
+    return true;
+}
+
 static void *core_master_create(const sim_master_params *p, uint64_t seed)
 {
     ccoip_master_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.max_peers = p->max_peers;
-    cfg.heartbeat_ms = p->heartbeat_ms;
-    cfg.evict_ms = p->evict_ms;
-    cfg.vote_timeout_ms = p->vote_timeout_ms;
-    cfg.canary_skip_abort_verdict = p->canary_skip_abort_verdict;
+    master_config(p, &cfg);
     ccoip_master *m = NULL;
     if (ccoip_master_create(&cfg, seed, &m) != pcclSuccess) return NULL;
     return m;
@@ -31,16 +74,7 @@ static void *core_master_create(const sim_master_params *p, uint64_t seed)
 static void *core_peer_create(const sim_peer_params *p, uint64_t seed)
 {
     ccoip_peer_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    memcpy(cfg.master_ip, p->master_ip, 4);
-    cfg.master_ip_len = 4;
-    cfg.master_port = p->master_port;
-    cfg.peer_group = p->peer_group;
-    cfg.p2p_pool_size = p->p2p_pool_size;
-    cfg.max_ops = p->max_ops;
-    cfg.heartbeat_ms = p->heartbeat_ms;
-    cfg.evict_ms = p->evict_ms;
-    cfg.canary_skip_restore = p->canary_skip_restore;
+    peer_config(p, &cfg);
     ccoip_peer *peer = NULL;
     if (ccoip_peer_create(&cfg, seed, &peer) != pcclSuccess) return NULL;
     return peer;
@@ -88,6 +122,17 @@ const sim_sm_vt *sim_sm_core(void)
 const sim_sm_vt *sim_sm_core(void)
 {
     return NULL;
+}
+
+bool sim_sm_trace_header(bool is_master, const sim_master_params *mp, const sim_peer_params *pp,
+                         uint64_t seed, ccoip_trace_header *out)
+{
+    (void)is_master;
+    (void)mp;
+    (void)pp;
+    (void)seed;
+    (void)out;
+    return false;
 }
 
 #endif

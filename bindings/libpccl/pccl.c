@@ -1,0 +1,602 @@
+/*
+ * pccl.c — the public C ABI (include/pccl.h) over the runtime (transport/pt.h).
+ *
+ * Every communicator call validates its arguments, posts one command to the
+ * communicator's driver thread and waits for the NOTIFY that completes it,
+ * bounded by params.timeout_ms when set (DESIGN.md §5, §6).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ccoip_dtype.h"
+#include "ccoip_quant.h"
+#include "pccl.h"
+#include "pt.h"
+
+#define PCCL_MAX_ASYNC        16u
+#define PCCL_LEAVE_WAIT_MS    1000u
+#define PCCL_RETRY_ROUNDS_MAX 1000u
+
+static atomic_bool g_initialized;
+
+struct pcclComm_t {
+    pcclCommCreateParams_t params;
+    char url[CCOIP_URL_MAX];
+    bool has_url;
+    pthread_mutex_t mu; /* guards driver, connected and async */
+    pt_driver *d;
+    bool connected;
+    struct {
+        bool used;
+        uint64_t tag;
+        uint32_t handle;
+    } async[PCCL_MAX_ASYNC];
+};
+
+struct pcclMasterInstanceState_t {
+    pt_driver *d;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Library                                                                  */
+/* ------------------------------------------------------------------------ */
+
+PCCL_EXPORT pcclResult_t pcclInit(void)
+{
+    atomic_store(&g_initialized, true);
+    return pcclSuccess;
+}
+
+PCCL_EXPORT pcclResult_t pcclGetVersion(uint32_t *version_out)
+{
+    if (version_out == NULL) return pcclInvalidArgument;
+    *version_out = (uint32_t)PCCL_VERSION_HEX;
+    return pcclSuccess;
+}
+
+PCCL_EXPORT pcclResult_t pcclGetBuildInfo(pcclBuildInfo_t *info)
+{
+    if (info == NULL) return pcclInvalidArgument;
+    info->has_cuda_support = false;
+    return pcclSuccess;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Communicator                                                             */
+/* ------------------------------------------------------------------------ */
+
+static bool addr_valid(const ccoip_socket_address_t *a)
+{
+    return a->inet.protocol == inetIPv4 || a->inet.protocol == inetIPv6;
+}
+
+PCCL_EXPORT pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params,
+                                                pcclComm_t **comm_out)
+{
+    if (!atomic_load(&g_initialized)) return pcclNotInitialized;
+    if (params == NULL || comm_out == NULL) return pcclInvalidArgument;
+    if (params->p2p_connection_pool_size > 1u) return pcclInvalidArgument;
+    if (params->master_url == NULL && !addr_valid(&params->master_address)) {
+        return pcclInvalidArgument;
+    }
+    if (params->master_url != NULL && strlen(params->master_url) >= CCOIP_URL_MAX) {
+        return pcclInvalidArgument;
+    }
+    pcclComm_t *c = calloc(1, sizeof *c);
+    if (c == NULL) return pcclSystemError;
+    c->params = *params;
+    if (params->master_url != NULL && params->master_url[0] != '\0') {
+        snprintf(c->url, sizeof c->url, "%s", params->master_url);
+        c->has_url = true;
+    }
+    c->params.master_url = NULL;
+    pthread_mutex_init(&c->mu, NULL);
+    *comm_out = c;
+    return pcclSuccess;
+}
+
+/* Where the p2p listener binds: loopback when the master is on loopback. */
+static const char *bind_host_for(const pcclComm_t *c)
+{
+    if (c->has_url) {
+        if (strstr(c->url, "://127.") != NULL || strstr(c->url, "://localhost") != NULL ||
+            strncmp(c->url, "ipc://", 6) == 0 || strstr(c->url, "://[::1]") != NULL) {
+            return "127.0.0.1";
+        }
+        return "0.0.0.0";
+    }
+    const ccoip_inet_address_t *in = &c->params.master_address.inet;
+    if (in->protocol == inetIPv4 && in->ipv4.data[0] == 127) return "127.0.0.1";
+    return "0.0.0.0";
+}
+
+static void comm_teardown(pcclComm_t *c)
+{
+    pt_driver_destroy(c->d);
+    c->d = NULL;
+    c->connected = false;
+    memset(c->async, 0, sizeof c->async);
+}
+
+PCCL_EXPORT pcclResult_t pcclDestroyCommunicator(pcclComm_t *communicator)
+{
+    if (!atomic_load(&g_initialized)) return pcclNotInitialized;
+    if (communicator == NULL) return pcclInvalidArgument;
+    pcclComm_t *c = communicator;
+    if (c->d != NULL && c->connected) {
+        ccoip_cmd cmd;
+        memset(&cmd, 0, sizeof cmd);
+        cmd.type = CCOIP_CMD_LEAVE;
+        uint32_t h;
+        if (pt_cmd_submit(c->d, &cmd, NULL, NULL, 0, &h) == pcclSuccess) {
+            (void)pt_cmd_wait(c->d, h, PCCL_LEAVE_WAIT_MS, false, NULL);
+        }
+    }
+    comm_teardown(c);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+    return pcclSuccess;
+}
+
+/* Posts a command and waits for it (bounded by params.timeout_ms). */
+static pcclResult_t comm_call(const pcclComm_t *c, ccoip_cmd *cmd, void *send, void *recv,
+                              uint64_t bytes, pt_cmd_result *out)
+{
+    uint32_t h;
+    pcclResult_t r = pt_cmd_submit(c->d, cmd, send, recv, bytes, &h);
+    if (r != pcclSuccess) return r;
+    return pt_cmd_wait(c->d, h, c->params.timeout_ms, false, out);
+}
+
+PCCL_EXPORT pcclResult_t pcclConnect(pcclComm_t *communicator)
+{
+    if (!atomic_load(&g_initialized)) return pcclNotInitialized;
+    if (communicator == NULL) return pcclInvalidArgument;
+    pcclComm_t *c = communicator;
+    if (c->connected) return pcclInvalidUsage;
+    if (c->d != NULL) comm_teardown(c);
+
+    ccoip_peer_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    if (c->has_url) {
+        cfg.master_url = c->url;
+    } else {
+        const ccoip_socket_address_t *a = &c->params.master_address;
+        if (a->inet.protocol == inetIPv4) {
+            memcpy(cfg.master_ip, a->inet.ipv4.data, 4);
+            cfg.master_ip_len = 4;
+        } else {
+            memcpy(cfg.master_ip, a->inet.ipv6.data, 16);
+            cfg.master_ip_len = 16;
+        }
+        cfg.master_port = a->port;
+    }
+    cfg.peer_group = c->params.peer_group;
+    cfg.p2p_pool_size = 1;
+    cfg.heartbeat_ms = c->params.heartbeat_ms;
+    if (cfg.heartbeat_ms > 0 && cfg.heartbeat_ms * 8u > 2000u) cfg.evict_ms = cfg.heartbeat_ms * 8u;
+    pcclResult_t r = pt_peer_create(&cfg, bind_host_for(c), &c->d);
+    if (r != pcclSuccess) return r;
+    ccoip_cmd cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.type = CCOIP_CMD_CONNECT;
+    r = comm_call(c, &cmd, NULL, NULL, 0, NULL);
+    if (r == pcclSuccess) {
+        c->connected = true;
+    } else {
+        comm_teardown(c);
+    }
+    return r;
+}
+
+static pcclResult_t comm_check(const pcclComm_t *c)
+{
+    if (!atomic_load(&g_initialized)) return pcclNotInitialized;
+    if (c == NULL) return pcclInvalidArgument;
+    if (!c->connected || c->d == NULL) return pcclInvalidUsage;
+    return pcclSuccess;
+}
+
+static bool async_pending(pcclComm_t *c)
+{
+    bool any = false;
+    pthread_mutex_lock(&c->mu);
+    for (uint32_t i = 0; i < PCCL_MAX_ASYNC; i++)
+        any = any || c->async[i].used;
+    pthread_mutex_unlock(&c->mu);
+    return any;
+}
+
+PCCL_EXPORT pcclResult_t pcclUpdateTopology(pcclComm_t *communicator)
+{
+    pcclResult_t r = comm_check(communicator);
+    if (r != pcclSuccess) return r;
+    if (async_pending(communicator)) return pcclPendingAsyncOps;
+    ccoip_cmd cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.type = CCOIP_CMD_UPDATE_TOPOLOGY;
+    return comm_call(communicator, &cmd, NULL, NULL, 0, NULL);
+}
+
+PCCL_EXPORT pcclResult_t pcclArePeersPending(const pcclComm_t *communicator, bool *pending_out)
+{
+    pcclResult_t r = comm_check(communicator);
+    if (r != pcclSuccess) return r;
+    if (pending_out == NULL) return pcclInvalidArgument;
+    ccoip_cmd cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.type = CCOIP_CMD_ARE_PEERS_PENDING;
+    pt_cmd_result res;
+    memset(&res, 0, sizeof res);
+    r = comm_call(communicator, &cmd, NULL, NULL, 0, &res);
+    if (r == pcclSuccess) *pending_out = res.peers_pending;
+    return r;
+}
+
+PCCL_EXPORT pcclResult_t pcclOptimizeTopology(const pcclComm_t *communicator)
+{
+    pcclResult_t r = comm_check(communicator);
+    if (r != pcclSuccess) return r;
+    pt_log(CCOIP_LOG_WARN, "api",
+           "pcclOptimizeTopology is not implemented by this runtime yet (pcclInvalidUsage)");
+    return pcclInvalidUsage;
+}
+
+PCCL_EXPORT pcclResult_t pcclGetAttribute(const pcclComm_t *communicator, pcclAttribute_t attribute,
+                                          int *p_attribute_out)
+{
+    pcclResult_t r = comm_check(communicator);
+    if (r != pcclSuccess) return r;
+    if (p_attribute_out == NULL) return pcclInvalidArgument;
+    pt_peer_info info;
+    pt_peer_info_get(communicator->d, &info);
+    /* The peer core reports its own group's size only; until it learns the
+     * global counts, the global attributes describe the caller's group. */
+    switch (attribute) {
+    case PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE:
+    case PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE:
+    case PCCL_ATTRIBUTE_LARGEST_PEER_GROUP_WORLD_SIZE:
+        *p_attribute_out = (int)info.world_size;
+        return pcclSuccess;
+    case PCCL_ATTRIBUTE_NUM_DISTINCT_PEER_GROUPS:
+        *p_attribute_out = info.world_size > 0 ? 1 : 0;
+        return pcclSuccess;
+    }
+    return pcclInvalidArgument;
+}
+
+/* ------------------------------------------------------------------------ */
+/* All-reduce                                                               */
+/* ------------------------------------------------------------------------ */
+
+static pcclResult_t reduce_args(const void *sendbuff, const void *recvbuff,
+                                const pcclReduceDescriptor_t *desc, ccoip_allreduce_args *out,
+                                uint64_t *bytes_out)
+{
+    if (desc == NULL) return pcclInvalidArgument;
+    const pcclDataType_t dt = desc->src_descriptor.datatype;
+    if (!ccoip_dtype_valid(dt)) return pcclInvalidArgument;
+    if ((int)desc->op < 0 || (int)desc->op >= PCCL_RED_OP_COUNT) return pcclInvalidArgument;
+    const pcclQuantizationAlgorithm_t qa = desc->quantization_options.algorithm;
+    if (qa != pcclQuantNone) {
+        if (!ccoip_dtype_valid(desc->quantization_options.quantized_datatype) ||
+            !ccoip_quant_supported(qa, dt, desc->quantization_options.quantized_datatype)) {
+            return pcclInvalidArgument;
+        }
+    }
+    const uint64_t esz = ccoip_dtype_size(dt);
+    if ((uint64_t)desc->count > (UINT64_MAX / 4u) / esz) return pcclInvalidArgument;
+    if (desc->count > 0 && (sendbuff == NULL || recvbuff == NULL)) return pcclInvalidArgument;
+    memset(out, 0, sizeof *out);
+    out->tag = desc->tag;
+    out->count = desc->count;
+    out->dtype = dt;
+    out->op = desc->op;
+    out->quant_algorithm = qa;
+    out->quant_dtype = qa != pcclQuantNone ? desc->quantization_options.quantized_datatype : dt;
+    out->in_place = sendbuff == recvbuff;
+    *bytes_out = (uint64_t)desc->count * esz;
+    return pcclSuccess;
+}
+
+static void info_fill(pcclReduceInfo_t *info, const pt_cmd_result *res)
+{
+    if (info == NULL) return;
+    info->local_world_size = res->world_size;
+    info->tx_bytes = res->tx_bytes;
+    info->rx_bytes = res->rx_bytes;
+}
+
+PCCL_EXPORT pcclResult_t pcclAllReduceAsync(const void *sendbuff, void *recvbuff,
+                                            const pcclReduceDescriptor_t *descriptor,
+                                            const pcclComm_t *communicator,
+                                            pcclAsyncReduceOp_t *reduce_handle_out)
+{
+    pcclResult_t r = comm_check(communicator);
+    if (r != pcclSuccess) return r;
+    if (reduce_handle_out == NULL) return pcclInvalidArgument;
+    ccoip_allreduce_args args;
+    uint64_t bytes = 0;
+    r = reduce_args(sendbuff, recvbuff, descriptor, &args, &bytes);
+    if (r != pcclSuccess) return r;
+    pcclComm_t *c = (pcclComm_t *)(uintptr_t)communicator;
+    pthread_mutex_lock(&c->mu);
+    uint32_t slot = PCCL_MAX_ASYNC;
+    for (uint32_t i = 0; i < PCCL_MAX_ASYNC; i++) {
+        if (c->async[i].used && c->async[i].tag == args.tag) {
+            pthread_mutex_unlock(&c->mu);
+            return pcclInvalidArgument; /* tag already in flight */
+        }
+        if (!c->async[i].used && slot == PCCL_MAX_ASYNC) slot = i;
+    }
+    if (slot == PCCL_MAX_ASYNC) {
+        pthread_mutex_unlock(&c->mu);
+        return pcclInvalidUsage;
+    }
+    ccoip_cmd cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.type = CCOIP_CMD_ALL_REDUCE;
+    cmd.allreduce = args;
+    uint32_t h;
+    r = pt_cmd_submit(c->d, &cmd, (void *)(uintptr_t)sendbuff, recvbuff, bytes, &h);
+    if (r == pcclSuccess) {
+        c->async[slot].used = true;
+        c->async[slot].tag = args.tag;
+        c->async[slot].handle = h;
+        reduce_handle_out->comm = c;
+        reduce_handle_out->tag = args.tag;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return r;
+}
+
+static pcclResult_t await_impl(const pcclAsyncReduceOp_t *hnd, uint32_t timeout_ms, bool keep,
+                               pcclReduceInfo_t *info)
+{
+    if (!atomic_load(&g_initialized)) return pcclNotInitialized;
+    if (hnd == NULL || hnd->comm == NULL) return pcclInvalidArgument;
+    pcclComm_t *c = hnd->comm;
+    pthread_mutex_lock(&c->mu);
+    uint32_t slot = PCCL_MAX_ASYNC;
+    for (uint32_t i = 0; i < PCCL_MAX_ASYNC; i++) {
+        if (c->async[i].used && c->async[i].tag == hnd->tag) slot = i;
+    }
+    if (slot == PCCL_MAX_ASYNC || c->d == NULL) {
+        pthread_mutex_unlock(&c->mu);
+        return pcclInvalidArgument;
+    }
+    const uint32_t h = c->async[slot].handle;
+    pt_driver *d = c->d;
+    pthread_mutex_unlock(&c->mu);
+    pt_cmd_result res;
+    memset(&res, 0, sizeof res);
+    const pcclResult_t r = pt_cmd_wait(d, h, timeout_ms, keep, &res);
+    if (r != pcclTimeout || !keep) {
+        pthread_mutex_lock(&c->mu);
+        c->async[slot].used = false;
+        pthread_mutex_unlock(&c->mu);
+    }
+    if (r == pcclSuccess) info_fill(info, &res);
+    return r;
+}
+
+PCCL_EXPORT pcclResult_t pcclAwaitAsyncReduce(const pcclAsyncReduceOp_t *reduce_handle,
+                                              pcclReduceInfo_t *reduce_info_out)
+{
+    if (reduce_handle == NULL || reduce_handle->comm == NULL) return pcclInvalidArgument;
+    return await_impl(reduce_handle, reduce_handle->comm->params.timeout_ms, false,
+                      reduce_info_out);
+}
+
+PCCL_EXPORT pcclResult_t pcclAwaitAsyncReduceTimeout(const pcclAsyncReduceOp_t *reduce_handle,
+                                                     uint32_t timeout_ms,
+                                                     pcclReduceInfo_t *reduce_info_out)
+{
+    return await_impl(reduce_handle, timeout_ms, timeout_ms > 0, reduce_info_out);
+}
+
+PCCL_EXPORT pcclResult_t pcclAllReduce(const void *sendbuff, void *recvbuff,
+                                       const pcclReduceDescriptor_t *descriptor,
+                                       const pcclComm_t *communicator,
+                                       pcclReduceInfo_t *reduce_info_out)
+{
+    pcclAsyncReduceOp_t h;
+    pcclResult_t r = pcclAllReduceAsync(sendbuff, recvbuff, descriptor, communicator, &h);
+    if (r != pcclSuccess) return r;
+    return pcclAwaitAsyncReduce(&h, reduce_info_out);
+}
+
+PCCL_EXPORT pcclResult_t pcclAllReduceMultipleWithRetry(const pcclReduceOpDescriptor_t *descriptors,
+                                                        size_t count,
+                                                        const pcclComm_t *communicator,
+                                                        pcclReduceInfo_t *reduce_info_out,
+                                                        int max_in_flight)
+{
+    pcclResult_t r = comm_check(communicator);
+    if (r != pcclSuccess) return r;
+    if (count > 0 && descriptors == NULL) return pcclInvalidArgument;
+    if (count > 4096u) return pcclInvalidArgument;
+    const uint32_t window =
+        max_in_flight <= 0
+            ? 1u
+            : ((uint32_t)max_in_flight > PCCL_MAX_ASYNC ? PCCL_MAX_ASYNC : (uint32_t)max_in_flight);
+    for (size_t i = 0; i < count; i++) {
+        ccoip_allreduce_args a;
+        uint64_t b;
+        r = reduce_args(descriptors[i].sendbuf, descriptors[i].recvbuf, &descriptors[i].descriptor,
+                        &a, &b);
+        if (r != pcclSuccess) return r;
+    }
+    bool *done = calloc(count > 0 ? count : 1u, sizeof *done);
+    if (done == NULL) return pcclSystemError;
+    pcclReduceInfo_t total;
+    memset(&total, 0, sizeof total);
+    size_t remaining = count;
+    pcclResult_t out = pcclSuccess;
+    for (uint32_t round = 0; remaining > 0; round++) {
+        if (round >= PCCL_RETRY_ROUNDS_MAX) {
+            out = pcclRankConnectionLost;
+            break;
+        }
+        size_t idx[PCCL_MAX_ASYNC];
+        pcclAsyncReduceOp_t hs[PCCL_MAX_ASYNC];
+        pcclResult_t launched[PCCL_MAX_ASYNC];
+        uint32_t n = 0;
+        for (size_t i = 0; i < count && n < window; i++) {
+            if (done[i]) continue;
+            idx[n] = i;
+            launched[n] = pcclAllReduceAsync(descriptors[i].sendbuf, descriptors[i].recvbuf,
+                                             &descriptors[i].descriptor, communicator, &hs[n]);
+            n++;
+        }
+        bool lost = false;
+        for (uint32_t k = 0; k < n; k++) {
+            pcclResult_t rk = launched[k];
+            pcclReduceInfo_t info;
+            memset(&info, 0, sizeof info);
+            if (rk == pcclSuccess) rk = pcclAwaitAsyncReduce(&hs[k], &info);
+            if (rk == pcclSuccess) {
+                done[idx[k]] = true;
+                remaining--;
+                total.tx_bytes += info.tx_bytes;
+                total.rx_bytes += info.rx_bytes;
+                total.local_world_size = info.local_world_size;
+            } else if (rk == pcclRankConnectionLost) {
+                lost = true;
+            } else if (out == pcclSuccess) {
+                out = rk;
+            }
+        }
+        if (out != pcclSuccess) break;
+        if (lost) {
+            int ws = 0;
+            pcclGetAttribute(communicator, PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE, &ws);
+            if (ws < 2) {
+                out = pcclTooFewPeers;
+                break;
+            }
+        }
+    }
+    free(done);
+    if (reduce_info_out != NULL) *reduce_info_out = total;
+    return out;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Shared state                                                             */
+/* ------------------------------------------------------------------------ */
+
+PCCL_EXPORT pcclResult_t pcclSynchronizeSharedStateEx(const pcclComm_t *communicator,
+                                                      pcclSharedState_t *shared_state,
+                                                      pcclSharedStateSyncStrategy_t strategy,
+                                                      pcclSharedStateSyncInfo_t *sync_info_out)
+{
+    pcclResult_t r = comm_check(communicator);
+    if (r != pcclSuccess) return r;
+    if (shared_state == NULL || (shared_state->count > 0 && shared_state->infos == NULL)) {
+        return pcclInvalidArgument;
+    }
+    if ((int)strategy < 0 || (int)strategy > 2) return pcclInvalidArgument;
+    if (sync_info_out != NULL) memset(sync_info_out, 0, sizeof *sync_info_out);
+    pt_log(CCOIP_LOG_WARN, "api",
+           "pcclSynchronizeSharedState is not implemented by this runtime yet (pcclInvalidUsage)");
+    return pcclInvalidUsage;
+}
+
+PCCL_EXPORT pcclResult_t(pcclSynchronizeSharedState)(const pcclComm_t *communicator,
+                                                     pcclSharedState_t *shared_state,
+                                                     pcclSharedStateSyncInfo_t *sync_info_out)
+{
+    return pcclSynchronizeSharedStateEx(
+        communicator, shared_state, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, sync_info_out);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Master                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static void url_of(const ccoip_socket_address_t *a, char *url, size_t cap)
+{
+    if (a->inet.protocol == inetIPv6) {
+        int n = snprintf(url, cap, "tcp://[");
+        for (unsigned i = 0; i < 16u; i += 2u) {
+            n += snprintf(url + n, cap - (size_t)n, "%s%x", i ? ":" : "",
+                          (unsigned)((a->inet.ipv6.data[i] << 8) | a->inet.ipv6.data[i + 1u]));
+        }
+        snprintf(url + n, cap - (size_t)n, "]:%u", (unsigned)a->port);
+    } else {
+        snprintf(url, cap, "tcp://%u.%u.%u.%u:%u", a->inet.ipv4.data[0], a->inet.ipv4.data[1],
+                 a->inet.ipv4.data[2], a->inet.ipv4.data[3], (unsigned)a->port);
+    }
+}
+
+PCCL_EXPORT pcclResult_t pcclCreateMasterEx(const pcclMasterCreateParams_t *params,
+                                            pcclMasterInstance_t **p_master_handle_out,
+                                            uint16_t *bound_port_out)
+{
+    if (params == NULL || p_master_handle_out == NULL) return pcclInvalidArgument;
+    ccoip_master_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.heartbeat_ms = params->heartbeat_ms;
+    cfg.evict_ms = params->evict_ms;
+    cfg.vote_timeout_ms = params->vote_timeout_ms;
+    cfg.max_peers = params->max_peers;
+    pcclMasterInstance_t *m = calloc(1, sizeof *m);
+    if (m == NULL) return pcclSystemError;
+    uint32_t port = 0;
+    char def[64];
+    snprintf(def, sizeof def, "tcp://0.0.0.0:%d", CCOIP_PROTOCOL_PORT_MASTER);
+    const pcclResult_t r =
+        pt_master_create(params->listen_url != NULL ? params->listen_url : def, &cfg, &m->d, &port);
+    if (r != pcclSuccess) {
+        free(m);
+        return r;
+    }
+    if (bound_port_out != NULL) *bound_port_out = (uint16_t)port;
+    *p_master_handle_out = m;
+    return pcclSuccess;
+}
+
+PCCL_EXPORT pcclResult_t pcclCreateMaster(ccoip_socket_address_t listen_address,
+                                          pcclMasterInstance_t **p_master_handle_out)
+{
+    if (p_master_handle_out == NULL || !addr_valid(&listen_address)) return pcclInvalidArgument;
+    char url[128];
+    url_of(&listen_address, url, sizeof url);
+    pcclMasterCreateParams_t p;
+    memset(&p, 0, sizeof p);
+    p.listen_url = url;
+    return pcclCreateMasterEx(&p, p_master_handle_out, NULL);
+}
+
+PCCL_EXPORT pcclResult_t pcclRunMaster(pcclMasterInstance_t *master_instance)
+{
+    if (master_instance == NULL) return pcclInvalidArgument;
+    return pt_driver_start(master_instance->d);
+}
+
+PCCL_EXPORT pcclResult_t pcclInterruptMaster(pcclMasterInstance_t *master_instance)
+{
+    if (master_instance == NULL) return pcclInvalidArgument;
+    pt_driver_stop(master_instance->d);
+    return pcclSuccess;
+}
+
+PCCL_EXPORT pcclResult_t pcclMasterAwaitTermination(pcclMasterInstance_t *master_instance)
+{
+    if (master_instance == NULL) return pcclInvalidArgument;
+    pt_driver_join(master_instance->d);
+    return pcclSuccess;
+}
+
+PCCL_EXPORT pcclResult_t pcclDestroyMaster(pcclMasterInstance_t *master_instance)
+{
+    if (master_instance == NULL) return pcclInvalidArgument;
+    pt_driver_destroy(master_instance->d);
+    free(master_instance);
+    return pcclSuccess;
+}

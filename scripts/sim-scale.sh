@@ -1,0 +1,37 @@
+#!/bin/sh
+# The simulator at scale (issue 5): 10,000 peers in peer groups of 16,
+# 64-float tensors, about 1 % of peers replaced per training step, 100 steps,
+# on one core, with wall time and peak memory (/usr/bin/time -v).
+#   scripts/sim-scale.sh [--sim PATH] [--peers N] [--steps N] [--churn BP] [-- extra args]
+# Exit: pccl-sim's exit code.
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+sim=$root/build/sim/pccl-sim
+peers=10000
+steps=100
+churn=100
+while [ $# -gt 0 ]; do
+    case $1 in
+        --sim) sim=$2; shift 2 ;;
+        --peers) peers=$2; shift 2 ;;
+        --steps) steps=$2; shift 2 ;;
+        --churn) churn=$2; shift 2 ;;
+        --) shift; break ;;
+        *) echo "usage: $0 [--sim PATH] [--peers N] [--steps N] [--churn BP] [-- args]" >&2; exit 64 ;;
+    esac
+done
+[ -x "$sim" ] || { echo "sim-scale: no pccl-sim at $sim (build it Release)" >&2; exit 64; }
+# Replacements: about churn/10000 of the peers per step, over the steps.
+max=$((peers + peers * churn * steps / 10000 + 64))
+set -- --seed 1 --peers "$peers" --max-peers "$max" --group-size 16 --float --count 64 \
+    --steps "$steps" --churn-ms 0 --churn-per-step "$churn" --vote-timeout-ms 60000 \
+    --liveness-ms 3600000 --max-events 4000000000 "$@"
+echo "sim-scale: $sim $*"
+if [ -x /usr/bin/time ]; then
+    /usr/bin/time -v "$sim" "$@" 2>"${TMPDIR:-/tmp}/sim-scale.time.$$" && rc=0 || rc=$?
+    grep -E "Elapsed|Maximum resident|User time" "${TMPDIR:-/tmp}/sim-scale.time.$$" || true
+    rm -f "${TMPDIR:-/tmp}/sim-scale.time.$$"
+else
+    "$sim" "$@" && rc=0 || rc=$?
+fi
+exit "$rc"

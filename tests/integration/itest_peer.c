@@ -1,0 +1,266 @@
+/*
+ * itest_peer.c — one peer process of the integration tests
+ * (tests/integration/run.sh). Connects to the master, waits until the group
+ * has --world peers, then runs all-reduces whose exact integer results it
+ * checks: peer i contributes (i + 1) * (k + 1) + j to element j of step k, so
+ * the sum over a set S of peers is (k + 1) * sum(i + 1) + |S| * j. Peers are
+ * indexed 0 .. world-1 by --index; after a loss, the survivors are the peers
+ * with index < world size (the tests always kill the highest index).
+ *
+ *   itest_peer --url URL --index I --world N [--steps K] [--count C]
+ *              [--mode normal|survivor|master-death] [--evict-ms E]
+ *
+ * normal:       K exact all-reduces (blocking, async, in place), exit 0.
+ * survivor:     all-reduces until one fails with pcclRankConnectionLost, or
+ *               succeeds on a smaller ring (the loss fell between two ops),
+ *               in at most E + 3000 ms; then K more on the shrunken ring.
+ * victim:       K all-reduces, then SIGKILLs itself in the middle of the next.
+ * master-death: all-reduces until one fails with pcclMasterConnectionFailed
+ *               within E + 3000 ms; every later call fails the same way.
+ * Prints "READY" once admitted with the full world, "REDUCING" before the
+ * all-reduce loop. Exit codes: 0 ok, 1 wrong result, 2 setup, 3 bound missed.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pccl.h"
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static int check(const int32_t *out, uint64_t count, uint32_t k, uint32_t members)
+{
+    const uint32_t s = members * (members + 1u) / 2u;
+    for (uint64_t j = 0; j < count; j++) {
+        const int32_t want = (int32_t)((k + 1u) * s + members * (uint32_t)(j % 1000u));
+        if (out[j] != want) {
+            fprintf(stderr, "itest_peer: step %u element %llu: got %d want %d (members %u)\n", k,
+                    (unsigned long long)j, out[j], want, members);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void fill(int32_t *buf, uint64_t count, uint32_t index, uint32_t k)
+{
+    for (uint64_t j = 0; j < count; j++)
+        buf[j] = (int32_t)((index + 1u) * (k + 1u) + (uint32_t)(j % 1000u));
+}
+
+int main(int argc, char **argv)
+{
+    const char *url = NULL;
+    const char *mode = "normal";
+    uint32_t index = 0, world = 2, steps = 5, evict_ms = 2000;
+    uint64_t count = 1000;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--url") == 0)
+            url = argv[i + 1];
+        else if (strcmp(argv[i], "--index") == 0)
+            index = (uint32_t)atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--world") == 0)
+            world = (uint32_t)atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--steps") == 0)
+            steps = (uint32_t)atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--count") == 0)
+            count = (uint64_t)atoll(argv[i + 1]);
+        else if (strcmp(argv[i], "--mode") == 0)
+            mode = argv[i + 1];
+        else if (strcmp(argv[i], "--evict-ms") == 0)
+            evict_ms = (uint32_t)atoi(argv[i + 1]);
+    }
+    if (url == NULL) return 2;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (pcclInit() != pcclSuccess) return 2;
+    pcclCommCreateParams_t params;
+    memset(&params, 0, sizeof params);
+    params.master_url = url;
+    params.timeout_ms = 20000;
+    pcclComm_t *comm = NULL;
+    if (pcclCreateCommunicator(&params, &comm) != pcclSuccess) return 2;
+    pcclResult_t r = pcclConnect(comm);
+    if (r != pcclSuccess) {
+        fprintf(stderr, "itest_peer %u: connect: %d\n", index, (int)r);
+        return 2;
+    }
+    int ws = 0;
+    for (int tries = 0;; tries++) {
+        if (pcclGetAttribute(comm, PCCL_ATTRIBUTE_CURRENT_WORLD_SIZE, &ws) != pcclSuccess) return 2;
+        if ((uint32_t)ws >= world) break;
+        if (tries > 400) {
+            fprintf(stderr, "itest_peer %u: world stays %d < %u\n", index, ws, world);
+            return 2;
+        }
+        r = pcclUpdateTopology(comm);
+        if (r != pcclSuccess && r != pcclUpdateTopologyFailed) {
+            fprintf(stderr, "itest_peer %u: update topology: %d\n", index, (int)r);
+            return 2;
+        }
+    }
+    printf("READY %u world %d\n", index, ws);
+    printf("REDUCING %u\n", index);
+
+    int32_t *a = malloc((size_t)(count > 0 ? count : 1u) * sizeof *a);
+    int32_t *b = malloc((size_t)(count > 0 ? count : 1u) * sizeof *b);
+    if (a == NULL || b == NULL) return 2;
+    pcclReduceDescriptor_t desc;
+    memset(&desc, 0, sizeof desc);
+    desc.count = count;
+    desc.op = pcclSum;
+    desc.src_descriptor.datatype = pcclInt32;
+    desc.quantization_options.quantized_datatype = pcclInt32;
+
+    if (strcmp(mode, "normal") == 0) {
+        for (uint32_t k = 0; k < steps; k++) {
+            fill(a, count, index, k);
+            pcclReduceInfo_t info;
+            memset(&info, 0, sizeof info);
+            desc.tag = k;
+            if (k % 3u == 0) {
+                r = pcclAllReduce(a, b, &desc, comm, &info);
+            } else if (k % 3u == 1) {
+                pcclAsyncReduceOp_t h;
+                r = pcclAllReduceAsync(a, b, &desc, comm, &h);
+                if (r == pcclSuccess) r = pcclAwaitAsyncReduceTimeout(&h, 20000, &info);
+            } else {
+                r = pcclAllReduce(a, a, &desc, comm, &info); /* in place */
+                memcpy(b, a, (size_t)count * sizeof *a);
+            }
+            if (r != pcclSuccess) {
+                fprintf(stderr, "itest_peer %u: step %u: all-reduce %d\n", index, k, (int)r);
+                return 1;
+            }
+            if (check(b, count, k, world) != 0) return 1;
+            if (info.local_world_size != world) {
+                fprintf(stderr, "itest_peer %u: local_world_size %u\n", index,
+                        info.local_world_size);
+                return 1;
+            }
+        }
+        /* The many-ops entry point, with exact results too. */
+        pcclReduceOpDescriptor_t ops[3];
+        int32_t *bufs[3];
+        for (uint32_t o = 0; o < 3u; o++) {
+            bufs[o] = malloc((size_t)(count > 0 ? count : 1u) * sizeof *a);
+            if (bufs[o] == NULL) return 2;
+            fill(bufs[o], count, index, 100u + o);
+            memset(&ops[o], 0, sizeof ops[o]);
+            ops[o].sendbuf = bufs[o];
+            ops[o].recvbuf = bufs[o];
+            ops[o].descriptor = desc;
+            ops[o].descriptor.tag = 1000u + o;
+        }
+        r = pcclAllReduceMultipleWithRetry(ops, 3, comm, NULL, 2);
+        if (r != pcclSuccess) {
+            fprintf(stderr, "itest_peer %u: multiple: %d\n", index, (int)r);
+            return 1;
+        }
+        for (uint32_t o = 0; o < 3u; o++) {
+            if (check(bufs[o], count, 100u + o, world) != 0) return 1;
+            free(bufs[o]);
+        }
+        printf("DONE %u\n", index);
+    } else if (strcmp(mode, "survivor") == 0) {
+        uint32_t after = 0;
+        bool lost = false;
+        for (uint32_t k = 0; k < 100000u && after < steps; k++) {
+            fill(a, count, index, k % 1000u);
+            desc.tag = k;
+            pcclReduceInfo_t info;
+            memset(&info, 0, sizeof info);
+            const uint64_t t0 = now_ms();
+            r = pcclAllReduce(a, b, &desc, comm, &info);
+            const uint64_t dt = now_ms() - t0;
+            if (r == pcclSuccess) {
+                if (check(b, count, k % 1000u, info.local_world_size) != 0) return 1;
+                if (!lost && info.local_world_size < world) {
+                    /* The peer died between two operations: the next one
+                     * simply ran on the shrunken ring. */
+                    if (dt > evict_ms + 3000u) return 3;
+                    printf("SHRUNK %u after %llu ms\n", index, (unsigned long long)dt);
+                    lost = true;
+                }
+                if (lost) after++;
+                continue;
+            }
+            if (r != pcclRankConnectionLost && r != pcclTooFewPeers) {
+                fprintf(stderr, "itest_peer %u: all-reduce %d\n", index, (int)r);
+                return 1;
+            }
+            if (dt > evict_ms + 3000u) {
+                fprintf(stderr, "itest_peer %u: loss reported after %llu ms\n", index,
+                        (unsigned long long)dt);
+                return 3;
+            }
+            if (!lost) printf("LOST %u after %llu ms\n", index, (unsigned long long)dt);
+            lost = true;
+            if (pcclGetAttribute(comm, PCCL_ATTRIBUTE_CURRENT_WORLD_SIZE, &ws) != pcclSuccess) {
+                return 1;
+            }
+            if (r == pcclTooFewPeers) sleep_ms(20);
+        }
+        if (!lost || after < steps) return 1;
+        if (pcclGetAttribute(comm, PCCL_ATTRIBUTE_CURRENT_WORLD_SIZE, &ws) != pcclSuccess) return 1;
+        printf("DONE %u world %d\n", index, ws);
+    } else if (strcmp(mode, "victim") == 0) {
+        /* K operations, then dies by SIGKILL in the middle of the next one. */
+        for (uint32_t k = 0;; k++) {
+            fill(a, count, index, k % 1000u);
+            desc.tag = k;
+            if (k == steps) {
+                pcclAsyncReduceOp_t h;
+                r = pcclAllReduceAsync(a, b, &desc, comm, &h);
+                sleep_ms(25);
+                printf("DYING %u at step %u\n", index, k);
+                raise(SIGKILL);
+            }
+            r = pcclAllReduce(a, b, &desc, comm, NULL);
+            if (r != pcclSuccess || check(b, count, k % 1000u, world) != 0) return 1;
+        }
+    } else if (strcmp(mode, "master-death") == 0) {
+        for (uint32_t k = 0;; k++) {
+            fill(a, count, index, k % 1000u);
+            desc.tag = k;
+            const uint64_t t0 = now_ms();
+            r = pcclAllReduce(a, b, &desc, comm, NULL);
+            const uint64_t dt = now_ms() - t0;
+            if (r == pcclSuccess) {
+                if (check(b, count, k % 1000u, world) != 0) return 1;
+                continue;
+            }
+            if (r != pcclMasterConnectionFailed && r != pcclRankConnectionLost) {
+                fprintf(stderr, "itest_peer %u: all-reduce %d\n", index, (int)r);
+                return 1;
+            }
+            if (dt > evict_ms + 3000u) return 3;
+            if (r == pcclMasterConnectionFailed) break;
+        }
+        bool pending = false;
+        r = pcclArePeersPending(comm, &pending);
+        if (r != pcclMasterConnectionFailed) return 1;
+        r = pcclUpdateTopology(comm);
+        if (r != pcclMasterConnectionFailed) return 1;
+        printf("DONE %u master lost\n", index);
+    } else {
+        return 2;
+    }
+    free(a);
+    free(b);
+    if (pcclDestroyCommunicator(comm) != pcclSuccess) return 1;
+    return 0;
+}

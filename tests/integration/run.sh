@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Integration scenarios on 127.0.0.1 with real processes (ctest label
+# "integration"). Every wait is bounded; every process is killed on exit.
+#
+#   run.sh MASTER_BIN PEER_BIN SCENARIO [N]
+#
+# Scenarios: allreduce N | kill-peer | kill-peer-mid-op | master-death | garbage
+set -u
+MASTER=$1
+PEER=$2
+SCENARIO=$3
+N=${4:-2}
+EVICT_MS=1000
+TMP=$(mktemp -d)
+PIDS=()
+WD=
+cleanup() {
+  [[ -n "$WD" ]] && kill -TERM "$WD" 2>/dev/null
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*"
+  for f in "$TMP"/*.out "$TMP"/*.log; do echo "--- $f"; tail -n 40 "$f"; done
+  exit 1
+}
+export PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-INFO}
+
+start_master() {
+  "$MASTER" --listen tcp://127.0.0.1:0 --print-port --heartbeat-ms 100 --evict-ms $EVICT_MS \
+    --vote-timeout-ms 10000 >"$TMP/master.out" 2>"$TMP/master.log" &
+  MPID=$!
+  PIDS+=("$MPID")
+  for _ in $(seq 100); do
+    PORT=$(sed -n 's/^PORT \([0-9]*\)$/\1/p' "$TMP/master.out" 2>/dev/null)
+    [[ -n "$PORT" ]] && break
+    sleep 0.05
+  done
+  [[ -n "${PORT:-}" ]] || fail "master did not report its port"
+  URL="tcp://127.0.0.1:$PORT"
+}
+
+start_peer() { # index world mode steps count
+  "$PEER" --url "$URL" --index "$1" --world "$2" --mode "$3" --steps "$4" --count "$5" \
+    --evict-ms $EVICT_MS >"$TMP/peer$1.out" 2>"$TMP/peer$1.log" &
+  PIDS+=($!)
+  PEER_PID[$1]=$!
+}
+
+wait_line() { # file pattern seconds
+  for _ in $(seq $(($3 * 20))); do
+    grep -q "$2" "$1" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
+wait_peers() { # first last
+  local rc=0
+  for i in $(seq "$1" "$2"); do
+    if ! wait "${PEER_PID[$i]}"; then echo "peer $i exited with an error"; rc=1; fi
+  done
+  return $rc
+}
+
+declare -A PEER_PID
+# Watchdog: the whole scenario is bounded; on expiry print the logs and fail.
+BUDGET=${PCCL_ITEST_BUDGET:-25}
+trap 'fail "watchdog: scenario exceeded ${BUDGET}s"' USR1
+(
+  trap 'kill "$S" 2>/dev/null; exit 0' TERM
+  sleep "$BUDGET" &
+  S=$!
+  wait "$S" && kill -USR1 $$
+) >/dev/null 2>&1 &
+WD=$!
+start_master
+case "$SCENARIO" in
+allreduce)
+  for i in $(seq 0 $((N - 1))); do start_peer "$i" "$N" normal 6 100000; done
+  wait_peers 0 $((N - 1)) || fail "allreduce with $N peers"
+  ;;
+kill-peer)
+  for i in 0 1; do start_peer "$i" 3 survivor 3 1000000; done
+  start_peer 2 3 survivor 1000000 1000000
+  wait_line "$TMP/peer2.out" REDUCING 20 || fail "victim never reduced"
+  sleep 0.3
+  kill -9 "${PEER_PID[2]}"
+  wait_peers 0 1 || fail "survivors"
+  grep -h -E "LOST|SHRUNK" "$TMP"/peer[01].out
+  ;;
+kill-peer-mid-op)
+  # The victim dies inside its 4th all-reduce: the survivors' copy of that
+  # operation must fail with pcclRankConnectionLost, then succeed on 2 peers.
+  # 64 MiB operations take long enough on loopback that the victim's death
+  # (25 ms after it starts the operation, once every member has voted)
+  # lands inside the ring, not before the commence.
+  for i in 0 1; do start_peer "$i" 3 survivor 3 16000000; done
+  start_peer 2 3 victim 3 16000000
+  wait_peers 0 1 || fail "survivors"
+  grep -h -E "LOST|SHRUNK" "$TMP"/peer[01].out
+  grep -q LOST "$TMP"/peer0.out "$TMP"/peer1.out || fail "no survivor saw pcclRankConnectionLost"
+  ;;
+master-death)
+  for i in 0 1; do start_peer "$i" 2 master-death 0 100000; done
+  wait_line "$TMP/peer0.out" REDUCING 20 || fail "peers never reduced"
+  wait_line "$TMP/peer1.out" REDUCING 20 || fail "peers never reduced"
+  sleep 0.3
+  kill -9 "$MPID"
+  wait_peers 0 1 || fail "peers after master death"
+  ;;
+garbage)
+  trap '' PIPE
+  for i in 0 1; do start_peer "$i" 2 normal 30 10000; done
+  wait_line "$TMP/peer0.out" REDUCING 20 || fail "peers never reduced"
+  exec 3<>"/dev/tcp/127.0.0.1/$PORT" || fail "cannot open a raw connection"
+  printf 'GET / HTTP/1.1\r\nHost: x\r\n\r\nthis is not a ccoip frame at all' >&3 2>/dev/null
+  # The master must close the garbage connection: reading it ends (EOF or
+  # reset) well before the 5 s bound.
+  timeout 5 cat <&3 >/dev/null 2>&1
+  [[ $? -ne 124 ]] || fail "garbage connection was not closed"
+  exec 3<&-
+  wait_peers 0 1 || fail "peers after garbage"
+  grep -q "malformed" "$TMP/master.log" || fail "no log line for the garbage"
+  kill -0 "$MPID" || fail "master died"
+  ;;
+*)
+  fail "unknown scenario $SCENARIO"
+  ;;
+esac
+if [[ "$SCENARIO" != master-death ]]; then
+  # Graceful shutdown on SIGTERM: exit status 0 within 5 s.
+  kill -TERM "$MPID"
+  for _ in $(seq 100); do kill -0 "$MPID" 2>/dev/null || break; sleep 0.05; done
+  kill -0 "$MPID" 2>/dev/null && fail "master ignored SIGTERM"
+  wait "$MPID" || fail "master exited with an error after SIGTERM"
+fi
+echo "PASS: $SCENARIO $N"

@@ -1,0 +1,278 @@
+/*
+ * test_trace.c — the trace file codec and state hash (core/ccoip_trace.h):
+ * round trips of every record kind, the exact byte layout of the header,
+ * and malformed input (every truncation, every single-byte corruption of a
+ * small trace, lying lengths) decoding to pcclProtocolError, never a crash.
+ */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ccoip_trace.h"
+#include "ptest.h"
+
+static uint64_t le(const uint8_t *p, unsigned n)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8u * i);
+    return v;
+}
+
+/* A small trace: peer header, a START, SET_PORT, a RECV with payload, a
+ * SUBMIT, an IO_DONE, POLLED, CHECKPOINT, TRAILER. Returns its length. */
+static uint64_t build_trace(uint8_t *buf, uint64_t cap)
+{
+    ccoip_trace_header h;
+    memset(&h, 0, sizeof h);
+    h.machine = CCOIP_TRACE_PEER;
+    h.seed = 0x1122334455667788u;
+    h.peer.master_url = "tcp://10.0.0.1:48148";
+    h.peer.peer_group = 7;
+    h.peer.max_ops = 8;
+    h.peer.heartbeat_ms = 250;
+    uint64_t n = ccoip_trace_encode_header(&h, buf, cap);
+    ccoip_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = CCOIP_EV_START;
+    n += ccoip_trace_encode_event(&ev, buf + n, cap - n);
+    n += ccoip_trace_encode_set_port(CCOIP_LISTENER_P2P, 40000, NULL, buf + n, cap - n);
+    static const uint8_t frame[5] = {1, 2, 3, 4, 5};
+    ev.type = CCOIP_EV_RECV;
+    ev.now_ns = 12345;
+    ev.conn = 1;
+    ev.data = frame;
+    ev.len = sizeof frame;
+    n += ccoip_trace_encode_event(&ev, buf + n, cap - n);
+    memset(&ev, 0, sizeof ev);
+    ev.type = CCOIP_EV_SUBMIT;
+    ev.now_ns = 20000;
+    ev.cmd.type = CCOIP_CMD_ALL_REDUCE;
+    ev.cmd.cmd_id = 9;
+    ev.cmd.allreduce.count = 64;
+    ev.cmd.allreduce.dtype = pcclFloat;
+    ev.cmd.allreduce.op = pcclAvg;
+    ev.cmd.allreduce.in_place = true;
+    n += ccoip_trace_encode_event(&ev, buf + n, cap - n);
+    memset(&ev, 0, sizeof ev);
+    ev.type = CCOIP_EV_IO_DONE;
+    ev.now_ns = 30000;
+    ev.done.io_id = 77;
+    ev.done.result = pcclRankConnectionLost;
+    ev.done.quant.algorithm = pcclQuantMinMax;
+    ev.done.quant.min_value = -1.5;
+    ev.done.quant.max_value = 2.25;
+    n += ccoip_trace_encode_event(&ev, buf + n, cap - n);
+    n += ccoip_trace_encode_polled(3, buf + n, cap - n);
+    n += ccoip_trace_encode_checkpoint(4, 0xabcdef, buf + n, cap - n);
+    n += ccoip_trace_encode_trailer(4, 10, 0xabcdef, buf + n, cap - n);
+    return n;
+}
+
+/* Decodes everything; pcclSuccess or the first error. */
+static pcclResult_t decode_all(const uint8_t *buf, uint64_t len, uint32_t *records)
+{
+    ccoip_trace_reader r;
+    ccoip_trace_header h;
+    pcclResult_t rc = ccoip_trace_reader_init(&r, buf, len, &h);
+    if (rc != pcclSuccess) return rc;
+    ccoip_trace_record *rec = malloc(sizeof *rec);
+    *records = 0;
+    for (;;) {
+        bool done = false;
+        rc = ccoip_trace_next(&r, rec, &done);
+        if (rc != pcclSuccess || done) break;
+        (*records)++;
+        if (rec->kind == CCOIP_TRACE_EVENT && rec->event.len > 0) {
+            /* The payload lies inside the buffer. */
+            if (rec->event.data < buf || rec->event.data + rec->event.len > buf + len) {
+                rc = pcclInternalError;
+                break;
+            }
+        }
+    }
+    free(rec);
+    return rc;
+}
+
+PTEST(trace, round_trip)
+{
+    uint8_t buf[4096];
+    const uint64_t n = build_trace(buf, sizeof buf);
+    PT_ASSERT(n > 0 && n < sizeof buf, "trace of %llu bytes", (unsigned long long)n);
+    ccoip_trace_reader r;
+    ccoip_trace_header h;
+    PT_ASSERT(ccoip_trace_reader_init(&r, buf, n, &h) == pcclSuccess, "header decodes");
+    PT_EXPECT(h.machine == CCOIP_TRACE_PEER && h.seed == 0x1122334455667788u, "machine, seed");
+    PT_EXPECT(h.peer.master_url != NULL && strcmp(h.peer.master_url, "tcp://10.0.0.1:48148") == 0,
+              "url");
+    PT_EXPECT(h.peer.peer_group == 7 && h.peer.max_ops == 8 && h.peer.heartbeat_ms == 250,
+              "peer config fields");
+    ccoip_trace_record rec;
+    bool done = false;
+    static const ccoip_trace_kind kinds[] = {
+        CCOIP_TRACE_EVENT, CCOIP_TRACE_SET_PORT, CCOIP_TRACE_EVENT,      CCOIP_TRACE_EVENT,
+        CCOIP_TRACE_EVENT, CCOIP_TRACE_POLLED,   CCOIP_TRACE_CHECKPOINT, CCOIP_TRACE_TRAILER};
+    for (unsigned i = 0; i < 8; i++) {
+        PT_ASSERT(ccoip_trace_next(&r, &rec, &done) == pcclSuccess && !done, "record %u", i);
+        PT_ASSERT(rec.kind == kinds[i], "record %u kind %d", i, (int)rec.kind);
+        if (i == 1) PT_EXPECT(rec.listener == 0 && rec.port == 40000 && rec.url[0] == 0, "port");
+        if (i == 2) {
+            PT_EXPECT(rec.event.type == CCOIP_EV_RECV && rec.event.now_ns == 12345 &&
+                          rec.event.conn == 1 && rec.event.len == 5 && rec.event.data[4] == 5,
+                      "recv event");
+        }
+        if (i == 3) {
+            PT_EXPECT(rec.event.cmd.type == CCOIP_CMD_ALL_REDUCE && rec.event.cmd.cmd_id == 9 &&
+                          rec.event.cmd.allreduce.count == 64 &&
+                          rec.event.cmd.allreduce.dtype == pcclFloat &&
+                          rec.event.cmd.allreduce.op == pcclAvg && rec.event.cmd.allreduce.in_place,
+                      "submit");
+        }
+        if (i == 4) {
+            PT_EXPECT(rec.event.done.io_id == 77 &&
+                          rec.event.done.result == pcclRankConnectionLost &&
+                          rec.event.done.quant.min_value == -1.5 &&
+                          rec.event.done.quant.max_value == 2.25,
+                      "io done");
+        }
+        if (i == 5) PT_EXPECT(rec.polled == 3, "polled");
+        if (i == 6) PT_EXPECT(rec.events == 4 && rec.state_hash == 0xabcdef, "checkpoint");
+        if (i == 7) {
+            PT_EXPECT(rec.events == 4 && rec.actions == 10 && rec.state_hash == 0xabcdef,
+                      "trailer");
+        }
+    }
+    PT_ASSERT(ccoip_trace_next(&r, &rec, &done) == pcclSuccess && done, "end");
+}
+
+PTEST(trace, header_layout)
+{
+    ccoip_trace_header h;
+    memset(&h, 0, sizeof h);
+    h.machine = CCOIP_TRACE_MASTER;
+    h.seed = 5;
+    h.master.max_peers = 100;
+    h.master.heartbeat_ms = 250;
+    h.master.canary_skip_abort_verdict = true;
+    uint8_t buf[256];
+    const uint64_t n = ccoip_trace_encode_header(&h, buf, sizeof buf);
+    PT_ASSERT(n == 28u + 49u, "master header is %llu bytes", (unsigned long long)n);
+    PT_EXPECT(memcmp(buf, "CCOIPTRC", 8) == 0, "magic");
+    PT_EXPECT(le(buf + 8, 4) == 1 && le(buf + 12, 4) == 1 && le(buf + 16, 8) == 5, "version");
+    PT_EXPECT(le(buf + 24, 4) == 49 && le(buf + 28, 4) == 100, "cfg_len, max_peers");
+    PT_EXPECT(le(buf + 28 + 28, 4) == 250 && buf[28 + 48] == 1, "heartbeat_ms, canary");
+    /* Too small a buffer: the size, nothing written. */
+    uint8_t small[8] = {0};
+    PT_EXPECT(ccoip_trace_encode_header(&h, small, sizeof small) == n && small[0] == 0, "sizing");
+    h.machine = (ccoip_trace_machine)9;
+    PT_EXPECT(ccoip_trace_encode_header(&h, buf, sizeof buf) == 0, "bad machine refused");
+}
+
+PTEST(trace, every_truncation)
+{
+    uint8_t buf[4096];
+    const uint64_t n = build_trace(buf, sizeof buf);
+    uint32_t full = 0;
+    PT_ASSERT(decode_all(buf, n, &full) == pcclSuccess && full == 8, "full trace: %u", full);
+    uint32_t ok_prefixes = 0;
+    for (uint64_t len = 0; len < n; len++) {
+        uint8_t *copy = malloc((size_t)len + 1u);
+        memcpy(copy, buf, (size_t)len);
+        uint32_t recs = 0;
+        const pcclResult_t rc = decode_all(copy, len, &recs);
+        PT_EXPECT(rc == pcclSuccess || rc == pcclProtocolError, "len %llu: rc %d",
+                  (unsigned long long)len, (int)rc);
+        if (rc == pcclSuccess) ok_prefixes++;
+        free(copy);
+    }
+    /* Only the cuts at record boundaries decode (header + 0..7 records). */
+    PT_EXPECT(ok_prefixes == 8, "%u prefixes decode", ok_prefixes);
+}
+
+PTEST(trace, every_byte_flip)
+{
+    uint8_t buf[4096];
+    const uint64_t n = build_trace(buf, sizeof buf);
+    for (uint64_t i = 0; i < n; i++) {
+        for (unsigned bit = 0; bit < 8; bit += 3) {
+            buf[i] ^= (uint8_t)(1u << bit);
+            uint32_t recs = 0;
+            const pcclResult_t rc = decode_all(buf, n, &recs);
+            PT_EXPECT(rc == pcclSuccess || rc == pcclProtocolError, "byte %llu: rc %d",
+                      (unsigned long long)i, (int)rc);
+            buf[i] ^= (uint8_t)(1u << bit);
+        }
+    }
+}
+
+PTEST(trace, lying_lengths)
+{
+    uint8_t buf[4096];
+    const uint64_t n = build_trace(buf, sizeof buf);
+    ccoip_trace_reader r;
+    ccoip_trace_header h;
+    PT_ASSERT(ccoip_trace_reader_init(&r, buf, n, &h) == pcclSuccess, "header");
+    const uint64_t first = r.pos;
+    /* Body length of the first record: huge. */
+    uint8_t save[4];
+    memcpy(save, buf + first + 1, 4);
+    memset(buf + first + 1, 0xff, 4);
+    uint32_t recs = 0;
+    PT_EXPECT(decode_all(buf, n, &recs) == pcclProtocolError, "u32 body length beyond the end");
+    memcpy(buf + first + 1, save, 4);
+    /* The data length inside the RECV event (record 3): beyond its body. */
+    ccoip_trace_record rec;
+    bool done;
+    PT_ASSERT(ccoip_trace_next(&r, &rec, &done) == pcclSuccess, "r1");
+    PT_ASSERT(ccoip_trace_next(&r, &rec, &done) == pcclSuccess, "r2");
+    const uint64_t recv_at = r.pos;
+    const uint64_t data_len_at = recv_at + 5u + 4u + 8u + 8u + 1u + 4u + 4u + 16u;
+    PT_ASSERT(le(buf + data_len_at, 8) == 5, "data length field found");
+    buf[data_len_at + 7] = 0x80;
+    PT_EXPECT(decode_all(buf, n, &recs) == pcclProtocolError, "u64 data length beyond the body");
+    buf[data_len_at + 7] = 0;
+    /* An unknown record kind; bytes after the trailer; a cfg_len beyond the end. */
+    buf[first] = 99;
+    PT_EXPECT(decode_all(buf, n, &recs) == pcclProtocolError, "unknown kind");
+    buf[first] = CCOIP_TRACE_EVENT;
+    buf[n] = 0;
+    PT_EXPECT(decode_all(buf, n + 1u, &recs) == pcclProtocolError, "bytes after the trailer");
+    buf[27] = 0xff;
+    PT_EXPECT(decode_all(buf, n, &recs) == pcclProtocolError, "cfg_len beyond the end");
+    PT_EXPECT(ccoip_trace_reader_init(&r, NULL, 0, &h) == pcclProtocolError, "empty buffer");
+}
+
+PTEST(trace, state_hash)
+{
+    ccoip_trace_hasher a, b;
+    ccoip_trace_hasher_init(&a);
+    ccoip_trace_hasher_init(&b);
+    ccoip_action act;
+    memset(&act, 0, sizeof act);
+    act.type = CCOIP_ACT_SEND;
+    act.conn = 1;
+    static const uint8_t payload[3] = {9, 8, 7};
+    act.data = payload;
+    act.len = 3;
+    ccoip_trace_hash_step(&a, 0);
+    ccoip_trace_hash_action(&a, &act);
+    ccoip_trace_hash_deadline(&a, 1000);
+    ccoip_trace_hash_step(&b, 0);
+    ccoip_trace_hash_action(&b, &act);
+    ccoip_trace_hash_deadline(&b, 1000);
+    PT_EXPECT(a.hash == b.hash && a.actions == 1, "same outputs, same hash");
+    const uint64_t h0 = a.hash;
+    ccoip_trace_hasher_init(&b);
+    ccoip_trace_hash_step(&b, 0);
+    act.seq = 1; /* any field changes the hash */
+    ccoip_trace_hash_action(&b, &act);
+    ccoip_trace_hash_deadline(&b, 1000);
+    PT_EXPECT(b.hash != h0, "a changed field changes the hash");
+    ccoip_trace_hasher_init(&b);
+    ccoip_trace_hash_step(&b, 0);
+    act.seq = 0;
+    ccoip_trace_hash_action(&b, &act);
+    ccoip_trace_hash_deadline(&b, 1001);
+    PT_EXPECT(b.hash != h0, "a changed deadline changes the hash");
+}

@@ -1,0 +1,1887 @@
+/*
+ * pt_driver.c — the driver of one core object over nng streams (pt.h).
+ *
+ * The driver thread pops events from one locked queue (aio completions,
+ * kernel completions, application commands), turns them into core events,
+ * steps the core and executes every action it drains. Action handlers never
+ * step the core themselves: what they cause (a failed I/O, a closed
+ * connection) is queued as an event, so action payloads stay valid while the
+ * queue drains (ccoip_sm.h ownership rules).
+ */
+#define _GNU_SOURCE
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <nng/nng.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "ccoip_dtype.h"
+#include "ccoip_frame.h"
+#include "ccoip_quant.h"
+#include "ccoip_reduce.h"
+#include "pt.h"
+
+/* Bounds (STYLE.md: limits on everything). */
+#define PT_MAX_CONNS       1024u
+#define PT_MAX_IOS         4096u
+#define PT_MAX_CMDS        64u
+#define PT_MAX_LISTENERS   3u
+#define PT_MAX_SLOTS       64u
+#define PT_CANCELLED_KEYS  64u
+#define PT_SLICE_BYTES     ((uint64_t)1 << 20)
+#define PT_DIAL_TIMEOUT_MS 5000
+#define PT_DISCARD_BYTES   65536u
+
+/* ------------------------------------------------------------------------ */
+/* Logging and time                                                         */
+/* ------------------------------------------------------------------------ */
+
+static int g_log_level = -1;
+static pthread_mutex_t g_log_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int log_level_parse(const char *s)
+{
+    if (s == NULL) return CCOIP_LOG_WARN;
+    if (strcasecmp(s, "ERROR") == 0) return CCOIP_LOG_ERROR;
+    if (strcasecmp(s, "WARN") == 0 || strcasecmp(s, "WARNING") == 0) return CCOIP_LOG_WARN;
+    if (strcasecmp(s, "INFO") == 0) return CCOIP_LOG_INFO;
+    if (strcasecmp(s, "DEBUG") == 0) return CCOIP_LOG_DEBUG;
+    return CCOIP_LOG_WARN;
+}
+
+void pt_log_set_level(int level)
+{
+    pthread_mutex_lock(&g_log_mu);
+    g_log_level = level;
+    pthread_mutex_unlock(&g_log_mu);
+}
+
+int pt_log_level(void)
+{
+    pthread_mutex_lock(&g_log_mu);
+    if (g_log_level < 0) g_log_level = log_level_parse(getenv("PCCL_LOG_LEVEL"));
+    const int l = g_log_level;
+    pthread_mutex_unlock(&g_log_mu);
+    return l;
+}
+
+void pt_log(int level, const char *who, const char *fmt, ...)
+{
+    if (level > pt_log_level()) return;
+    static const char *const names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
+    char line[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    const uint64_t t = pt_now_ns();
+    fprintf(stderr, "[pccl %" PRIu64 ".%06" PRIu64 " %s %s] %s\n", t / 1000000000u,
+            (t / 1000u) % 1000000u, names[level >= 0 && level <= 3 ? level : 3], who, line);
+}
+
+uint64_t pt_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Types                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef enum pt_ev_type {
+    PT_EV_ACCEPTED = 1, /* listener accepted a stream */
+    PT_EV_DIALED,       /* a dial finished (stream or error) */
+    PT_EV_SENT,         /* send aio finished */
+    PT_EV_RECEIVED,     /* recv aio finished */
+    PT_EV_CORE,         /* a core event to feed as is (IO_DONE, KERNEL_DONE, CONN_CLOSED, SUBMIT) */
+    PT_EV_STOP
+} pt_ev_type;
+
+typedef struct pt_ev {
+    pt_ev_type type;
+    uint64_t conn;
+    uint32_t listener;
+    int rv;
+    uint64_t count;
+    nng_stream *stream;
+    ccoip_event core;
+    struct pt_ev *next;
+} pt_ev;
+
+typedef enum pt_rd_state {
+    RD_HDR = 1, /* reading a frame header */
+    RD_PAYLOAD, /* reading a control payload (or data payload into rd_dst) */
+    RD_HELD,    /* a ring frame waits for its RING_RECV */
+    RD_DISCARD, /* reading a dropped frame's payload into the void */
+} pt_rd_state;
+
+typedef struct pt_sitem {
+    uint8_t hdr[CCOIP_DATA_HEADER_BYTES];
+    uint8_t *bytes; /* control frame copy (owned) */
+    uint64_t len;   /* bytes of hdr/bytes part */
+    const uint8_t *payload;
+    uint64_t payload_len;
+    uint64_t done; /* bytes written so far (header part first) */
+    uint64_t io_id;
+    uint32_t slot;
+    bool ring;
+    struct pt_sitem *next;
+} pt_sitem;
+
+typedef struct pt_conn {
+    uint64_t id;
+    struct pt_driver *d;
+    bool data; /* data-plane framing (80-byte headers) */
+    bool up;
+    bool accepted;
+    uint32_t listener;
+    nng_stream *s;
+    nng_stream_dialer *dialer;
+    nng_aio *dial_aio;
+    nng_aio *send_aio;
+    nng_aio *recv_aio;
+    bool send_busy;
+    bool recv_busy;
+    pt_sitem *sq_head, *sq_tail;
+    /* reader */
+    pt_rd_state rd;
+    uint8_t hdr[CCOIP_DATA_HEADER_BYTES];
+    uint64_t hdr_want;
+    uint64_t rd_have;
+    uint8_t *buf; /* control frame (header + payload) */
+    uint64_t buf_cap;
+    uint64_t rd_want;
+    uint8_t *rd_dst;
+    ccoip_data_header dh;
+    uint64_t rd_io; /* io_id the payload lands in */
+    uint64_t max_recv_epoch;
+    uint8_t discard[PT_DISCARD_BYTES];
+} pt_conn;
+
+typedef enum pt_io_kind { IO_SEND = 1, IO_RECV, IO_KERNEL } pt_io_kind;
+
+typedef struct pt_io {
+    bool used;
+    bool done_queued;
+    pt_io_kind kind;
+    uint64_t io_id;
+    uint32_t slot;
+    uint64_t conn;
+    ccoip_action act;
+    uint64_t got;
+    uint32_t frames;
+    ccoip_quant_meta quant;
+} pt_io;
+
+typedef struct pt_slot {
+    bool used;
+    uint64_t cmd_id;
+    uint8_t *send;
+    uint8_t *recv;
+    uint64_t bytes;
+    uint8_t *scratch;
+    uint64_t scratch_bytes;
+    uint8_t *backup;
+    uint64_t backup_bytes;
+    uint64_t epoch, tag, seq; /* key of the op's ring frames, from its ring actions */
+    bool keyed;
+} pt_slot;
+
+typedef enum pt_cmd_state { CMD_FREE = 0, CMD_POSTED, CMD_DONE, CMD_ABANDONED } pt_cmd_state;
+
+typedef struct pt_cmd {
+    pt_cmd_state state;
+    uint64_t cmd_id;
+    void *sendbuf;
+    void *recvbuf;
+    uint64_t bytes;
+    pt_cmd_result res;
+} pt_cmd;
+
+typedef struct pt_job {
+    uint64_t io_id;
+    uint32_t slot;
+    ccoip_action act;
+    uint8_t *dst;
+    const uint8_t *src;
+    struct pt_job *next;
+} pt_job;
+
+typedef struct pt_listener {
+    struct pt_driver *d;
+    uint32_t kind;
+    nng_stream_listener *l;
+    nng_aio *aio;
+} pt_listener;
+
+struct pt_driver {
+    bool is_master;
+    ccoip_master *m;
+    ccoip_peer *p;
+    char who[48];
+    char bind_host[64];
+    ccoip_codec_limits lim;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv_ev;
+    pthread_cond_t cv_cmd;
+    pt_ev *q_head, *q_tail;
+    bool stop;
+    bool started;
+    bool running;
+    bool joined;
+    pthread_t thread;
+
+    /* kernel worker */
+    pthread_mutex_t kmu;
+    pthread_cond_t kcv;
+    pthread_cond_t kcv_idle;
+    pt_job *kq_head, *kq_tail;
+    pt_job *kcur;
+    bool kcur_cancel;
+    bool kstop;
+    bool kstarted;
+    pthread_t kthread;
+
+    /* owned by the driver thread */
+    pt_conn *conns[PT_MAX_CONNS];
+    uint32_t nconns;
+    pt_listener listeners[PT_MAX_LISTENERS];
+    pt_io ios[PT_MAX_IOS];
+    pt_slot slots[PT_MAX_SLOTS];
+    uint64_t cancelled[PT_CANCELLED_KEYS][3];
+    uint32_t cancelled_next;
+    uint64_t next_accept_id;
+    uint64_t last_now;
+    bool core_broken;
+
+    /* guarded by mu */
+    pt_cmd cmds[PT_MAX_CMDS];
+    uint64_t next_cmd_id;
+    pt_peer_info pinfo;
+    pt_master_info minfo;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Event queue                                                              */
+/* ------------------------------------------------------------------------ */
+
+static void q_push(pt_driver *d, pt_ev *ev)
+{
+    ev->next = NULL;
+    pthread_mutex_lock(&d->mu);
+    if (d->q_tail != NULL) {
+        d->q_tail->next = ev;
+    } else {
+        d->q_head = ev;
+    }
+    d->q_tail = ev;
+    pthread_cond_signal(&d->cv_ev);
+    pthread_mutex_unlock(&d->mu);
+}
+
+static pt_ev *ev_new(pt_ev_type type)
+{
+    pt_ev *ev = calloc(1, sizeof *ev);
+    if (ev == NULL) {
+        fprintf(stderr, "pccl: out of memory for an event\n");
+        abort();
+    }
+    ev->type = type;
+    return ev;
+}
+
+static void q_core(pt_driver *d, const ccoip_event *cev)
+{
+    pt_ev *ev = ev_new(PT_EV_CORE);
+    ev->core = *cev;
+    q_push(d, ev);
+}
+
+/* ------------------------------------------------------------------------ */
+/* aio callbacks: lock, enqueue, signal                                     */
+/* ------------------------------------------------------------------------ */
+
+static void cb_send(void *arg)
+{
+    pt_conn *c = arg;
+    pt_ev *ev = ev_new(PT_EV_SENT);
+    ev->conn = c->id;
+    ev->rv = nng_aio_result(c->send_aio);
+    ev->count = nng_aio_count(c->send_aio);
+    q_push(c->d, ev);
+}
+
+static void cb_recv(void *arg)
+{
+    pt_conn *c = arg;
+    pt_ev *ev = ev_new(PT_EV_RECEIVED);
+    ev->conn = c->id;
+    ev->rv = nng_aio_result(c->recv_aio);
+    ev->count = nng_aio_count(c->recv_aio);
+    q_push(c->d, ev);
+}
+
+static void cb_dial(void *arg)
+{
+    pt_conn *c = arg;
+    pt_ev *ev = ev_new(PT_EV_DIALED);
+    ev->conn = c->id;
+    ev->rv = nng_aio_result(c->dial_aio);
+    ev->stream = ev->rv == 0 ? nng_aio_get_output(c->dial_aio, 0) : NULL;
+    q_push(c->d, ev);
+}
+
+static void cb_accept(void *arg)
+{
+    pt_listener *l = arg;
+    pt_ev *ev = ev_new(PT_EV_ACCEPTED);
+    ev->listener = l->kind;
+    ev->rv = nng_aio_result(l->aio);
+    ev->stream = ev->rv == 0 ? nng_aio_get_output(l->aio, 0) : NULL;
+    q_push(l->d, ev);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Core access                                                              */
+/* ------------------------------------------------------------------------ */
+
+static void act_run(pt_driver *d, const ccoip_action *a);
+
+static void snapshot(pt_driver *d)
+{
+    pthread_mutex_lock(&d->mu);
+    if (d->is_master) {
+        d->minfo.epoch = ccoip_master_epoch(d->m);
+        d->minfo.accepted = ccoip_master_num_accepted(d->m);
+        d->minfo.pending = ccoip_master_num_pending(d->m);
+    } else {
+        d->pinfo.id = ccoip_peer_id(d->p);
+        d->pinfo.world_size = ccoip_peer_world_size(d->p);
+        d->pinfo.accepted = ccoip_peer_is_accepted(d->p);
+        d->pinfo.failed = ccoip_peer_is_failed(d->p);
+    }
+    pthread_mutex_unlock(&d->mu);
+}
+
+static void who_update(pt_driver *d)
+{
+    if (d->is_master) {
+        snprintf(d->who, sizeof d->who, "master");
+    } else {
+        snprintf(d->who, sizeof d->who, "peer %" PRIu64, ccoip_peer_id(d->p));
+    }
+}
+
+static void core_feed(pt_driver *d, ccoip_event *ev)
+{
+    if (d->core_broken) return;
+    uint64_t now = pt_now_ns();
+    if (now < d->last_now) now = d->last_now;
+    d->last_now = now;
+    ev->now_ns = now;
+    const pcclResult_t rc = d->is_master ? ccoip_master_step(d->m, ev) : ccoip_peer_step(d->p, ev);
+    if (rc == pcclInternalError) {
+        pt_log(CCOIP_LOG_ERROR, d->who, "core step failed (bounded table overflow): %d", (int)rc);
+        d->core_broken = true;
+    } else if (rc != pcclSuccess) {
+        pt_log(CCOIP_LOG_DEBUG, d->who, "core step(event %d) returned %d", (int)ev->type, (int)rc);
+    }
+    ccoip_action a;
+    while (d->is_master ? ccoip_master_poll(d->m, &a) : ccoip_peer_poll(d->p, &a))
+        act_run(d, &a);
+    who_update(d);
+    snapshot(d);
+}
+
+static uint64_t core_deadline(pt_driver *d)
+{
+    return d->is_master ? ccoip_master_deadline_ns(d->m) : ccoip_peer_deadline_ns(d->p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Connections                                                              */
+/* ------------------------------------------------------------------------ */
+
+static pt_conn *conn_find(pt_driver *d, uint64_t id)
+{
+    for (uint32_t i = 0; i < d->nconns; i++) {
+        if (d->conns[i]->id == id) return d->conns[i];
+    }
+    return NULL;
+}
+
+static pt_conn *conn_new(pt_driver *d, uint64_t id, bool data)
+{
+    if (d->nconns >= PT_MAX_CONNS) {
+        pt_log(CCOIP_LOG_ERROR, d->who, "connection table full (%u)", PT_MAX_CONNS);
+        return NULL;
+    }
+    pt_conn *c = calloc(1, sizeof *c);
+    if (c == NULL) return NULL;
+    c->id = id;
+    c->d = d;
+    c->data = data;
+    if (nng_aio_alloc(&c->send_aio, cb_send, c) != 0 ||
+        nng_aio_alloc(&c->recv_aio, cb_recv, c) != 0) {
+        if (c->send_aio != NULL) nng_aio_free(c->send_aio);
+        free(c);
+        return NULL;
+    }
+    d->conns[d->nconns++] = c;
+    return c;
+}
+
+/* Fails every pending ring I/O on conn (the stream broke or was closed). */
+static void ios_fail_on_conn(pt_driver *d, uint64_t conn)
+{
+    for (uint32_t i = 0; i < PT_MAX_IOS; i++) {
+        pt_io *io = &d->ios[i];
+        if (!io->used || io->done_queued || io->conn != conn) continue;
+        if (io->kind != IO_SEND && io->kind != IO_RECV) continue;
+        io->done_queued = true;
+        ccoip_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.type = CCOIP_EV_IO_DONE;
+        ev.done.io_id = io->io_id;
+        ev.done.result = pcclRankConnectionLost;
+        q_core(d, &ev);
+    }
+}
+
+/* Frees c: stops its aios (their callbacks have run when this returns). */
+static void conn_free(pt_driver *d, pt_conn *c)
+{
+    if (c->s != NULL) nng_stream_close(c->s);
+    if (c->dial_aio != NULL) {
+        /* A dial that completed queued its stream in a DIALED event: that
+         * event owns it (on_dialed closes it when the conn is gone). */
+        nng_aio_stop(c->dial_aio);
+        nng_aio_free(c->dial_aio);
+    }
+    nng_aio_stop(c->send_aio);
+    nng_aio_stop(c->recv_aio);
+    nng_aio_free(c->send_aio);
+    nng_aio_free(c->recv_aio);
+    if (c->s != NULL) nng_stream_free(c->s);
+    if (c->dialer != NULL) nng_stream_dialer_free(c->dialer);
+    while (c->sq_head != NULL) {
+        pt_sitem *it = c->sq_head;
+        c->sq_head = it->next;
+        free(it->bytes);
+        free(it);
+    }
+    free(c->buf);
+    for (uint32_t i = 0; i < d->nconns; i++) {
+        if (d->conns[i] == c) {
+            d->conns[i] = d->conns[--d->nconns];
+            break;
+        }
+    }
+    free(c);
+}
+
+/* Closes c. When tell_core, the core learns it with CONN_CLOSED (after the
+ * failed I/O completions); a CLOSE action does not tell it. */
+static void conn_close(pt_driver *d, pt_conn *c, bool tell_core)
+{
+    const uint64_t id = c->id;
+    ios_fail_on_conn(d, id);
+    conn_free(d, c);
+    if (tell_core) {
+        ccoip_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.type = CCOIP_EV_CONN_CLOSED;
+        ev.conn = id;
+        q_core(d, &ev);
+    }
+}
+
+/* ---- sending ---- */
+
+static void send_kick(pt_driver *d, pt_conn *c);
+
+static void send_enqueue(pt_driver *d, pt_conn *c, pt_sitem *it)
+{
+    it->next = NULL;
+    if (c->sq_tail != NULL) {
+        c->sq_tail->next = it;
+    } else {
+        c->sq_head = it;
+    }
+    c->sq_tail = it;
+    send_kick(d, c);
+}
+
+static void send_kick(pt_driver *d, pt_conn *c)
+{
+    (void)d;
+    if (c->send_busy || !c->up || c->sq_head == NULL) return;
+    pt_sitem *it = c->sq_head;
+    nng_iov iov[2];
+    unsigned n = 0;
+    const uint8_t *head = it->ring ? it->hdr : it->bytes;
+    if (it->done < it->len) {
+        iov[n].iov_buf = (void *)(uintptr_t)(head + it->done);
+        iov[n].iov_len = (size_t)(it->len - it->done);
+        n++;
+        if (it->payload_len > 0) {
+            iov[n].iov_buf = (void *)(uintptr_t)it->payload;
+            iov[n].iov_len = (size_t)it->payload_len;
+            n++;
+        }
+    } else {
+        const uint64_t off = it->done - it->len;
+        iov[n].iov_buf = (void *)(uintptr_t)(it->payload + off);
+        iov[n].iov_len = (size_t)(it->payload_len - off);
+        n++;
+    }
+    nng_aio_set_iov(c->send_aio, n, iov);
+    c->send_busy = true;
+    nng_stream_send(c->s, c->send_aio);
+}
+
+static void on_sent(pt_driver *d, pt_conn *c, int rv, uint64_t count)
+{
+    c->send_busy = false;
+    if (rv != 0 || c->sq_head == NULL) {
+        pt_log(rv == NNG_ECLOSED ? CCOIP_LOG_DEBUG : CCOIP_LOG_INFO, d->who,
+               "connection %" PRIu64 ": send failed: %s", c->id, nng_strerror(rv));
+        conn_close(d, c, true);
+        return;
+    }
+    pt_sitem *it = c->sq_head;
+    it->done += count;
+    if (it->done < it->len + it->payload_len) {
+        send_kick(d, c); /* short write: continue where it stopped */
+        return;
+    }
+    c->sq_head = it->next;
+    if (c->sq_head == NULL) c->sq_tail = NULL;
+    if (it->ring) {
+        for (uint32_t i = 0; i < PT_MAX_IOS; i++) {
+            pt_io *io = &d->ios[i];
+            if (io->used && io->io_id == it->io_id && io->kind == IO_SEND && !io->done_queued) {
+                io->done_queued = true;
+                ccoip_event ev;
+                memset(&ev, 0, sizeof ev);
+                ev.type = CCOIP_EV_IO_DONE;
+                ev.done.io_id = it->io_id;
+                ev.done.result = pcclSuccess;
+                q_core(d, &ev);
+                break;
+            }
+        }
+    }
+    free(it->bytes);
+    free(it);
+    send_kick(d, c);
+}
+
+/* ---- receiving ---- */
+
+static void recv_issue(pt_conn *c, uint8_t *dst, uint64_t want)
+{
+    nng_iov iov;
+    iov.iov_buf = dst;
+    iov.iov_len = (size_t)want;
+    nng_aio_set_iov(c->recv_aio, 1, &iov);
+    c->recv_busy = true;
+    nng_stream_recv(c->s, c->recv_aio);
+}
+
+static void rd_next(pt_conn *c)
+{
+    if (c->recv_busy || !c->up) return;
+    switch (c->rd) {
+    case RD_HDR:
+        recv_issue(c, c->hdr + c->rd_have, c->hdr_want - c->rd_have);
+        break;
+    case RD_PAYLOAD:
+        if (c->data) {
+            recv_issue(c, c->rd_dst + c->rd_have, c->rd_want - c->rd_have);
+        } else {
+            recv_issue(c, c->buf + CCOIP_CTRL_HEADER_BYTES + c->rd_have, c->rd_want - c->rd_have);
+        }
+        break;
+    case RD_DISCARD: {
+        uint64_t n = c->rd_want - c->rd_have;
+        if (n > PT_DISCARD_BYTES) n = PT_DISCARD_BYTES;
+        recv_issue(c, c->discard, n);
+        break;
+    }
+    case RD_HELD:
+        break;
+    }
+}
+
+static void rd_start_header(pt_conn *c)
+{
+    c->rd = RD_HDR;
+    c->rd_have = 0;
+    c->hdr_want = c->data ? CCOIP_DATA_HEADER_BYTES : CCOIP_CTRL_HEADER_BYTES;
+}
+
+static pt_io *io_find(pt_driver *d, uint64_t io_id)
+{
+    for (uint32_t i = 0; i < PT_MAX_IOS; i++) {
+        if (d->ios[i].used && d->ios[i].io_id == io_id) return &d->ios[i];
+    }
+    return NULL;
+}
+
+static uint8_t *span_ptr(pt_driver *d, const ccoip_span_ref *s)
+{
+    if (s->op_slot >= PT_MAX_SLOTS || !d->slots[s->op_slot].used) return NULL;
+    pt_slot *o = &d->slots[s->op_slot];
+    uint8_t *base = NULL;
+    uint64_t size = 0;
+    switch (s->region) {
+    case CCOIP_REGION_SEND:
+        base = o->send;
+        size = o->bytes;
+        break;
+    case CCOIP_REGION_RECV:
+        base = o->recv;
+        size = o->bytes;
+        break;
+    case CCOIP_REGION_SCRATCH:
+        base = o->scratch;
+        size = o->scratch_bytes;
+        break;
+    case CCOIP_REGION_BACKUP:
+        base = o->backup;
+        size = o->backup_bytes;
+        break;
+    default:
+        return NULL; /* regions this runtime does not map yet (shared-state tensors) */
+    }
+    if (s->offset > size || s->length > size - s->offset) return NULL;
+    if (base == NULL) return (uint8_t *)o; /* zero-length region: any valid pointer */
+    return base + s->offset;
+}
+
+static bool key_cancelled(const pt_driver *d, const ccoip_data_header *h)
+{
+    if ((h->epoch | h->tag | h->seq) == 0) return false;
+    for (uint32_t i = 0; i < PT_CANCELLED_KEYS; i++) {
+        if (d->cancelled[i][0] == h->epoch && d->cancelled[i][1] == h->tag &&
+            d->cancelled[i][2] == h->seq) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void io_done_queue(pt_driver *d, pt_io *io, pcclResult_t r)
+{
+    io->done_queued = true;
+    ccoip_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = CCOIP_EV_IO_DONE;
+    ev.done.io_id = io->io_id;
+    ev.done.result = r;
+    ev.done.quant = io->quant;
+    q_core(d, &ev);
+}
+
+/* A ring frame header is in c->dh: land it, drop it, or hold it
+ * (ccoip_sm.h, data connections). Returns false when c was closed. */
+static bool ring_dispatch(pt_driver *d, pt_conn *c)
+{
+    const ccoip_data_header *h = &c->dh;
+    if (h->epoch < c->max_recv_epoch || key_cancelled(d, h)) {
+        c->rd = RD_DISCARD; /* an older epoch's or a cancelled op's frame (§8.2) */
+        c->rd_have = 0;
+        c->rd_want = h->length;
+        if (h->length == 0) rd_start_header(c);
+        rd_next(c);
+        return true;
+    }
+    pt_io *exact = NULL, *same_op = NULL;
+    for (uint32_t i = 0; i < PT_MAX_IOS; i++) {
+        pt_io *io = &d->ios[i];
+        if (!io->used || io->done_queued || io->kind != IO_RECV || io->conn != c->id) continue;
+        if (io->act.epoch != h->epoch || io->act.tag != h->tag || io->act.seq != h->seq) continue;
+        if (io->act.chunk == h->chunk && io->act.step == h->step) {
+            exact = io;
+            break;
+        }
+        same_op = io;
+    }
+    pt_io *bad = NULL;
+    const char *why = NULL;
+    if (exact != NULL) {
+        if (h->offset > exact->act.dst.length || h->length > exact->act.dst.length - h->offset) {
+            bad = exact;
+            why = "overruns its receive span";
+        } else if (exact->frames > 0 && memcmp(&exact->quant, &h->quant, sizeof h->quant) != 0) {
+            bad = exact;
+            why = "changes quantization metadata";
+        }
+    } else if (same_op != NULL) {
+        bad = same_op;
+        why = "does not match its RING_RECV (step/chunk)";
+    }
+    if (bad != NULL) {
+        pt_log(CCOIP_LOG_WARN, d->who,
+               "connection %" PRIu64 ": ring frame (epoch %" PRIu64 " seq %" PRIu64
+               " step %u chunk %u) %s: closing the connection",
+               c->id, h->epoch, h->seq, h->step, h->chunk, why);
+        io_done_queue(d, bad, pcclProtocolError);
+        conn_close(d, c, true);
+        return false;
+    }
+    if (exact == NULL) {
+        c->rd = RD_HELD; /* held until its RING_RECV is posted or its op cancelled */
+        return true;
+    }
+    uint8_t *dst = span_ptr(d, &exact->act.dst);
+    assert(dst != NULL);
+    if (exact->frames == 0) exact->quant = h->quant;
+    exact->frames++;
+    c->rd_io = exact->io_id;
+    c->rd = RD_PAYLOAD;
+    c->rd_have = 0;
+    c->rd_want = h->length;
+    c->rd_dst = dst + h->offset;
+    if (h->length == 0) {
+        if (exact->got >= exact->act.dst.length) io_done_queue(d, exact, pcclSuccess);
+        rd_start_header(c);
+    }
+    rd_next(c);
+    return true;
+}
+
+/* Re-examines held frames (after a RING_RECV or a CANCEL). */
+static void held_retry(pt_driver *d)
+{
+    for (uint32_t i = 0; i < d->nconns; i++) {
+        pt_conn *c = d->conns[i];
+        if (c->rd == RD_HELD) {
+            if (!ring_dispatch(d, c)) i = (uint32_t)-1; /* table changed: rescan */
+        }
+    }
+}
+
+static void on_received(pt_driver *d, pt_conn *c, int rv, uint64_t count)
+{
+    c->recv_busy = false;
+    if (rv != 0 || count == 0) {
+        pt_log(rv == NNG_ECLOSED || rv == NNG_ECONNSHUT ? CCOIP_LOG_DEBUG : CCOIP_LOG_INFO, d->who,
+               "connection %" PRIu64 " closed: %s", c->id,
+               rv != 0 ? nng_strerror(rv) : "end of stream");
+        conn_close(d, c, true);
+        return;
+    }
+    c->rd_have += count;
+    switch (c->rd) {
+    case RD_HDR: {
+        if (c->rd_have < c->hdr_want) break;
+        if (!c->data) {
+            ccoip_ctrl_header h;
+            const pcclResult_t r = ccoip_ctrl_header_decode(c->hdr, c->hdr_want, &d->lim, &h);
+            if (r != pcclSuccess && r != pcclInvalidUsage) {
+                pt_log(CCOIP_LOG_WARN, d->who,
+                       "connection %" PRIu64 ": malformed control frame header: closing it", c->id);
+                conn_close(d, c, true);
+                return;
+            }
+            if ((uint64_t)h.payload_bytes > d->lim.pb.max_message_bytes) {
+                pt_log(CCOIP_LOG_WARN, d->who,
+                       "connection %" PRIu64 ": oversized control frame (%u bytes): closing it",
+                       c->id, h.payload_bytes);
+                conn_close(d, c, true);
+                return;
+            }
+            const uint64_t total = CCOIP_CTRL_HEADER_BYTES + (uint64_t)h.payload_bytes;
+            if (total > c->buf_cap) {
+                uint8_t *nb = realloc(c->buf, (size_t)total);
+                if (nb == NULL) {
+                    conn_close(d, c, true);
+                    return;
+                }
+                c->buf = nb;
+                c->buf_cap = total;
+            }
+            memcpy(c->buf, c->hdr, CCOIP_CTRL_HEADER_BYTES);
+            c->rd = RD_PAYLOAD;
+            c->rd_have = 0;
+            c->rd_want = h.payload_bytes;
+            if (c->rd_want > 0) break;
+            /* fall into the payload-complete path */
+        } else {
+            const pcclResult_t r = ccoip_data_header_decode(c->hdr, c->hdr_want, &d->lim, &c->dh);
+            if (r != pcclSuccess) {
+                pt_log(CCOIP_LOG_WARN, d->who,
+                       "connection %" PRIu64 ": malformed data frame header: closing it", c->id);
+                conn_close(d, c, true);
+                return;
+            }
+            if (c->dh.kind == CCOIP_DATA_HELLO || c->dh.kind == CCOIP_DATA_HELLO_ACK) {
+                if (c->dh.length != 0) {
+                    conn_close(d, c, true);
+                    return;
+                }
+                rd_start_header(c);
+                ccoip_event ev;
+                memset(&ev, 0, sizeof ev);
+                ev.type = CCOIP_EV_RECV;
+                ev.conn = c->id;
+                ev.data = c->hdr;
+                ev.len = CCOIP_DATA_HEADER_BYTES;
+                const uint64_t id = c->id;
+                uint8_t copy[CCOIP_DATA_HEADER_BYTES];
+                memcpy(copy, c->hdr, sizeof copy);
+                ev.data = copy;
+                core_feed(d, &ev);
+                c = conn_find(d, id);
+                if (c != NULL) rd_next(c);
+                return;
+            }
+            if (c->dh.kind != CCOIP_DATA_RING_CHUNK) {
+                pt_log(CCOIP_LOG_WARN, d->who,
+                       "connection %" PRIu64 ": data frame kind %d not supported yet: closing it",
+                       c->id, (int)c->dh.kind);
+                conn_close(d, c, true);
+                return;
+            }
+            ring_dispatch(d, c);
+            return;
+        }
+    }
+        /* fallthrough */
+    case RD_PAYLOAD:
+        if (c->rd_have < c->rd_want) break;
+        if (!c->data) {
+            ccoip_event ev;
+            memset(&ev, 0, sizeof ev);
+            ev.type = CCOIP_EV_RECV;
+            ev.conn = c->id;
+            ev.data = c->buf;
+            ev.len = CCOIP_CTRL_HEADER_BYTES + c->rd_want;
+            const uint64_t id = c->id;
+            rd_start_header(c);
+            core_feed(d, &ev);
+            c = conn_find(d, id);
+            if (c == NULL) return;
+        } else {
+            pt_io *io = io_find(d, c->rd_io);
+            if (io != NULL && !io->done_queued) {
+                io->got += c->rd_want;
+                if (io->got >= io->act.dst.length) io_done_queue(d, io, pcclSuccess);
+            }
+            rd_start_header(c);
+        }
+        break;
+    case RD_DISCARD:
+        if (c->rd_have >= c->rd_want) rd_start_header(c);
+        break;
+    case RD_HELD:
+        break;
+    }
+    rd_next(c);
+}
+
+static void conn_up(pt_driver *d, pt_conn *c, nng_stream *s)
+{
+    c->s = s;
+    c->up = true;
+    nng_stream_set_bool(s, NNG_OPT_TCP_NODELAY, true);
+    rd_start_header(c);
+    rd_next(c);
+    send_kick(d, c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Kernel worker                                                            */
+/* ------------------------------------------------------------------------ */
+
+static pcclResult_t kernel_exec(pt_driver *d, pt_job *j, ccoip_quant_meta *qout)
+{
+    const ccoip_action *a = &j->act;
+    const uint64_t esz = ccoip_dtype_valid(a->dtype) ? ccoip_dtype_size(a->dtype) : 0;
+    pcclResult_t r = pcclSuccess;
+    switch (a->type) {
+    case CCOIP_ACT_REDUCE:
+    case CCOIP_ACT_FINALIZE: {
+        if (esz == 0) return pcclInvalidArgument;
+        const uint64_t per = PT_SLICE_BYTES / esz > 0 ? PT_SLICE_BYTES / esz : 1;
+        for (uint64_t i = 0; i < a->count && r == pcclSuccess; i += per) {
+            pthread_mutex_lock(&d->kmu);
+            const bool cancel = d->kcur_cancel;
+            pthread_mutex_unlock(&d->kmu);
+            if (cancel) return pcclSuccess;
+            const uint64_t n = a->count - i < per ? a->count - i : per;
+            if (a->type == CCOIP_ACT_REDUCE) {
+                r = ccoip_reduce_inplace(a->red_op, a->dtype, j->dst + i * esz, j->src + i * esz,
+                                         n);
+            } else {
+                r = ccoip_reduce_finalize_avg(a->dtype, j->dst + i * esz, n, a->divisor);
+            }
+        }
+        break;
+    }
+    case CCOIP_ACT_COPY:
+        for (uint64_t i = 0; i < a->src.length; i += PT_SLICE_BYTES) {
+            pthread_mutex_lock(&d->kmu);
+            const bool cancel = d->kcur_cancel;
+            pthread_mutex_unlock(&d->kmu);
+            if (cancel) return pcclSuccess;
+            const uint64_t n =
+                a->src.length - i < PT_SLICE_BYTES ? a->src.length - i : PT_SLICE_BYTES;
+            memmove(j->dst + i, j->src + i, (size_t)n);
+        }
+        break;
+    case CCOIP_ACT_QUANTIZE: {
+        ccoip_quant_meta meta;
+        memset(&meta, 0, sizeof meta);
+        r = ccoip_quant_compute_meta(a->quant.algorithm, a->quant.src_type, a->quant.quant_type,
+                                     j->src, a->count, &meta);
+        if (r == pcclSuccess) r = ccoip_quantize(&meta, j->dst, j->src, a->count);
+        *qout = meta;
+        break;
+    }
+    case CCOIP_ACT_DEQUANTIZE:
+        if (a->reduce) {
+            r = ccoip_dequantize_reduce(&a->quant, a->red_op, j->dst, j->src, a->count);
+        } else {
+            r = ccoip_dequantize(&a->quant, j->dst, j->src, a->count);
+        }
+        break;
+    default:
+        r = pcclInternalError;
+        break;
+    }
+    return r;
+}
+
+static void *kworker_main(void *arg)
+{
+    pt_driver *d = arg;
+    pthread_mutex_lock(&d->kmu);
+    for (;;) {
+        while (d->kq_head == NULL && !d->kstop)
+            pthread_cond_wait(&d->kcv, &d->kmu);
+        if (d->kstop) break;
+        pt_job *j = d->kq_head;
+        d->kq_head = j->next;
+        if (d->kq_head == NULL) d->kq_tail = NULL;
+        d->kcur = j;
+        d->kcur_cancel = false;
+        pthread_mutex_unlock(&d->kmu);
+        ccoip_quant_meta qout;
+        memset(&qout, 0, sizeof qout);
+        const pcclResult_t r = kernel_exec(d, j, &qout);
+        pthread_mutex_lock(&d->kmu);
+        const bool cancelled = d->kcur_cancel;
+        d->kcur = NULL;
+        pthread_cond_broadcast(&d->kcv_idle);
+        pthread_mutex_unlock(&d->kmu);
+        if (!cancelled) {
+            ccoip_event ev;
+            memset(&ev, 0, sizeof ev);
+            ev.type = CCOIP_EV_KERNEL_DONE;
+            ev.done.io_id = j->io_id;
+            ev.done.result = r;
+            ev.done.quant_out = qout;
+            q_core(d, &ev);
+        }
+        free(j);
+        pthread_mutex_lock(&d->kmu);
+    }
+    pthread_mutex_unlock(&d->kmu);
+    return NULL;
+}
+
+/* Removes queued kernels of slot and waits until the running one (if of slot) stopped. */
+static void kernels_cancel(pt_driver *d, uint32_t slot)
+{
+    pthread_mutex_lock(&d->kmu);
+    pt_job **pp = &d->kq_head;
+    d->kq_tail = NULL;
+    while (*pp != NULL) {
+        pt_job *j = *pp;
+        if (j->slot == slot) {
+            *pp = j->next;
+            free(j);
+        } else {
+            d->kq_tail = j;
+            pp = &j->next;
+        }
+    }
+    if (d->kcur != NULL && d->kcur->slot == slot) {
+        d->kcur_cancel = true;
+        while (d->kcur != NULL)
+            pthread_cond_wait(&d->kcv_idle, &d->kmu);
+    }
+    pthread_mutex_unlock(&d->kmu);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Actions                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static pt_io *io_add(pt_driver *d, const ccoip_action *a, pt_io_kind kind)
+{
+    for (uint32_t i = 0; i < PT_MAX_IOS; i++) {
+        pt_io *io = &d->ios[i];
+        if (io->used) continue;
+        memset(io, 0, sizeof *io);
+        io->used = true;
+        io->kind = kind;
+        io->io_id = a->io_id;
+        io->slot = a->op_slot;
+        io->conn = a->conn;
+        io->act = *a;
+        return io;
+    }
+    pt_log(CCOIP_LOG_ERROR, d->who, "pending I/O table full (%u)", PT_MAX_IOS);
+    return NULL;
+}
+
+static void slot_key(pt_driver *d, const ccoip_action *a)
+{
+    if (a->op_slot >= PT_MAX_SLOTS) return;
+    pt_slot *o = &d->slots[a->op_slot];
+    o->epoch = a->epoch;
+    o->tag = a->tag;
+    o->seq = a->seq;
+    o->keyed = true;
+}
+
+static int url_for(const ccoip_action *a, char *url, size_t cap)
+{
+    if (a->len > 0) {
+        if (a->len >= cap) return -1;
+        memcpy(url, a->data, (size_t)a->len);
+        url[a->len] = '\0';
+        return 0;
+    }
+    if (a->ip_len == 4) {
+        snprintf(url, cap, "tcp://%u.%u.%u.%u:%u", a->ip[0], a->ip[1], a->ip[2], a->ip[3], a->port);
+        return 0;
+    }
+    if (a->ip_len == 16) {
+        int n = snprintf(url, cap, "tcp://[");
+        for (uint32_t i = 0; i < 16; i += 2) {
+            n += snprintf(url + n, cap - (size_t)n, "%s%x", i ? ":" : "",
+                          (unsigned)((a->ip[i] << 8) | a->ip[i + 1]));
+        }
+        snprintf(url + n, cap - (size_t)n, "]:%u", a->port);
+        return 0;
+    }
+    return -1;
+}
+
+static void act_connect(pt_driver *d, const ccoip_action *a)
+{
+    const bool data = !d->is_master && a->conn != CCOIP_PEER_MASTER_CONN;
+    pt_conn *c = conn_new(d, a->conn, data);
+    char url[300];
+    ccoip_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = CCOIP_EV_CONN_CLOSED;
+    ev.conn = a->conn;
+    if (c == NULL || url_for(a, url, sizeof url) != 0) {
+        if (c != NULL) conn_free(d, c);
+        q_core(d, &ev);
+        return;
+    }
+    int rv = nng_stream_dialer_alloc(&c->dialer, url);
+    if (rv == 0) rv = nng_aio_alloc(&c->dial_aio, cb_dial, c);
+    if (rv != 0) {
+        pt_log(CCOIP_LOG_WARN, d->who, "connect to %s: %s", url, nng_strerror(rv));
+        conn_free(d, c);
+        q_core(d, &ev);
+        return;
+    }
+    pt_log(CCOIP_LOG_DEBUG, d->who, "connection %" PRIu64 ": dialing %s", a->conn, url);
+    nng_aio_set_timeout(c->dial_aio, PT_DIAL_TIMEOUT_MS);
+    nng_stream_dialer_dial(c->dialer, c->dial_aio);
+}
+
+static pcclResult_t listen_on(pt_driver *d, uint32_t kind, const char *url, uint32_t *port_out)
+{
+    if (kind >= PT_MAX_LISTENERS) return pcclInvalidArgument;
+    pt_listener *l = &d->listeners[kind];
+    if (l->l != NULL) return pcclInvalidUsage;
+    l->d = d;
+    l->kind = kind;
+    int rv = nng_stream_listener_alloc(&l->l, url);
+    if (rv == 0) rv = nng_stream_listener_listen(l->l);
+    if (rv == 0) rv = nng_aio_alloc(&l->aio, cb_accept, l);
+    if (rv != 0) {
+        pt_log(CCOIP_LOG_ERROR, d->who, "listen on %s: %s", url, nng_strerror(rv));
+        if (l->l != NULL) nng_stream_listener_free(l->l);
+        l->l = NULL;
+        return rv == NNG_EINVAL || rv == NNG_EADDRINVAL || rv == NNG_ENOTSUP ? pcclInvalidArgument
+                                                                             : pcclSystemError;
+    }
+    int port = 0;
+    if (strncmp(url, "tcp", 3) == 0) {
+        nng_stream_listener_get_int(l->l, NNG_OPT_TCP_BOUND_PORT, &port);
+    }
+    if (port_out != NULL) *port_out = (uint32_t)port;
+    pt_log(CCOIP_LOG_DEBUG, d->who, "listening on %s (port %d)", url, port);
+    return pcclSuccess;
+}
+
+static void act_listen(pt_driver *d, const ccoip_action *a)
+{
+    char url[128];
+    snprintf(url, sizeof url, "tcp://%s:0", d->bind_host);
+    uint32_t port = 0;
+    if (listen_on(d, (uint32_t)a->listener, url, &port) == pcclSuccess) {
+        nng_stream_listener_accept(d->listeners[a->listener].l, d->listeners[a->listener].aio);
+    }
+    ccoip_peer_set_port(d->p, a->listener, port, NULL);
+}
+
+static void act_send(pt_driver *d, const ccoip_action *a)
+{
+    pt_conn *c = conn_find(d, a->conn);
+    if (c == NULL) return; /* closed meanwhile: the core hears CONN_CLOSED */
+    pt_sitem *it = calloc(1, sizeof *it);
+    if (it == NULL) return;
+    it->bytes = malloc(a->len > 0 ? (size_t)a->len : 1u);
+    if (it->bytes == NULL) {
+        free(it);
+        return;
+    }
+    if (a->len > 0) memcpy(it->bytes, a->data, (size_t)a->len);
+    it->len = a->len;
+    send_enqueue(d, c, it);
+}
+
+static void act_ring_send(pt_driver *d, const ccoip_action *a)
+{
+    pt_io *io = io_add(d, a, IO_SEND);
+    if (io == NULL) return;
+    slot_key(d, a);
+    pt_conn *c = conn_find(d, a->conn);
+    const uint8_t *src = span_ptr(d, &a->src);
+    ccoip_data_header h;
+    ccoip_data_header_init(&h, CCOIP_DATA_RING_CHUNK);
+    h.epoch = a->epoch;
+    h.tag = a->tag;
+    h.seq = a->seq;
+    h.chunk = a->chunk;
+    h.step = a->step;
+    h.offset = 0;
+    h.length = a->src.length;
+    h.quant = a->quant;
+    pt_sitem *it = calloc(1, sizeof *it);
+    if (c == NULL || src == NULL || it == NULL ||
+        ccoip_data_header_encode(&h, &d->lim, it->hdr, sizeof it->hdr) != pcclSuccess) {
+        if (src == NULL || (it != NULL && c != NULL)) {
+            pt_log(CCOIP_LOG_ERROR, d->who, "RING_SEND io %" PRIu64 ": bad span or header",
+                   a->io_id);
+        }
+        free(it);
+        io_done_queue(d, io, pcclRankConnectionLost);
+        return;
+    }
+    it->ring = true;
+    it->len = CCOIP_DATA_HEADER_BYTES;
+    it->payload = src;
+    it->payload_len = a->src.length;
+    it->io_id = a->io_id;
+    it->slot = a->op_slot;
+    send_enqueue(d, c, it);
+}
+
+static void act_ring_recv(pt_driver *d, const ccoip_action *a)
+{
+    pt_io *io = io_add(d, a, IO_RECV);
+    if (io == NULL) return;
+    slot_key(d, a);
+    pt_conn *c = conn_find(d, a->conn);
+    if (c == NULL || span_ptr(d, &a->dst) == NULL) {
+        io_done_queue(d, io, pcclRankConnectionLost);
+        return;
+    }
+    if (a->epoch > c->max_recv_epoch) c->max_recv_epoch = a->epoch;
+    if (c->rd == RD_HELD) ring_dispatch(d, c);
+}
+
+static void act_kernel(pt_driver *d, const ccoip_action *a)
+{
+    pt_io *io = io_add(d, a, IO_KERNEL);
+    if (io == NULL) return;
+    pt_job *j = calloc(1, sizeof *j);
+    uint8_t *dst = span_ptr(d, &a->dst);
+    const uint8_t *src = a->type == CCOIP_ACT_FINALIZE ? dst : span_ptr(d, &a->src);
+    if (j == NULL || dst == NULL || src == NULL) {
+        pt_log(CCOIP_LOG_ERROR, d->who, "kernel io %" PRIu64 ": bad span", a->io_id);
+        free(j);
+        io->done_queued = true;
+        ccoip_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.type = CCOIP_EV_KERNEL_DONE;
+        ev.done.io_id = a->io_id;
+        ev.done.result = pcclInternalError;
+        q_core(d, &ev);
+        return;
+    }
+    j->io_id = a->io_id;
+    j->slot = a->op_slot;
+    j->act = *a;
+    j->dst = dst;
+    j->src = src;
+    pthread_mutex_lock(&d->kmu);
+    if (d->kq_tail != NULL) {
+        d->kq_tail->next = j;
+    } else {
+        d->kq_head = j;
+    }
+    d->kq_tail = j;
+    pthread_cond_signal(&d->kcv);
+    pthread_mutex_unlock(&d->kmu);
+}
+
+static void act_cancel(pt_driver *d, const ccoip_action *a)
+{
+    const uint32_t slot = a->op_slot;
+    if (slot < PT_MAX_SLOTS && d->slots[slot].keyed) {
+        uint64_t *k = d->cancelled[d->cancelled_next++ % PT_CANCELLED_KEYS];
+        k[0] = d->slots[slot].epoch;
+        k[1] = d->slots[slot].tag;
+        k[2] = d->slots[slot].seq;
+    }
+    kernels_cancel(d, slot);
+    /* Sends of the slot: a queued one is dropped; one under way (partly
+     * written, or with its payload in an aio) closes its connection (rule 8).
+     * Receives landing in the slot's buffers likewise close theirs. */
+    for (uint32_t ci = 0; ci < d->nconns; ci++) {
+        pt_conn *c = d->conns[ci];
+        bool brk = false;
+        for (pt_sitem **pp = &c->sq_head; *pp != NULL;) {
+            pt_sitem *it = *pp;
+            if (it->ring && it->slot == slot) {
+                if (it == c->sq_head && (c->send_busy || it->done > 0)) {
+                    brk = true;
+                    pp = &it->next;
+                    continue;
+                }
+                *pp = it->next;
+                free(it->bytes);
+                free(it);
+            } else {
+                pp = &it->next;
+            }
+        }
+        c->sq_tail = NULL;
+        for (pt_sitem *it = c->sq_head; it != NULL; it = it->next)
+            c->sq_tail = it;
+        if (c->rd == RD_PAYLOAD && c->data) {
+            const pt_io *io = io_find(d, c->rd_io);
+            if (io != NULL && io->slot == slot) brk = true;
+        }
+        if (brk) {
+            pt_log(CCOIP_LOG_INFO, d->who,
+                   "connection %" PRIu64 ": op cancelled mid-frame: closing the connection", c->id);
+            /* Remove the slot's I/O first so that no completion is reported for it. */
+            for (uint32_t i = 0; i < PT_MAX_IOS; i++) {
+                if (d->ios[i].used && d->ios[i].slot == slot && d->ios[i].kind != IO_KERNEL &&
+                    d->ios[i].conn == c->id) {
+                    d->ios[i].used = false;
+                }
+            }
+            conn_close(d, c, true);
+            ci = (uint32_t)-1; /* table changed: rescan */
+        }
+    }
+    for (uint32_t i = 0; i < PT_MAX_IOS; i++) {
+        if (d->ios[i].used && d->ios[i].slot == slot) d->ios[i].used = false;
+    }
+    held_retry(d);
+}
+
+static void act_op_begin(pt_driver *d, const ccoip_action *a)
+{
+    if (a->op_slot >= PT_MAX_SLOTS) {
+        pt_log(CCOIP_LOG_ERROR, d->who, "OP_BEGIN slot %u out of range", a->op_slot);
+        return;
+    }
+    pt_slot *o = &d->slots[a->op_slot];
+    memset(o, 0, sizeof *o);
+    o->used = true;
+    o->cmd_id = a->cmd_id;
+    pthread_mutex_lock(&d->mu);
+    for (uint32_t i = 0; i < PT_MAX_CMDS; i++) {
+        pt_cmd *c = &d->cmds[i];
+        if (c->state != CMD_FREE && c->cmd_id == a->cmd_id) {
+            o->send = c->sendbuf;
+            o->recv = c->recvbuf;
+            o->bytes = c->bytes;
+        }
+    }
+    pthread_mutex_unlock(&d->mu);
+    o->scratch_bytes = a->scratch_bytes;
+    o->backup_bytes = a->backup_bytes;
+    o->scratch = malloc((size_t)a->scratch_bytes + 1u);
+    o->backup = malloc((size_t)a->backup_bytes + 1u);
+    if (o->scratch == NULL || o->backup == NULL) {
+        pt_log(CCOIP_LOG_ERROR, d->who, "out of memory for op slot %u", a->op_slot);
+        o->scratch_bytes = 0;
+        o->backup_bytes = 0;
+    }
+}
+
+static void act_op_end(pt_driver *d, const ccoip_action *a)
+{
+    if (a->op_slot >= PT_MAX_SLOTS) return;
+    kernels_cancel(d, a->op_slot);
+    for (uint32_t i = 0; i < PT_MAX_IOS; i++) {
+        if (d->ios[i].used && d->ios[i].slot == a->op_slot && d->ios[i].kind == IO_KERNEL) {
+            d->ios[i].used = false;
+        }
+    }
+    pt_slot *o = &d->slots[a->op_slot];
+    free(o->scratch);
+    free(o->backup);
+    memset(o, 0, sizeof *o);
+}
+
+static void act_notify(pt_driver *d, const ccoip_action *a)
+{
+    pthread_mutex_lock(&d->mu);
+    /* The waiting call may read attributes as soon as it wakes: publish the
+     * world size the command completed with before waking it. */
+    d->pinfo.world_size = a->world_size;
+    d->pinfo.id = ccoip_peer_id(d->p);
+    d->pinfo.accepted = ccoip_peer_is_accepted(d->p);
+    d->pinfo.failed = ccoip_peer_is_failed(d->p);
+    for (uint32_t i = 0; i < PT_MAX_CMDS; i++) {
+        pt_cmd *c = &d->cmds[i];
+        if (c->state == CMD_FREE || c->cmd_id != a->cmd_id) continue;
+        if (c->state == CMD_ABANDONED) {
+            c->state = CMD_FREE;
+            break;
+        }
+        c->res.result = a->result;
+        c->res.tx_bytes = a->tx_bytes;
+        c->res.rx_bytes = a->rx_bytes;
+        c->res.world_size = a->world_size;
+        c->res.peers_pending = a->peers_pending;
+        c->state = CMD_DONE;
+        break;
+    }
+    pthread_cond_broadcast(&d->cv_cmd);
+    pthread_mutex_unlock(&d->mu);
+}
+
+static void act_run(pt_driver *d, const ccoip_action *a)
+{
+    switch (a->type) {
+    case CCOIP_ACT_SEND:
+        act_send(d, a);
+        break;
+    case CCOIP_ACT_CONNECT:
+        act_connect(d, a);
+        break;
+    case CCOIP_ACT_LISTEN:
+        act_listen(d, a);
+        break;
+    case CCOIP_ACT_CLOSE: {
+        pt_conn *c = conn_find(d, a->conn);
+        if (c != NULL) conn_close(d, c, false);
+        break;
+    }
+    case CCOIP_ACT_NOTIFY:
+        act_notify(d, a);
+        break;
+    case CCOIP_ACT_RING_SEND:
+        act_ring_send(d, a);
+        break;
+    case CCOIP_ACT_RING_RECV:
+        act_ring_recv(d, a);
+        break;
+    case CCOIP_ACT_REDUCE:
+    case CCOIP_ACT_COPY:
+    case CCOIP_ACT_QUANTIZE:
+    case CCOIP_ACT_DEQUANTIZE:
+    case CCOIP_ACT_FINALIZE:
+        act_kernel(d, a);
+        break;
+    case CCOIP_ACT_CANCEL:
+        act_cancel(d, a);
+        break;
+    case CCOIP_ACT_LOG:
+        pt_log((int)a->level, d->who, "%.*s", (int)a->len,
+               a->data != NULL ? (const char *)a->data : "");
+        break;
+    case CCOIP_ACT_OP_BEGIN:
+        act_op_begin(d, a);
+        break;
+    case CCOIP_ACT_OP_END:
+        act_op_end(d, a);
+        break;
+    default:
+        pt_log(CCOIP_LOG_WARN, d->who, "action type %d not supported by this runtime",
+               (int)a->type);
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The driver thread                                                        */
+/* ------------------------------------------------------------------------ */
+
+static void on_accepted(pt_driver *d, pt_ev *ev)
+{
+    pt_listener *l = &d->listeners[ev->listener];
+    if (ev->rv != 0) {
+        if (ev->rv == NNG_ECLOSED) return;
+        pt_log(CCOIP_LOG_WARN, d->who, "accept failed: %s", nng_strerror(ev->rv));
+    } else {
+        const uint64_t id = d->next_accept_id++;
+        pt_conn *c = conn_new(d, id, !d->is_master);
+        if (c == NULL) {
+            nng_stream_close(ev->stream);
+            nng_stream_free(ev->stream);
+        } else {
+            c->accepted = true;
+            c->listener = ev->listener;
+            ccoip_event cev;
+            memset(&cev, 0, sizeof cev);
+            cev.type = CCOIP_EV_CONN_UP;
+            cev.conn = id;
+            cev.accepted = true;
+            cev.listener = ev->listener;
+            nng_sockaddr sa;
+            if (nng_stream_get_addr(ev->stream, NNG_OPT_REMADDR, &sa) == 0) {
+                if (sa.s_family == NNG_AF_INET) {
+                    memcpy(cev.remote_ip, &sa.s_in.sa_addr, 4);
+                    cev.remote_ip_len = 4;
+                } else if (sa.s_family == NNG_AF_INET6) {
+                    memcpy(cev.remote_ip, sa.s_in6.sa_addr, 16);
+                    cev.remote_ip_len = 16;
+                }
+            }
+            conn_up(d, c, ev->stream);
+            pt_log(CCOIP_LOG_DEBUG, d->who, "connection %" PRIu64 " accepted", id);
+            core_feed(d, &cev);
+        }
+    }
+    if (l->l != NULL) nng_stream_listener_accept(l->l, l->aio);
+}
+
+static void on_dialed(pt_driver *d, pt_ev *ev)
+{
+    pt_conn *c = conn_find(d, ev->conn);
+    if (c == NULL) {
+        if (ev->stream != NULL) {
+            nng_stream_close(ev->stream);
+            nng_stream_free(ev->stream);
+        }
+        return;
+    }
+    ccoip_event cev;
+    memset(&cev, 0, sizeof cev);
+    cev.conn = ev->conn;
+    if (ev->rv != 0 || ev->stream == NULL) {
+        pt_log(CCOIP_LOG_INFO, d->who, "connection %" PRIu64 ": connect failed: %s", ev->conn,
+               nng_strerror(ev->rv));
+        conn_free(d, c);
+        cev.type = CCOIP_EV_CONN_CLOSED;
+    } else {
+        conn_up(d, c, ev->stream);
+        cev.type = CCOIP_EV_CONN_UP;
+    }
+    core_feed(d, &cev);
+}
+
+static void on_core_event(pt_driver *d, pt_ev *ev)
+{
+    ccoip_event *cev = &ev->core;
+    if (cev->type == CCOIP_EV_IO_DONE || cev->type == CCOIP_EV_KERNEL_DONE) {
+        pt_io *io = io_find(d, cev->done.io_id);
+        if (io == NULL) return; /* cancelled: no completion for it */
+        io->used = false;
+    }
+    core_feed(d, cev);
+}
+
+static void driver_shutdown(pt_driver *d)
+{
+    for (uint32_t k = 0; k < PT_MAX_LISTENERS; k++) {
+        pt_listener *l = &d->listeners[k];
+        if (l->l == NULL) continue;
+        /* An accepted stream is owned by its queued ACCEPTED event (freed
+         * with the queue below), never by the aio. */
+        nng_stream_listener_close(l->l);
+        nng_aio_stop(l->aio);
+        nng_aio_free(l->aio);
+        nng_stream_listener_free(l->l);
+        l->l = NULL;
+    }
+    while (d->nconns > 0)
+        conn_free(d, d->conns[d->nconns - 1]);
+    for (uint32_t s = 0; s < PT_MAX_SLOTS; s++)
+        kernels_cancel(d, s);
+    pthread_mutex_lock(&d->kmu);
+    d->kstop = true;
+    pthread_cond_broadcast(&d->kcv);
+    pthread_mutex_unlock(&d->kmu);
+    if (d->kstarted) pthread_join(d->kthread, NULL);
+    d->kstarted = false;
+    for (uint32_t s = 0; s < PT_MAX_SLOTS; s++) {
+        free(d->slots[s].scratch);
+        free(d->slots[s].backup);
+        memset(&d->slots[s], 0, sizeof d->slots[s]);
+    }
+    pthread_mutex_lock(&d->mu);
+    while (d->q_head != NULL) {
+        pt_ev *ev = d->q_head;
+        d->q_head = ev->next;
+        if (ev->stream != NULL && (ev->type == PT_EV_ACCEPTED || ev->type == PT_EV_DIALED)) {
+            nng_stream_close(ev->stream);
+            nng_stream_free(ev->stream);
+        }
+        free(ev);
+    }
+    d->q_tail = NULL;
+    /* Commands still waiting fail: the communicator is gone. */
+    for (uint32_t i = 0; i < PT_MAX_CMDS; i++) {
+        pt_cmd *c = &d->cmds[i];
+        if (c->state == CMD_POSTED) {
+            c->res.result = pcclMasterConnectionFailed;
+            c->state = CMD_DONE;
+        } else if (c->state == CMD_ABANDONED) {
+            c->state = CMD_FREE;
+        }
+    }
+    d->running = false;
+    pthread_cond_broadcast(&d->cv_cmd);
+    pthread_mutex_unlock(&d->mu);
+}
+
+static void *driver_main(void *arg)
+{
+    pt_driver *d = arg;
+    ccoip_event start;
+    memset(&start, 0, sizeof start);
+    start.type = CCOIP_EV_START;
+    core_feed(d, &start);
+    for (;;) {
+        pthread_mutex_lock(&d->mu);
+        for (;;) {
+            if (d->stop || d->q_head != NULL) break;
+            const uint64_t dl = core_deadline(d);
+            const uint64_t now = pt_now_ns();
+            if (dl != CCOIP_NO_DEADLINE && dl <= now) break;
+            if (dl == CCOIP_NO_DEADLINE) {
+                pthread_cond_wait(&d->cv_ev, &d->mu);
+            } else {
+                /* cv_ev uses CLOCK_MONOTONIC (driver_alloc). */
+                struct timespec ts;
+                ts.tv_sec = (time_t)(dl / 1000000000u);
+                ts.tv_nsec = (long)(dl % 1000000000u);
+                pthread_cond_timedwait(&d->cv_ev, &d->mu, &ts);
+            }
+        }
+        if (d->stop) {
+            pthread_mutex_unlock(&d->mu);
+            break;
+        }
+        pt_ev *ev = d->q_head;
+        if (ev != NULL) {
+            d->q_head = ev->next;
+            if (d->q_head == NULL) d->q_tail = NULL;
+        }
+        pthread_mutex_unlock(&d->mu);
+        if (ev == NULL) {
+            ccoip_event t;
+            memset(&t, 0, sizeof t);
+            t.type = CCOIP_EV_TIMER;
+            core_feed(d, &t);
+            continue;
+        }
+        pt_conn *c;
+        switch (ev->type) {
+        case PT_EV_ACCEPTED:
+            on_accepted(d, ev);
+            break;
+        case PT_EV_DIALED:
+            on_dialed(d, ev);
+            break;
+        case PT_EV_SENT:
+            c = conn_find(d, ev->conn);
+            if (c != NULL) on_sent(d, c, ev->rv, ev->count);
+            break;
+        case PT_EV_RECEIVED:
+            c = conn_find(d, ev->conn);
+            if (c != NULL) on_received(d, c, ev->rv, ev->count);
+            break;
+        case PT_EV_CORE:
+            on_core_event(d, ev);
+            break;
+        case PT_EV_STOP:
+            break;
+        }
+        free(ev);
+    }
+    driver_shutdown(d);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Construction                                                             */
+/* ------------------------------------------------------------------------ */
+
+static pt_driver *driver_alloc(bool is_master)
+{
+    pt_driver *d = calloc(1, sizeof *d);
+    if (d == NULL) return NULL;
+    d->is_master = is_master;
+    d->next_accept_id = CCOIP_CONN_ACCEPTED_BASE;
+    d->next_cmd_id = 1;
+    ccoip_codec_limits_default(&d->lim);
+    pthread_mutex_init(&d->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&d->cv_ev, &ca);
+    pthread_cond_init(&d->cv_cmd, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&d->kmu, NULL);
+    pthread_cond_init(&d->kcv, NULL);
+    pthread_cond_init(&d->kcv_idle, NULL);
+    snprintf(d->who, sizeof d->who, is_master ? "master" : "peer");
+    return d;
+}
+
+static void driver_free(pt_driver *d)
+{
+    pthread_mutex_destroy(&d->mu);
+    pthread_cond_destroy(&d->cv_ev);
+    pthread_cond_destroy(&d->cv_cmd);
+    pthread_mutex_destroy(&d->kmu);
+    pthread_cond_destroy(&d->kcv);
+    pthread_cond_destroy(&d->kcv_idle);
+    if (d->m != NULL) ccoip_master_destroy(d->m);
+    if (d->p != NULL) ccoip_peer_destroy(d->p);
+    free(d);
+}
+
+static uint64_t seed_random(void)
+{
+    uint64_t s = 0;
+    if (getrandom(&s, sizeof s, 0) != (ssize_t)sizeof s) s = pt_now_ns();
+    return s;
+}
+
+pcclResult_t pt_master_create(const char *listen_url, const ccoip_master_config *cfg,
+                              pt_driver **out, uint32_t *bound_port)
+{
+    if (listen_url == NULL || out == NULL) return pcclInvalidArgument;
+    *out = NULL;
+    pt_driver *d = driver_alloc(true);
+    if (d == NULL) return pcclSystemError;
+    pcclResult_t r = ccoip_master_create(cfg, seed_random(), &d->m);
+    if (r == pcclSuccess) {
+        if (cfg != NULL && cfg->max_message_bytes > 0) {
+            d->lim.pb.max_message_bytes = cfg->max_message_bytes;
+        }
+        r = listen_on(d, 0, listen_url, bound_port);
+    }
+    if (r != pcclSuccess) {
+        driver_free(d);
+        return r;
+    }
+    *out = d;
+    return pcclSuccess;
+}
+
+static pcclResult_t thread_start(pt_driver *d)
+{
+    if (pthread_create(&d->kthread, NULL, kworker_main, d) != 0) return pcclSystemError;
+    d->kstarted = true;
+    pthread_mutex_lock(&d->mu);
+    d->started = true;
+    d->running = true;
+    pthread_mutex_unlock(&d->mu);
+    if (pthread_create(&d->thread, NULL, driver_main, d) != 0) {
+        pthread_mutex_lock(&d->kmu);
+        d->kstop = true;
+        pthread_cond_broadcast(&d->kcv);
+        pthread_mutex_unlock(&d->kmu);
+        pthread_join(d->kthread, NULL);
+        d->kstarted = false;
+        pthread_mutex_lock(&d->mu);
+        d->started = false;
+        d->running = false;
+        pthread_mutex_unlock(&d->mu);
+        return pcclSystemError;
+    }
+    return pcclSuccess;
+}
+
+pcclResult_t pt_driver_start(pt_driver *d)
+{
+    if (d == NULL) return pcclInvalidArgument;
+    pthread_mutex_lock(&d->mu);
+    const bool started = d->started;
+    pthread_mutex_unlock(&d->mu);
+    if (started) return pcclInvalidUsage;
+    if (d->is_master && d->listeners[0].l != NULL) {
+        nng_stream_listener_accept(d->listeners[0].l, d->listeners[0].aio);
+    }
+    return thread_start(d);
+}
+
+pcclResult_t pt_peer_create(const ccoip_peer_config *cfg, const char *bind_host, pt_driver **out)
+{
+    if (cfg == NULL || out == NULL || bind_host == NULL || strlen(bind_host) > 60) {
+        return pcclInvalidArgument;
+    }
+    *out = NULL;
+    pt_driver *d = driver_alloc(false);
+    if (d == NULL) return pcclSystemError;
+    snprintf(d->bind_host, sizeof d->bind_host, "%s", bind_host);
+    pcclResult_t r = ccoip_peer_create(cfg, seed_random(), &d->p);
+    if (r == pcclSuccess && cfg->max_message_bytes > 0) {
+        d->lim.pb.max_message_bytes = cfg->max_message_bytes;
+    }
+    if (r == pcclSuccess) r = thread_start(d);
+    if (r != pcclSuccess) {
+        driver_free(d);
+        return r;
+    }
+    *out = d;
+    return pcclSuccess;
+}
+
+void pt_driver_stop(pt_driver *d)
+{
+    if (d == NULL) return;
+    pthread_mutex_lock(&d->mu);
+    d->stop = true;
+    pthread_cond_signal(&d->cv_ev);
+    pthread_mutex_unlock(&d->mu);
+}
+
+void pt_driver_join(pt_driver *d)
+{
+    if (d == NULL) return;
+    pthread_mutex_lock(&d->mu);
+    const bool join = d->started && !d->joined;
+    d->joined = d->joined || join;
+    pthread_mutex_unlock(&d->mu);
+    if (join) pthread_join(d->thread, NULL);
+}
+
+bool pt_driver_running(pt_driver *d)
+{
+    pthread_mutex_lock(&d->mu);
+    const bool r = d->running;
+    pthread_mutex_unlock(&d->mu);
+    return r;
+}
+
+void pt_driver_destroy(pt_driver *d)
+{
+    if (d == NULL) return;
+    pt_driver_stop(d);
+    pt_driver_join(d);
+    if (!d->started) driver_shutdown(d);
+    driver_free(d);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Commands                                                                 */
+/* ------------------------------------------------------------------------ */
+
+pcclResult_t pt_cmd_submit(pt_driver *d, ccoip_cmd *cmd, void *sendbuf, void *recvbuf,
+                           uint64_t bytes, uint32_t *handle)
+{
+    if (d == NULL || cmd == NULL || handle == NULL || d->is_master) return pcclInvalidArgument;
+    pthread_mutex_lock(&d->mu);
+    if (d->stop || !d->running) {
+        pthread_mutex_unlock(&d->mu);
+        return pcclInvalidUsage;
+    }
+    uint32_t idx = PT_MAX_CMDS;
+    for (uint32_t i = 0; i < PT_MAX_CMDS; i++) {
+        if (d->cmds[i].state == CMD_FREE) {
+            idx = i;
+            break;
+        }
+    }
+    if (idx == PT_MAX_CMDS) {
+        pthread_mutex_unlock(&d->mu);
+        return pcclInvalidUsage;
+    }
+    pt_cmd *c = &d->cmds[idx];
+    memset(c, 0, sizeof *c);
+    c->state = CMD_POSTED;
+    c->cmd_id = d->next_cmd_id++;
+    c->sendbuf = sendbuf;
+    c->recvbuf = recvbuf;
+    c->bytes = bytes;
+    cmd->cmd_id = c->cmd_id;
+    pthread_mutex_unlock(&d->mu);
+    ccoip_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = CCOIP_EV_SUBMIT;
+    ev.cmd = *cmd;
+    q_core(d, &ev);
+    *handle = idx;
+    return pcclSuccess;
+}
+
+pcclResult_t pt_cmd_wait(pt_driver *d, uint32_t handle, uint32_t timeout_ms, bool keep,
+                         pt_cmd_result *out)
+{
+    if (d == NULL || handle >= PT_MAX_CMDS) return pcclInvalidArgument;
+    const uint64_t dl = timeout_ms > 0 ? pt_now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
+    pthread_mutex_lock(&d->mu);
+    pt_cmd *c = &d->cmds[handle];
+    while (c->state == CMD_POSTED) {
+        if (dl == 0) {
+            pthread_cond_wait(&d->cv_cmd, &d->mu);
+            continue;
+        }
+        if (pt_now_ns() >= dl) break;
+        struct timespec ts;
+        ts.tv_sec = (time_t)(dl / 1000000000u);
+        ts.tv_nsec = (long)(dl % 1000000000u);
+        pthread_cond_timedwait(&d->cv_cmd, &d->mu, &ts);
+    }
+    pcclResult_t r;
+    if (c->state == CMD_DONE) {
+        r = c->res.result;
+        if (out != NULL) *out = c->res;
+        c->state = CMD_FREE;
+    } else {
+        r = pcclTimeout;
+        if (!keep && c->state == CMD_POSTED) c->state = CMD_ABANDONED;
+    }
+    pthread_mutex_unlock(&d->mu);
+    return r;
+}
+
+void pt_peer_info_get(pt_driver *d, pt_peer_info *out)
+{
+    pthread_mutex_lock(&d->mu);
+    *out = d->pinfo;
+    pthread_mutex_unlock(&d->mu);
+}
+
+void pt_master_info_get(pt_driver *d, pt_master_info *out)
+{
+    pthread_mutex_lock(&d->mu);
+    *out = d->minfo;
+    pthread_mutex_unlock(&d->mu);
+}
