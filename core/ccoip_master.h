@@ -39,6 +39,10 @@ typedef struct ccoip_master_config {
     uint32_t evict_ms;
     /** A vote waits at most this long after its first ballot. Default 60000. */
     uint32_t vote_timeout_ms;
+    /** Shared-state keys per sync vote at most. Default 64. */
+    uint32_t max_state_keys;
+    /** Bytes each bandwidth probe sends (BandwidthProbeRequests.probe_bytes). Default 1 MiB. */
+    uint64_t probe_bytes;
     /** Hamiltonian-cycle search budget (expansions) per group ring. Default 100000. */
     uint32_t ring_search_budget;
     /**

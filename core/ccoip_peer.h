@@ -50,6 +50,8 @@ typedef struct ccoip_peer_config {
     uint64_t out_bytes;
     /** Largest control payload accepted. Default 1 MiB. */
     uint64_t max_message_bytes;
+    /** Shared-state keys per sync at most. Default 64. */
+    uint32_t max_state_keys;
     /** Heartbeat period until the master's HelloResult says otherwise. Default 250. */
     uint32_t heartbeat_ms;
     /** Master silence that fails the peer, until HelloResult says otherwise. Default 2000. */
@@ -118,5 +120,19 @@ bool ccoip_peer_is_accepted(const ccoip_peer *p);
 bool ccoip_peer_is_failed(const ccoip_peer *p);
 /** Group world size as last told by the master. */
 uint32_t ccoip_peer_world_size(const ccoip_peer *p);
+/** Membership counts (pcclGetAttribute): DESIGN.md §3 "Peer groups". */
+typedef struct ccoip_world_info {
+    uint32_t global;             /**< accepted peers, all groups */
+    uint32_t peer_group;         /**< accepted peers of this peer's group (CURRENT_WORLD_SIZE) */
+    uint32_t num_peer_groups;    /**< groups with at least one accepted peer */
+    uint32_t largest_peer_group; /**< accepted peers of the largest group */
+} ccoip_world_info;
+/**
+ * The counts of the last TopologyVerdict (or JoinResult before admission);
+ * peer_group equals ccoip_peer_world_size.
+ */
+void ccoip_peer_world_info(const ccoip_peer *p, ccoip_world_info *out);
+/** The op slot a SYNC_SHARED_STATE command occupies (tensors); scratch is this + 1. */
+uint32_t ccoip_peer_sync_slot(const ccoip_peer *p);
 
 #endif /* CCOIP_PEER_H */

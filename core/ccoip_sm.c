@@ -212,3 +212,53 @@ pcclResult_t sm_send_data_header(sm_out *o, const ccoip_codec_limits *lim, uint6
     a->len = CCOIP_DATA_HEADER_BYTES;
     return pcclSuccess;
 }
+
+/* Header + protobuf payload in one pool allocation. */
+static pcclResult_t send_state_frame(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn,
+                                     ccoip_data_header *h, uint64_t need, uint8_t **payload,
+                                     ccoip_action **act)
+{
+    if (need > lim->pb.max_message_bytes) return pcclInvalidArgument;
+    uint8_t *buf;
+    if (send_bytes_reserve(o, CCOIP_DATA_HEADER_BYTES + need, &buf) != pcclSuccess) {
+        return pcclInternalError;
+    }
+    h->length = need;
+    pcclResult_t r = ccoip_data_header_encode(h, lim, buf, CCOIP_DATA_HEADER_BYTES);
+    if (r != pcclSuccess) return r;
+    ccoip_action *a = sm_out_push(o, CCOIP_ACT_SEND);
+    if (a == NULL) return pcclInternalError;
+    a->conn = conn;
+    a->data = buf;
+    a->len = CCOIP_DATA_HEADER_BYTES + need;
+    *payload = buf + CCOIP_DATA_HEADER_BYTES;
+    *act = a;
+    return pcclSuccess;
+}
+
+pcclResult_t sm_send_state_request(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn,
+                                   ccoip_data_header *h, const ccoip_pb_shared_state_request *req)
+{
+    uint64_t need = 0, len = 0;
+    pcclResult_t r = ccoip_pb_shared_state_request_encoded_size(req, &need);
+    if (r != pcclSuccess) return r;
+    uint8_t *payload;
+    ccoip_action *a;
+    r = send_state_frame(o, lim, conn, h, need, &payload, &a);
+    if (r != pcclSuccess) return r;
+    return ccoip_pb_shared_state_request_encode(req, payload, need, &len);
+}
+
+pcclResult_t sm_send_state_response(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn,
+                                    ccoip_data_header *h,
+                                    const ccoip_pb_shared_state_response *resp)
+{
+    uint64_t need = 0, len = 0;
+    pcclResult_t r = ccoip_pb_shared_state_response_encoded_size(resp, &need);
+    if (r != pcclSuccess) return r;
+    uint8_t *payload;
+    ccoip_action *a;
+    r = send_state_frame(o, lim, conn, h, need, &payload, &a);
+    if (r != pcclSuccess) return r;
+    return ccoip_pb_shared_state_response_encode(resp, payload, need, &len);
+}

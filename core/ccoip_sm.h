@@ -64,6 +64,23 @@
  *       OP_BEGIN is emitted at commence (not at submit): a command that fails
  *       before it has no OP_BEGIN/OP_END. NOTIFY.world_size is the peer
  *       group's size as the peer knows it when the command completes.
+ *   v3  (core, issue 5; additions only, v2 semantics unchanged)
+ *       CollectiveComplete.reason / REASON_NON_FINITE (docs/protocol.md §6.8).
+ *       Shared-state sync: CCOIP_CMD_SYNC_SHARED_STATE takes ccoip_sync_args;
+ *       the command occupies op slot `max_ops` (CCOIP_REGION_TENSOR spans,
+ *       `tensor` = index of the key as submitted) and, when it must fetch,
+ *       op slot `max_ops + 1` (SCRATCH only); CCOIP_ACT_HASH (KERNEL_DONE
+ *       carries done.hash); CCOIP_ACT_STATE_SEND / CCOIP_ACT_STATE_RECV
+ *       (STATE_DATA frames, matched like RING_CHUNK frames but on
+ *       (tag, seq, chunk) of kind STATE_DATA, in either direction of a
+ *       shared-state connection); STATE_REQUEST / STATE_RESPONSE frames
+ *       (header + payload) are RECV events and SEND actions. The peer now
+ *       LISTENs on CCOIP_LISTENER_SHARED_STATE too (after P2P). NOTIFY.revision.
+ *       Topology optimization: the peer LISTENs on CCOIP_LISTENER_BANDWIDTH
+ *       too (third); the driver serves that listener itself (PROBE_REQUEST ->
+ *       PROBE_ACCEPT, drain PROBE_DATA, close; no CONN_UP to the core).
+ *       CCOIP_ACT_PROBE measures one directed link; CCOIP_EV_PROBE_DONE
+ *       reports it (done.result, done.probe_bytes, done.duration_us).
  */
 #ifndef CCOIP_SM_H
 #define CCOIP_SM_H
@@ -103,7 +120,9 @@ typedef enum ccoip_event_type {
     /** A RING_SEND or RING_RECV finished (peer only). */
     CCOIP_EV_IO_DONE = 7,
     /** A REDUCE, COPY, QUANTIZE or DEQUANTIZE finished (peer only). */
-    CCOIP_EV_KERNEL_DONE = 8
+    CCOIP_EV_KERNEL_DONE = 8,
+    /** A PROBE finished (peer only): done.io_id, result, probe_bytes, duration_us. */
+    CCOIP_EV_PROBE_DONE = 9
 } ccoip_event_type;
 
 /** Application commands (peer only). */
@@ -124,6 +143,27 @@ typedef enum ccoip_cmd_type {
     CCOIP_CMD_SYNC_SHARED_STATE = 7
 } ccoip_cmd_type;
 
+/** Longest shared-state key name, including the NUL. */
+#define CCOIP_STATE_NAME_MAX 128u
+
+/** One tensor of a shared-state sync (the bytes are bound at OP_BEGIN, by index). */
+typedef struct ccoip_state_key {
+    const char *name; /**< NUL-terminated, unique, 1 .. CCOIP_STATE_NAME_MAX - 1 bytes. */
+    pcclDataType_t dtype;
+    uint64_t count; /**< Elements. */
+    /** Content may differ between peers: not compared, but delivered to outdated peers. */
+    bool allow_content_inequality;
+} ccoip_state_key;
+
+/** Parameters of one shared-state synchronization (docs/protocol.md §6.7). */
+typedef struct ccoip_sync_args {
+    uint64_t revision;
+    pcclSharedStateSyncStrategy_t strategy;
+    uint32_t num_keys;
+    /** keys[0 .. num_keys), borrowed for the SUBMIT step (the core copies them). */
+    const ccoip_state_key *keys;
+} ccoip_sync_args;
+
 /** Parameters of one all-reduce. */
 typedef struct ccoip_allreduce_args {
     uint64_t tag;
@@ -142,6 +182,7 @@ typedef struct ccoip_cmd {
     /** Chosen by the driver; echoed in the NOTIFY that completes the command. */
     uint64_t cmd_id;
     ccoip_allreduce_args allreduce; /**< CCOIP_CMD_ALL_REDUCE. */
+    ccoip_sync_args sync;           /**< CCOIP_CMD_SYNC_SHARED_STATE. */
 } ccoip_cmd;
 
 /** Completion of a RING_SEND / RING_RECV, or of a kernel. */
@@ -154,6 +195,11 @@ typedef struct ccoip_done {
     ccoip_quant_meta quant;
     /** QUANTIZE: the metadata computed for the codes. */
     ccoip_quant_meta quant_out;
+    /** HASH: ccoip_hash_tensor of the span (name, dtype, count of the action). */
+    uint64_t hash;
+    /** PROBE_DONE: bytes the target acknowledged and the time they took (integers). */
+    uint64_t probe_bytes;
+    uint64_t duration_us;
 } ccoip_done;
 
 /** One input to a state machine. */
@@ -227,7 +273,31 @@ typedef enum ccoip_action_type {
      * Finish an AVG: dst (count elements of dtype) /= divisor, by
      * ccoip_reduce_finalize_avg. red_op is pcclAvg. KERNEL_DONE follows.
      */
-    CCOIP_ACT_FINALIZE = 16
+    CCOIP_ACT_FINALIZE = 16,
+    /**
+     * hash = ccoip_hash_tensor({name = data[0 .. len), dtype, count, bytes of src});
+     * KERNEL_DONE carries it in done.hash.
+     */
+    CCOIP_ACT_HASH = 17,
+    /**
+     * Send the bytes of src as STATE_DATA frames on conn (header: epoch, tag,
+     * seq, chunk; offsets relative to src; zero bytes: one empty frame). IO_DONE follows.
+     */
+    CCOIP_ACT_STATE_SEND = 18,
+    /**
+     * Receive STATE_DATA frames of (tag, seq, chunk) on conn into dst; IO_DONE when
+     * dst.length bytes arrived. Frames are held until posted; a frame that does not
+     * fit (offset + length beyond dst) is a protocol violation (close, pcclProtocolError).
+     */
+    CCOIP_ACT_STATE_RECV = 19,
+    /**
+     * Measure the link to a peer's bandwidth endpoint (ip/ip_len/port, or the url in
+     * data/len): connect, PROBE_REQUEST (see
+     * docs/protocol.md §8.4), send `count` bytes of PROBE_DATA, time until the target
+     * closes. `tag` = the target's peer id. CCOIP_EV_PROBE_DONE follows (result
+     * pcclRankConnectionFailed when it could not connect or was cut off).
+     */
+    CCOIP_ACT_PROBE = 20
 } ccoip_action_type;
 
 /** Buffers of one collective operation, named by region. */
@@ -235,7 +305,8 @@ typedef enum ccoip_region {
     CCOIP_REGION_SEND = 1,    /**< The application's send buffer (read only). */
     CCOIP_REGION_RECV = 2,    /**< The application's receive buffer (the result). */
     CCOIP_REGION_SCRATCH = 3, /**< Driver-owned staging, at least scratch_bytes of the op. */
-    CCOIP_REGION_BACKUP = 4   /**< Driver-owned copy of RECV for in-place restore. */
+    CCOIP_REGION_BACKUP = 4,  /**< Driver-owned copy of RECV for in-place restore. */
+    CCOIP_REGION_TENSOR = 5   /**< Shared-state tensor `tensor` of a SYNC command (read/write). */
 } ccoip_region;
 
 /** A byte span of a region of one op. */
@@ -244,6 +315,7 @@ typedef struct ccoip_span_ref {
     ccoip_region region;
     uint64_t offset; /**< Bytes. */
     uint64_t length; /**< Bytes. */
+    uint32_t tensor; /**< CCOIP_REGION_TENSOR: the key's index as submitted. */
 } ccoip_span_ref;
 
 /** Listener kinds a peer opens. */
@@ -285,6 +357,7 @@ typedef struct ccoip_action {
     uint64_t rx_bytes;
     uint32_t world_size; /**< Group world size after the command (all commands). */
     bool peers_pending;  /**< ARE_PEERS_PENDING. */
+    uint64_t revision;   /**< SYNC_SHARED_STATE success: the revision the state now has. */
 
     /* RING_SEND / RING_RECV / kernels. */
     uint64_t io_id; /**< Echoed in IO_DONE / KERNEL_DONE. */

@@ -53,6 +53,13 @@ pcclResult_t sm_send_p2m(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn
 pcclResult_t sm_send_data_header(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn,
                                  const ccoip_data_header *h);
 
+/** Encodes a STATE_REQUEST / STATE_RESPONSE data frame (h.length is set) and queues SEND(conn). */
+pcclResult_t sm_send_state_request(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn,
+                                   ccoip_data_header *h, const ccoip_pb_shared_state_request *req);
+pcclResult_t sm_send_state_response(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn,
+                                    ccoip_data_header *h,
+                                    const ccoip_pb_shared_state_response *resp);
+
 /** a + b saturating at UINT64_MAX. */
 static inline uint64_t sm_add_sat(uint64_t a, uint64_t b)
 {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ccoip_tsp.h"
 #include "master_internal.h"
 
 void ccoip_master_config_default(ccoip_master_config *cfg)
@@ -19,6 +20,8 @@ void ccoip_master_config_default(ccoip_master_config *cfg)
     cfg->evict_ms = 2000;
     cfg->vote_timeout_ms = 60000;
     cfg->ring_search_budget = 100000;
+    cfg->max_state_keys = 64;
+    cfg->probe_bytes = (uint64_t)1 << 20;
     cfg->min_collective_world = 2;
     cfg->max_message_bytes = CCOIP_PB_DEFAULT_MAX_MESSAGE_BYTES;
 }
@@ -33,6 +36,8 @@ static void master_resolve_config(ccoip_master_config *c)
     if (c->evict_ms == 0) c->evict_ms = d.evict_ms;
     if (c->vote_timeout_ms == 0) c->vote_timeout_ms = d.vote_timeout_ms;
     if (c->ring_search_budget == 0) c->ring_search_budget = d.ring_search_budget;
+    if (c->max_state_keys == 0) c->max_state_keys = d.max_state_keys;
+    if (c->probe_bytes == 0) c->probe_bytes = d.probe_bytes;
     if (c->min_collective_world == 0) c->min_collective_world = d.min_collective_world;
     if (c->max_message_bytes == 0) c->max_message_bytes = d.max_message_bytes;
     if (c->action_queue_depth == 0 && c->max_peers <= (1u << 20) && c->max_ops <= 4096u) {
@@ -40,7 +45,8 @@ static void master_resolve_config(ccoip_master_config *c)
         c->action_queue_depth = q > UINT32_MAX ? UINT32_MAX : (uint32_t)q;
     }
     if (c->out_bytes == 0) {
-        c->out_bytes = 65536u + (uint64_t)c->max_peers * (1024u + 24u * (uint64_t)c->max_peers);
+        c->out_bytes = 65536u + (uint64_t)c->max_peers * (1024u + 24u * (uint64_t)c->max_peers) +
+                       (uint64_t)c->max_peers * c->max_state_keys * (CCOIP_STATE_NAME_MAX + 32u);
     }
 }
 
@@ -56,7 +62,8 @@ pcclResult_t ccoip_master_create(const ccoip_master_config *cfg, uint64_t seed, 
     }
     master_resolve_config(&c);
     if (c.max_peers > (1u << 20) || c.max_ops > 4096u || c.evict_ms <= c.heartbeat_ms ||
-        c.action_queue_depth == 0 || c.max_message_bytes > ((uint64_t)1 << 30)) {
+        c.action_queue_depth == 0 || c.max_message_bytes > ((uint64_t)1 << 30) ||
+        c.max_state_keys > 65536u) {
         return pcclInvalidArgument;
     }
     ccoip_master *m = calloc(1, sizeof(*m));
@@ -83,7 +90,23 @@ pcclResult_t ccoip_master_create(const ccoip_master_config *cfg, uint64_t seed, 
     m->tmp_used = calloc((size_t)np, 1);
     m->arena_cap = ccoip_pb_arena_bound(c.max_message_bytes + CCOIP_CTRL_HEADER_BYTES);
     m->arena_mem = malloc((size_t)m->arena_cap);
+    m->skeys = calloc((size_t)(np * c.max_state_keys), sizeof(m_skey));
+    m->sgroups = calloc((size_t)np, sizeof(m_sgroup));
+    m->popular = calloc(c.max_state_keys, sizeof(uint64_t));
+    m->tmp_d = calloc((size_t)np, sizeof(uint32_t));
+    m->okeys = calloc(c.max_state_keys, sizeof(ccoip_pb_outdated_key));
+    m->bw = calloc((size_t)(np * np), sizeof(uint64_t));
+    m->tsp_cost = calloc((size_t)(np * np), sizeof(uint64_t));
+    m->tsp_tour = calloc((size_t)np, sizeof(uint32_t));
+    m->tsp_work_bytes = ccoip_tsp_workspace_bytes((uint32_t)np);
+    m->tsp_work = malloc((size_t)m->tsp_work_bytes);
+    m->targets = calloc((size_t)np, sizeof(ccoip_pb_probe_target));
     pcclResult_t r = sm_out_init(&m->out, c.action_queue_depth, c.out_bytes);
+    if (m->skeys == NULL || m->sgroups == NULL || m->popular == NULL || m->tmp_d == NULL ||
+        m->okeys == NULL || m->bw == NULL || m->tsp_cost == NULL || m->tsp_tour == NULL ||
+        m->tsp_work == NULL || m->targets == NULL) {
+        r = pcclSystemError;
+    }
     if (m->peers == NULL || m->order == NULL || m->unreach == NULL || m->ops == NULL ||
         m->opm == NULL || m->ids == NULL || m->tmp_a == NULL || m->tmp_b == NULL ||
         m->tmp_c == NULL || m->tmp_used == NULL || m->arena_mem == NULL || r != pcclSuccess) {
@@ -109,6 +132,16 @@ void ccoip_master_destroy(ccoip_master *m)
     free(m->tmp_c);
     free(m->tmp_used);
     free(m->arena_mem);
+    free(m->skeys);
+    free(m->sgroups);
+    free(m->popular);
+    free(m->tmp_d);
+    free(m->okeys);
+    free(m->bw);
+    free(m->tsp_cost);
+    free(m->tsp_tour);
+    free(m->tsp_work);
+    free(m->targets);
     free(m);
 }
 
@@ -256,6 +289,8 @@ static void master_remove(ccoip_master *m, uint32_t slot)
     m_peer *p = m_peer_at(m, slot);
     if (p->state == MP_FREE) return;
     if (p->state >= MP_NEW) {
+        m_opt_on_loss(m, slot);
+        m_sync_on_loss(m, slot);
         m_coll_on_loss(m, slot);
         m_topo_on_loss(m, slot);
         for (uint32_t i = 0; i < m->order_n; i++) {
@@ -450,14 +485,32 @@ static void master_on_frame(ccoip_master *m, uint32_t slot, const uint8_t *data,
         m_coll_on_complete(m, slot, in.call_id, &in.body.collective_complete);
         return;
     case CCOIP_PB_PEER_TO_MASTER_BODY_BANDWIDTH_REPORT:
-        return; /* topology optimization: issue 5 */
-    case CCOIP_PB_PEER_TO_MASTER_BODY_OPTIMIZE_TOPOLOGY:
-    case CCOIP_PB_PEER_TO_MASTER_BODY_OPTIMIZE_DONE:
+        if (p->state != MP_ACCEPTED) break;
+        m_opt_on_report(m, slot, &in.body.bandwidth_report);
+        return;
     case CCOIP_PB_PEER_TO_MASTER_BODY_SYNC_VOTE:
+        if (p->state != MP_ACCEPTED) {
+            m_answer_status(m, slot, in.call_id, CCOIP_PB_STATUS_INVALID_USAGE,
+                            CCOIP_PB_REASON_ILLEGAL_MESSAGE, "not a ring member");
+            return;
+        }
+        m_sync_on_vote(m, slot, in.call_id, &in.body.sync_vote);
+        return;
     case CCOIP_PB_PEER_TO_MASTER_BODY_SYNC_DONE:
         if (p->state != MP_ACCEPTED) break;
-        m_answer_status(m, slot, in.call_id, CCOIP_PB_STATUS_INVALID_USAGE,
-                        CCOIP_PB_REASON_ILLEGAL_MESSAGE, "not implemented by this master yet");
+        m_sync_on_done(m, slot, in.call_id, &in.body.sync_done);
+        return;
+    case CCOIP_PB_PEER_TO_MASTER_BODY_OPTIMIZE_TOPOLOGY:
+        if (p->state != MP_ACCEPTED) {
+            m_answer_status(m, slot, in.call_id, CCOIP_PB_STATUS_INVALID_USAGE,
+                            CCOIP_PB_REASON_ILLEGAL_MESSAGE, "not a ring member");
+            return;
+        }
+        m_opt_on_vote(m, slot, in.call_id);
+        return;
+    case CCOIP_PB_PEER_TO_MASTER_BODY_OPTIMIZE_DONE:
+        if (p->state != MP_ACCEPTED) break;
+        m_opt_on_done(m, slot, in.call_id);
         return;
     case CCOIP_PB_PEER_TO_MASTER_BODY_HELLO:
         break;
@@ -497,6 +550,8 @@ static void master_timers(ccoip_master *m)
     }
     m_topo_timers(m);
     m_coll_timers(m);
+    m_sync_timers(m);
+    m_opt_timers(m);
 }
 
 uint64_t ccoip_master_deadline_ns(const ccoip_master *m)
@@ -518,6 +573,10 @@ uint64_t ccoip_master_deadline_ns(const ccoip_master *m)
     if (t < d) d = t;
     t = m_coll_deadline(m);
     if (t < d) d = t;
+    t = m_sync_deadline(m);
+    if (t < d) d = t;
+    t = m_opt_deadline(m);
+    if (t < d) d = t;
     return d;
 }
 
@@ -531,6 +590,8 @@ static void master_progress(ccoip_master *m)
     for (uint32_t i = 0; i < 4u * m->cfg.max_peers + 4u * m->cfg.max_ops + 16u; i++) {
         bool changed = m_topo_progress(m);
         changed = m_coll_progress(m) || changed;
+        changed = m_sync_progress(m) || changed;
+        changed = m_opt_progress(m) || changed;
         if (!changed) break;
     }
 }

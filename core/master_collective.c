@@ -179,8 +179,12 @@ void m_coll_on_complete(ccoip_master *m, uint32_t slot, uint64_t call,
             o->first_ns = m->now;
         }
         if (cc->aborted && !o->aborted) {
-            /* Its ring failed locally: a link broke, so the ring must be re-wired too. */
-            coll_abort(m, i, CCOIP_PB_REASON_PEER_LOST);
+            /* Its ring failed locally: a link broke (or the member's data was not finite and
+             * it stopped mid-ring, cancelling its I/O), so the ring is re-wired too. A
+             * non-finite report is not retryable: the verdict says so to every member. */
+            coll_abort(m, i,
+                       cc->reason == CCOIP_PB_REASON_NON_FINITE ? CCOIP_PB_REASON_NON_FINITE
+                                                                : CCOIP_PB_REASON_PEER_LOST);
             m->ring_healthy = false;
         }
         coll_try_finish(m, i);

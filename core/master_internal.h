@@ -58,7 +58,53 @@ typedef struct m_peer {
     uint32_t ring_size;
     uint32_t pred; /**< slot index */
     uint32_t succ; /**< slot index */
+    /* Shared-state sync (§6.7, master_state.c). */
+    uint8_t sync_st; /**< MS_* */
+    uint64_t sync_call;
+    uint64_t sync_rev;
+    int32_t sync_strategy;
+    uint32_t sync_nkeys;
+    bool sync_ok;
+    uint32_t sync_load; /**< receivers assigned to this distributor */
+    uint32_t sync_dist; /**< slot of its distributor (ASSIGNED receivers), else M_SLOT_NONE */
+    /* Topology optimization (§6.6, master_optimize.c). */
+    uint8_t opt_st; /**< MO_* */
+    uint64_t opt_call;
+    bool opt_failed; /**< a probe of this round failed or is missing */
 } m_peer;
+
+#define MO_NONE    0u
+#define MO_VOTED   1u /**< voted optimize_topology */
+#define MO_PROBING 2u /**< got its probe requests */
+#define MO_DONE    3u /**< sent optimize_done */
+
+#define MS_NONE     0u /**< not in a sync */
+#define MS_VOTED    1u /**< voted, waiting for the election */
+#define MS_ASSIGNED 2u /**< got its verdict, waiting for its sync_done */
+#define MS_DONE     3u /**< sent sync_done */
+
+/** One key of a stored sync vote. */
+typedef struct m_skey {
+    uint8_t name[CCOIP_STATE_NAME_MAX];
+    uint32_t name_len;
+    uint64_t hash;
+    int32_t dtype;
+    uint64_t count;
+    bool aci;
+} m_skey;
+
+/** Shared-state bookkeeping of one peer group. */
+typedef struct m_sgroup {
+    bool used;
+    uint32_t group;
+    bool has_next; /**< a sync of the group succeeded: `next` is known */
+    uint64_t next;
+    bool transfer; /**< verdicts sent, waiting for every sync_done */
+    uint64_t popular_rev;
+    uint64_t round; /**< the running round's number (m->next_round) */
+    bool has_first;
+    uint64_t first_ns;
+} m_sgroup;
 
 /** Per-member record of one collective operation. */
 typedef struct m_op_member {
@@ -131,6 +177,25 @@ struct ccoip_master {
     uint8_t *tmp_used;
     uint8_t *arena_mem;
     uint64_t arena_cap;
+
+    /* Shared state. */
+    m_skey *skeys;                /* [max_peers][max_state_keys] */
+    m_sgroup *sgroups;            /* [max_peers] */
+    uint64_t *popular;            /* [max_state_keys] popular hash per key */
+    uint32_t *tmp_d;              /* [max_peers] */
+    ccoip_pb_outdated_key *okeys; /* [max_state_keys] */
+
+    /* Topology optimization. */
+    uint64_t *bw;       /* [max_peers][max_peers] link cost from->to; 0 = not measured */
+    uint64_t *tsp_cost; /* [max_peers][max_peers] one group's matrix */
+    uint32_t *tsp_tour; /* [max_peers] */
+    void *tsp_work;     /* ccoip_tsp_workspace_bytes(max_peers) */
+    uint64_t tsp_work_bytes;
+    ccoip_pb_probe_target *targets; /* [max_peers] */
+    bool opt_timer;
+    uint64_t opt_first_ns;
+    bool opt_ready;      /**< every participant is done: install once the topology is idle */
+    uint64_t next_round; /**< shared-state rounds started (SharedStateSyncVerdict.round) */
 };
 
 #define M_SLOT_NONE UINT32_MAX
@@ -160,6 +225,31 @@ bool m_topo_progress(ccoip_master *m);
 bool m_topo_vote_complete(const ccoip_master *m);
 void m_topo_timers(ccoip_master *m);
 uint64_t m_topo_deadline(const ccoip_master *m);
+
+/* master_state.c */
+void m_sync_on_vote(ccoip_master *m, uint32_t slot, uint64_t call,
+                    const ccoip_pb_shared_state_sync_vote *v);
+void m_sync_on_done(ccoip_master *m, uint32_t slot, uint64_t call,
+                    const ccoip_pb_shared_state_sync_done *d);
+bool m_sync_progress(ccoip_master *m);
+void m_sync_on_loss(ccoip_master *m, uint32_t slot);
+void m_sync_timers(ccoip_master *m);
+uint64_t m_sync_deadline(const ccoip_master *m);
+
+/* master_optimize.c */
+void m_opt_on_vote(ccoip_master *m, uint32_t slot, uint64_t call);
+void m_opt_on_report(ccoip_master *m, uint32_t slot, const ccoip_pb_bandwidth_report *r);
+void m_opt_on_done(ccoip_master *m, uint32_t slot, uint64_t call);
+void m_opt_on_loss(ccoip_master *m, uint32_t slot);
+bool m_opt_progress(ccoip_master *m);
+void m_opt_timers(ccoip_master *m);
+uint64_t m_opt_deadline(const ccoip_master *m);
+
+/* master_topology.c, for the optimization */
+void m_topo_fill_endpoints(const m_peer *p, ccoip_pb_endpoint *eps, uint64_t *count);
+/** Starts a re-wire phase over the rings already set in rank/pred/succ; every member gets
+ *  an OptimizeTopologyVerdict{success, plan} answering its opt_call. */
+void m_topo_start_optimized_phase(ccoip_master *m);
 
 /* master_collective.c */
 void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,

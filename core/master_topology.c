@@ -226,7 +226,7 @@ static uint32_t topo_fill_ring(ccoip_master *m, uint32_t slot)
     return n;
 }
 
-static void topo_fill_endpoints(const m_peer *p, ccoip_pb_endpoint *eps, uint64_t *count)
+void m_topo_fill_endpoints(const m_peer *p, ccoip_pb_endpoint *eps, uint64_t *count)
 {
     uint64_t n = 0;
     for (uint32_t k = 0; k < M_ENDPOINT_KINDS; k++) {
@@ -243,7 +243,7 @@ static void topo_fill_endpoints(const m_peer *p, ccoip_pb_endpoint *eps, uint64_
     *count = n;
 }
 
-static void topo_send_plan(ccoip_master *m, uint32_t slot, uint64_t call)
+static void topo_send_plan(ccoip_master *m, uint32_t slot, uint64_t call, bool optimized)
 {
     m_peer *p = m_peer_at(m, slot);
     ccoip_pb_master_to_peer env;
@@ -253,8 +253,16 @@ static void topo_send_plan(ccoip_master *m, uint32_t slot, uint64_t call)
     memset(nb, 0, sizeof(nb));
     env.call_id = call;
     env.deadline_ms = m->cfg.vote_timeout_ms;
-    env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_TOPOLOGY_PLAN;
-    ccoip_pb_topology_plan *plan = &env.body.topology_plan;
+    ccoip_pb_topology_plan *plan;
+    if (optimized) {
+        env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_OPTIMIZE_VERDICT;
+        env.body.optimize_verdict.success = true;
+        env.body.optimize_verdict.has_plan = true;
+        plan = &env.body.optimize_verdict.plan;
+    } else {
+        env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_TOPOLOGY_PLAN;
+        plan = &env.body.topology_plan;
+    }
     plan->epoch = m->epoch;
     plan->unchanged = false;
     uint64_t nn = 0;
@@ -266,7 +274,7 @@ static void topo_send_plan(ccoip_master *m, uint32_t slot, uint64_t call)
             const m_peer *q = &m->peers[who[k]];
             nb[nn].peer_id = q->id;
             nb[nn].peer_group = q->group;
-            topo_fill_endpoints(q, eps[nn], &nb[nn].endpoints_count);
+            m_topo_fill_endpoints(q, eps[nn], &nb[nn].endpoints_count);
             nb[nn].endpoints = eps[nn];
             nn++;
         }
@@ -326,9 +334,36 @@ static void topo_start_phase(ccoip_master *m, bool answer_votes)
             p->topo_voted = false;
             p->topo_call = 0;
         }
-        topo_send_plan(m, s, call);
+        topo_send_plan(m, s, call, false);
     }
     if (answer_votes) m->topo_timer = false;
+}
+
+void m_topo_start_optimized_phase(ccoip_master *m)
+{
+    m->epoch++;
+    uint32_t members = 0;
+    for (uint32_t i = 0; i < m->order_n; i++) {
+        m_peer *p = &m->peers[m->order[i]];
+        p->in_phase = p->state == MP_ACCEPTED;
+        p->reported = false;
+        p->report_ok = false;
+        if (p->in_phase) members++;
+    }
+    m->phase_failed = false;
+    m->phase = MPH_REWIRE;
+    m->phase_start_ns = m->now;
+    m->phase_answers_votes = false;
+    sm_log(&m->out, CCOIP_LOG_INFO, "master: epoch %U: optimized re-wire phase with %u members",
+           m->epoch, members);
+    for (uint32_t i = 0; i < m->order_n; i++) {
+        uint32_t s = m->order[i];
+        m_peer *p = &m->peers[s];
+        if (!p->in_phase) continue;
+        topo_send_plan(m, s, p->opt_call, true);
+        p->opt_call = 0;
+        p->opt_st = MO_NONE;
+    }
 }
 
 static void topo_conclude(ccoip_master *m)

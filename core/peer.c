@@ -15,6 +15,7 @@ void ccoip_peer_config_default(ccoip_peer_config *cfg)
     cfg->p2p_pool_size = 1;
     cfg->max_ops = 16;
     cfg->max_world = 1024;
+    cfg->max_state_keys = 64;
     cfg->heartbeat_ms = 250;
     cfg->evict_ms = 2000;
     cfg->max_message_bytes = CCOIP_PB_DEFAULT_MAX_MESSAGE_BYTES;
@@ -32,12 +33,17 @@ pcclResult_t ccoip_peer_create(const ccoip_peer_config *cfg, uint64_t seed, ccoi
     if (c.heartbeat_ms == 0) c.heartbeat_ms = d.heartbeat_ms;
     if (c.evict_ms == 0) c.evict_ms = d.evict_ms;
     if (c.max_message_bytes == 0) c.max_message_bytes = d.max_message_bytes;
+    if (c.max_state_keys == 0) c.max_state_keys = d.max_state_keys;
     if (c.max_ops > 4096u || c.max_world > CCOIP_RING_WORLD_MAX || c.p2p_pool_size != 1 ||
-        c.evict_ms <= c.heartbeat_ms || c.max_message_bytes > ((uint64_t)1 << 30)) {
+        c.evict_ms <= c.heartbeat_ms || c.max_message_bytes > ((uint64_t)1 << 30) ||
+        c.max_state_keys > 65536u) {
         return pcclInvalidArgument;
     }
     if (c.action_queue_depth == 0) c.action_queue_depth = 64u * c.max_ops + 256u;
-    if (c.out_bytes == 0) c.out_bytes = 65536u + 16u * (uint64_t)c.max_world;
+    if (c.out_bytes == 0) {
+        c.out_bytes = 65536u + 16u * (uint64_t)c.max_world +
+                      2u * (uint64_t)c.max_state_keys * (CCOIP_STATE_NAME_MAX + 48u);
+    }
     bool has_url = c.master_url != NULL && c.master_url[0] != '\0';
     if (has_url && strlen(c.master_url) >= CCOIP_URL_MAX) return pcclInvalidArgument;
     if (!has_url && c.master_ip_len != 4 && c.master_ip_len != 16) return pcclInvalidArgument;
@@ -61,7 +67,18 @@ pcclResult_t ccoip_peer_create(const ccoip_peer_config *cfg, uint64_t seed, ccoi
     p->ops = calloc(c.max_ops, sizeof(p_op));
     p->arena_cap = ccoip_pb_arena_bound(c.max_message_bytes + CCOIP_CTRL_HEADER_BYTES);
     p->arena_mem = malloc((size_t)p->arena_cap);
+    p->skeys = calloc(c.max_state_keys, sizeof(p_skey));
+    p->sync_sends = calloc((size_t)c.max_state_keys * P_SS_MAX, sizeof(uint64_t));
+    p->entries = calloc(c.max_state_keys, sizeof(ccoip_pb_shared_state_entry));
+    p->names = calloc(c.max_state_keys, sizeof(ccoip_pb_bytes));
+    p->vkeys = calloc(c.max_state_keys, sizeof(ccoip_pb_shared_state_key));
+    p->probes = calloc(c.max_world, sizeof(p_probe));
+    p->samples = calloc(c.max_world, sizeof(ccoip_pb_bandwidth_sample));
     pcclResult_t r = sm_out_init(&p->out, c.action_queue_depth, c.out_bytes);
+    if (p->skeys == NULL || p->sync_sends == NULL || p->entries == NULL || p->names == NULL ||
+        p->vkeys == NULL || p->probes == NULL || p->samples == NULL) {
+        r = pcclSystemError;
+    }
     if (p->calls == NULL || p->ring == NULL || p->plan_ring == NULL || p->ops == NULL ||
         p->arena_mem == NULL || r != pcclSuccess) {
         ccoip_peer_destroy(p);
@@ -80,6 +97,13 @@ void ccoip_peer_destroy(ccoip_peer *p)
     free(p->plan_ring);
     free(p->ops);
     free(p->arena_mem);
+    free(p->skeys);
+    free(p->sync_sends);
+    free(p->entries);
+    free(p->names);
+    free(p->vkeys);
+    free(p->probes);
+    free(p->samples);
     free(p);
 }
 
@@ -169,6 +193,8 @@ void p_fail(ccoip_peer *p, const char *why)
         if (a != NULL) a->conn = CCOIP_PEER_MASTER_CONN;
     }
     p_wire_close_all(p);
+    p_state_fail_all(p, pcclMasterConnectionFailed);
+    p_opt_fail_all(p, pcclMasterConnectionFailed);
     if (p->connect_pending) {
         p->connect_pending = false;
         p_notify(p, p->connect_cmd, pcclMasterConnectionFailed);
@@ -216,18 +242,29 @@ static void peer_on_hello(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
         p->evict_ms = h->evict_ms;
     }
     ccoip_pb_peer_to_master out;
-    ccoip_pb_endpoint ep;
+    ccoip_pb_endpoint ep[3];
     memset(&out, 0, sizeof(out));
-    memset(&ep, 0, sizeof(ep));
-    ep.kind = CCOIP_PB_ENDPOINT_KIND_P2P;
-    ep.port = p->p2p_port;
-    ep.url.data = (const uint8_t *)p->p2p_url;
-    ep.url.len = strlen(p->p2p_url);
+    memset(ep, 0, sizeof(ep));
+    ep[0].kind = CCOIP_PB_ENDPOINT_KIND_P2P;
+    ep[0].port = p->p2p_port;
+    ep[0].url.data = (const uint8_t *)p->p2p_url;
+    ep[0].url.len = strlen(p->p2p_url);
+    ep[1].kind = CCOIP_PB_ENDPOINT_KIND_SHARED_STATE;
+    ep[1].port = p->ss_port;
+    ep[1].url.data = (const uint8_t *)p->ss_url;
+    ep[1].url.len = strlen(p->ss_url);
+    uint64_t nep = 1;
+    if (p->ss_listening) nep++;
+    ep[nep].kind = CCOIP_PB_ENDPOINT_KIND_BANDWIDTH;
+    ep[nep].port = p->bw_port;
+    ep[nep].url.data = (const uint8_t *)p->bw_url;
+    ep[nep].url.len = strlen(p->bw_url);
+    if (p->bw_listening) nep++;
     out.call_id = p_call_new(p, PC_JOIN, 0);
     out.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_JOIN;
     out.body.join.peer_group = p->cfg.peer_group;
-    out.body.join.endpoints = &ep;
-    out.body.join.endpoints_count = 1;
+    out.body.join.endpoints = ep;
+    out.body.join.endpoints_count = nep;
     out.body.join.p2p_pool_size = p->cfg.p2p_pool_size;
     p->state = PS_JOIN;
     p_send(p, &out);
@@ -245,6 +282,12 @@ static void peer_on_join(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
         return;
     }
     p->state = PS_PENDING;
+    if (env->body.join.has_world) {
+        p->wi.global = env->body.join.world.global;
+        p->wi.peer_group = env->body.join.world.peer_group;
+        p->wi.num_peer_groups = env->body.join.world.num_peer_groups;
+        p->wi.largest_peer_group = env->body.join.world.largest_peer_group;
+    }
     /* A pending peer votes right after Join and waits to be admitted (§6.3). */
     peer_send_topo_vote(p);
 }
@@ -262,7 +305,13 @@ static void peer_on_verdict(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
     }
     p->reported = false;
     bool ok = v->success && env->status == CCOIP_PB_STATUS_SUCCESS;
-    if (v->has_world) p->world = v->world.peer_group;
+    if (v->has_world) {
+        p->world = v->world.peer_group;
+        p->wi.global = v->world.global;
+        p->wi.peer_group = v->world.peer_group;
+        p->wi.num_peer_groups = v->world.num_peer_groups;
+        p->wi.largest_peer_group = v->world.largest_peer_group;
+    }
     if (ok) {
         p->epoch = p->plan_epoch;
         p->ring_ready = true;
@@ -270,6 +319,7 @@ static void peer_on_verdict(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
         p->ring_n = p->plan_n;
         memcpy(p->ring, p->plan_ring, (size_t)p->plan_n * sizeof(uint64_t));
         p->world = p->plan_n;
+        p->wi.peer_group = p->plan_n;
     } else {
         p->ring_ready = false;
     }
@@ -287,6 +337,7 @@ static void peer_on_verdict(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
         }
         return;
     }
+    p_opt_on_topology_verdict(p, v->epoch, ok);
     if (p->topo_pending && p->topo_cmd_epoch == v->epoch) {
         p->topo_pending = false;
         p_notify(p, p->topo_cmd, ok ? pcclSuccess : pcclUpdateTopologyFailed);
@@ -363,6 +414,10 @@ static void peer_on_frame(ccoip_peer *p, const uint8_t *data, uint64_t len)
             if (p->state != PS_ACCEPTED) break;
             p_ring_on_verdict(p, &env.body.collective_verdict);
             return;
+        case CCOIP_PB_MASTER_TO_PEER_BODY_SYNC_DONE_VERDICT:
+            if (p->state != PS_ACCEPTED) break;
+            p_state_on_round_failed(p);
+            return;
         default:
             sm_log(&p->out, CCOIP_LOG_DEBUG, "peer %U: notification %u ignored", p->id,
                    (uint32_t)env.body_case);
@@ -405,6 +460,14 @@ static void peer_on_frame(ccoip_peer *p, const uint8_t *data, uint64_t len)
             return;
         }
         p_ring_on_verdict(p, &env.body.collective_verdict);
+        return;
+    case PC_SYNC_VOTE:
+    case PC_SYNC_DONE:
+        p_state_on_answer(p, c.kind, &env);
+        return;
+    case PC_OPT_VOTE:
+    case PC_OPT_DONE:
+        p_opt_on_answer(p, c.kind, &env);
         return;
     case PC_NONE:
         break;
@@ -489,10 +552,16 @@ static void peer_on_submit(ccoip_peer *p, const ccoip_cmd *cmd)
         p_notify(p, cmd->cmd_id, pcclSuccess);
         return;
     }
-    case CCOIP_CMD_OPTIMIZE_TOPOLOGY:
-    case CCOIP_CMD_SYNC_SHARED_STATE:
-        p_notify(p, cmd->cmd_id, pcclInvalidUsage); /* issue 5 */
+    case CCOIP_CMD_SYNC_SHARED_STATE: {
+        pcclResult_t r = p->state == PS_ACCEPTED ? p_state_submit(p, cmd) : pcclInvalidUsage;
+        if (r != pcclSuccess) p_notify(p, cmd->cmd_id, r);
         return;
+    }
+    case CCOIP_CMD_OPTIMIZE_TOPOLOGY: {
+        pcclResult_t r = p->state == PS_ACCEPTED ? p_opt_submit(p, cmd) : pcclInvalidUsage;
+        if (r != pcclSuccess) p_notify(p, cmd->cmd_id, r);
+        return;
+    }
     }
     p_notify(p, cmd->cmd_id, pcclInvalidArgument);
 }
@@ -541,6 +610,10 @@ pcclResult_t ccoip_peer_step(ccoip_peer *p, const ccoip_event *ev)
         {
             ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_LISTEN);
             if (a != NULL) a->listener = CCOIP_LISTENER_P2P;
+            a = sm_out_push(&p->out, CCOIP_ACT_LISTEN);
+            if (a != NULL) a->listener = CCOIP_LISTENER_SHARED_STATE;
+            a = sm_out_push(&p->out, CCOIP_ACT_LISTEN);
+            if (a != NULL) a->listener = CCOIP_LISTENER_BANDWIDTH;
         }
         break;
     case CCOIP_EV_TIMER:
@@ -564,7 +637,13 @@ pcclResult_t ccoip_peer_step(ccoip_peer *p, const ccoip_event *ev)
             p_send(p, &env);
             break;
         }
-        if (!p_wire_on_conn_up(p, ev)) {
+        if (ev->accepted && ev->listener == CCOIP_LISTENER_BANDWIDTH) {
+            /* The driver serves probes itself (ccoip_sm.h v3): not ours to keep. */
+            ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
+            if (a != NULL) a->conn = ev->conn;
+            break;
+        }
+        if (!p_state_on_conn_up(p, ev) && !p_wire_on_conn_up(p, ev)) {
             sm_log(&p->out, CCOIP_LOG_DEBUG, "peer %U: CONN_UP for unknown conn %U", p->id,
                    ev->conn);
         }
@@ -577,7 +656,7 @@ pcclResult_t ccoip_peer_step(ccoip_peer *p, const ccoip_event *ev)
             }
             break;
         }
-        p_wire_on_conn_closed(p, ev->conn);
+        if (!p_state_on_conn_closed(p, ev->conn)) p_wire_on_conn_closed(p, ev->conn);
         break;
     case CCOIP_EV_RECV:
         if (ev->data == NULL && ev->len != 0) {
@@ -588,14 +667,21 @@ pcclResult_t ccoip_peer_step(ccoip_peer *p, const ccoip_event *ev)
             if (peer_master_up(p)) peer_on_frame(p, ev->data, ev->len);
             break;
         }
-        if (!p_wire_on_recv(p, ev->conn, ev->data, ev->len)) {
+        if (!p_state_on_recv(p, ev->conn, ev->data, ev->len) &&
+            !p_wire_on_recv(p, ev->conn, ev->data, ev->len)) {
             sm_log(&p->out, CCOIP_LOG_DEBUG, "peer %U: frame on unknown conn %U dropped", p->id,
                    ev->conn);
         }
         break;
+    case CCOIP_EV_PROBE_DONE:
+        if (!p_opt_on_done(p, ev)) {
+            sm_log(&p->out, CCOIP_LOG_DEBUG, "peer %U: completion of unknown probe %U ignored",
+                   p->id, ev->done.io_id);
+        }
+        break;
     case CCOIP_EV_IO_DONE:
     case CCOIP_EV_KERNEL_DONE:
-        if (!p_ring_on_done(p, ev)) {
+        if (!p_ring_on_done(p, ev) && !p_state_on_done(p, ev)) {
             sm_log(&p->out, CCOIP_LOG_DEBUG, "peer %U: completion of unknown io %U ignored", p->id,
                    ev->done.io_id);
         }
@@ -618,8 +704,23 @@ bool ccoip_peer_poll(ccoip_peer *p, ccoip_action *out)
 pcclResult_t ccoip_peer_set_port(ccoip_peer *p, ccoip_listener listener, uint32_t port,
                                  const char *url)
 {
-    if (p == NULL || listener != CCOIP_LISTENER_P2P || port > 65535u) return pcclInvalidArgument;
+    if (p == NULL || port > 65535u) return pcclInvalidArgument;
     if (url != NULL && strlen(url) >= CCOIP_URL_MAX) return pcclInvalidArgument;
+    if (listener == CCOIP_LISTENER_SHARED_STATE) {
+        p->ss_port = port;
+        p->ss_url[0] = '\0';
+        if (url != NULL) memcpy(p->ss_url, url, strlen(url) + 1u);
+        p->ss_listening = true;
+        return pcclSuccess;
+    }
+    if (listener == CCOIP_LISTENER_BANDWIDTH) {
+        p->bw_port = port;
+        p->bw_url[0] = '\0';
+        if (url != NULL) memcpy(p->bw_url, url, strlen(url) + 1u);
+        p->bw_listening = true;
+        return pcclSuccess;
+    }
+    if (listener != CCOIP_LISTENER_P2P) return pcclInvalidArgument;
     p->p2p_port = port;
     p->p2p_url[0] = '\0';
     if (url != NULL) memcpy(p->p2p_url, url, strlen(url) + 1u);
@@ -650,4 +751,14 @@ bool ccoip_peer_is_failed(const ccoip_peer *p)
 uint32_t ccoip_peer_world_size(const ccoip_peer *p)
 {
     return p->world;
+}
+
+uint32_t ccoip_peer_sync_slot(const ccoip_peer *p)
+{
+    return p->cfg.max_ops;
+}
+
+void ccoip_peer_world_info(const ccoip_peer *p, ccoip_world_info *out)
+{
+    *out = p->wi;
 }

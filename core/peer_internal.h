@@ -33,7 +33,11 @@ typedef enum p_call_kind {
     PC_P2P,
     PC_PENDING,
     PC_INITIATE,
-    PC_COMPLETE
+    PC_COMPLETE,
+    PC_SYNC_VOTE,
+    PC_SYNC_DONE,
+    PC_OPT_VOTE,
+    PC_OPT_DONE
 } p_call_kind;
 
 typedef struct p_call {
@@ -100,12 +104,68 @@ typedef struct p_op {
     uint32_t fwd_half;
     bool verdict_known;
     bool verdict_aborted;
+    int32_t verdict_reason; /**< ccoip_pb_reason of an aborted verdict */
+    int32_t abort_reason;   /**< reported in CollectiveComplete (REASON_NON_FINITE or 0) */
     bool complete_sent;
     bool restored; /**< the abort path (restore) already ran */
     uint64_t tx_bytes;
     uint64_t rx_bytes;
     pcclResult_t result; /**< what the NOTIFY will say */
 } p_op;
+
+/** Shared-state connections served at once (distributor side). */
+#define P_SS_MAX 8u
+
+/** Where the peer's shared-state sync is (docs/core.md §3.5). */
+typedef enum p_sync_state {
+    PSS_NONE = 0,
+    PSS_HASHING,   /**< HASH of key sync_i in flight */
+    PSS_VOTED,     /**< vote sent, waiting for the verdict */
+    PSS_FETCHING,  /**< connecting / request sent / STATE_RECVs posted */
+    PSS_VERIFYING, /**< HASH of fetched key sync_i (scratch) in flight */
+    PSS_ADOPTING,  /**< COPY scratch -> tensor of key sync_i in flight */
+    PSS_DONE_WAIT  /**< sync_done sent, waiting for its verdict */
+} p_sync_state;
+
+/** One key of the running sync, sorted by name. */
+typedef struct p_skey {
+    char name[CCOIP_STATE_NAME_MAX];
+    uint32_t name_len;
+    pcclDataType_t dtype;
+    uint64_t count;
+    uint64_t bytes;
+    bool aci;
+    uint32_t index; /**< as submitted (CCOIP_REGION_TENSOR) */
+    uint64_t hash;  /**< local content */
+    bool fetch;
+    uint32_t fetch_pos; /**< position in the request */
+    uint64_t expected;
+    uint64_t scratch_off;
+    uint64_t recv_io;
+} p_skey;
+
+typedef struct p_sconn {
+    bool used;
+    uint64_t conn;
+} p_sconn;
+
+typedef enum p_opt_state {
+    POPT_NONE = 0,
+    POPT_VOTED,     /**< optimize_topology sent */
+    POPT_PROBING,   /**< PROBE of target opt_i in flight */
+    POPT_DONE_WAIT, /**< optimize_done sent */
+    POPT_REWIRING   /**< optimized plan received: waiting for its TopologyVerdict */
+} p_opt_state;
+
+typedef struct p_probe {
+    uint64_t peer_id;
+    uint8_t ip[16];
+    uint32_t ip_len;
+    uint32_t port;
+    uint32_t url_len;
+    char url[CCOIP_URL_MAX];
+    uint64_t bytes;
+} p_probe;
 
 struct ccoip_peer {
     ccoip_peer_config cfg;
@@ -148,6 +208,7 @@ struct ccoip_peer {
     uint64_t epoch;
     bool ring_ready;
     uint32_t world;
+    ccoip_world_info wi; /**< as last told by the master */
     uint32_t rank;
     uint64_t *ring; /* [max_world] */
     uint32_t ring_n;
@@ -172,6 +233,53 @@ struct ccoip_peer {
     p_acc acc[P_ACC_MAX];
 
     p_op *ops; /* [max_ops] */
+
+    /* Topology optimization (peer_optimize.c). */
+    bool bw_listening;
+    uint32_t bw_port;
+    char bw_url[CCOIP_URL_MAX];
+    p_opt_state opt;
+    uint64_t opt_cmd;
+    uint64_t opt_epoch;
+    uint32_t opt_i;
+    uint64_t opt_io;
+    uint32_t opt_n;
+    p_probe *probes;                    /* [max_world] */
+    ccoip_pb_bandwidth_sample *samples; /* [max_world] */
+
+    /* Shared state (peer_state.c). */
+    bool ss_listening;
+    uint32_t ss_port;
+    char ss_url[CCOIP_URL_MAX];
+    p_skey *skeys; /* [max_state_keys] */
+    uint32_t nkeys;
+    p_sync_state sync;
+    uint64_t sync_cmd;
+    uint64_t sync_rev;
+    int32_t sync_strategy;
+    uint32_t sync_i;
+    uint64_t sync_io;
+    uint64_t sync_io_first; /**< PSS_ADOPTING: io id of the first COPY */
+    uint64_t sync_popular;
+    uint64_t sync_round;      /**< round of this command's verdict (0: none yet) */
+    uint64_t sync_round_last; /**< highest round of any verdict seen */
+    uint64_t sync_fetch_seq;  /**< fetches started (STATE_* header seq) */
+    uint64_t sync_conn;
+    bool sync_conn_open;
+    uint32_t sync_nfetch;
+    uint32_t sync_recv_pending;
+    bool sync_resp_ok;
+    bool sync_failed;  /**< the local fetch failed */
+    bool sync_abandon; /**< the master failed the round during the adoption */
+    bool sync_scratch; /**< OP_BEGIN of the scratch slot emitted */
+    uint64_t sync_rx;
+    uint64_t sync_tx;
+    uint64_t *sync_sends; /* [max_state_keys * P_SS_MAX] io ids of pending STATE_SENDs */
+    uint32_t sync_nsends;
+    p_sconn sconn[P_SS_MAX];
+    ccoip_pb_shared_state_entry *entries; /* [max_state_keys] */
+    ccoip_pb_bytes *names;                /* [max_state_keys] */
+    ccoip_pb_shared_state_key *vkeys;     /* [max_state_keys] */
     uint8_t *arena_mem;
     uint64_t arena_cap;
 };
@@ -189,6 +297,25 @@ bool p_wire_on_conn_up(ccoip_peer *p, const ccoip_event *ev);
 bool p_wire_on_conn_closed(ccoip_peer *p, uint64_t conn);
 bool p_wire_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t len);
 void p_wire_close_all(ccoip_peer *p);
+
+/* peer_state.c */
+pcclResult_t p_state_submit(ccoip_peer *p, const ccoip_cmd *cmd);
+void p_state_on_answer(ccoip_peer *p, p_call_kind kind, const ccoip_pb_master_to_peer *env);
+bool p_state_on_conn_up(ccoip_peer *p, const ccoip_event *ev);
+bool p_state_on_conn_closed(ccoip_peer *p, uint64_t conn);
+bool p_state_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t len);
+bool p_state_on_done(ccoip_peer *p, const ccoip_event *ev);
+void p_state_fail_all(ccoip_peer *p, pcclResult_t r);
+/** A sync_done_verdict notification: the master failed the round (its distributor left). */
+void p_state_on_round_failed(ccoip_peer *p);
+
+/* peer_optimize.c */
+pcclResult_t p_opt_submit(ccoip_peer *p, const ccoip_cmd *cmd);
+void p_opt_on_answer(ccoip_peer *p, p_call_kind kind, const ccoip_pb_master_to_peer *env);
+bool p_opt_on_done(ccoip_peer *p, const ccoip_event *ev);
+/** A TopologyVerdict of epoch arrived (ok: the ring is installed). */
+void p_opt_on_topology_verdict(ccoip_peer *p, uint64_t epoch, bool ok);
+void p_opt_fail_all(ccoip_peer *p, pcclResult_t r);
 
 /* peer_ring.c */
 pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd);

@@ -50,13 +50,24 @@ static void ring_send_complete(ccoip_peer *p, uint32_t i, bool aborted, bool as_
     env.body.collective_complete.tag = o->a.tag;
     env.body.collective_complete.seq = o->seq;
     env.body.collective_complete.aborted = aborted;
+    env.body.collective_complete.reason = aborted ? o->abort_reason : CCOIP_PB_REASON_UNSPECIFIED;
     p_send(p, &env);
     o->complete_sent = true;
+}
+
+/* The result every member reports for an op the master's verdict aborted (§6.8). */
+static pcclResult_t ring_result_of_reason(int32_t reason)
+{
+    return reason == CCOIP_PB_REASON_NON_FINITE ? pcclInvalidArgument : pcclRankConnectionLost;
 }
 
 static void ring_finish(ccoip_peer *p, uint32_t i)
 {
     p_op *o = &p->ops[i];
+    if (o->verdict_known && o->verdict_aborted && p->state == PS_ACCEPTED) {
+        /* The master's verdict is the one outcome: every member reports the same result. */
+        o->result = ring_result_of_reason(o->verdict_reason);
+    }
     if (o->begun) {
         ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_OP_END);
         if (a != NULL) a->op_slot = i;
@@ -420,7 +431,14 @@ bool p_ring_on_done(ccoip_peer *p, const ccoip_event *ev)
         if (ev->type == CCOIP_EV_KERNEL_DONE && id == o->io_kernel) {
             o->io_kernel = 0;
             if (ev->done.result != pcclSuccess && o->sub != POS_RESTORE) {
-                ring_abort(p, i, pcclRankConnectionLost, "kernel failed");
+                if (ev->done.result == pcclInvalidArgument &&
+                    (o->sub == POS_RS_QUANT || o->sub == POS_OWN_QUANT)) {
+                    /* NaN/inf cannot be quantized: not retryable (docs/core.md §3.4). */
+                    o->abort_reason = CCOIP_PB_REASON_NON_FINITE;
+                    ring_abort(p, i, pcclInvalidArgument, "non-finite data cannot be quantized");
+                } else {
+                    ring_abort(p, i, pcclRankConnectionLost, "kernel failed");
+                }
             } else {
                 ring_after_kernel(p, i, &ev->done);
             }
@@ -552,6 +570,7 @@ void p_ring_on_verdict(ccoip_peer *p, const ccoip_pb_collective_verdict *v)
         }
         o->verdict_known = true;
         o->verdict_aborted = v->aborted;
+        o->verdict_reason = v->reason;
         p_call_drop_op(p, PC_COMPLETE, i); /* the one verdict answers our completion too */
         switch (o->state) {
         case PO_RUNNING:
@@ -559,7 +578,7 @@ void p_ring_on_verdict(ccoip_peer *p, const ccoip_pb_collective_verdict *v)
                 p_fail(p, "success verdict before our completion");
                 return;
             }
-            ring_abort(p, i, pcclRankConnectionLost, "abort verdict from the master");
+            ring_abort(p, i, ring_result_of_reason(v->reason), "abort verdict from the master");
             return;
         case PO_RESTORING:
             return; /* the completion goes out as a notification after the restore */
@@ -567,7 +586,7 @@ void p_ring_on_verdict(ccoip_peer *p, const ccoip_pb_collective_verdict *v)
             if (o->restored) {
                 ring_finish(p, i);
             } else if (v->aborted) {
-                o->result = pcclRankConnectionLost;
+                o->result = ring_result_of_reason(v->reason);
                 ring_start_restore(p, i);
             } else {
                 o->result = pcclSuccess;

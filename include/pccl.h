@@ -454,17 +454,26 @@ PCCL_EXPORT pcclResult_t pcclUpdateTopology(pcclComm_t *communicator);
 PCCL_EXPORT pcclResult_t pcclArePeersPending(const pcclComm_t *communicator, bool *pending_out);
 
 /**
- * Reorders the ring by measured bandwidth. Not implemented by this version
- * of the runtime yet (a log line says so).
- * Returns pcclNotInitialized; pcclInvalidArgument; pcclInvalidUsage
- * (always, for now); later pcclTopologyOptimizationFailed (retry).
+ * Reorders the ring by measured bandwidth (a collective of every accepted
+ * peer, all groups): each peer probes the links to the members of its group
+ * the master does not know yet (a short burst of bytes to each one's
+ * bandwidth endpoint), the master solves each group's ring as an asymmetric
+ * TSP and starts a new epoch with it; the call returns once the peers have
+ * re-wired. Pending peers are not admitted. Measurements are cached by the
+ * master, so repeated calls probe only new links.
+ * Returns pcclSuccess; pcclNotInitialized; pcclInvalidArgument;
+ * pcclInvalidUsage (not connected); pcclPendingAsyncOps (an async all-reduce
+ * is not awaited yet); pcclTopologyOptimizationFailed (a probe or the
+ * re-wiring failed: retry); pcclMasterConnectionFailed; pcclTimeout.
  */
 PCCL_EXPORT pcclResult_t pcclOptimizeTopology(const pcclComm_t *communicator);
 
 /**
  * Reads an integer attribute (pcclAttribute_t) as last reported by the
- * master: up to date after pcclConnect / pcclUpdateTopology and after an
- * all-reduce fails.
+ * master: up to date after pcclConnect / pcclUpdateTopology /
+ * pcclOptimizeTopology and after an all-reduce fails. The global attributes
+ * (GLOBAL_WORLD_SIZE, NUM_DISTINCT_PEER_GROUPS, LARGEST_PEER_GROUP_WORLD_SIZE)
+ * are the counts of the master's last topology verdict over every group.
  * Returns pcclSuccess; pcclNotInitialized; pcclInvalidArgument (NULL, an
  * unknown attribute); pcclInvalidUsage (not connected).
  */
@@ -530,16 +539,34 @@ PCCL_EXPORT pcclResult_t pcclAllReduceMultipleWithRetry(
 
 /**
  * Shared-state synchronization, the documentation's 3-argument form
- * (strategy ENFORCE_POPULAR). Not implemented by this version of the
- * runtime yet (a log line says so).
- * Returns pcclNotInitialized; pcclInvalidArgument; pcclInvalidUsage
- * (always, for now).
+ * (strategy ENFORCE_POPULAR); a collective of every accepted peer of the
+ * caller's group. Each peer hashes its tensors and votes its revision; the
+ * master picks the popular revision and content, and every peer whose
+ * content (or revision) differs fetches the differing tensors from an
+ * up-to-date peer, verifies their hashes, and only then overwrites its own
+ * tensors in place. On success shared_state->revision is the group's
+ * revision (a newcomer adopts it), and sync_info_out (may be NULL) has the
+ * bytes this peer received (rx_bytes: 0 when it was up to date) and sent to
+ * others (tx_bytes). The revision must advance by exactly 1 per successful
+ * synchronization. Tensors: at most 64, unique names of 1..127 bytes, CPU
+ * memory, not touched by the application during the call.
+ * Returns pcclSuccess; pcclNotInitialized; pcclInvalidArgument (NULL state,
+ * bad tensor info, duplicate names); pcclInvalidUsage (not connected; a
+ * revision increment violation, key-set mismatch or strategy conflict: the
+ * master evicts the peer); pcclNoSharedStateAvailable (only RECEIVE_ONLY
+ * peers); pcclRankConnectionLost (the transfer or a peer failed: the
+ * tensors are untouched, retry); pcclMasterConnectionFailed; pcclTimeout.
  */
 PCCL_EXPORT pcclResult_t(pcclSynchronizeSharedState)(
     const pcclComm_t *communicator, pcclSharedState_t *shared_state,
     PCCL_NULLABLE pcclSharedStateSyncInfo_t *sync_info_out);
 
-/** The 4-argument form of PCCL's header (a strategy before the info); results as above. */
+/**
+ * The 4-argument form of PCCL's header (a strategy before the info):
+ * ENFORCE_POPULAR votes and receives, RECEIVE_ONLY only receives, SEND_ONLY
+ * distributes but fails (pcclInvalidUsage, evicted) if it would have to
+ * receive. Results as above.
+ */
 PCCL_EXPORT pcclResult_t pcclSynchronizeSharedStateEx(
     const pcclComm_t *communicator, pcclSharedState_t *shared_state,
     pcclSharedStateSyncStrategy_t strategy, PCCL_NULLABLE pcclSharedStateSyncInfo_t *sync_info_out);

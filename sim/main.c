@@ -127,6 +127,7 @@ static void usage(FILE *f)
                "                [--join-rate R] [--leave-rate R] [--crash-rate R] [--hang-rate R]\n"
                "                [--restart-rate R] [--loss PERMILLE] [--partitions N] [--clogs N]\n"
                "                [--count N] [--tags N] [--not-in-place] [--seeds A:B] [--quiet]\n"
+               "                [--shared-state] [--diverge-bp N] [--optimize-every N]\n"
                "                [--groups N | --group-size N] [--churn-per-step BP] [--float]\n"
                "                [--vote-timeout-ms T] [--evict-ms T] [--heartbeat-ms T]\n"
                "                [--liveness-ms T] [--max-events N]\n"
@@ -188,6 +189,8 @@ static const knob knobs[] = {
     K32("--tags", tags),
     K32("--group-size", group_size),
     K32("--churn-per-step", churn_per_step_bp),
+    K32("--diverge-bp", diverge_bp),
+    K32("--optimize-every", optimize_every),
     K64("--max-events", max_events),
     K32("--vote-timeout-ms", vote_timeout_ms),
     K32("--evict-ms", evict_ms),
@@ -244,6 +247,10 @@ static int parse(cli *c, int argc, char **argv, uint64_t seed, bool apply)
             if (v == NULL) return -1;
             c->scenario = v;
             i++;
+        } else if (strcmp(a, "--shared-state") == 0) {
+            if (apply) c->cfg.shared_state = true;
+        } else if (strcmp(a, "--no-shared-state") == 0) {
+            if (apply) c->cfg.shared_state = false;
         } else if (strcmp(a, "--float") == 0) {
             if (apply) c->cfg.dtype = pcclFloat;
         } else if (strcmp(a, "--groups") == 0) {
@@ -373,11 +380,12 @@ static int run_one(cli *c, int argc, char **argv, uint64_t seed, bool line_only)
                " other failures %" PRIu64 "; peers started %" PRIu64 ", left %" PRIu64
                ", crashed %" PRIu64 ", hung %" PRIu64 ", evicted %" PRIu64
                "; %u live at the end; network %" PRIu64 " frames, %" PRIu64
-               " bytes; replaced %" PRIu64 "\n",
+               " bytes; replaced %" PRIu64 "; syncs %" PRIu64 " (fetched %" PRIu64
+               ", failed %" PRIu64 "), optimizes %" PRIu64 "\n",
                sim_status_name(st), r.end_ns / 1000000000u, (r.end_ns / 1000000u) % 1000u, r.events,
                r.epochs, r.ops_completed, r.ops_aborted, r.ops_failed_other, r.joins, r.leaves,
                r.crashes, r.hangs, r.evictions, r.live_peers_end, r.net_frames, r.net_bytes,
-               r.replaced);
+               r.replaced, r.syncs, r.sync_fetches, r.sync_failed, r.optimizes);
     }
     if (st != SIM_OK) {
         printf("FAILED (%s): %s\n", sim_status_name(st), r.message);

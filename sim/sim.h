@@ -45,20 +45,28 @@ typedef enum sim_canary {
     /** sim: the driver ignores COPY actions that read the BACKUP region (no restore). */
     SIM_CANARY_DROP_RESTORE_COPY = 1u << 3,
     /** sim: the driver duplicates the first NOTIFY of an all-reduce (two verdicts). */
-    SIM_CANARY_DOUBLE_NOTIFY = 1u << 4
+    SIM_CANARY_DOUBLE_NOTIFY = 1u << 4,
+    /** sim: the driver flips one bit of the first COPY that adopts a fetched tensor. */
+    SIM_CANARY_CORRUPT_ADOPT = 1u << 5,
+    /** sim: PROBE reports the reverse link's duration (the optimizer sees a wrong matrix). */
+    SIM_CANARY_SWAP_PROBE = 1u << 6
 } sim_canary;
 
 /** Scripted events (scenarios). peer is the index of a peer process in creation order. */
 typedef enum sim_script_kind {
-    SIM_SCRIPT_JOIN = 1,          /**< A new peer process starts. */
-    SIM_SCRIPT_LEAVE = 2,         /**< peer leaves gracefully at its next command. */
-    SIM_SCRIPT_CRASH = 3,         /**< peer's process dies (its connections reset). */
-    SIM_SCRIPT_HANG = 4,          /**< peer stops processing anything (connections stay open). */
-    SIM_SCRIPT_RESTART = 5,       /**< peer crashes and a new process starts on its host. */
-    SIM_SCRIPT_CUT = 6,           /**< peers peer and arg cannot reach each other, from time on. */
-    SIM_SCRIPT_STALL = 7,         /**< peer's application sleeps arg ns before its next command. */
-    SIM_SCRIPT_MISMATCH = 8,      /**< peer's next all-reduce uses count + 1 (a program bug). */
-    SIM_SCRIPT_CRASH_MID_RING = 9 /**< peer crashes right after its arg-th next RING_SEND. */
+    SIM_SCRIPT_JOIN = 1,           /**< A new peer process starts. */
+    SIM_SCRIPT_LEAVE = 2,          /**< peer leaves gracefully at its next command. */
+    SIM_SCRIPT_CRASH = 3,          /**< peer's process dies (its connections reset). */
+    SIM_SCRIPT_HANG = 4,           /**< peer stops processing anything (connections stay open). */
+    SIM_SCRIPT_RESTART = 5,        /**< peer crashes and a new process starts on its host. */
+    SIM_SCRIPT_CUT = 6,            /**< peers peer and arg cannot reach each other, from time on. */
+    SIM_SCRIPT_STALL = 7,          /**< peer's application sleeps arg ns before its next command. */
+    SIM_SCRIPT_MISMATCH = 8,       /**< peer's next all-reduce uses count + 1 (a program bug). */
+    SIM_SCRIPT_CRASH_MID_RING = 9, /**< peer crashes right after its arg-th next RING_SEND. */
+    SIM_SCRIPT_DIVERGE = 10,       /**< peer corrupts a compared shared-state tensor (next sync). */
+    SIM_SCRIPT_SKIP_REVISION = 11, /**< peer's next sync submits revision + 2 (a program bug). */
+    SIM_SCRIPT_CRASH_MID_STATE = 12 /**< the sender of the arg-th next STATE_SEND (any peer)
+                                         crashes right after it (peer is ignored). */
 } sim_script_kind;
 
 #define SIM_SCRIPT_MAX 32u
@@ -77,7 +85,12 @@ typedef enum sim_expect {
     SIM_EXPECT_EVICT_HEARTBEAT = 1u << 1, /**< Someone was evicted for heartbeat timeout. */
     SIM_EXPECT_EVICT_VOTE = 1u << 2,      /**< Someone was evicted at the vote deadline. */
     SIM_EXPECT_INVALID_USAGE = 1u << 3,   /**< Every member of one op got pcclInvalidUsage. */
-    SIM_EXPECT_ADMIT_LATE = 1u << 4       /**< A peer that joined later was admitted. */
+    SIM_EXPECT_ADMIT_LATE = 1u << 4,      /**< A peer that joined later was admitted. */
+    SIM_EXPECT_STATE_REPAIR = 1u << 5, /**< An up-to-date peer fetched a diverged compared key. */
+    SIM_EXPECT_ACI_FETCH = 1u << 6,    /**< An outdated peer fetched an allow_inequality key. */
+    SIM_EXPECT_SYNC_RETRY = 1u << 7,   /**< A sync failed with pcclRankConnectionLost, state
+                                            untouched, and a retry succeeded. */
+    SIM_EXPECT_OPTIMIZED = 1u << 8     /**< An optimize-topology succeeded (ring cost checked). */
 } sim_expect;
 
 typedef struct sim_config {
@@ -112,6 +125,14 @@ typedef struct sim_config {
     bool in_place;
     uint32_t tags; /**< Concurrent all-reduces per step (distinct tags), 1..4. */
     uint64_t think_max_ns;
+    /**
+     * Shared state (the full reference loop): update topology -> sync shared
+     * state -> all-reduce -> revision + 1. Off: the v2 loop.
+     */
+    bool shared_state;
+    uint32_t diverge_bp; /**< Chance per sync (1/10000) a peer corrupts a compared tensor. */
+    uint32_t
+        optimize_every; /**< Optimize the topology at revisions that are multiples (0: never). */
 
     /* Core configuration. */
     uint32_t heartbeat_ms;
@@ -135,6 +156,9 @@ typedef struct sim_config {
      * while its step count is below steps - 1. 100 = 1 % of peers per step.
      */
     uint32_t churn_per_step_bp;
+    /** Link bandwidths of the first peers' hosts (bytes/s; 0: drawn): a known matrix. */
+    uint64_t host_up_bps[8];
+    uint64_t host_down_bps[8];
 
     /**
      * Trace recording (core/ccoip_trace.h): one trace per state machine, handed
@@ -167,7 +191,12 @@ typedef struct sim_result {
     uint64_t crashes;
     uint64_t hangs;
     uint64_t evictions;
-    uint64_t replaced; /**< Per-step churn replacements. */
+    uint64_t replaced;            /**< Per-step churn replacements. */
+    uint64_t syncs;               /**< Successful shared-state syncs (per peer). */
+    uint64_t sync_fetches;        /**< ... of which fetched something. */
+    uint64_t sync_failed;         /**< Failed syncs (per peer). */
+    uint64_t sync_adopted_failed; /**< ... whose peer had adopted the verified state already. */
+    uint64_t optimizes;           /**< Successful optimize-topology commands (per peer). */
     uint64_t epochs;
     uint64_t net_frames;
     uint64_t net_bytes;

@@ -11,6 +11,15 @@
  *       re-read the world size: retry while >= 2 peers, else next iteration
  *     success: next iteration
  *
+ * With shared state (sim_config.shared_state) the full reference loop:
+ *   update topology -> sync shared state (3 keys: two compared tensors of
+ *   64 floats, one allow_content_inequality tensor of 32) -> optimize the
+ *   topology at revisions that are multiples of optimize_every -> all-reduce
+ *   -> revision + 1 and the new state. A retryable sync failure
+ *   (pcclRankConnectionLost) is retried; the tensors must be untouched.
+ *   The compared tensors at revision r are a function of (group, r), the
+ *   other one of (peer, r); a new process starts at revision 0 with junk.
+ *
  * Inputs are real data derived from (peer, iteration, attempt, tag), kept
  * for the reference reduction; the pre-op receive buffer is kept for the
  * in-place restore check.
@@ -80,6 +89,101 @@ static void app_fill(sim_world *w, uint8_t *buf, uint64_t count, uint64_t salt)
                 p[b] = (uint8_t)(v >> (8u * (b % 8u)));
         }
     }
+}
+
+static const ccoip_state_key app_keys[SIM_STATE_KEYS] = {
+    {"a.weights", pcclFloat, SIM_STATE_ELEMS, false},
+    {"b.moments", pcclFloat, SIM_STATE_ELEMS, false},
+    {"c.local_rng", pcclFloat, SIM_STATE_ELEMS / 2u, true},
+};
+
+/* The state of revision rev: compared keys from (group, rev), the other from (peer, rev). */
+static void app_state_fill(sim_world *w, uint32_t node, bool junk)
+{
+    sim_node *n = &w->nodes[node];
+    for (uint32_t k = 0; k < SIM_STATE_KEYS; k++) {
+        sim_rng r;
+        uint64_t salt = app_keys[k].allow_content_inequality || junk
+                            ? ((uint64_t)n->peer_index << 20) ^ 0xacu
+                            : ((uint64_t)n->group << 20) ^ 0x5au;
+        salt ^= (n->app.revision << 32) ^ ((uint64_t)k << 8) ^ (junk ? 0x777u : 0u);
+        sim_rng_seed(&r, w->cfg.seed ^ (salt * 0x9e3779b97f4a7c15ull));
+        for (uint64_t i = 0; i < app_keys[k].count; i++) {
+            const float f = (float)((int64_t)(sim_rng_next(&r) % 257u) - 128) / 8.0f;
+            uint32_t u;
+            memcpy(&u, &f, 4);
+            uint8_t *p = &n->app.st[k][i * 4u];
+            p[0] = (uint8_t)u;
+            p[1] = (uint8_t)(u >> 8);
+            p[2] = (uint8_t)(u >> 16);
+            p[3] = (uint8_t)(u >> 24);
+        }
+    }
+}
+
+static void app_reduce_phase(sim_world *w, uint32_t node);
+
+static void app_sync(sim_world *w, uint32_t node)
+{
+    sim_node *n = &w->nodes[node];
+    sim_app *a = &n->app;
+    if (a->diverge_next ||
+        (w->cfg.diverge_bp > 0 && sim_rng_below(&n->rng, 10000u) < w->cfg.diverge_bp)) {
+        /* A deliberate divergence: one element of a compared tensor differs. */
+        a->diverge_next = false;
+        a->st[0][sim_rng_below(&n->rng, SIM_STATE_ELEMS) * 4u] ^= 0x10u;
+    }
+    memcpy(a->st_pre, a->st, sizeof a->st);
+    a->sync_rev = a->revision;
+    if (a->skip_revision_next) {
+        a->skip_revision_next = false;
+        a->sync_rev = a->revision + 2u; /* a program bug: the master must reject it */
+    }
+    ccoip_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = CCOIP_EV_SUBMIT;
+    ev.cmd.type = CCOIP_CMD_SYNC_SHARED_STATE;
+    ev.cmd.cmd_id = ++a->next_cmd_id;
+    ev.cmd.sync.revision = a->sync_rev;
+    ev.cmd.sync.strategy = PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR;
+    ev.cmd.sync.num_keys = SIM_STATE_KEYS;
+    ev.cmd.sync.keys = app_keys;
+    a->pending_cmd = ev.cmd.cmd_id;
+    a->pending_since_ns = w->now;
+    a->state = APP_SYNCING;
+    world_feed(w, node, &ev);
+}
+
+/* After the topology update: sync, or straight to the all-reduces. */
+static void app_after_update(sim_world *w, uint32_t node)
+{
+    if (w->cfg.shared_state) {
+        app_sync(w, node);
+    } else {
+        app_reduce_phase(w, node);
+    }
+}
+
+static void app_after_sync(sim_world *w, uint32_t node)
+{
+    sim_app *a = &w->nodes[node].app;
+    /* Every member of the group leaves the sync with the same revision and world size, so
+     * all decide alike (the vote is global: a member deciding otherwise would deadlock the
+     * vote until the timeout). A re-sync of the same revision optimizes again. */
+    if (w->cfg.optimize_every > 0 && a->world >= 2u && a->revision > 0 &&
+        a->revision % w->cfg.optimize_every == 0) {
+        ccoip_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.type = CCOIP_EV_SUBMIT;
+        ev.cmd.type = CCOIP_CMD_OPTIMIZE_TOPOLOGY;
+        ev.cmd.cmd_id = ++a->next_cmd_id;
+        a->pending_cmd = ev.cmd.cmd_id;
+        a->pending_since_ns = w->now;
+        a->state = APP_OPTIMIZING;
+        world_feed(w, node, &ev);
+        return;
+    }
+    app_reduce_phase(w, node);
 }
 
 static void app_cmd_free(sim_appcmd *c)
@@ -191,6 +295,8 @@ void app_start(sim_world *w, uint32_t node)
 {
     sim_app *a = &w->nodes[node].app;
     a->state = APP_START;
+    a->revision = 0;
+    app_state_fill(w, node, true); /* a new process: revision 0, its own junk */
     /* Processes do not all come up at the same instant. */
     app_schedule(w, node, sim_rng_below(&w->nodes[node].rng, 20u * SIM_MS));
 }
@@ -278,6 +384,11 @@ static void app_allreduce_done(sim_world *w, uint32_t node, sim_appcmd *c, const
         return;
     }
     if (all_ok) {
+        if (w->cfg.shared_state) {
+            /* The step is applied: the next revision of the state. */
+            a->revision++;
+            app_state_fill(w, node, false);
+        }
         a->successes++;
         a->successes_quiet++;
         a->iter++;
@@ -321,7 +432,7 @@ void app_notify(sim_world *w, uint32_t node, const ccoip_action *act)
             a->admitted = true;
             a->world = act->world_size;
             a->iter = 0;
-            app_reduce_phase(w, node);
+            app_after_update(w, node);
         } else if (act->result == pcclMasterConnectionFailed) {
             app_exit(w, node, "connect failed");
         } else {
@@ -331,7 +442,7 @@ void app_notify(sim_world *w, uint32_t node, const ccoip_action *act)
     case APP_UPDATING:
         if (act->result == pcclSuccess) {
             a->world = act->world_size;
-            app_reduce_phase(w, node);
+            app_after_update(w, node);
         } else if (act->result == pcclUpdateTopologyFailed) {
             app_sleep(w, node, 100u * SIM_MS);
             a->state = APP_SLEEPING;
@@ -340,6 +451,49 @@ void app_notify(sim_world *w, uint32_t node, const ccoip_action *act)
             app_exit(w, node, "evicted or master gone (update topology)");
         } else {
             world_fail(w, SIM_CORRECTNESS, "node %u: pcclUpdateTopology returned %d", node,
+                       (int)act->result);
+        }
+        break;
+    case APP_SYNCING:
+        a->world = act->world_size;
+        if (act->result == pcclSuccess) {
+            check_sync_notify(w, node, act);
+            a->revision = act->revision;
+            a->syncs++;
+            w->res->syncs++;
+            if (act->rx_bytes > 0) w->res->sync_fetches++;
+            app_after_sync(w, node);
+        } else if (act->result == pcclRankConnectionLost) {
+            w->res->sync_failed++;
+            check_sync_failed(w, node);
+            if (w->failed) break;
+            if (memcmp(a->st, a->st_pre, sizeof a->st) != 0) w->res->sync_adopted_failed++;
+            n->sync_retry = true;
+            app_sync(w, node); /* retryable: the same revision again */
+        } else if (act->result == pcclMasterConnectionFailed) {
+            app_exit(w, node, "evicted or master gone (sync)");
+        } else if (act->result == pcclInvalidUsage) {
+            w->seen_expect |= SIM_EXPECT_INVALID_USAGE;
+            app_exit(w, node, "sync rejected: pcclInvalidUsage");
+        } else {
+            world_fail(w, SIM_CORRECTNESS, "node %u: pcclSynchronizeSharedState returned %d", node,
+                       (int)act->result);
+        }
+        break;
+    case APP_OPTIMIZING:
+        a->world = act->world_size;
+        if (act->result == pcclSuccess) {
+            w->res->optimizes++;
+            check_optimize_notify(w, node);
+            app_reduce_phase(w, node);
+        } else if (act->result == pcclMasterConnectionFailed) {
+            app_exit(w, node, "evicted or master gone (optimize)");
+        } else if (act->result == pcclTopologyOptimizationFailed ||
+                   act->result == pcclUpdateTopologyFailed ||
+                   act->result == pcclRankConnectionLost || act->result == pcclTooFewPeers) {
+            app_reduce_phase(w, node); /* best effort: carry on with the ring as it is */
+        } else {
+            world_fail(w, SIM_CORRECTNESS, "node %u: pcclOptimizeTopology returned %d", node,
                        (int)act->result);
         }
         break;

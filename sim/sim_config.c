@@ -86,11 +86,28 @@ void sim_config_swarm(sim_config *cfg, uint64_t seed)
     if (cfg->evict_ms < 1200u) cfg->evict_ms = 1200u;
     cfg->vote_timeout_ms = (uint32_t)sim_rng_range(&r, 3000, 15000);
     cfg->liveness_bound_ns = 180u * SEC;
+    /* Issue 5 knobs (drawn last: the draws above keep their meaning). */
+    cfg->shared_state = sim_rng_chance(&r, 700);
+    cfg->diverge_bp =
+        cfg->shared_state && sim_rng_chance(&r, 500) ? (uint32_t)sim_rng_range(&r, 100, 3000) : 0;
+    /* Optimization is a global vote: only with one group (the default). */
+    cfg->optimize_every =
+        cfg->shared_state && sim_rng_chance(&r, 400) ? (uint32_t)sim_rng_range(&r, 1, 4) : 0;
 }
 
-const char *const sim_scenario_names[] = {
-    "join_during_allreduce", "kill_mid_ring",     "hung_peer", "straggler",
-    "unreachable_pair",      "mismatched_params", NULL};
+const char *const sim_scenario_names[] = {"join_during_allreduce",
+                                          "kill_mid_ring",
+                                          "hung_peer",
+                                          "straggler",
+                                          "unreachable_pair",
+                                          "mismatched_params",
+                                          "state_divergent_repair",
+                                          "state_revision_skip",
+                                          "state_newcomer_aci",
+                                          "state_distributor_killed",
+                                          "state_two_groups",
+                                          "optimize_asymmetric",
+                                          NULL};
 
 static void script_add(sim_config *cfg, uint64_t t, sim_script_kind k, uint32_t peer, uint64_t arg)
 {
@@ -158,6 +175,69 @@ bool sim_config_scenario(sim_config *cfg, const char *name)
         script_add(cfg, 0, SIM_SCRIPT_CUT, 0, 1);
         return true;
     }
+    if (strncmp(name, "state_", 6) == 0 || strncmp(name, "optimize_", 9) == 0) {
+        /* The full loop with shared state; small all-reduces. */
+        cfg->shared_state = true;
+        cfg->count = 256;
+        cfg->dtype = pcclFloat;
+        cfg->peers = 4;
+    }
+    if (strcmp(name, "state_divergent_repair") == 0) {
+        /* Peer 1's weights diverge by one element: the sync repairs exactly that key
+         * (rx_bytes = its 256 bytes, the checker compares), the others fetch nothing. */
+        script_add(cfg, 1500u * MS, SIM_SCRIPT_DIVERGE, 1, 0);
+        script_add(cfg, 3000u * MS, SIM_SCRIPT_DIVERGE, 3, 0);
+        cfg->expect = SIM_EXPECT_STATE_REPAIR;
+        return true;
+    }
+    if (strcmp(name, "state_revision_skip") == 0) {
+        /* Peer 2 submits revision + 2: pcclInvalidUsage, evicted; the others carry on. */
+        script_add(cfg, 1500u * MS, SIM_SCRIPT_SKIP_REVISION, 2, 0);
+        cfg->expect = SIM_EXPECT_INVALID_USAGE;
+        return true;
+    }
+    if (strcmp(name, "state_newcomer_aci") == 0) {
+        /* A new peer (revision 0, junk) is admitted: it receives the popular state,
+         * including the allow_content_inequality key, from a distributor. */
+        cfg->peers = 3;
+        script_add(cfg, 1500u * MS, SIM_SCRIPT_JOIN, 0, 0);
+        cfg->expect = SIM_EXPECT_ACI_FETCH | SIM_EXPECT_ADMIT_LATE;
+        return true;
+    }
+    if (strcmp(name, "state_distributor_killed") == 0) {
+        /* A newcomer fetches from peer 0 (the lowest id), which dies right after its first
+         * STATE_SEND: the fetcher gets pcclRankConnectionLost with its tensors untouched,
+         * and the retry (another distributor) succeeds. */
+        cfg->peers = 3;
+        script_add(cfg, 1400u * MS, SIM_SCRIPT_CRASH_MID_STATE, 0, 1);
+        script_add(cfg, 1500u * MS, SIM_SCRIPT_JOIN, 0, 0);
+        cfg->expect = SIM_EXPECT_SYNC_RETRY | SIM_EXPECT_ACI_FETCH;
+        return true;
+    }
+    if (strcmp(name, "state_two_groups") == 0) {
+        /* Two peer groups of 3 side by side: collectives and shared state per group (a
+         * divergence in group 1 is repaired there), topology votes (update, optimize) global. */
+        cfg->peers = 6;
+        cfg->group_size = 3;
+        cfg->optimize_every = 3;
+        script_add(cfg, 1500u * MS, SIM_SCRIPT_DIVERGE, 4, 0);
+        cfg->expect = SIM_EXPECT_STATE_REPAIR | SIM_EXPECT_OPTIMIZED;
+        return true;
+    }
+    if (strcmp(name, "optimize_asymmetric") == 0) {
+        /* Five peers with a known asymmetric bandwidth matrix (up != down): the optimized
+         * ring must cost what the brute-force optimum costs. */
+        cfg->peers = 5;
+        cfg->optimize_every = 2;
+        static const uint64_t up[5] = {80, 5, 40, 10, 60};
+        static const uint64_t down[5] = {7, 90, 12, 50, 20};
+        for (uint32_t i = 0; i < 5; i++) {
+            cfg->host_up_bps[i] = up[i] * 1000u * 1000u;
+            cfg->host_down_bps[i] = down[i] * 1000u * 1000u;
+        }
+        cfg->expect = SIM_EXPECT_OPTIMIZED;
+        return true;
+    }
     if (strcmp(name, "mismatched_params") == 0) {
         /* Peer 0's next all-reduce uses another count: every member gets pcclInvalidUsage. */
         script_add(cfg, 1500u * MS, SIM_SCRIPT_MISMATCH, 0, 0);
@@ -174,6 +254,8 @@ uint32_t sim_canary_from_name(const char *name)
     if (strcmp(name, "corrupt_reduce") == 0) return SIM_CANARY_CORRUPT_REDUCE;
     if (strcmp(name, "drop_restore_copy") == 0) return SIM_CANARY_DROP_RESTORE_COPY;
     if (strcmp(name, "double_notify") == 0) return SIM_CANARY_DOUBLE_NOTIFY;
+    if (strcmp(name, "corrupt_adopt") == 0) return SIM_CANARY_CORRUPT_ADOPT;
+    if (strcmp(name, "swap_probe") == 0) return SIM_CANARY_SWAP_PROBE;
     return 0;
 }
 

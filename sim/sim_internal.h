@@ -18,8 +18,14 @@
 #include "sim_rng.h"
 #include "sim_trace.h"
 
-#define SIM_NONE32             UINT32_MAX
-#define SIM_MAX_OPS            8u /**< Op slots per peer. */
+#define SIM_NONE32  UINT32_MAX
+#define SIM_MAX_OPS 8u /**< Collective op slots per peer (ccoip_peer_config.max_ops). */
+/* Slots the driver maps: max_ops collectives + the shared-state sync (max_ops, max_ops + 1). */
+#define SIM_OP_SLOTS   (SIM_MAX_OPS + 2u)
+#define SIM_STATE_KEYS 3u /**< Shared-state keys of the workload. */
+#define SIM_STATE_ELEMS                                                                            \
+    64u /**< Floats per key (the last key, allow_content_inequality, has half). */
+#define SIM_STATE_BYTES        (SIM_STATE_ELEMS * 4u)
 #define SIM_MAX_TAGS           4u
 #define SIM_MS                 ((uint64_t)1000000u)
 #define SIM_SEC                ((uint64_t)1000000000u)
@@ -41,7 +47,8 @@ typedef enum sim_evk {
     EVK_CHURN,       /* a = churn kind */
     EVK_PHASE,       /* churn ends */
     EVK_RESTART,     /* a = host: a new process on it */
-    EVK_EP_BROKEN    /* a = endpoint: its stream broke under its owner */
+    EVK_EP_BROKEN,   /* a = endpoint: its stream broke under its owner */
+    EVK_PROBE        /* node, a = io id: a PROBE finished */
 } sim_evk;
 
 typedef struct sim_ev {
@@ -85,10 +92,11 @@ typedef struct sim_frame {
     uint64_t epoch, tag, seq;
     uint32_t chunk, step;
     ccoip_quant_meta quant;
-    bool torn; /* its sender cancelled it mid-write: never delivered */
+    bool torn;     /* its sender cancelled it mid-write: never delivered */
+    bool is_state; /* a STATE_DATA frame (matched on tag, seq, chunk) */
 } sim_frame;
 
-typedef enum sim_io_kind { IO_SEND = 1, IO_RECV = 2, IO_KERNEL = 3 } sim_io_kind;
+typedef enum sim_io_kind { IO_SEND = 1, IO_RECV = 2, IO_KERNEL = 3, IO_PROBE = 4 } sim_io_kind;
 
 typedef struct sim_io {
     uint64_t io_id;
@@ -100,8 +108,10 @@ typedef struct sim_io {
     pcclResult_t result;
     ccoip_quant_meta quant_in;
     ccoip_quant_meta quant_out;
-    uint32_t frame;   /* IO_SEND: the frame in flight */
-    uint64_t sent_ns; /* IO_SEND: when its last byte leaves */
+    uint32_t frame;                    /* IO_SEND: the frame in flight */
+    uint64_t sent_ns;                  /* IO_SEND: when its last byte leaves */
+    uint64_t hash;                     /* HASH kernel */
+    uint64_t probe_bytes, duration_us; /* IO_PROBE */
 } sim_io;
 
 typedef struct sim_opbuf {
@@ -114,7 +124,8 @@ typedef struct sim_opbuf {
     uint64_t scratch_bytes;
     uint8_t *backup;
     uint64_t backup_bytes;
-    bool bound; /* (epoch, seq) known from a ring action */
+    bool is_sync; /* the shared-state sync: TENSOR spans map onto the app's tensors */
+    bool bound;   /* (epoch, seq) known from a ring action */
     uint64_t epoch, tag, seq;
 } sim_opbuf;
 
@@ -125,7 +136,9 @@ typedef enum sim_app_state {
     APP_REDUCING,
     APP_SLEEPING,
     APP_LEAVING,
-    APP_GONE
+    APP_GONE,
+    APP_SYNCING,
+    APP_OPTIMIZING
 } sim_app_state;
 
 /* One all-reduce command the application has submitted and not yet seen completed. */
@@ -164,6 +177,14 @@ typedef struct sim_app {
     uint64_t crash_after_sends; /* crash after this many more RING_SENDs (0: off) */
     sim_appcmd cmds[SIM_MAX_TAGS];
     uint32_t outstanding;
+    /* Shared state (sim_config.shared_state): tensors, revision, sync bookkeeping. */
+    uint8_t st[SIM_STATE_KEYS][SIM_STATE_BYTES];
+    uint8_t st_pre[SIM_STATE_KEYS][SIM_STATE_BYTES]; /* before the pending sync */
+    uint64_t revision;                               /* the revision the state has */
+    uint64_t sync_rev;                               /* revision submitted with the pending sync */
+    uint64_t syncs;                                  /* successful syncs */
+    bool skip_revision_next; /* script: the next sync submits revision + 2 */
+    bool diverge_next;       /* script: corrupt a compared tensor before the next sync */
 } sim_app;
 
 typedef struct sim_node {
@@ -175,7 +196,7 @@ typedef struct sim_node {
     uint64_t timer_gen;
     uint64_t timer_at;
     uint32_t ports[3];
-    sim_opbuf ops[SIM_MAX_OPS];
+    sim_opbuf ops[SIM_OP_SLOTS];
     sim_io *ios;
     uint32_t ios_len, ios_cap;
     uint64_t peer_id; /* from HelloResult (0: unknown) */
@@ -183,8 +204,8 @@ typedef struct sim_node {
     uint64_t last_commence_seq[SIM_MAX_TAGS];
     uint64_t last_commence_epoch[SIM_MAX_TAGS];
     bool commence_seen[SIM_MAX_TAGS];
-    uint64_t slot_busy_until[SIM_MAX_OPS]; /* kernels of a slot complete in order */
-    uint64_t cancelled[32][3];             /* (epoch, tag, seq) of cancelled ops, a ring */
+    uint64_t slot_busy_until[SIM_OP_SLOTS]; /* kernels of a slot complete in order */
+    uint64_t cancelled[32][3];              /* (epoch, tag, seq) of cancelled ops, a ring */
     uint32_t cancelled_next;
     sim_app app;
     sim_rng rng;
@@ -194,6 +215,16 @@ typedef struct sim_node {
     uint64_t inherited_steps; /* per-step churn: steps of the process this one replaced */
     bool counted_live;        /* counted in sim_world.live */
     bool counted_undone;      /* counted in sim_world.undone */
+    /* shared-state checkers: from the master's verdicts to this peer */
+    uint64_t sync_popular;   /* SYNC_VERDICT.popular_revision */
+    uint64_t sync_expect_rx; /* bytes of the keys the verdict told it to fetch */
+    bool sync_outdated;
+    uint64_t sync_vround;                      /* master event that sent its SYNC_VERDICT */
+    uint64_t sync_expect_hash[SIM_STATE_KEYS]; /* the verdict's expected hash per key ... */
+    bool sync_fetch[SIM_STATE_KEYS];           /* ... of the keys it names */
+    uint64_t sync_round;    /* master event that sent its SYNC_DONE_VERDICT (success) */
+    uint64_t verdict_epoch; /* epoch of the last successful TopologyVerdict it received */
+    bool sync_retry;        /* a sync failed retryably; the next success is a retry */
     /* trace recording */
     uint8_t *rec;
     uint64_t rec_len, rec_cap;
@@ -225,6 +256,17 @@ typedef struct sim_inrec {
     uint32_t node;
     uint8_t *input;
 } sim_inrec;
+
+/* One successful shared-state round of a group (members share its done verdict). */
+typedef struct sim_syncrec {
+    uint64_t round;
+    uint32_t group;
+    uint64_t revision;
+    uint64_t hash; /* the compared tensors of the first member */
+    uint32_t sent, notified;
+    uint32_t voters; /* members of the round's SYNC_VERDICT step */
+    uint64_t rx, tx;
+} sim_syncrec;
 
 typedef struct sim_world {
     sim_config cfg;
@@ -280,6 +322,11 @@ typedef struct sim_world {
     uint32_t seen_expect;
     uint64_t quiet_ns;
     uint64_t protocol_violations;
+    sim_syncrec *syncrecs;
+    uint32_t syncrecs_len, syncrecs_cap;
+    uint64_t probe_bytes; /* of the last PROBE (the master's probe size) */
+    bool lossy; /* the run started with frame loss (the quiet phase clears cfg.loss_permille) */
+    uint64_t crash_state_after; /* script: the sender of the n-th next STATE_SEND crashes */
 
     /* scale: O(1) bookkeeping instead of scans */
     uint32_t *host_node; /* host -> its newest node (SIM_NONE32: none) */
@@ -305,6 +352,9 @@ uint32_t world_spawn_peer(sim_world *w, uint32_t host);
 void world_replace_peer(sim_world *w, uint32_t node);
 void node_recount(sim_world *w, uint32_t node);
 
+/* Link a -> b as the virtual network has it: PROBE duration of bytes (deterministic). */
+uint64_t world_probe_us(const sim_world *w, uint32_t host_a, uint32_t host_b, uint64_t bytes);
+
 /* sim_app.c */
 void app_start(sim_world *w, uint32_t node);
 void app_wake(sim_world *w, uint32_t node);
@@ -318,6 +368,10 @@ void check_m2p_recv(sim_world *w, uint32_t node, const uint8_t *frame, uint64_t 
 void check_ring_action(sim_world *w, uint32_t node, const ccoip_action *act);
 void check_allreduce_notify(sim_world *w, uint32_t node, sim_appcmd *c, const ccoip_action *act);
 void check_final(sim_world *w);
+void check_sync_notify(sim_world *w, uint32_t node, const ccoip_action *act);
+/* A failed sync: each tensor untouched, or wholly the verified content its verdict named. */
+void check_sync_failed(sim_world *w, uint32_t node);
+void check_optimize_notify(sim_world *w, uint32_t node);
 /* Liveness: after churn, no command may wait longer than the op bound. */
 void check_progress(sim_world *w);
 uint64_t check_op_bound_ns(const sim_world *w);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ccoip_dtype.h"
+#include "ccoip_hash.h"
 #include "ccoip_quant.h"
 #include "ccoip_reduce.h"
 #include "sim_internal.h"
@@ -381,7 +382,7 @@ static sim_io *io_add(sim_world *w, sim_node *n, uint64_t io_id, sim_io_kind kin
 static uint8_t *span_ptr(sim_world *w, uint32_t node, const ccoip_span_ref *s)
 {
     sim_node *n = &w->nodes[node];
-    if (s->op_slot >= SIM_MAX_OPS || !n->ops[s->op_slot].used) {
+    if (s->op_slot >= SIM_OP_SLOTS || !n->ops[s->op_slot].used) {
         world_fail(w, SIM_CRASH, "node %u: span names op slot %u that is not begun", node,
                    s->op_slot);
         return NULL;
@@ -406,7 +407,16 @@ static uint8_t *span_ptr(sim_world *w, uint32_t node, const ccoip_span_ref *s)
         base = o->backup;
         size = o->backup_bytes;
         break;
-    default: /* regions of other kinds of operations (shared state): none here */
+    case CCOIP_REGION_TENSOR:
+        if (!o->is_sync || s->tensor >= SIM_STATE_KEYS) {
+            world_fail(w, SIM_CRASH, "node %u: TENSOR span (slot %u tensor %u) outside a sync",
+                       node, s->op_slot, s->tensor);
+            return NULL;
+        }
+        base = n->app.st[s->tensor];
+        size = s->tensor == SIM_STATE_KEYS - 1u ? SIM_STATE_BYTES / 2u : SIM_STATE_BYTES;
+        break;
+    default:
         world_fail(w, SIM_CRASH, "node %u: span names region %d the simulator does not map", node,
                    (int)s->region);
         return NULL;
@@ -462,8 +472,8 @@ static void ep_close_remote(sim_world *w, uint32_t e)
 static void kernel_run(sim_world *w, uint32_t node, sim_io *io)
 {
     const ccoip_action *a = &io->act;
-    uint8_t *dst = span_ptr(w, node, &a->dst);
-    if (dst == NULL) return;
+    uint8_t *dst = a->type == CCOIP_ACT_HASH ? NULL : span_ptr(w, node, &a->dst);
+    if (dst == NULL && a->type != CCOIP_ACT_HASH) return;
     const uint8_t *src = a->type == CCOIP_ACT_FINALIZE ? dst : span_ptr(w, node, &a->src);
     if (src == NULL) return;
     pcclResult_t r = pcclSuccess;
@@ -499,6 +509,11 @@ static void kernel_run(sim_world *w, uint32_t node, sim_io *io)
             break;
         }
         if (a->src.length > 0) memmove(dst, src, (size_t)a->src.length);
+        if ((w->cfg.canary & SIM_CANARY_CORRUPT_ADOPT) && a->dst.region == CCOIP_REGION_TENSOR &&
+            w->corrupt_done == 0 && a->dst.length > 0) {
+            dst[0] ^= 1u;
+            w->corrupt_done = 1;
+        }
         break;
     case CCOIP_ACT_QUANTIZE: {
         ccoip_quant_meta meta;
@@ -507,6 +522,18 @@ static void kernel_run(sim_world *w, uint32_t node, sim_io *io)
                                      src, a->count, &meta);
         if (r == pcclSuccess) r = ccoip_quantize(&meta, dst, src, a->count);
         io->quant_out = meta;
+        break;
+    }
+    case CCOIP_ACT_HASH: {
+        char name[CCOIP_STATE_NAME_MAX];
+        if (a->len >= sizeof name || esz == 0 || a->count * esz != a->src.length) {
+            world_fail(w, SIM_CRASH, "node %u: HASH with a bad name or span", node);
+            return;
+        }
+        if (a->len > 0) memcpy(name, a->data, (size_t)a->len);
+        name[a->len] = '\0';
+        const ccoip_hash_entry he = {name, src, a->count, a->dtype};
+        r = ccoip_hash_tensor(&he, &io->hash);
         break;
     }
     case CCOIP_ACT_DEQUANTIZE:
@@ -727,6 +754,32 @@ static void ep_pump(sim_world *w, uint32_t e)
             continue;
         }
         sim_node *n = &w->nodes[node];
+        if (fr->is_state) {
+            sim_io *st = NULL;
+            for (uint32_t i = 0; i < n->ios_len; i++) {
+                sim_io *io = &n->ios[i];
+                if (io->kind == IO_RECV && io->ep == e && !io->delivered &&
+                    io->act.type == CCOIP_ACT_STATE_RECV && io->act.tag == fr->tag &&
+                    io->act.seq == fr->seq && io->act.chunk == fr->chunk) {
+                    st = io;
+                    break;
+                }
+            }
+            if (st == NULL) break; /* held until its STATE_RECV is posted */
+            inbox_pop(w, ep, false);
+            if (fr->len != st->act.dst.length) {
+                w->protocol_violations++;
+                st->delivered = true;
+                st->result = pcclProtocolError;
+                world_push(w, w->now, EVK_IO_DONE, node, st->io_id, 0);
+                frame_free(w, f);
+                ep_break(w, e);
+                break;
+            }
+            recv_land(w, node, st, f);
+            frame_free(w, f);
+            continue;
+        }
         if (fr->epoch < ep->max_recv_epoch || op_cancelled(n, fr)) {
             inbox_pop(w, ep, true); /* an older epoch's or a cancelled op's frame (§8.2) */
             continue;
@@ -735,7 +788,10 @@ static void ep_pump(sim_world *w, uint32_t e)
         sim_io *same_op = NULL;
         for (uint32_t i = 0; i < n->ios_len; i++) {
             sim_io *io = &n->ios[i];
-            if (io->kind != IO_RECV || io->ep != e || io->delivered) continue;
+            if (io->kind != IO_RECV || io->ep != e || io->delivered ||
+                io->act.type != CCOIP_ACT_RING_RECV) {
+                continue;
+            }
             if (io->act.epoch != fr->epoch || io->act.tag != fr->tag || io->act.seq != fr->seq) {
                 continue;
             }
@@ -828,6 +884,104 @@ static void deliver(sim_world *w, uint32_t f)
     ep_pump(w, e);
 }
 
+/* STATE_SEND: the bytes of src as one STATE_DATA frame (tag, seq, chunk). */
+static void act_state_send(sim_world *w, uint32_t node, const ccoip_action *a)
+{
+    sim_node *n = &w->nodes[node];
+    sim_io *io = io_add(w, n, a->io_id, IO_SEND, a);
+    if (io == NULL) return;
+    io->frame = SIM_NONE32;
+    const uint8_t *src = span_ptr(w, node, &a->src);
+    if (src == NULL) return;
+    const uint32_t e = ep_lookup(w, node, a->conn);
+    io->ep = e;
+    if (e == SIM_NONE32 || w->eps[e].state != EP_OPEN || w->eps[e].other == SIM_NONE32 ||
+        w->eps[e].torn) {
+        io->delivered = true;
+        io->result = pcclRankConnectionLost;
+        world_push(w, w->now, EVK_IO_DONE, node, a->io_id, 0);
+        return;
+    }
+    const uint32_t f = frame_new(w, a->src.length);
+    if (f == SIM_NONE32) return;
+    sim_frame *fr = &w->frames[f];
+    fr->is_data = true;
+    fr->is_state = true;
+    if (a->src.length > 0) memcpy(fr->bytes, src, (size_t)a->src.length);
+    fr->tag = a->tag;
+    fr->seq = a->seq;
+    fr->chunk = a->chunk;
+    const bool lost = w->eps[w->eps[e].other].stuck;
+    const uint64_t sent = frame_send(w, e, f);
+    io = io_find(n, a->io_id, NULL);
+    if (io == NULL) return;
+    io->delivered = true;
+    io->frame = lost || w->eps[w->eps[e].other].stuck ? SIM_NONE32 : f;
+    io->sent_ns = sent;
+    world_push(w, sent, EVK_IO_DONE, node, a->io_id, 0);
+    if (w->crash_state_after > 0 && --w->crash_state_after == 0) {
+        /* Killed mid-transfer: the frame is still on the wire and never completes. */
+        world_log(w, "script: node %u crashes mid-transfer of shared state", node);
+        if (io->frame != SIM_NONE32 && sent > w->now) w->frames[io->frame].torn = true;
+        world_kill(w, node, false);
+    }
+}
+
+static void act_state_recv(sim_world *w, uint32_t node, const ccoip_action *a)
+{
+    sim_node *n = &w->nodes[node];
+    sim_io *io = io_add(w, n, a->io_id, IO_RECV, a);
+    if (io == NULL) return;
+    if (span_ptr(w, node, &a->dst) == NULL) return;
+    const uint32_t e = ep_lookup(w, node, a->conn);
+    io->ep = e;
+    if (e == SIM_NONE32 || w->eps[e].state == EP_CLOSED || w->eps[e].torn) {
+        io->delivered = true;
+        io->result = pcclRankConnectionLost;
+        world_push(w, w->now, EVK_IO_DONE, node, a->io_id, 0);
+        return;
+    }
+    ep_pump(w, e);
+}
+
+uint64_t world_probe_us(const sim_world *w, uint32_t ha, uint32_t hb, uint64_t bytes)
+{
+    /* Connect (one round trip), the bytes at the link's rate, the close back. */
+    const uint64_t lat = sim_net_latency(&w->net, ha, hb) + sim_net_latency(&w->net, hb, ha);
+    uint64_t bw = w->net.hosts[ha].up_bps < w->net.hosts[hb].down_bps ? w->net.hosts[ha].up_bps
+                                                                      : w->net.hosts[hb].down_bps;
+    if (bw == 0) bw = 1;
+    const uint64_t xfer_us = bytes / bw * 1000000u + (bytes % bw) * 1000000u / bw;
+    return (2u * lat) / 1000u + xfer_us;
+}
+
+/* PROBE: measured on the virtual network (no streams: the link's configured rates). */
+static void act_probe(sim_world *w, uint32_t node, const ccoip_action *a)
+{
+    sim_node *n = &w->nodes[node];
+    sim_io *io = io_add(w, n, a->io_id, IO_PROBE, a);
+    if (io == NULL) return;
+    w->probe_bytes = a->count;
+    uint32_t listener = 0;
+    const uint32_t target =
+        a->len > 0 ? SIM_NONE32 : find_listener(w, a->ip, a->ip_len, a->port, &listener);
+    const uint32_t ha = n->host;
+    uint64_t until = 0;
+    if (target == SIM_NONE32 || listener != CCOIP_LISTENER_BANDWIDTH ||
+        w->nodes[target].state != NODE_ALIVE ||
+        sim_net_blocked(&w->net, ha, w->nodes[target].host, w->now, &until) ||
+        sim_net_blocked(&w->net, w->nodes[target].host, ha, w->now, &until)) {
+        io->result = pcclRankConnectionFailed;
+        world_push(w, w->now + 2u * w->net.hosts[ha].latency_ns, EVK_PROBE, node, a->io_id, 0);
+        return;
+    }
+    io->probe_bytes = a->count;
+    io->duration_us = (w->cfg.canary & SIM_CANARY_SWAP_PROBE)
+                          ? world_probe_us(w, w->nodes[target].host, ha, a->count)
+                          : world_probe_us(w, ha, w->nodes[target].host, a->count);
+    world_push(w, w->now + io->duration_us * 1000u, EVK_PROBE, node, a->io_id, 0);
+}
+
 static void act_kernel(sim_world *w, uint32_t node, const ccoip_action *a)
 {
     sim_node *n = &w->nodes[node];
@@ -838,7 +992,7 @@ static void act_kernel(sim_world *w, uint32_t node, const ccoip_action *a)
      * about 4 GB/s plus a microsecond each. */
     kernel_run(w, node, io);
     const uint64_t bytes = a->dst.length > a->src.length ? a->dst.length : a->src.length;
-    const uint32_t slot = a->op_slot < SIM_MAX_OPS ? a->op_slot : 0;
+    const uint32_t slot = a->op_slot < SIM_OP_SLOTS ? a->op_slot : 0;
     uint64_t t = w->now > n->slot_busy_until[slot] ? w->now : n->slot_busy_until[slot];
     t += 1000u + bytes / 4u;
     n->slot_busy_until[slot] = t;
@@ -848,7 +1002,7 @@ static void act_kernel(sim_world *w, uint32_t node, const ccoip_action *a)
 static void act_cancel(sim_world *w, uint32_t node, const ccoip_action *a)
 {
     sim_node *n = &w->nodes[node];
-    if (a->op_slot < SIM_MAX_OPS && n->ops[a->op_slot].bound) {
+    if (a->op_slot < SIM_OP_SLOTS && n->ops[a->op_slot].bound) {
         const sim_opbuf *o = &n->ops[a->op_slot];
         uint64_t *k = n->cancelled[n->cancelled_next++ % 32u];
         k[0] = o->epoch;
@@ -877,9 +1031,27 @@ static void act_cancel(sim_world *w, uint32_t node, const ccoip_action *a)
 static void act_op_begin(sim_world *w, uint32_t node, const ccoip_action *a)
 {
     sim_node *n = &w->nodes[node];
-    if (a->op_slot >= SIM_MAX_OPS || n->ops[a->op_slot].used) {
+    if (a->op_slot >= SIM_OP_SLOTS || n->ops[a->op_slot].used) {
         world_fail(w, SIM_CRASH, "node %u: OP_BEGIN on slot %u (busy or out of range)", node,
                    a->op_slot);
+        return;
+    }
+    if (a->op_slot >= SIM_MAX_OPS) {
+        /* The shared-state sync: its tensors (slot max_ops) and fetch scratch (max_ops + 1). */
+        if (n->app.state != APP_SYNCING || a->cmd_id != n->app.pending_cmd ||
+            a->scratch_bytes > (uint64_t)SIM_STATE_KEYS * SIM_STATE_BYTES) {
+            world_fail(w, SIM_CRASH, "node %u: OP_BEGIN of slot %u for no sync command %llu", node,
+                       a->op_slot, (unsigned long long)a->cmd_id);
+            return;
+        }
+        sim_opbuf *o = &n->ops[a->op_slot];
+        memset(o, 0, sizeof *o);
+        o->used = true;
+        o->is_sync = a->op_slot == SIM_MAX_OPS;
+        o->cmd_id = a->cmd_id;
+        o->scratch_bytes = a->scratch_bytes;
+        o->scratch = calloc(1, (size_t)(a->scratch_bytes + 1u));
+        if (o->scratch == NULL) world_fail(w, SIM_CRASH, "out of memory (op)");
         return;
     }
     sim_appcmd *c = app_find_cmd(n, a->cmd_id);
@@ -916,7 +1088,7 @@ static void opbuf_release(sim_opbuf *o)
 static void act_op_end(sim_world *w, uint32_t node, const ccoip_action *a)
 {
     sim_node *n = &w->nodes[node];
-    if (a->op_slot >= SIM_MAX_OPS || !n->ops[a->op_slot].used) {
+    if (a->op_slot >= SIM_OP_SLOTS || !n->ops[a->op_slot].used) {
         world_fail(w, SIM_CRASH, "node %u: OP_END on free slot %u", node, a->op_slot);
         return;
     }
@@ -972,10 +1144,20 @@ static void act_run(sim_world *w, uint32_t node, const ccoip_action *a)
     case CCOIP_ACT_QUANTIZE:
     case CCOIP_ACT_DEQUANTIZE:
     case CCOIP_ACT_FINALIZE:
+    case CCOIP_ACT_HASH:
         act_kernel(w, node, a);
         break;
     case CCOIP_ACT_CANCEL:
         act_cancel(w, node, a);
+        break;
+    case CCOIP_ACT_STATE_SEND:
+        act_state_send(w, node, a);
+        break;
+    case CCOIP_ACT_STATE_RECV:
+        act_state_recv(w, node, a);
+        break;
+    case CCOIP_ACT_PROBE:
+        act_probe(w, node, a);
         break;
     case CCOIP_ACT_LOG:
         if (w->cfg.trace) {
@@ -1021,12 +1203,31 @@ static void trace_event(sim_world *w, uint32_t node, const ccoip_event *ev)
         sim_trace_u32(t, (uint32_t)c->allreduce.quant_algorithm);
         sim_trace_u32(t, (uint32_t)c->allreduce.quant_dtype);
         sim_trace_u8(t, c->allreduce.in_place ? 1u : 0u);
+        if (c->type == CCOIP_CMD_SYNC_SHARED_STATE) {
+            sim_trace_u64(t, c->sync.revision);
+            sim_trace_u32(t, (uint32_t)c->sync.strategy);
+            sim_trace_u32(t, c->sync.num_keys);
+            for (uint32_t k = 0; k < c->sync.num_keys; k++) {
+                const ccoip_state_key *sk = &c->sync.keys[k];
+                sim_trace_bytes(t, (const uint8_t *)sk->name, strlen(sk->name));
+                sim_trace_u32(t, (uint32_t)sk->dtype);
+                sim_trace_u64(t, sk->count);
+                sim_trace_u8(t, sk->allow_content_inequality ? 1u : 0u);
+            }
+        }
     }
     if (ev->type == CCOIP_EV_IO_DONE || ev->type == CCOIP_EV_KERNEL_DONE) {
         sim_trace_u64(t, ev->done.io_id);
         sim_trace_u32(t, (uint32_t)ev->done.result);
         sim_trace_u32(t, (uint32_t)ev->done.quant.algorithm);
         sim_trace_u32(t, (uint32_t)ev->done.quant_out.algorithm);
+        sim_trace_u64(t, ev->done.hash);
+    }
+    if (ev->type == CCOIP_EV_PROBE_DONE) {
+        sim_trace_u64(t, ev->done.io_id);
+        sim_trace_u32(t, (uint32_t)ev->done.result);
+        sim_trace_u64(t, ev->done.probe_bytes);
+        sim_trace_u64(t, ev->done.duration_us);
     }
     sim_trace_end(t);
     if (w->cfg.trace) {
@@ -1183,6 +1384,12 @@ static uint32_t new_host(sim_world *w)
     l.up_bps = sim_rng_range(&w->rng, w->cfg.bw_min_bps, w->cfg.bw_max_bps);
     l.down_bps = sim_rng_range(&w->rng, w->cfg.bw_min_bps, w->cfg.bw_max_bps);
     l.loss_permille = w->cfg.loss_permille;
+    /* Host 0 is the master's: peer hosts 1..8 may have configured rates (a known matrix). */
+    const uint32_t k = w->net.num_hosts - 1u;
+    if (w->net.num_hosts >= 1u && k < 8u && w->cfg.host_up_bps[k] != 0) {
+        l.up_bps = w->cfg.host_up_bps[k];
+        l.down_bps = w->cfg.host_down_bps[k] != 0 ? w->cfg.host_down_bps[k] : l.up_bps;
+    }
     return sim_net_add_host(&w->net, &l);
 }
 
@@ -1431,6 +1638,15 @@ static void script_fire(sim_world *w, uint32_t i)
     case SIM_SCRIPT_CRASH_MID_RING:
         w->nodes[node].app.crash_after_sends = s->arg > 0 ? s->arg : 1u;
         break;
+    case SIM_SCRIPT_DIVERGE:
+        w->nodes[node].app.diverge_next = true;
+        break;
+    case SIM_SCRIPT_SKIP_REVISION:
+        w->nodes[node].app.skip_revision_next = true;
+        break;
+    case SIM_SCRIPT_CRASH_MID_STATE:
+        w->crash_state_after = s->arg > 0 ? s->arg : 1u; /* whoever distributes next */
+        break;
     }
 }
 
@@ -1514,9 +1730,25 @@ static void fire(sim_world *w, const sim_ev *ev)
         e.done.result = io->result;
         if (ev->kind == EVK_KERNEL) {
             e.done.quant_out = io->quant_out;
+            e.done.hash = io->hash;
         } else {
             e.done.quant = io->quant_in;
         }
+        io_remove(n, idx);
+        world_feed(w, ev->node, &e);
+        break;
+    }
+    case EVK_PROBE: {
+        if (!node_runs(w, ev->node)) break;
+        sim_node *n = &w->nodes[ev->node];
+        uint32_t idx;
+        sim_io *io = io_find(n, ev->a, &idx);
+        if (io == NULL) break;
+        e.type = CCOIP_EV_PROBE_DONE;
+        e.done.io_id = io->io_id;
+        e.done.result = io->result;
+        e.done.probe_bytes = io->probe_bytes;
+        e.done.duration_us = io->duration_us;
         io_remove(n, idx);
         world_feed(w, ev->node, &e);
         break;
@@ -1571,7 +1803,7 @@ static void world_free(sim_world *w)
     for (uint32_t i = 0; i < w->num_nodes; i++) {
         sim_node *n = &w->nodes[i];
         if (n->m != NULL) w->vt->destroy(n->m, n->is_master);
-        for (uint32_t s = 0; s < SIM_MAX_OPS; s++)
+        for (uint32_t s = 0; s < SIM_OP_SLOTS; s++)
             opbuf_release(&n->ops[s]);
         free(n->ios);
         for (uint32_t c = 0; c < SIM_MAX_TAGS; c++) {
@@ -1590,6 +1822,7 @@ static void world_free(sim_world *w)
     for (uint32_t i = 0; i < w->num_nodes; i++)
         free(w->nodes[i].rec);
     free(w->host_node);
+    free(w->syncrecs);
     check_free(w);
     free(w->frames);
     free(w->frame_free);
@@ -1627,6 +1860,7 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
     if (w->cfg.max_peers < w->cfg.peers) w->cfg.max_peers = w->cfg.peers;
     w->vt = vt;
     w->res = out;
+    w->lossy = cfg->loss_permille > 0;
     sim_rng_seed(&w->rng, cfg->seed);
     w->net_rng = sim_rng_fork(&w->rng, 0x6e6574u);
     sim_trace_init(&w->trace);

@@ -74,6 +74,7 @@ typedef struct pt_cmd_result {
     uint64_t rx_bytes;
     uint32_t world_size;
     bool peers_pending;
+    uint64_t revision; /**< SYNC_SHARED_STATE: the revision the state now has. */
 } pt_cmd_result;
 
 /**
@@ -85,6 +86,15 @@ typedef struct pt_cmd_result {
  */
 pcclResult_t pt_cmd_submit(pt_driver *d, ccoip_cmd *cmd, void *sendbuf, void *recvbuf,
                            uint64_t bytes, uint32_t *handle);
+
+/**
+ * Posts a CCOIP_CMD_SYNC_SHARED_STATE command: tensors[i] (tensor_bytes[i]
+ * bytes) is the memory of key i as submitted in cmd->sync.keys (CCOIP_REGION_TENSOR,
+ * span.tensor = i). The arrays are copied; the memory stays bound until the
+ * command completes. Returns as pt_cmd_submit (pcclSystemError: out of memory).
+ */
+pcclResult_t pt_cmd_submit_sync(pt_driver *d, ccoip_cmd *cmd, void *const *tensors,
+                                const uint64_t *tensor_bytes, uint32_t n, uint32_t *handle);
 
 /**
  * Waits for a command. timeout_ms 0 waits without bound. On pcclTimeout the
@@ -101,6 +111,7 @@ typedef struct pt_peer_info {
     uint32_t world_size;
     bool accepted;
     bool failed;
+    ccoip_world_info world; /**< Membership counts of the last verdict (ccoip_peer_world_info). */
 } pt_peer_info;
 
 /** Copies the latest peer snapshot. */

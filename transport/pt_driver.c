@@ -24,6 +24,7 @@
 
 #include "ccoip_dtype.h"
 #include "ccoip_frame.h"
+#include "ccoip_hash.h"
 #include "ccoip_quant.h"
 #include "ccoip_reduce.h"
 #include "pt.h"
@@ -38,6 +39,8 @@
 #define PT_SLICE_BYTES     ((uint64_t)1 << 20)
 #define PT_DIAL_TIMEOUT_MS 5000
 #define PT_DISCARD_BYTES   65536u
+#define PT_PROBE_TRIES     50u
+#define PT_NO_SLOT         UINT32_MAX
 
 /* ------------------------------------------------------------------------ */
 /* Logging and time                                                         */
@@ -133,9 +136,14 @@ typedef struct pt_sitem {
     uint64_t done; /* bytes written so far (header part first) */
     uint64_t io_id;
     uint32_t slot;
-    bool ring;
+    bool ring;       /* hdr + payload from a span (data frame) */
+    bool last;       /* completes io_id (IO_DONE) when written */
+    bool probe_last; /* the last PROBE_DATA frame of a probe */
     struct pt_sitem *next;
 } pt_sitem;
+
+/* A connection the driver serves itself (bandwidth probes, docs/protocol.md §8.4). */
+typedef enum pt_probe_role { PROBE_NONE = 0, PROBE_PROBER, PROBE_TARGET } pt_probe_role;
 
 typedef struct pt_conn {
     uint64_t id;
@@ -164,6 +172,17 @@ typedef struct pt_conn {
     ccoip_data_header dh;
     uint64_t rd_io; /* io_id the payload lands in */
     uint64_t max_recv_epoch;
+    bool rd_ctrl; /* RD_PAYLOAD of a data connection lands in buf (STATE_REQUEST/RESPONSE) */
+    /* bandwidth probes */
+    pt_probe_role probe;
+    uint64_t probe_io;
+    uint64_t probe_want; /* bytes announced */
+    uint64_t probe_got;  /* target: bytes drained */
+    uint64_t probe_t0;
+    uint32_t probe_tries;
+    bool probe_accepted;
+    bool probe_sent_all;
+    char probe_url[300];
     uint8_t discard[PT_DISCARD_BYTES];
 } pt_conn;
 
@@ -194,6 +213,9 @@ typedef struct pt_slot {
     uint64_t backup_bytes;
     uint64_t epoch, tag, seq; /* key of the op's ring frames, from its ring actions */
     bool keyed;
+    uint8_t **tensors; /* CCOIP_REGION_TENSOR (sync commands), owned copy of the arrays */
+    uint64_t *tensor_bytes;
+    uint32_t ntensors;
 } pt_slot;
 
 typedef enum pt_cmd_state { CMD_FREE = 0, CMD_POSTED, CMD_DONE, CMD_ABANDONED } pt_cmd_state;
@@ -204,6 +226,10 @@ typedef struct pt_cmd {
     void *sendbuf;
     void *recvbuf;
     uint64_t bytes;
+    uint8_t **tensors; /* SYNC_SHARED_STATE: owned copies of the arrays */
+    uint64_t *tensor_bytes;
+    uint32_t ntensors;
+    void *keys_mem; /* SYNC_SHARED_STATE: the keys (and names) the SUBMIT event points at */
     pt_cmd_result res;
 } pt_cmd;
 
@@ -213,6 +239,7 @@ typedef struct pt_job {
     ccoip_action act;
     uint8_t *dst;
     const uint8_t *src;
+    char name[CCOIP_STATE_NAME_MAX]; /* HASH: the key (copied: action bytes are borrowed) */
     struct pt_job *next;
 } pt_job;
 
@@ -369,6 +396,7 @@ static void snapshot(pt_driver *d)
         d->pinfo.world_size = ccoip_peer_world_size(d->p);
         d->pinfo.accepted = ccoip_peer_is_accepted(d->p);
         d->pinfo.failed = ccoip_peer_is_failed(d->p);
+        ccoip_peer_world_info(d->p, &d->pinfo.world);
     }
     pthread_mutex_unlock(&d->mu);
 }
@@ -492,8 +520,14 @@ static void conn_free(pt_driver *d, pt_conn *c)
 
 /* Closes c. When tell_core, the core learns it with CONN_CLOSED (after the
  * failed I/O completions); a CLOSE action does not tell it. */
+static void probe_end(pt_driver *d, pt_conn *c);
+
 static void conn_close(pt_driver *d, pt_conn *c, bool tell_core)
 {
+    if (c->probe != PROBE_NONE) {
+        probe_end(d, c); /* the core never hears of probe connections */
+        return;
+    }
     const uint64_t id = c->id;
     ios_fail_on_conn(d, id);
     conn_free(d, c);
@@ -567,7 +601,8 @@ static void on_sent(pt_driver *d, pt_conn *c, int rv, uint64_t count)
     }
     c->sq_head = it->next;
     if (c->sq_head == NULL) c->sq_tail = NULL;
-    if (it->ring) {
+    if (it->probe_last) c->probe_sent_all = true;
+    if (it->ring && it->last) {
         for (uint32_t i = 0; i < PT_MAX_IOS; i++) {
             pt_io *io = &d->ios[i];
             if (io->used && io->io_id == it->io_id && io->kind == IO_SEND && !io->done_queued) {
@@ -607,7 +642,9 @@ static void rd_next(pt_conn *c)
         recv_issue(c, c->hdr + c->rd_have, c->hdr_want - c->rd_have);
         break;
     case RD_PAYLOAD:
-        if (c->data) {
+        if (c->data && c->rd_ctrl) {
+            recv_issue(c, c->buf + CCOIP_DATA_HEADER_BYTES + c->rd_have, c->rd_want - c->rd_have);
+        } else if (c->data) {
             recv_issue(c, c->rd_dst + c->rd_have, c->rd_want - c->rd_have);
         } else {
             recv_issue(c, c->buf + CCOIP_CTRL_HEADER_BYTES + c->rd_have, c->rd_want - c->rd_have);
@@ -628,6 +665,7 @@ static void rd_start_header(pt_conn *c)
 {
     c->rd = RD_HDR;
     c->rd_have = 0;
+    c->rd_ctrl = false;
     c->hdr_want = c->data ? CCOIP_DATA_HEADER_BYTES : CCOIP_CTRL_HEADER_BYTES;
 }
 
@@ -662,8 +700,13 @@ static uint8_t *span_ptr(pt_driver *d, const ccoip_span_ref *s)
         base = o->backup;
         size = o->backup_bytes;
         break;
+    case CCOIP_REGION_TENSOR:
+        if (s->tensor >= o->ntensors) return NULL;
+        base = o->tensors[s->tensor];
+        size = o->tensor_bytes[s->tensor];
+        break;
     default:
-        return NULL; /* regions this runtime does not map yet (shared-state tensors) */
+        return NULL;
     }
     if (s->offset > size || s->length > size - s->offset) return NULL;
     if (base == NULL) return (uint8_t *)o; /* zero-length region: any valid pointer */
@@ -711,6 +754,7 @@ static bool ring_dispatch(pt_driver *d, pt_conn *c)
     for (uint32_t i = 0; i < PT_MAX_IOS; i++) {
         pt_io *io = &d->ios[i];
         if (!io->used || io->done_queued || io->kind != IO_RECV || io->conn != c->id) continue;
+        if (io->act.type != CCOIP_ACT_RING_RECV) continue;
         if (io->act.epoch != h->epoch || io->act.tag != h->tag || io->act.seq != h->seq) continue;
         if (io->act.chunk == h->chunk && io->act.step == h->step) {
             exact = io;
@@ -762,15 +806,258 @@ static bool ring_dispatch(pt_driver *d, pt_conn *c)
     return true;
 }
 
-/* Re-examines held frames (after a RING_RECV or a CANCEL). */
+/* Starts reading the payload of the frame in c->dh into dst for io. */
+static void payload_into(pt_driver *d, pt_conn *c, pt_io *io, uint8_t *dst)
+{
+    const ccoip_data_header *h = &c->dh;
+    io->frames++;
+    c->rd_io = io->io_id;
+    c->rd = RD_PAYLOAD;
+    c->rd_have = 0;
+    c->rd_want = h->length;
+    c->rd_dst = dst + h->offset;
+    if (h->length == 0) {
+        if (io->got >= io->act.dst.length) io_done_queue(d, io, pcclSuccess);
+        rd_start_header(c);
+    }
+    rd_next(c);
+}
+
+/* A STATE_DATA header is in c->dh: land it in its STATE_RECV (matched on
+ * tag, seq, chunk), drop it (cancelled fetch) or hold it. False when c was closed. */
+static bool state_dispatch(pt_driver *d, pt_conn *c)
+{
+    const ccoip_data_header *h = &c->dh;
+    if (key_cancelled(d, h)) {
+        c->rd = RD_DISCARD;
+        c->rd_have = 0;
+        c->rd_want = h->length;
+        if (h->length == 0) rd_start_header(c);
+        rd_next(c);
+        return true;
+    }
+    pt_io *exact = NULL;
+    for (uint32_t i = 0; i < PT_MAX_IOS; i++) {
+        pt_io *io = &d->ios[i];
+        if (!io->used || io->done_queued || io->kind != IO_RECV || io->conn != c->id) continue;
+        if (io->act.type != CCOIP_ACT_STATE_RECV) continue;
+        if (io->act.tag == h->tag && io->act.seq == h->seq && io->act.chunk == h->chunk) {
+            exact = io;
+            break;
+        }
+    }
+    if (exact == NULL) {
+        c->rd = RD_HELD; /* held until its STATE_RECV is posted */
+        return true;
+    }
+    if (h->offset > exact->act.dst.length || h->length > exact->act.dst.length - h->offset) {
+        pt_log(CCOIP_LOG_WARN, d->who,
+               "connection %" PRIu64 ": STATE_DATA (seq %" PRIu64
+               " chunk %u) overruns its tensor: closing the connection",
+               c->id, h->seq, h->chunk);
+        io_done_queue(d, exact, pcclProtocolError);
+        conn_close(d, c, true);
+        return false;
+    }
+    uint8_t *dst = span_ptr(d, &exact->act.dst);
+    assert(dst != NULL);
+    payload_into(d, c, exact, dst);
+    return true;
+}
+
+static bool held_dispatch(pt_driver *d, pt_conn *c)
+{
+    return c->dh.kind == CCOIP_DATA_STATE_DATA ? state_dispatch(d, c) : ring_dispatch(d, c);
+}
+
+/* Re-examines held frames (after a RING_RECV, a STATE_RECV or a CANCEL). */
 static void held_retry(pt_driver *d)
 {
     for (uint32_t i = 0; i < d->nconns; i++) {
         pt_conn *c = d->conns[i];
         if (c->rd == RD_HELD) {
-            if (!ring_dispatch(d, c)) i = (uint32_t)-1; /* table changed: rescan */
+            if (!held_dispatch(d, c)) i = (uint32_t)-1; /* table changed: rescan */
         }
     }
+}
+
+/* ---- bandwidth probes (docs/protocol.md §8.4) ---- */
+
+static uint8_t g_probe_zeros[PT_SLICE_BYTES]; /* PROBE_DATA payload (content ignored) */
+
+/* Queues one header-only or zero-payload data frame (probe control). */
+static bool send_header(pt_driver *d, pt_conn *c, const ccoip_data_header *h,
+                        const uint8_t *payload, bool probe_last)
+{
+    pt_sitem *it = calloc(1, sizeof *it);
+    if (it == NULL) return false;
+    if (ccoip_data_header_encode(h, &d->lim, it->hdr, sizeof it->hdr) != pcclSuccess) {
+        free(it);
+        return false;
+    }
+    it->ring = true;
+    it->len = CCOIP_DATA_HEADER_BYTES;
+    it->payload = payload;
+    it->payload_len = payload != NULL ? h->length : 0;
+    it->slot = PT_NO_SLOT;
+    it->probe_last = probe_last;
+    send_enqueue(d, c, it);
+    return true;
+}
+
+static void probe_done_queue(pt_driver *d, uint64_t io_id, bool ok, uint64_t bytes, uint64_t us)
+{
+    ccoip_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = CCOIP_EV_PROBE_DONE;
+    ev.done.io_id = io_id;
+    ev.done.result = ok ? pcclSuccess : pcclRankConnectionFailed;
+    ev.done.probe_bytes = ok ? bytes : 0;
+    ev.done.duration_us = ok ? us : 0;
+    q_core(d, &ev);
+}
+
+/* A probe connection ended (closed by the remote, broke, or was refused). */
+static void probe_end(pt_driver *d, pt_conn *c)
+{
+    if (c->probe == PROBE_PROBER) {
+        const bool ok = c->probe_accepted && c->probe_sent_all;
+        uint64_t us = (pt_now_ns() - c->probe_t0) / 1000u;
+        if (us == 0) us = 1;
+        pt_log(ok ? CCOIP_LOG_DEBUG : CCOIP_LOG_INFO, d->who,
+               "probe %" PRIu64 ": %s (%" PRIu64 " bytes, %" PRIu64 " us)", c->id,
+               ok ? "done" : "failed", c->probe_want, us);
+        probe_done_queue(d, c->probe_io, ok, c->probe_want, us);
+    }
+    conn_free(d, c);
+}
+
+static void probe_dial(pt_driver *d, uint64_t conn, uint64_t io_id, const char *url, uint64_t want,
+                       uint32_t tries);
+
+/* A probe frame arrived on c (header in c->dh). */
+static void probe_frame(pt_driver *d, pt_conn *c)
+{
+    const ccoip_data_header *h = &c->dh;
+    if (c->probe == PROBE_TARGET) {
+        if (h->kind == CCOIP_DATA_PROBE_REQUEST && !c->probe_accepted) {
+            c->probe_accepted = true;
+            c->probe_want = h->offset;
+            ccoip_data_header a;
+            ccoip_data_header_init(&a, CCOIP_DATA_PROBE_ACCEPT);
+            a.tag = h->tag;
+            if (!send_header(d, c, &a, NULL, false) || c->probe_want == 0) {
+                conn_free(d, c);
+                return;
+            }
+            rd_start_header(c);
+            rd_next(c);
+            return;
+        }
+        if (h->kind == CCOIP_DATA_PROBE_DATA && c->probe_accepted) {
+            c->probe_got += h->length;
+            c->rd = RD_DISCARD;
+            c->rd_have = 0;
+            c->rd_want = h->length;
+            if (h->length == 0) {
+                if (c->probe_got >= c->probe_want) {
+                    conn_free(d, c);
+                    return;
+                }
+                rd_start_header(c);
+            }
+            rd_next(c);
+            return;
+        }
+    } else if (c->probe == PROBE_PROBER && !c->probe_accepted) {
+        if (h->kind == CCOIP_DATA_PROBE_ACCEPT) {
+            c->probe_accepted = true;
+            c->probe_t0 = pt_now_ns();
+            uint64_t slice = d->lim.max_data_payload_bytes;
+            if (slice == 0 || slice > PT_SLICE_BYTES) slice = PT_SLICE_BYTES;
+            for (uint64_t off = 0; off < c->probe_want; off += slice) {
+                ccoip_data_header p;
+                ccoip_data_header_init(&p, CCOIP_DATA_PROBE_DATA);
+                p.offset = off;
+                p.length = c->probe_want - off < slice ? c->probe_want - off : slice;
+                if (!send_header(d, c, &p, g_probe_zeros, off + p.length >= c->probe_want)) {
+                    probe_end(d, c);
+                    return;
+                }
+            }
+            rd_start_header(c);
+            rd_next(c); /* the target's close ends the measurement */
+            return;
+        }
+        if (h->kind == CCOIP_DATA_PROBE_BUSY && c->probe_tries + 1u < PT_PROBE_TRIES) {
+            char url[sizeof c->probe_url];
+            memcpy(url, c->probe_url, sizeof url);
+            const uint64_t id = c->id, io = c->probe_io, want = c->probe_want;
+            const uint32_t tries = c->probe_tries + 1u;
+            conn_free(d, c);
+            probe_dial(d, id, io, url, want, tries);
+            return;
+        }
+    }
+    pt_log(CCOIP_LOG_INFO, d->who, "probe connection %" PRIu64 ": unexpected frame kind %d", c->id,
+           (int)h->kind);
+    probe_end(d, c);
+}
+
+/* A data frame header is in c->dh (not HELLO/HELLO_ACK): route it by kind. */
+static void data_frame(pt_driver *d, pt_conn *c)
+{
+    const ccoip_data_header *h = &c->dh;
+    if (c->probe != PROBE_NONE) {
+        probe_frame(d, c);
+        return;
+    }
+    switch (h->kind) {
+    case CCOIP_DATA_RING_CHUNK:
+        ring_dispatch(d, c);
+        return;
+    case CCOIP_DATA_STATE_DATA:
+        state_dispatch(d, c);
+        return;
+    case CCOIP_DATA_STATE_REQUEST:
+    case CCOIP_DATA_STATE_RESPONSE: {
+        /* Header + protobuf payload to the core as one RECV (ccoip_sm.h v3). */
+        if (h->length > d->lim.pb.max_message_bytes) break;
+        const uint64_t total = CCOIP_DATA_HEADER_BYTES + h->length;
+        if (total > c->buf_cap) {
+            uint8_t *nb = realloc(c->buf, (size_t)total);
+            if (nb == NULL) break;
+            c->buf = nb;
+            c->buf_cap = total;
+        }
+        memcpy(c->buf, c->hdr, CCOIP_DATA_HEADER_BYTES);
+        c->rd = RD_PAYLOAD;
+        c->rd_ctrl = true;
+        c->rd_have = 0;
+        c->rd_want = h->length;
+        if (h->length == 0) {
+            ccoip_event ev;
+            memset(&ev, 0, sizeof ev);
+            ev.type = CCOIP_EV_RECV;
+            ev.conn = c->id;
+            ev.data = c->buf;
+            ev.len = CCOIP_DATA_HEADER_BYTES;
+            const uint64_t id = c->id;
+            rd_start_header(c);
+            core_feed(d, &ev);
+            c = conn_find(d, id);
+            if (c == NULL) return;
+        }
+        rd_next(c);
+        return;
+    }
+    default:
+        break;
+    }
+    pt_log(CCOIP_LOG_WARN, d->who,
+           "connection %" PRIu64 ": unexpected data frame (kind %d, %" PRIu64 " bytes): closing it",
+           c->id, (int)h->kind, h->length);
+    conn_close(d, c, true);
 }
 
 static void on_received(pt_driver *d, pt_conn *c, int rv, uint64_t count)
@@ -827,7 +1114,8 @@ static void on_received(pt_driver *d, pt_conn *c, int rv, uint64_t count)
                 conn_close(d, c, true);
                 return;
             }
-            if (c->dh.kind == CCOIP_DATA_HELLO || c->dh.kind == CCOIP_DATA_HELLO_ACK) {
+            if (c->probe == PROBE_NONE &&
+                (c->dh.kind == CCOIP_DATA_HELLO || c->dh.kind == CCOIP_DATA_HELLO_ACK)) {
                 if (c->dh.length != 0) {
                     conn_close(d, c, true);
                     return;
@@ -848,14 +1136,7 @@ static void on_received(pt_driver *d, pt_conn *c, int rv, uint64_t count)
                 if (c != NULL) rd_next(c);
                 return;
             }
-            if (c->dh.kind != CCOIP_DATA_RING_CHUNK) {
-                pt_log(CCOIP_LOG_WARN, d->who,
-                       "connection %" PRIu64 ": data frame kind %d not supported yet: closing it",
-                       c->id, (int)c->dh.kind);
-                conn_close(d, c, true);
-                return;
-            }
-            ring_dispatch(d, c);
+            data_frame(d, c);
             return;
         }
     }
@@ -874,6 +1155,18 @@ static void on_received(pt_driver *d, pt_conn *c, int rv, uint64_t count)
             core_feed(d, &ev);
             c = conn_find(d, id);
             if (c == NULL) return;
+        } else if (c->rd_ctrl) {
+            ccoip_event ev;
+            memset(&ev, 0, sizeof ev);
+            ev.type = CCOIP_EV_RECV;
+            ev.conn = c->id;
+            ev.data = c->buf;
+            ev.len = CCOIP_DATA_HEADER_BYTES + c->rd_want;
+            const uint64_t id = c->id;
+            rd_start_header(c);
+            core_feed(d, &ev);
+            c = conn_find(d, id);
+            if (c == NULL) return;
         } else {
             pt_io *io = io_find(d, c->rd_io);
             if (io != NULL && !io->done_queued) {
@@ -884,7 +1177,13 @@ static void on_received(pt_driver *d, pt_conn *c, int rv, uint64_t count)
         }
         break;
     case RD_DISCARD:
-        if (c->rd_have >= c->rd_want) rd_start_header(c);
+        if (c->rd_have >= c->rd_want) {
+            if (c->probe == PROBE_TARGET && c->probe_got >= c->probe_want) {
+                conn_free(d, c); /* drained: closing tells the prober the time */
+                return;
+            }
+            rd_start_header(c);
+        }
         break;
     case RD_HELD:
         break;
@@ -906,7 +1205,7 @@ static void conn_up(pt_driver *d, pt_conn *c, nng_stream *s)
 /* Kernel worker                                                            */
 /* ------------------------------------------------------------------------ */
 
-static pcclResult_t kernel_exec(pt_driver *d, pt_job *j, ccoip_quant_meta *qout)
+static pcclResult_t kernel_exec(pt_driver *d, pt_job *j, ccoip_quant_meta *qout, uint64_t *hash)
 {
     const ccoip_action *a = &j->act;
     const uint64_t esz = ccoip_dtype_valid(a->dtype) ? ccoip_dtype_size(a->dtype) : 0;
@@ -958,6 +1257,16 @@ static pcclResult_t kernel_exec(pt_driver *d, pt_job *j, ccoip_quant_meta *qout)
             r = ccoip_dequantize(&a->quant, j->dst, j->src, a->count);
         }
         break;
+    case CCOIP_ACT_HASH: {
+        if (esz == 0 || a->count > a->src.length / esz) return pcclInvalidArgument;
+        ccoip_hash_entry e;
+        e.name = j->name;
+        e.data = j->src;
+        e.count = a->count;
+        e.dtype = a->dtype;
+        r = ccoip_hash_tensor(&e, hash);
+        break;
+    }
     default:
         r = pcclInternalError;
         break;
@@ -981,7 +1290,8 @@ static void *kworker_main(void *arg)
         pthread_mutex_unlock(&d->kmu);
         ccoip_quant_meta qout;
         memset(&qout, 0, sizeof qout);
-        const pcclResult_t r = kernel_exec(d, j, &qout);
+        uint64_t hash = 0;
+        const pcclResult_t r = kernel_exec(d, j, &qout, &hash);
         pthread_mutex_lock(&d->kmu);
         const bool cancelled = d->kcur_cancel;
         d->kcur = NULL;
@@ -994,6 +1304,7 @@ static void *kworker_main(void *arg)
             ev.done.io_id = j->io_id;
             ev.done.result = r;
             ev.done.quant_out = qout;
+            ev.done.hash = hash;
             q_core(d, &ev);
         }
         free(j);
@@ -1192,6 +1503,7 @@ static void act_ring_send(pt_driver *d, const ccoip_action *a)
         return;
     }
     it->ring = true;
+    it->last = true;
     it->len = CCOIP_DATA_HEADER_BYTES;
     it->payload = src;
     it->payload_len = a->src.length;
@@ -1214,14 +1526,111 @@ static void act_ring_recv(pt_driver *d, const ccoip_action *a)
     if (c->rd == RD_HELD) ring_dispatch(d, c);
 }
 
+/* STATE_SEND: the span as STATE_DATA frames of at most one slice each,
+ * zero-copy from the tensor; IO_DONE when the last one is written. */
+static void act_state_send(pt_driver *d, const ccoip_action *a)
+{
+    pt_io *io = io_add(d, a, IO_SEND);
+    if (io == NULL) return;
+    pt_conn *c = conn_find(d, a->conn);
+    const uint8_t *src = span_ptr(d, &a->src);
+    if (c == NULL || src == NULL) {
+        if (src == NULL)
+            pt_log(CCOIP_LOG_ERROR, d->who, "STATE_SEND io %" PRIu64 ": bad span", a->io_id);
+        io_done_queue(d, io, pcclRankConnectionLost);
+        return;
+    }
+    uint64_t slice = d->lim.max_data_payload_bytes;
+    if (slice == 0 || slice > PT_SLICE_BYTES) slice = PT_SLICE_BYTES;
+    const uint64_t len = a->src.length;
+    uint64_t off = 0;
+    do {
+        ccoip_data_header h;
+        ccoip_data_header_init(&h, CCOIP_DATA_STATE_DATA);
+        h.epoch = a->epoch;
+        h.tag = a->tag;
+        h.seq = a->seq;
+        h.chunk = a->chunk;
+        h.offset = off;
+        h.length = len - off < slice ? len - off : slice;
+        pt_sitem *it = calloc(1, sizeof *it);
+        if (it == NULL ||
+            ccoip_data_header_encode(&h, &d->lim, it->hdr, sizeof it->hdr) != pcclSuccess) {
+            free(it);
+            pt_log(CCOIP_LOG_ERROR, d->who, "STATE_SEND io %" PRIu64 ": cannot frame", a->io_id);
+            conn_close(d, c, true); /* frames already queued would leave the stream torn */
+            return;
+        }
+        it->ring = true;
+        it->len = CCOIP_DATA_HEADER_BYTES;
+        it->payload = src + off;
+        it->payload_len = h.length;
+        it->io_id = a->io_id;
+        it->slot = a->op_slot;
+        off += h.length;
+        it->last = off >= len;
+        send_enqueue(d, c, it);
+    } while (off < len);
+}
+
+static void act_state_recv(pt_driver *d, const ccoip_action *a)
+{
+    pt_io *io = io_add(d, a, IO_RECV);
+    if (io == NULL) return;
+    slot_key(d, a);
+    pt_conn *c = conn_find(d, a->conn);
+    if (c == NULL || span_ptr(d, &a->dst) == NULL) {
+        io_done_queue(d, io, pcclRankConnectionLost);
+        return;
+    }
+    if (c->rd == RD_HELD) held_dispatch(d, c);
+}
+
+static void probe_dial(pt_driver *d, uint64_t conn, uint64_t io_id, const char *url, uint64_t want,
+                       uint32_t tries)
+{
+    pt_conn *c = conn_new(d, conn, true);
+    if (c == NULL) {
+        probe_done_queue(d, io_id, false, 0, 0);
+        return;
+    }
+    c->probe = PROBE_PROBER;
+    c->probe_io = io_id;
+    c->probe_want = want;
+    c->probe_tries = tries;
+    snprintf(c->probe_url, sizeof c->probe_url, "%s", url);
+    int rv = nng_stream_dialer_alloc(&c->dialer, url);
+    if (rv == 0) rv = nng_aio_alloc(&c->dial_aio, cb_dial, c);
+    if (rv != 0) {
+        pt_log(CCOIP_LOG_WARN, d->who, "probe %s: %s", url, nng_strerror(rv));
+        probe_end(d, c);
+        return;
+    }
+    nng_aio_set_timeout(c->dial_aio, PT_DIAL_TIMEOUT_MS);
+    nng_stream_dialer_dial(c->dialer, c->dial_aio);
+}
+
+static void act_probe(pt_driver *d, const ccoip_action *a)
+{
+    char url[300];
+    if (url_for(a, url, sizeof url) != 0) {
+        probe_done_queue(d, a->io_id, false, 0, 0);
+        return;
+    }
+    pt_log(CCOIP_LOG_DEBUG, d->who, "probing peer %" PRIu64 " at %s (%" PRIu64 " bytes)", a->tag,
+           url, a->count);
+    probe_dial(d, a->conn, a->io_id, url, a->count, 0);
+}
+
 static void act_kernel(pt_driver *d, const ccoip_action *a)
 {
     pt_io *io = io_add(d, a, IO_KERNEL);
     if (io == NULL) return;
     pt_job *j = calloc(1, sizeof *j);
-    uint8_t *dst = span_ptr(d, &a->dst);
-    const uint8_t *src = a->type == CCOIP_ACT_FINALIZE ? dst : span_ptr(d, &a->src);
-    if (j == NULL || dst == NULL || src == NULL) {
+    const bool hash = a->type == CCOIP_ACT_HASH;
+    uint8_t *dst = hash ? span_ptr(d, &a->src) : span_ptr(d, &a->dst);
+    const uint8_t *src = a->type == CCOIP_ACT_FINALIZE || hash ? dst : span_ptr(d, &a->src);
+    if (j == NULL || dst == NULL || src == NULL || (hash && a->len >= CCOIP_STATE_NAME_MAX)) {
         pt_log(CCOIP_LOG_ERROR, d->who, "kernel io %" PRIu64 ": bad span", a->io_id);
         free(j);
         io->done_queued = true;
@@ -1238,6 +1647,7 @@ static void act_kernel(pt_driver *d, const ccoip_action *a)
     j->act = *a;
     j->dst = dst;
     j->src = src;
+    if (hash && a->len > 0) memcpy(j->name, a->data, (size_t)a->len);
     pthread_mutex_lock(&d->kmu);
     if (d->kq_tail != NULL) {
         d->kq_tail->next = j;
@@ -1324,6 +1734,15 @@ static void act_op_begin(pt_driver *d, const ccoip_action *a)
             o->send = c->sendbuf;
             o->recv = c->recvbuf;
             o->bytes = c->bytes;
+            if (c->ntensors > 0) {
+                o->tensors = malloc(c->ntensors * sizeof *o->tensors);
+                o->tensor_bytes = malloc(c->ntensors * sizeof *o->tensor_bytes);
+                if (o->tensors != NULL && o->tensor_bytes != NULL) {
+                    memcpy(o->tensors, c->tensors, c->ntensors * sizeof *o->tensors);
+                    memcpy(o->tensor_bytes, c->tensor_bytes, c->ntensors * sizeof *o->tensor_bytes);
+                    o->ntensors = c->ntensors;
+                }
+            }
         }
     }
     pthread_mutex_unlock(&d->mu);
@@ -1350,7 +1769,21 @@ static void act_op_end(pt_driver *d, const ccoip_action *a)
     pt_slot *o = &d->slots[a->op_slot];
     free(o->scratch);
     free(o->backup);
+    free(o->tensors);
+    free(o->tensor_bytes);
     memset(o, 0, sizeof *o);
+}
+
+static void cmd_release(pt_cmd *c)
+{
+    free(c->tensors);
+    free(c->tensor_bytes);
+    free(c->keys_mem);
+    c->keys_mem = NULL;
+    c->tensors = NULL;
+    c->tensor_bytes = NULL;
+    c->ntensors = 0;
+    c->state = CMD_FREE;
 }
 
 static void act_notify(pt_driver *d, const ccoip_action *a)
@@ -1362,11 +1795,13 @@ static void act_notify(pt_driver *d, const ccoip_action *a)
     d->pinfo.id = ccoip_peer_id(d->p);
     d->pinfo.accepted = ccoip_peer_is_accepted(d->p);
     d->pinfo.failed = ccoip_peer_is_failed(d->p);
+    ccoip_peer_world_info(d->p, &d->pinfo.world);
+    d->pinfo.world.peer_group = a->world_size;
     for (uint32_t i = 0; i < PT_MAX_CMDS; i++) {
         pt_cmd *c = &d->cmds[i];
         if (c->state == CMD_FREE || c->cmd_id != a->cmd_id) continue;
         if (c->state == CMD_ABANDONED) {
-            c->state = CMD_FREE;
+            cmd_release(c);
             break;
         }
         c->res.result = a->result;
@@ -1374,6 +1809,7 @@ static void act_notify(pt_driver *d, const ccoip_action *a)
         c->res.rx_bytes = a->rx_bytes;
         c->res.world_size = a->world_size;
         c->res.peers_pending = a->peers_pending;
+        c->res.revision = a->revision;
         c->state = CMD_DONE;
         break;
     }
@@ -1427,6 +1863,18 @@ static void act_run(pt_driver *d, const ccoip_action *a)
     case CCOIP_ACT_OP_END:
         act_op_end(d, a);
         break;
+    case CCOIP_ACT_HASH:
+        act_kernel(d, a);
+        break;
+    case CCOIP_ACT_STATE_SEND:
+        act_state_send(d, a);
+        break;
+    case CCOIP_ACT_STATE_RECV:
+        act_state_recv(d, a);
+        break;
+    case CCOIP_ACT_PROBE:
+        act_probe(d, a);
+        break;
     default:
         pt_log(CCOIP_LOG_WARN, d->who, "action type %d not supported by this runtime",
                (int)a->type);
@@ -1450,6 +1898,11 @@ static void on_accepted(pt_driver *d, pt_ev *ev)
         if (c == NULL) {
             nng_stream_close(ev->stream);
             nng_stream_free(ev->stream);
+        } else if (!d->is_master && ev->listener == CCOIP_LISTENER_BANDWIDTH) {
+            c->accepted = true;
+            c->listener = ev->listener;
+            c->probe = PROBE_TARGET; /* served here; the core never hears of it */
+            conn_up(d, c, ev->stream);
         } else {
             c->accepted = true;
             c->listener = ev->listener;
@@ -1485,6 +1938,21 @@ static void on_dialed(pt_driver *d, pt_ev *ev)
             nng_stream_close(ev->stream);
             nng_stream_free(ev->stream);
         }
+        return;
+    }
+    if (c->probe == PROBE_PROBER) {
+        if (ev->rv != 0 || ev->stream == NULL) {
+            pt_log(CCOIP_LOG_INFO, d->who, "probe %s: connect failed: %s", c->probe_url,
+                   nng_strerror(ev->rv));
+            probe_end(d, c);
+            return;
+        }
+        conn_up(d, c, ev->stream);
+        ccoip_data_header h;
+        ccoip_data_header_init(&h, CCOIP_DATA_PROBE_REQUEST);
+        h.tag = ccoip_peer_id(d->p);
+        h.offset = c->probe_want;
+        if (!send_header(d, c, &h, NULL, false)) probe_end(d, c);
         return;
     }
     ccoip_event cev;
@@ -1539,6 +2007,8 @@ static void driver_shutdown(pt_driver *d)
     for (uint32_t s = 0; s < PT_MAX_SLOTS; s++) {
         free(d->slots[s].scratch);
         free(d->slots[s].backup);
+        free(d->slots[s].tensors);
+        free(d->slots[s].tensor_bytes);
         memset(&d->slots[s], 0, sizeof d->slots[s]);
     }
     pthread_mutex_lock(&d->mu);
@@ -1559,7 +2029,7 @@ static void driver_shutdown(pt_driver *d)
             c->res.result = pcclMasterConnectionFailed;
             c->state = CMD_DONE;
         } else if (c->state == CMD_ABANDONED) {
-            c->state = CMD_FREE;
+            cmd_release(c);
         }
     }
     d->running = false;
@@ -1803,13 +2273,16 @@ void pt_driver_destroy(pt_driver *d)
 /* Commands                                                                 */
 /* ------------------------------------------------------------------------ */
 
-pcclResult_t pt_cmd_submit(pt_driver *d, ccoip_cmd *cmd, void *sendbuf, void *recvbuf,
-                           uint64_t bytes, uint32_t *handle)
+static pcclResult_t cmd_submit(pt_driver *d, ccoip_cmd *cmd, void *sendbuf, void *recvbuf,
+                               uint64_t bytes, uint8_t **tensors, uint64_t *tensor_bytes,
+                               uint32_t ntensors, void *keys_mem, uint32_t *handle)
 {
-    if (d == NULL || cmd == NULL || handle == NULL || d->is_master) return pcclInvalidArgument;
     pthread_mutex_lock(&d->mu);
     if (d->stop || !d->running) {
         pthread_mutex_unlock(&d->mu);
+        free(tensors);
+        free(tensor_bytes);
+        free(keys_mem);
         return pcclInvalidUsage;
     }
     uint32_t idx = PT_MAX_CMDS;
@@ -1821,6 +2294,9 @@ pcclResult_t pt_cmd_submit(pt_driver *d, ccoip_cmd *cmd, void *sendbuf, void *re
     }
     if (idx == PT_MAX_CMDS) {
         pthread_mutex_unlock(&d->mu);
+        free(tensors);
+        free(tensor_bytes);
+        free(keys_mem);
         return pcclInvalidUsage;
     }
     pt_cmd *c = &d->cmds[idx];
@@ -1830,6 +2306,10 @@ pcclResult_t pt_cmd_submit(pt_driver *d, ccoip_cmd *cmd, void *sendbuf, void *re
     c->sendbuf = sendbuf;
     c->recvbuf = recvbuf;
     c->bytes = bytes;
+    c->tensors = tensors;
+    c->tensor_bytes = tensor_bytes;
+    c->ntensors = ntensors;
+    c->keys_mem = keys_mem;
     cmd->cmd_id = c->cmd_id;
     pthread_mutex_unlock(&d->mu);
     ccoip_event ev;
@@ -1839,6 +2319,59 @@ pcclResult_t pt_cmd_submit(pt_driver *d, ccoip_cmd *cmd, void *sendbuf, void *re
     q_core(d, &ev);
     *handle = idx;
     return pcclSuccess;
+}
+
+pcclResult_t pt_cmd_submit(pt_driver *d, ccoip_cmd *cmd, void *sendbuf, void *recvbuf,
+                           uint64_t bytes, uint32_t *handle)
+{
+    if (d == NULL || cmd == NULL || handle == NULL || d->is_master) return pcclInvalidArgument;
+    return cmd_submit(d, cmd, sendbuf, recvbuf, bytes, NULL, NULL, 0, NULL, handle);
+}
+
+pcclResult_t pt_cmd_submit_sync(pt_driver *d, ccoip_cmd *cmd, void *const *tensors,
+                                const uint64_t *tensor_bytes, uint32_t n, uint32_t *handle)
+{
+    if (d == NULL || cmd == NULL || handle == NULL || d->is_master) return pcclInvalidArgument;
+    if (n > 0 && (tensors == NULL || tensor_bytes == NULL)) return pcclInvalidArgument;
+    const uint32_t nk = cmd->sync.num_keys;
+    if (nk > 0 && cmd->sync.keys == NULL) return pcclInvalidArgument;
+    uint8_t **t = NULL;
+    uint64_t *b = NULL;
+    /* The SUBMIT event is stepped later on the driver thread: it points at
+     * copies of the keys and names that live as long as the command. */
+    ccoip_state_key *keys = NULL;
+    if (nk > 0) {
+        keys = calloc(nk, sizeof *keys + CCOIP_STATE_NAME_MAX);
+        if (keys == NULL) return pcclSystemError;
+        char *names = (char *)(keys + nk);
+        for (uint32_t i = 0; i < nk; i++) {
+            keys[i] = cmd->sync.keys[i];
+            char *nm = names + (size_t)i * CCOIP_STATE_NAME_MAX;
+            if (cmd->sync.keys[i].name != NULL) {
+                snprintf(nm, CCOIP_STATE_NAME_MAX, "%s", cmd->sync.keys[i].name);
+                keys[i].name = nm;
+            }
+        }
+    }
+    if (n > 0) {
+        t = malloc(n * sizeof *t);
+        b = malloc(n * sizeof *b);
+        if (t == NULL || b == NULL) {
+            free(t);
+            free(b);
+            free(keys);
+            return pcclSystemError;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            t[i] = tensors[i];
+            b[i] = tensor_bytes[i];
+        }
+    }
+    ccoip_cmd copy = *cmd;
+    copy.sync.keys = keys;
+    const pcclResult_t r = cmd_submit(d, &copy, NULL, NULL, 0, t, b, n, keys, handle);
+    cmd->cmd_id = copy.cmd_id;
+    return r;
 }
 
 pcclResult_t pt_cmd_wait(pt_driver *d, uint32_t handle, uint32_t timeout_ms, bool keep,
@@ -1863,7 +2396,7 @@ pcclResult_t pt_cmd_wait(pt_driver *d, uint32_t handle, uint32_t timeout_ms, boo
     if (c->state == CMD_DONE) {
         r = c->res.result;
         if (out != NULL) *out = c->res;
-        c->state = CMD_FREE;
+        cmd_release(c);
     } else {
         r = pcclTimeout;
         if (!keep && c->state == CMD_POSTED) c->state = CMD_ABANDONED;

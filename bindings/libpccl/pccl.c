@@ -8,6 +8,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #define PCCL_MAX_ASYNC        16u
 #define PCCL_LEAVE_WAIT_MS    1000u
 #define PCCL_RETRY_ROUNDS_MAX 1000u
+#define PCCL_SYNC_KEYS_MAX    64u /* ccoip_peer_config.max_state_keys default */
 
 static atomic_bool g_initialized;
 
@@ -241,9 +243,11 @@ PCCL_EXPORT pcclResult_t pcclOptimizeTopology(const pcclComm_t *communicator)
 {
     pcclResult_t r = comm_check(communicator);
     if (r != pcclSuccess) return r;
-    pt_log(CCOIP_LOG_WARN, "api",
-           "pcclOptimizeTopology is not implemented by this runtime yet (pcclInvalidUsage)");
-    return pcclInvalidUsage;
+    if (async_pending((pcclComm_t *)(uintptr_t)communicator)) return pcclPendingAsyncOps;
+    ccoip_cmd cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.type = CCOIP_CMD_OPTIMIZE_TOPOLOGY;
+    return comm_call(communicator, &cmd, NULL, NULL, 0, NULL);
 }
 
 PCCL_EXPORT pcclResult_t pcclGetAttribute(const pcclComm_t *communicator, pcclAttribute_t attribute,
@@ -254,16 +258,23 @@ PCCL_EXPORT pcclResult_t pcclGetAttribute(const pcclComm_t *communicator, pcclAt
     if (p_attribute_out == NULL) return pcclInvalidArgument;
     pt_peer_info info;
     pt_peer_info_get(communicator->d, &info);
-    /* The peer core reports its own group's size only; until it learns the
-     * global counts, the global attributes describe the caller's group. */
+    /* Counts of the last TopologyVerdict / JoinResult (ccoip_peer_world_info);
+     * the group's own size is the one the last command completed with. */
+    const uint32_t group = info.world_size;
     switch (attribute) {
-    case PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE:
     case PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE:
+        *p_attribute_out = (int)group;
+        return pcclSuccess;
+    case PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE:
+        *p_attribute_out = (int)(info.world.global > group ? info.world.global : group);
+        return pcclSuccess;
     case PCCL_ATTRIBUTE_LARGEST_PEER_GROUP_WORLD_SIZE:
-        *p_attribute_out = (int)info.world_size;
+        *p_attribute_out =
+            (int)(info.world.largest_peer_group > group ? info.world.largest_peer_group : group);
         return pcclSuccess;
     case PCCL_ATTRIBUTE_NUM_DISTINCT_PEER_GROUPS:
-        *p_attribute_out = info.world_size > 0 ? 1 : 0;
+        *p_attribute_out = (int)(info.world.num_peer_groups > 0 ? info.world.num_peer_groups
+                                                                : (group > 0 ? 1u : 0u));
         return pcclSuccess;
     }
     return pcclInvalidArgument;
@@ -501,10 +512,64 @@ PCCL_EXPORT pcclResult_t pcclSynchronizeSharedStateEx(const pcclComm_t *communic
         return pcclInvalidArgument;
     }
     if ((int)strategy < 0 || (int)strategy > 2) return pcclInvalidArgument;
+    if (shared_state->count > PCCL_SYNC_KEYS_MAX) return pcclInvalidArgument;
     if (sync_info_out != NULL) memset(sync_info_out, 0, sizeof *sync_info_out);
-    pt_log(CCOIP_LOG_WARN, "api",
-           "pcclSynchronizeSharedState is not implemented by this runtime yet (pcclInvalidUsage)");
-    return pcclInvalidUsage;
+    pcclComm_t *c = (pcclComm_t *)(uintptr_t)communicator;
+    const uint32_t n = (uint32_t)shared_state->count;
+    ccoip_state_key *keys = calloc(n > 0 ? n : 1u, sizeof *keys);
+    void **mem = calloc(n > 0 ? n : 1u, sizeof *mem);
+    uint64_t *bytes = calloc(n > 0 ? n : 1u, sizeof *bytes);
+    if (keys == NULL || mem == NULL || bytes == NULL) {
+        free(keys);
+        free(mem);
+        free(bytes);
+        return pcclSystemError;
+    }
+    r = pcclSuccess;
+    for (uint32_t i = 0; i < n && r == pcclSuccess; i++) {
+        const pcclTensorInfo_t *t = &shared_state->infos[i];
+        if (t->name == NULL || t->name[0] == '\0' ||
+            strnlen(t->name, CCOIP_STATE_NAME_MAX) >= CCOIP_STATE_NAME_MAX ||
+            !ccoip_dtype_valid(t->datatype) || t->device_type != pcclDeviceCpu ||
+            (t->count > 0 && t->data == NULL) ||
+            (uint64_t)t->count > (UINT64_MAX / 4u) / ccoip_dtype_size(t->datatype)) {
+            r = pcclInvalidArgument;
+            break;
+        }
+        for (uint32_t k = 0; k < i; k++) {
+            if (strcmp(keys[k].name, t->name) == 0) r = pcclInvalidArgument; /* duplicate key */
+        }
+        keys[i].name = t->name;
+        keys[i].dtype = t->datatype;
+        keys[i].count = t->count;
+        keys[i].allow_content_inequality = t->allow_content_inequality;
+        mem[i] = t->data;
+        bytes[i] = (uint64_t)t->count * ccoip_dtype_size(t->datatype);
+    }
+    pt_cmd_result res;
+    memset(&res, 0, sizeof res);
+    if (r == pcclSuccess) {
+        ccoip_cmd cmd;
+        memset(&cmd, 0, sizeof cmd);
+        cmd.type = CCOIP_CMD_SYNC_SHARED_STATE;
+        cmd.sync.revision = shared_state->revision;
+        cmd.sync.strategy = strategy;
+        cmd.sync.num_keys = n;
+        cmd.sync.keys = keys;
+        uint32_t h;
+        r = pt_cmd_submit_sync(c->d, &cmd, mem, bytes, n, &h);
+        if (r == pcclSuccess) r = pt_cmd_wait(c->d, h, c->params.timeout_ms, false, &res);
+    }
+    free(keys);
+    free(mem);
+    free(bytes);
+    if (r != pcclSuccess) return r;
+    shared_state->revision = res.revision;
+    if (sync_info_out != NULL) {
+        sync_info_out->tx_bytes = res.tx_bytes;
+        sync_info_out->rx_bytes = res.rx_bytes;
+    }
+    return pcclSuccess;
 }
 
 PCCL_EXPORT pcclResult_t(pcclSynchronizeSharedState)(const pcclComm_t *communicator,

@@ -614,6 +614,7 @@ bool ccoip_pb_reason_is_known(int32_t v)
     case CCOIP_PB_REASON_MASTER_SHUTDOWN:
     case CCOIP_PB_REASON_EPOCH_CHANGED:
     case CCOIP_PB_REASON_RESOURCE_LIMIT:
+    case CCOIP_PB_REASON_NON_FINITE:
         return true;
     default:
         return false;
@@ -655,6 +656,8 @@ const char *ccoip_pb_reason_name(int32_t v)
         return "REASON_EPOCH_CHANGED";
     case CCOIP_PB_REASON_RESOURCE_LIMIT:
         return "REASON_RESOURCE_LIMIT";
+    case CCOIP_PB_REASON_NON_FINITE:
+        return "REASON_NON_FINITE";
     default:
         return NULL;
     }
@@ -4116,6 +4119,10 @@ static pcclResult_t size_shared_state_sync_verdict(const ccoip_pb_shared_state_s
         PB_TRY(size_endpoint(&m->distributor, &sub));
         PB_TRY(pb_add_len_field(&s, 5u, sub));
     }
+    /* 6: round */
+    if (m->round != 0) {
+        PB_TRY(pb_add(&s, pb_tag_size(6u) + pb_varint_size(m->round)));
+    }
     *out = s;
     return pcclSuccess;
 }
@@ -4144,6 +4151,11 @@ static pcclResult_t write_shared_state_sync_verdict(const ccoip_pb_shared_state_
     }
     /* 5: distributor */
     if (m->has_distributor) PB_TRY(pb_put_sub_endpoint(e, 5u, &m->distributor));
+    /* 6: round */
+    if (m->round != 0) {
+        PB_TRY(pb_put_tag(e, 6u, PB_WT_VARINT));
+        PB_TRY(pb_put_varint(e, m->round));
+    }
     return pcclSuccess;
 }
 
@@ -4214,6 +4226,11 @@ static pcclResult_t dec_shared_state_sync_verdict(pb_dec *d, const uint8_t *p, u
             PB_TRY(pb_get_len(p, n, &pos, wt, &off, &len));
             PB_TRY(dec_endpoint(d, p + off, len, depth + 1u, &out->distributor));
             out->has_distributor = true;
+            break;
+        }
+        case 6u: { /* round */
+            PB_TRY(pb_mark(&seen, 4u));
+            PB_TRY(pb_scalar_u64(p, n, &pos, wt, &out->round));
             break;
         }
         default:
@@ -4730,6 +4747,11 @@ static pcclResult_t size_collective_complete(const ccoip_pb_collective_complete 
     if (m->aborted) {
         PB_TRY(pb_add(&s, pb_tag_size(3u) + 1u));
     }
+    /* 4: reason */
+    if (!ccoip_pb_reason_is_known(m->reason)) return pcclInvalidArgument;
+    if (m->reason != 0) {
+        PB_TRY(pb_add(&s, pb_tag_size(4u) + pb_varint_size(pb_enum_wire(m->reason))));
+    }
     *out = s;
     return pcclSuccess;
 }
@@ -4750,6 +4772,11 @@ static pcclResult_t write_collective_complete(const ccoip_pb_collective_complete
     if (m->aborted) {
         PB_TRY(pb_put_tag(e, 3u, PB_WT_VARINT));
         PB_TRY(pb_put_varint(e, m->aborted ? 1u : 0u));
+    }
+    /* 4: reason */
+    if (m->reason != 0) {
+        PB_TRY(pb_put_tag(e, 4u, PB_WT_VARINT));
+        PB_TRY(pb_put_varint(e, pb_enum_wire(m->reason)));
     }
     return pcclSuccess;
 }
@@ -4778,6 +4805,11 @@ static pcclResult_t dec_collective_complete(pb_dec *d, const uint8_t *p, uint64_
         case 3u: { /* aborted */
             PB_TRY(pb_mark(&seen, 2u));
             PB_TRY(pb_scalar_bool(p, n, &pos, wt, &out->aborted));
+            break;
+        }
+        case 4u: { /* reason */
+            PB_TRY(pb_mark(&seen, 3u));
+            PB_TRY(pb_scalar_enum(p, n, &pos, wt, &out->reason));
             break;
         }
         default:
@@ -5957,6 +5989,10 @@ static pcclResult_t size_shared_state_request(const ccoip_pb_shared_state_reques
         PB_TRY(pb_check_bytes(m->keys[i], true));
         PB_TRY(pb_add_len_field(&s, 2u, m->keys[i].len));
     }
+    /* 3: round */
+    if (m->round != 0) {
+        PB_TRY(pb_add(&s, pb_tag_size(3u) + pb_varint_size(m->round)));
+    }
     *out = s;
     return pcclSuccess;
 }
@@ -5971,6 +6007,11 @@ static pcclResult_t write_shared_state_request(const ccoip_pb_shared_state_reque
     /* 2: keys */
     for (uint64_t i = 0; i < m->keys_count; i++) {
         PB_TRY(pb_put_bytes_field(e, 2u, m->keys[i]));
+    }
+    /* 3: round */
+    if (m->round != 0) {
+        PB_TRY(pb_put_tag(e, 3u, PB_WT_VARINT));
+        PB_TRY(pb_put_varint(e, m->round));
     }
     return pcclSuccess;
 }
@@ -6021,6 +6062,11 @@ static pcclResult_t dec_shared_state_request(pb_dec *d, const uint8_t *p, uint64
             if (keys_i >= keys_n) return pcclInternalError;
             dst = &keys_buf[keys_i++];
             PB_TRY(pb_bytes_field(d, p, n, &pos, wt, true, dst));
+            break;
+        }
+        case 3u: { /* round */
+            PB_TRY(pb_mark(&seen, 1u));
+            PB_TRY(pb_scalar_u64(p, n, &pos, wt, &out->round));
             break;
         }
         default:

@@ -167,7 +167,9 @@ typedef enum ccoip_pb_reason {
     /* the membership changed under the operation */
     CCOIP_PB_REASON_EPOCH_CHANGED = 14,
     /* a bounded table of the master is full */
-    CCOIP_PB_REASON_RESOURCE_LIMIT = 15
+    CCOIP_PB_REASON_RESOURCE_LIMIT = 15,
+    /* a member's data is NaN/inf and cannot be quantized (§6.8); */
+    CCOIP_PB_REASON_NON_FINITE = 16
 } ccoip_pb_reason;
 
 /* True when v is a value of Reason this codec knows. */
@@ -517,9 +519,9 @@ struct ccoip_pb_optimize_topology_verdict {
 /* SharedStateKey (ccoip.proto). */
 struct ccoip_pb_shared_state_key {
     ccoip_pb_bytes name;
-    /* 0 when allow_content_inequality */
+    /* XXH3 tensor hash; with allow_content_inequality it is not */
     uint64_t hash;
-    /* ccoip_pb_hash_type. */
+    /* ccoip_pb_hash_type. compared, but a distributor's is what a receiver expects */
     int32_t hash_type;
     /* ccoip_pb_data_type. */
     int32_t dtype;
@@ -557,6 +559,8 @@ struct ccoip_pb_shared_state_sync_verdict {
     /* its ENDPOINT_KIND_SHARED_STATE endpoint */
     bool has_distributor;
     ccoip_pb_endpoint distributor;
+    /* unique per sync round of the master, increasing */
+    uint64_t round;
 };
 
 /* SharedStateSyncDone (ccoip.proto). Vote (long-poll): this peer finished fetching (or serving). */
@@ -605,6 +609,8 @@ struct ccoip_pb_collective_complete {
     uint64_t tag;
     uint64_t seq;
     bool aborted;
+    /* ccoip_pb_reason. when aborted: REASON_NON_FINITE, else REASON_UNSPECIFIED (a link broke) */
+    int32_t reason;
 };
 
 /*
@@ -737,6 +743,8 @@ struct ccoip_pb_shared_state_request {
     /* names of the tensors wanted, in this order */
     const ccoip_pb_bytes *keys;
     uint64_t keys_count;
+    /* the round of the requester's verdict (stale requests are refused) */
+    uint64_t round;
 };
 
 /* SharedStateEntry (ccoip.proto). */

@@ -10,13 +10,15 @@
 
 #include "ccoip_dtype.h"
 #include "ccoip_frame.h"
+#include "ccoip_hash.h"
 #include "ccoip_quant.h"
 #include "ccoip_reduce.h"
 
-#define H_MASTER     (-1)
-#define H_PORT_BASE  20000u
-#define H_MAX_POSTED 256u
-#define H_MAX_SLOTS  64u
+#define H_MASTER      (-1)
+#define H_PORT_BASE   20000u
+#define H_MAX_POSTED  256u
+#define H_MAX_SLOTS   64u
+#define H_MAX_TENSORS 16u
 
 static void h_die(const char *what)
 {
@@ -25,6 +27,7 @@ static void h_die(const char *what)
 }
 
 typedef struct h_frame {
+    bool state; /* STATE_DATA (else RING_CHUNK) */
     uint64_t epoch, tag, seq;
     uint32_t step, chunk;
     ccoip_quant_meta quant;
@@ -38,8 +41,10 @@ typedef struct h_link {
     uint64_t a_conn;
     int b_node; /* acceptor */
     uint64_t b_conn;
-    h_frame *frames; /* a -> b ring chunks */
+    h_frame *frames; /* a -> b ring chunks / state data */
     uint32_t nframes, capframes;
+    h_frame *bframes; /* b -> a state data */
+    uint32_t nbframes, capbframes;
 } h_link;
 
 typedef struct h_cmd {
@@ -53,6 +58,11 @@ typedef struct h_cmd {
     const void *send;
     void *recv;
     uint64_t bytes;
+    /* SYNC_SHARED_STATE */
+    void *tensors[H_MAX_TENSORS];
+    uint64_t tensor_bytes[H_MAX_TENSORS];
+    uint32_t ntensors;
+    uint64_t rx, tx, revision;
 } h_cmd;
 
 typedef struct h_slot {
@@ -67,6 +77,7 @@ typedef struct h_slot {
 } h_slot;
 
 typedef struct h_posted {
+    bool state;
     uint64_t io_id;
     uint32_t slot;
     uint64_t conn, epoch, tag, seq;
@@ -88,6 +99,8 @@ typedef struct h_peer {
     h_cancelled cancelled[256];
     uint32_t ncancelled;
     uint32_t kill_on_send, sends;
+    uint32_t kill_on_state_send, state_sends;
+    uint32_t corrupt_state_sends; /* flip a byte in that many next non-empty STATE_SENDs */
 } h_peer;
 
 typedef struct h_ev {
@@ -113,6 +126,9 @@ struct smh {
     uint64_t next_cmd;
     uint64_t next_accept_conn;
     bool blocked[SMH_MAX_PEERS][SMH_MAX_PEERS];
+    bool probe_fail[SMH_MAX_PEERS][SMH_MAX_PEERS];
+    uint64_t us_per_mib[SMH_MAX_PEERS][SMH_MAX_PEERS]; /* 0: 1000 */
+    uint32_t probes;
     char **logs;
     uint32_t nlogs, caplogs;
     uint32_t step_errors;
@@ -147,14 +163,16 @@ static void h_push(smh *h, int node, const ccoip_event *ev, const uint8_t *data,
     h->qcount++;
 }
 
-static void h_push_done(smh *h, uint32_t peer, ccoip_event_type t, uint64_t io, uint32_t slot,
-                        pcclResult_t r, const ccoip_quant_meta *q, const ccoip_quant_meta *qo)
+static void h_push_done_hash(smh *h, uint32_t peer, ccoip_event_type t, uint64_t io, uint32_t slot,
+                             pcclResult_t r, const ccoip_quant_meta *q, const ccoip_quant_meta *qo,
+                             uint64_t hash)
 {
     ccoip_event ev;
     memset(&ev, 0, sizeof(ev));
     ev.type = t;
     ev.done.io_id = io;
     ev.done.result = r;
+    ev.done.hash = hash;
     if (q != NULL) ev.done.quant = *q;
     if (qo != NULL) ev.done.quant_out = *qo;
     h_push(h, (int)peer, &ev, NULL, 0);
@@ -162,6 +180,12 @@ static void h_push_done(smh *h, uint32_t peer, ccoip_event_type t, uint64_t io, 
     e->slot = slot;
     e->gen = h->peers[peer].slots[slot].gen;
     e->has_gen = true;
+}
+
+static void h_push_done(smh *h, uint32_t peer, ccoip_event_type t, uint64_t io, uint32_t slot,
+                        pcclResult_t r, const ccoip_quant_meta *q, const ccoip_quant_meta *qo)
+{
+    h_push_done_hash(h, peer, t, io, slot, r, q, qo, 0);
 }
 
 static void h_push_simple(smh *h, int node, ccoip_event_type t, uint64_t conn)
@@ -235,6 +259,11 @@ static void h_link_break(smh *h, h_link *l, int closer)
     free(l->frames);
     l->frames = NULL;
     l->nframes = l->capframes = 0;
+    for (uint32_t i = 0; i < l->nbframes; i++)
+        free(l->bframes[i].bytes);
+    free(l->bframes);
+    l->bframes = NULL;
+    l->nbframes = l->capbframes = 0;
     if (l->a_node != closer && h_node_alive(h, l->a_node)) {
         h_fail_posted(h, l->a_node, l->a_conn);
         h_push_simple(h, l->a_node, CCOIP_EV_CONN_CLOSED, l->a_conn);
@@ -275,6 +304,11 @@ static uint8_t *h_region(smh *h, uint32_t peer, const ccoip_span_ref *s)
         base = sl->backup;
         size = sl->backup_bytes;
         break;
+    case CCOIP_REGION_TENSOR:
+        if (s->tensor >= c->ntensors) h_die("tensor index out of range");
+        base = c->tensors[s->tensor];
+        size = c->tensor_bytes[s->tensor];
+        break;
     default:
         h_die("bad region");
     }
@@ -290,19 +324,33 @@ static int h_cmd_index(h_peer *hp, uint64_t id)
     return -1;
 }
 
-static void h_match(smh *h, h_link *l)
+static void h_match_dir(smh *h, h_link *l, bool to_b)
 {
     if (!l->alive || l->b_node == H_MASTER) return;
-    h_peer *hp = &h->peers[l->b_node];
-    while (l->nframes > 0) {
-        h_frame *f = &l->frames[0];
+    int node = to_b ? l->b_node : l->a_node;
+    uint64_t conn = to_b ? l->b_conn : l->a_conn;
+    h_frame **framesp = to_b ? &l->frames : &l->bframes;
+    uint32_t *nframesp = to_b ? &l->nframes : &l->nbframes;
+    h_peer *hp = &h->peers[node];
+    while (*nframesp > 0) {
+        h_frame *f = &(*framesp)[0];
         bool drop = false, matched = false;
         for (uint32_t c = 0; c < hp->ncancelled; c++) {
             if (hp->cancelled[c].tag == f->tag && hp->cancelled[c].seq == f->seq) drop = true;
         }
         for (uint32_t i = 0; i < hp->nposted && !drop; i++) {
             h_posted *pr = &hp->posted[i];
-            if (pr->conn != l->b_conn) continue;
+            if (pr->conn != conn || pr->state != f->state) continue;
+            if (f->state) {
+                if (pr->tag != f->tag || pr->seq != f->seq || pr->chunk != f->chunk) continue;
+                if (pr->dst.length != f->len) h_die("state frame does not fit its STATE_RECV");
+                memcpy(h_region(h, (uint32_t)node, &pr->dst), f->bytes, (size_t)f->len);
+                h_push_done(h, (uint32_t)node, CCOIP_EV_IO_DONE, pr->io_id, pr->slot, pcclSuccess,
+                            NULL, NULL);
+                *pr = hp->posted[--hp->nposted];
+                matched = true;
+                break;
+            }
             if (f->epoch < pr->epoch) {
                 drop = true;
                 break;
@@ -312,9 +360,9 @@ static void h_match(smh *h, h_link *l)
                 if (pr->chunk != f->chunk || pr->dst.length != f->len) {
                     h_die("ring frame does not fit its RING_RECV");
                 }
-                memcpy(h_region(h, (uint32_t)l->b_node, &pr->dst), f->bytes, (size_t)f->len);
-                h_push_done(h, (uint32_t)l->b_node, CCOIP_EV_IO_DONE, pr->io_id, pr->slot,
-                            pcclSuccess, &f->quant, NULL);
+                memcpy(h_region(h, (uint32_t)node, &pr->dst), f->bytes, (size_t)f->len);
+                h_push_done(h, (uint32_t)node, CCOIP_EV_IO_DONE, pr->io_id, pr->slot, pcclSuccess,
+                            &f->quant, NULL);
                 *pr = hp->posted[--hp->nposted];
                 matched = true;
                 break;
@@ -322,9 +370,32 @@ static void h_match(smh *h, h_link *l)
         }
         if (!drop && !matched) return; /* held until its RING_RECV is posted */
         free(f->bytes);
-        memmove(&l->frames[0], &l->frames[1], (size_t)(l->nframes - 1u) * sizeof(h_frame));
-        l->nframes--;
+        memmove(&(*framesp)[0], &(*framesp)[1], (size_t)(*nframesp - 1u) * sizeof(h_frame));
+        (*nframesp)--;
     }
+}
+
+static void h_match(smh *h, h_link *l)
+{
+    h_match_dir(h, l, true);
+    h_match_dir(h, l, false);
+}
+
+static h_frame *h_frame_push(h_link *l, bool to_b)
+{
+    h_frame **framesp = to_b ? &l->frames : &l->bframes;
+    uint32_t *n = to_b ? &l->nframes : &l->nbframes;
+    uint32_t *cap = to_b ? &l->capframes : &l->capbframes;
+    if (*n == *cap) {
+        uint32_t ncap = *cap ? *cap * 2u : 16u;
+        h_frame *nf = realloc(*framesp, ncap * sizeof(h_frame));
+        if (nf == NULL) h_die("oom");
+        *framesp = nf;
+        *cap = ncap;
+    }
+    h_frame *f = &(*framesp)[(*n)++];
+    memset(f, 0, sizeof(*f));
+    return f;
 }
 
 static void h_kill_peer_now(smh *h, uint32_t peer);
@@ -334,7 +405,8 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
     h_peer *hp = &h->peers[peer];
     switch (a->type) {
     case CCOIP_ACT_LISTEN:
-        if (ccoip_peer_set_port(hp->p, a->listener, H_PORT_BASE + peer, NULL) != pcclSuccess) {
+        if (ccoip_peer_set_port(hp->p, a->listener, H_PORT_BASE + 100u * a->listener + peer,
+                                NULL) != pcclSuccess) {
             h_die("set_port");
         }
         return;
@@ -361,7 +433,8 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
             h_push_simple(h, (int)peer, CCOIP_EV_CONN_UP, a->conn);
             return;
         }
-        uint32_t target = a->port - H_PORT_BASE;
+        uint32_t target = (a->port - H_PORT_BASE) % 100u;
+        uint32_t listener = (a->port - H_PORT_BASE) / 100u;
         if (a->port < H_PORT_BASE || target >= h->npeers || h->peers[target].dead ||
             h->blocked[peer][target]) {
             h_push_simple(h, (int)peer, CCOIP_EV_CONN_CLOSED, a->conn);
@@ -377,7 +450,7 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
         ev.type = CCOIP_EV_CONN_UP;
         ev.conn = l->b_conn;
         ev.accepted = true;
-        ev.listener = CCOIP_LISTENER_P2P;
+        ev.listener = listener;
         h_push(h, (int)target, &ev, NULL, 0);
         h_push_simple(h, (int)peer, CCOIP_EV_CONN_UP, a->conn);
         return;
@@ -408,6 +481,9 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
         c->result = a->result;
         c->world = a->world_size;
         c->pending = a->peers_pending;
+        c->rx = a->rx_bytes;
+        c->tx = a->tx_bytes;
+        c->revision = a->revision;
         return;
     }
     case CCOIP_ACT_OP_BEGIN: {
@@ -479,14 +555,7 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
                         NULL, NULL);
             return;
         }
-        if (l->nframes == l->capframes) {
-            uint32_t ncap = l->capframes ? l->capframes * 2u : 16u;
-            h_frame *nf = realloc(l->frames, ncap * sizeof(h_frame));
-            if (nf == NULL) h_die("oom");
-            l->frames = nf;
-            l->capframes = ncap;
-        }
-        h_frame *f = &l->frames[l->nframes++];
+        h_frame *f = h_frame_push(l, true);
         f->epoch = a->epoch;
         f->tag = a->tag;
         f->seq = a->seq;
@@ -514,6 +583,7 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
         }
         if (hp->nposted == H_MAX_POSTED) h_die("too many posted receives");
         h_posted *pr = &hp->posted[hp->nposted++];
+        memset(pr, 0, sizeof(*pr));
         pr->io_id = a->io_id;
         pr->slot = a->op_slot;
         pr->conn = a->conn;
@@ -524,6 +594,100 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
         pr->chunk = a->chunk;
         pr->dst = a->dst;
         h_match(h, l);
+        return;
+    }
+    case CCOIP_ACT_STATE_SEND: {
+        h_slot *sl = &hp->slots[a->op_slot];
+        sl->tag = a->tag;
+        sl->seq = a->seq;
+        sl->has_tagseq = true;
+        hp->state_sends++;
+        if (hp->kill_on_state_send != 0 && hp->state_sends == hp->kill_on_state_send) {
+            h_kill_peer_now(h, peer);
+            return;
+        }
+        bool is_a;
+        h_link *l = h_link_of(h, (int)peer, a->conn, &is_a);
+        if (l == NULL) {
+            h_push_done(h, peer, CCOIP_EV_IO_DONE, a->io_id, a->op_slot, pcclRankConnectionLost,
+                        NULL, NULL);
+            return;
+        }
+        h_frame *f = h_frame_push(l, is_a);
+        f->state = true;
+        f->tag = a->tag;
+        f->seq = a->seq;
+        f->chunk = a->chunk;
+        f->len = a->src.length;
+        f->bytes = malloc((size_t)f->len + 1u);
+        memcpy(f->bytes, h_region(h, peer, &a->src), (size_t)f->len);
+        if (hp->corrupt_state_sends > 0 && f->len > 0) {
+            hp->corrupt_state_sends--;
+            f->bytes[0] ^= 0x40u;
+        }
+        h_push_done(h, peer, CCOIP_EV_IO_DONE, a->io_id, a->op_slot, pcclSuccess, NULL, NULL);
+        h_match(h, l);
+        return;
+    }
+    case CCOIP_ACT_STATE_RECV: {
+        h_slot *sl = &hp->slots[a->op_slot];
+        sl->tag = a->tag;
+        sl->seq = a->seq;
+        sl->has_tagseq = true;
+        bool is_a;
+        h_link *l = h_link_of(h, (int)peer, a->conn, &is_a);
+        if (l == NULL) {
+            h_push_done(h, peer, CCOIP_EV_IO_DONE, a->io_id, a->op_slot, pcclRankConnectionLost,
+                        NULL, NULL);
+            return;
+        }
+        if (hp->nposted == H_MAX_POSTED) h_die("too many posted receives");
+        h_posted *pr = &hp->posted[hp->nposted++];
+        memset(pr, 0, sizeof(*pr));
+        pr->state = true;
+        pr->io_id = a->io_id;
+        pr->slot = a->op_slot;
+        pr->conn = a->conn;
+        pr->tag = a->tag;
+        pr->seq = a->seq;
+        pr->chunk = a->chunk;
+        pr->dst = a->dst;
+        h_match(h, l);
+        return;
+    }
+    case CCOIP_ACT_HASH: {
+        char name[CCOIP_STATE_NAME_MAX];
+        if (a->len >= CCOIP_STATE_NAME_MAX) h_die("HASH name too long");
+        memcpy(name, a->data, (size_t)a->len);
+        name[a->len] = '\0';
+        ccoip_hash_entry e;
+        e.name = name;
+        e.data = h_region(h, peer, &a->src);
+        e.count = a->count;
+        e.dtype = a->dtype;
+        uint64_t hv = 0;
+        pcclResult_t r = ccoip_hash_tensor(&e, &hv);
+        h_push_done_hash(h, peer, CCOIP_EV_KERNEL_DONE, a->io_id, a->op_slot, r, NULL, NULL, hv);
+        return;
+    }
+    case CCOIP_ACT_PROBE: {
+        h->probes++;
+        uint32_t target = (a->port - H_PORT_BASE) % 100u;
+        ccoip_event ev;
+        memset(&ev, 0, sizeof(ev));
+        ev.type = CCOIP_EV_PROBE_DONE;
+        ev.done.io_id = a->io_id;
+        /* blocked[][] (p2p CONNECT) does not affect probes: smh_fail_probe does. */
+        if (a->port < H_PORT_BASE || target >= h->npeers || h->peers[target].dead ||
+            h->probe_fail[peer][target]) {
+            ev.done.result = pcclRankConnectionFailed;
+        } else {
+            uint64_t c = h->us_per_mib[peer][target] ? h->us_per_mib[peer][target] : 1000u;
+            ev.done.result = pcclSuccess;
+            ev.done.probe_bytes = a->count;
+            ev.done.duration_us = (a->count >> 20) * c;
+        }
+        h_push(h, (int)peer, &ev, NULL, 0);
         return;
     }
     case CCOIP_ACT_COPY: {
@@ -698,6 +862,9 @@ void smh_destroy(smh *h)
         for (uint32_t f = 0; f < h->links[i].nframes; f++)
             free(h->links[i].frames[f].bytes);
         free(h->links[i].frames);
+        for (uint32_t f = 0; f < h->links[i].nbframes; f++)
+            free(h->links[i].bframes[f].bytes);
+        free(h->links[i].bframes);
     }
     free(h->links);
     for (uint64_t i = 0; i < h->qcount; i++)
@@ -768,6 +935,73 @@ uint64_t smh_allreduce(smh *h, uint32_t peer, const ccoip_allreduce_args *args, 
     ev.cmd.allreduce = *args;
     h_push(h, (int)peer, &ev, NULL, 0);
     return c->id;
+}
+
+uint64_t smh_sync(smh *h, uint32_t peer, const ccoip_sync_args *args, void *const *tensors)
+{
+    h_cmd *c = h_cmd_new(h, peer);
+    if (args->num_keys > H_MAX_TENSORS) h_die("too many tensors");
+    c->ntensors = args->num_keys;
+    for (uint32_t i = 0; i < args->num_keys; i++) {
+        c->tensors[i] = tensors[i];
+        uint32_t es =
+            ccoip_dtype_valid(args->keys[i].dtype) ? ccoip_dtype_size(args->keys[i].dtype) : 1u;
+        c->tensor_bytes[i] = args->keys[i].count * es;
+    }
+    ccoip_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.type = CCOIP_EV_SUBMIT;
+    ev.cmd.type = CCOIP_CMD_SYNC_SHARED_STATE;
+    ev.cmd.cmd_id = c->id;
+    ev.cmd.sync = *args;
+    /* The keys are borrowed for the SUBMIT step only: deliver it now. */
+    h_ev e;
+    memset(&e, 0, sizeof(e));
+    e.node = (int)peer;
+    e.ev = ev;
+    h_deliver(h, &e);
+    return c->id;
+}
+
+bool smh_sync_info(const smh *h, uint32_t peer, uint64_t cmd, uint64_t *rx, uint64_t *tx,
+                   uint64_t *revision)
+{
+    const h_peer *hp = &h->peers[peer];
+    for (uint32_t i = 0; i < SMH_MAX_CMDS; i++) {
+        const h_cmd *c = &hp->cmds[i];
+        if (!c->used || c->id != cmd || !c->done) continue;
+        *rx = c->rx;
+        *tx = c->tx;
+        *revision = c->revision;
+        return true;
+    }
+    return false;
+}
+
+void smh_set_link_cost(smh *h, uint32_t from, uint32_t to, uint64_t us_per_mib)
+{
+    h->us_per_mib[from][to] = us_per_mib;
+}
+
+void smh_fail_probe(smh *h, uint32_t from, uint32_t to, bool fail)
+{
+    h->probe_fail[from][to] = fail;
+}
+
+uint32_t smh_probe_count(const smh *h)
+{
+    return h->probes;
+}
+
+void smh_corrupt_state_sends(smh *h, uint32_t peer, uint32_t n)
+{
+    h->peers[peer].corrupt_state_sends = n;
+}
+
+void smh_kill_on_state_send(smh *h, uint32_t peer, uint32_t n)
+{
+    h->peers[peer].kill_on_state_send = n;
+    h->peers[peer].state_sends = 0;
 }
 
 bool smh_done_ex(const smh *h, uint32_t peer, uint64_t cmd, pcclResult_t *r, uint32_t *world,

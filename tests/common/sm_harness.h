@@ -38,6 +38,24 @@ uint64_t smh_submit(smh *h, uint32_t peer, ccoip_cmd_type type);
  */
 uint64_t smh_allreduce(smh *h, uint32_t peer, const ccoip_allreduce_args *args, const void *sendbuf,
                        void *recvbuf);
+/**
+ * Submits a shared-state sync (delivered at once: args->keys are borrowed for
+ * the step); tensors[i] is the memory of args->keys[i] and must outlive the command.
+ */
+uint64_t smh_sync(smh *h, uint32_t peer, const ccoip_sync_args *args, void *const *tensors);
+/** A completed sync's NOTIFY: rx/tx bytes and revision. False when not done. */
+bool smh_sync_info(const smh *h, uint32_t peer, uint64_t cmd, uint64_t *rx, uint64_t *tx,
+                   uint64_t *revision);
+/** PROBE results: from -> to takes us_per_mib µs per MiB (default 1000). */
+void smh_set_link_cost(smh *h, uint32_t from, uint32_t to, uint64_t us_per_mib);
+/** PROBEs from -> to fail (pcclRankConnectionFailed) while fail is true. */
+void smh_fail_probe(smh *h, uint32_t from, uint32_t to, bool fail);
+/** PROBE actions seen so far (all peers). */
+uint32_t smh_probe_count(const smh *h);
+/** The next n non-empty STATE_SENDs of peer arrive with their first byte flipped. */
+void smh_corrupt_state_sends(smh *h, uint32_t peer, uint32_t n);
+/** The peer dies right when it emits its n-th STATE_SEND (n >= 1; 0 disarms). */
+void smh_kill_on_state_send(smh *h, uint32_t peer, uint32_t n);
 /** True when cmd completed; *r its result, *world the world size, *pending peers_pending. */
 bool smh_done(const smh *h, uint32_t peer, uint64_t cmd, pcclResult_t *r);
 bool smh_done_ex(const smh *h, uint32_t peer, uint64_t cmd, pcclResult_t *r, uint32_t *world,

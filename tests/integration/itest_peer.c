@@ -17,11 +17,22 @@
  * victim:       K all-reduces, then SIGKILLs itself in the middle of the next.
  * master-death: all-reduces until one fails with pcclMasterConnectionFailed
  *               within E + 3000 ms; every later call fails the same way.
+ * optimize:     pcclOptimizeTopology (retried on pcclTopologyOptimizationFailed),
+ *               then as normal.
+ * sync:         shared state of two tensors ("a" int32, "b" float, C elements
+ *               each); the peer with index world-1 holds a different "b". Syncs
+ *               revision 0 (the divergent peer must receive exactly "b", the
+ *               others nothing), then revision 1 (nobody receives); checks the
+ *               content after each; then admits one late joiner (world + 1)
+ *               and syncs revision 2 with it. Prints SYNCED0/SYNCED1/SYNCED2.
+ * sync-late:    the late joiner: syncs with revision 0 and zeroed tensors,
+ *               must receive both tensors and revision 2.
  * Prints "READY" once admitted with the full world, "REDUCING" before the
  * all-reduce loop. Exit codes: 0 ok, 1 wrong result, 2 setup, 3 bound missed.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +65,109 @@ static int check(const int32_t *out, uint64_t count, uint32_t k, uint32_t member
         }
     }
     return 0;
+}
+
+/* Shared state of the sync scenarios: a[j] = j, b[j] = j / 2 (divergent: -1). */
+static void state_fill(int32_t *a, float *b, uint64_t count, bool divergent)
+{
+    for (uint64_t j = 0; j < count; j++) {
+        a[j] = (int32_t)j;
+        b[j] = divergent ? -1.0f : (float)j * 0.5f;
+    }
+}
+
+static int state_check(const int32_t *a, const float *b, uint64_t count, uint32_t index)
+{
+    for (uint64_t j = 0; j < count; j++) {
+        if (a[j] != (int32_t)j || b[j] != (float)j * 0.5f) {
+            fprintf(stderr, "itest_peer %u: shared state element %llu: a %d b %g\n", index,
+                    (unsigned long long)j, a[j], (double)b[j]);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int sync_once(pcclComm_t *comm, pcclSharedState_t *st, uint32_t index, uint64_t want_rx,
+                     uint64_t want_rev, const char *label)
+{
+    pcclSharedStateSyncInfo_t info;
+    memset(&info, 0, sizeof info);
+    const uint64_t t0 = now_ms();
+    const pcclResult_t r = pcclSynchronizeSharedState(comm, st, &info);
+    if (r != pcclSuccess) {
+        fprintf(stderr, "itest_peer %u: %s: sync %d\n", index, label, (int)r);
+        return 1;
+    }
+    printf("%s %u rev %llu rx %llu tx %llu in %llu ms\n", label, index,
+           (unsigned long long)st->revision, (unsigned long long)info.rx_bytes,
+           (unsigned long long)info.tx_bytes, (unsigned long long)(now_ms() - t0));
+    if (info.rx_bytes != want_rx || st->revision != want_rev) {
+        fprintf(stderr, "itest_peer %u: %s: rx %llu (want %llu) revision %llu (want %llu)\n", index,
+                label, (unsigned long long)info.rx_bytes, (unsigned long long)want_rx,
+                (unsigned long long)st->revision, (unsigned long long)want_rev);
+        return 1;
+    }
+    return 0;
+}
+
+static int run_sync(pcclComm_t *comm, uint32_t index, uint32_t world, uint64_t count, bool late)
+{
+    int32_t *a = calloc((size_t)(count > 0 ? count : 1u), sizeof *a);
+    float *b = calloc((size_t)(count > 0 ? count : 1u), sizeof *b);
+    if (a == NULL || b == NULL) return 2;
+    pcclTensorInfo_t infos[2];
+    memset(infos, 0, sizeof infos);
+    infos[0].name = "a";
+    infos[0].data = a;
+    infos[0].count = count;
+    infos[0].datatype = pcclInt32;
+    infos[1].name = "b";
+    infos[1].data = b;
+    infos[1].count = count;
+    infos[1].datatype = pcclFloat;
+    pcclSharedState_t st;
+    memset(&st, 0, sizeof st);
+    st.count = 2;
+    st.infos = infos;
+    int rc = 0;
+    if (late) {
+        /* Zeroed tensors, revision 0: everything comes from a distributor. */
+        rc = sync_once(comm, &st, index, 2u * count * 4u, 2, "SYNCED2");
+        if (rc == 0) rc = state_check(a, b, count, index);
+    } else {
+        const bool divergent = index == world - 1u;
+        state_fill(a, b, count, divergent);
+        rc = sync_once(comm, &st, index, divergent ? count * 4u : 0u, 0, "SYNCED0");
+        if (rc == 0) rc = state_check(a, b, count, index);
+        st.revision++;
+        if (rc == 0) rc = sync_once(comm, &st, index, 0, 1, "SYNCED1");
+        if (rc == 0) rc = state_check(a, b, count, index);
+        /* Admit the late joiner. */
+        int ws = 0;
+        for (int tries = 0; rc == 0; tries++) {
+            if (pcclGetAttribute(comm, PCCL_ATTRIBUTE_CURRENT_WORLD_SIZE, &ws) != pcclSuccess) {
+                rc = 2;
+                break;
+            }
+            if ((uint32_t)ws > world) break;
+            if (tries > 2000) {
+                fprintf(stderr, "itest_peer %u: late joiner never came\n", index);
+                rc = 3;
+                break;
+            }
+            bool pending = false;
+            if (pcclArePeersPending(comm, &pending) == pcclSuccess && !pending) sleep_ms(10);
+            const pcclResult_t r = pcclUpdateTopology(comm);
+            if (r != pcclSuccess && r != pcclUpdateTopologyFailed) rc = 2;
+        }
+        st.revision++;
+        if (rc == 0) rc = sync_once(comm, &st, index, 0, 2, "SYNCED2");
+        if (rc == 0) rc = state_check(a, b, count, index);
+    }
+    free(a);
+    free(b);
+    return rc;
 }
 
 static void fill(int32_t *buf, uint64_t count, uint32_t index, uint32_t k)
@@ -99,11 +213,16 @@ int main(int argc, char **argv)
         return 2;
     }
     int ws = 0;
+    const uint64_t t_admit = now_ms();
     for (int tries = 0;; tries++) {
         if (pcclGetAttribute(comm, PCCL_ATTRIBUTE_CURRENT_WORLD_SIZE, &ws) != pcclSuccess) return 2;
         if ((uint32_t)ws >= world) break;
-        if (tries > 400) {
-            fprintf(stderr, "itest_peer %u: world stays %d < %u\n", index, ws, world);
+        /* Bounded in time, not in tries: a slow (sanitized, loaded) peer may
+         * take seconds to start while the others spin through votes. */
+        if (now_ms() - t_admit > 15000u) {
+            fprintf(stderr, "itest_peer %u: world stays %d < %u after %d tries\n", index, ws, world,
+                    tries);
+            pcclDestroyCommunicator(comm);
             return 2;
         }
         r = pcclUpdateTopology(comm);
@@ -113,6 +232,31 @@ int main(int argc, char **argv)
         }
     }
     printf("READY %u world %d\n", index, ws);
+    if (strcmp(mode, "sync") == 0 || strcmp(mode, "sync-late") == 0) {
+        const int rc = run_sync(comm, index, world, count, strcmp(mode, "sync-late") == 0);
+        if (rc != 0) return rc;
+        printf("DONE %u\n", index);
+        return pcclDestroyCommunicator(comm) == pcclSuccess ? 0 : 1;
+    }
+    if (strcmp(mode, "optimize") == 0) {
+        const uint64_t t0 = now_ms();
+        for (int tries = 0;; tries++) {
+            r = pcclOptimizeTopology(comm);
+            if (r == pcclSuccess) break;
+            if (r != pcclTopologyOptimizationFailed || tries >= 20) {
+                fprintf(stderr, "itest_peer %u: optimize topology: %d\n", index, (int)r);
+                return 1;
+            }
+            sleep_ms(50);
+        }
+        if (pcclGetAttribute(comm, PCCL_ATTRIBUTE_CURRENT_WORLD_SIZE, &ws) != pcclSuccess ||
+            (uint32_t)ws != world) {
+            fprintf(stderr, "itest_peer %u: world %d after optimize\n", index, ws);
+            return 1;
+        }
+        printf("OPTIMIZED %u in %llu ms\n", index, (unsigned long long)(now_ms() - t0));
+        mode = "normal";
+    }
     printf("REDUCING %u\n", index);
 
     int32_t *a = malloc((size_t)(count > 0 ? count : 1u) * sizeof *a);
@@ -223,9 +367,21 @@ int main(int argc, char **argv)
             fill(a, count, index, k % 1000u);
             desc.tag = k;
             if (k == steps) {
+                /* Die only once the operation has commenced on every member:
+                 * the first thing a commenced out-of-place all-reduce does is
+                 * copy the send buffer into the receive buffer, so b[0]
+                 * leaving its sentinel proves the ring has started. (A racy
+                 * read, but of plain int32 memory, in a test.) */
+                const int32_t sentinel = a[0] ^ 0x5a5a5a5a;
+                b[0] = sentinel;
                 pcclAsyncReduceOp_t h;
                 r = pcclAllReduceAsync(a, b, &desc, comm, &h);
-                sleep_ms(25);
+                if (r != pcclSuccess) return 1;
+                const uint64_t t_wait = now_ms();
+                while (((volatile int32_t *)b)[0] == sentinel && now_ms() - t_wait < 20000u) {
+                    sleep_ms(1);
+                }
+                sleep_ms(2);
                 printf("DYING %u at step %u\n", index, k);
                 raise(SIGKILL);
             }

@@ -4,7 +4,8 @@
 #
 #   run.sh MASTER_BIN PEER_BIN SCENARIO [N]
 #
-# Scenarios: allreduce N | kill-peer | kill-peer-mid-op | master-death | garbage
+# Scenarios: allreduce N | kill-peer | kill-peer-mid-op | master-death | garbage |
+#            optimize N | sync
 set -u
 MASTER=$1
 PEER=$2
@@ -94,9 +95,9 @@ kill-peer)
 kill-peer-mid-op)
   # The victim dies inside its 4th all-reduce: the survivors' copy of that
   # operation must fail with pcclRankConnectionLost, then succeed on 2 peers.
-  # 64 MiB operations take long enough on loopback that the victim's death
-  # (25 ms after it starts the operation, once every member has voted)
-  # lands inside the ring, not before the commence.
+  # The victim waits until its operation has commenced (its receive buffer
+  # changes), then dies 2 ms later: with 64 MiB operations that lands
+  # inside the ring.
   for i in 0 1; do start_peer "$i" 3 survivor 3 16000000; done
   start_peer 2 3 victim 3 16000000
   wait_peers 0 1 || fail "survivors"
@@ -125,6 +126,19 @@ garbage)
   wait_peers 0 1 || fail "peers after garbage"
   grep -q "malformed" "$TMP/master.log" || fail "no log line for the garbage"
   kill -0 "$MPID" || fail "master died"
+  ;;
+optimize)
+  for i in $(seq 0 $((N - 1))); do start_peer "$i" "$N" optimize 6 100000; done
+  wait_peers 0 $((N - 1)) || fail "optimize topology with $N peers"
+  grep -h OPTIMIZED "$TMP"/peer*.out
+  ;;
+sync)
+  # 3 peers (peer 2 divergent), then a late joiner (index 3) after revision 1.
+  for i in 0 1 2; do start_peer "$i" 3 sync 0 100000; done
+  for i in 0 1 2; do wait_line "$TMP/peer$i.out" SYNCED1 20 || fail "peer $i never synced revision 1"; done
+  start_peer 3 4 sync-late 0 100000
+  wait_peers 0 3 || fail "shared-state sync"
+  grep -h SYNCED "$TMP"/peer*.out
   ;;
 *)
   fail "unknown scenario $SCENARIO"

@@ -308,3 +308,64 @@ PTEST(peer, invalid_arguments_rejected_locally)
     PT_ASSERT(smh_done(h, 0, c, &r) && r == pcclInvalidArgument, "bad quantization (r=%d)", (int)r);
     smh_destroy(h);
 }
+
+/* A quantized all-reduce over non-finite data (a NaN in the input, or a PROD
+ * overflowing to inf mid-ring) cannot be quantized: every member gets
+ * pcclInvalidArgument (not the retryable pcclRankConnectionLost), in-place
+ * buffers are restored bit-exactly, and a finite retry succeeds. */
+PTEST(peer, quantized_non_finite_is_invalid_argument_everywhere)
+{
+    const uint32_t n = 3;
+    const uint64_t count = 12;
+    for (uint32_t variant = 0; variant < 2; variant++) {
+        smh *h = world_of(n);
+        PT_ASSERT(h != NULL, "ring of 3");
+        float x[3][12], orig[3][12];
+        for (uint32_t i = 0; i < n; i++) {
+            for (uint32_t k = 0; k < count; k++) {
+                x[i][k] = variant == 0 ? (float)(i + k) : 1e30f;
+            }
+        }
+        if (variant == 0) {
+            float zero = 0.0f;
+            x[1][5] = zero / zero; /* NaN in rank 1's chunk data */
+        }
+        memcpy(orig, x, sizeof(x));
+        uint64_t c[3];
+        for (uint32_t i = 0; i < n; i++) {
+            ccoip_allreduce_args a =
+                ar(9, count, pcclFloat, variant == 0 ? pcclSum : pcclProd, true);
+            a.quant_algorithm = pcclQuantMinMax;
+            a.quant_dtype = pcclUint8;
+            c[i] = smh_allreduce(h, i, &a, x[i], x[i]);
+        }
+        smh_run(h);
+        for (uint32_t i = 0; i < n; i++) {
+            pcclResult_t r = pcclSuccess;
+            PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclInvalidArgument,
+                      "variant %u rank %u: pcclInvalidArgument (r=%d)", variant, i, (int)r);
+            PT_ASSERT(smh_notify_count(h, i, c[i]) == 1, "exactly one NOTIFY");
+            PT_ASSERT(memcmp(x[i], orig[i], sizeof(x[i])) == 0,
+                      "variant %u rank %u: in-place buffer restored", variant, i);
+        }
+        PT_ASSERT(smh_log_count(h, "non-finite") >= 1, "the cause is logged");
+        /* A retry with finite data works on the re-wired ring. */
+        for (uint32_t i = 0; i < n; i++) {
+            for (uint32_t k = 0; k < count; k++)
+                x[i][k] = 1.0f;
+            ccoip_allreduce_args a = ar(9, count, pcclFloat, pcclSum, true);
+            a.quant_algorithm = pcclQuantMinMax;
+            a.quant_dtype = pcclUint8;
+            c[i] = smh_allreduce(h, i, &a, x[i], x[i]);
+        }
+        smh_run(h);
+        for (uint32_t i = 0; i < n; i++) {
+            pcclResult_t r = pcclInternalError;
+            PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclSuccess, "retry rank %u ok (r=%d)", i,
+                      (int)r);
+            PT_ASSERT(x[i][0] == 3.0f && x[i][11] == 3.0f, "retry rank %u sums to 3", i);
+        }
+        PT_ASSERT(smh_step_errors(h) == 0, "no step errors");
+        smh_destroy(h);
+    }
+}

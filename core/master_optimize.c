@@ -1,0 +1,270 @@
+/*
+ * master_optimize.c — topology optimization on the master (docs/protocol.md
+ * §6.6, docs/core.md §2.6): a global vote, probe requests for the directed
+ * links of each group not measured yet (cached per pair until a peer
+ * leaves), bandwidth reports, the ring of each group solved as an asymmetric
+ * TSP (core/ccoip_tsp.h), installed as a new epoch without admitting anyone.
+ */
+#include <string.h>
+
+#include "ccoip_tsp.h"
+#include "master_internal.h"
+
+static uint64_t *opt_bw(ccoip_master *m, uint32_t from, uint32_t to)
+{
+    return &m->bw[(uint64_t)from * m->cfg.max_peers + to];
+}
+
+void m_opt_on_vote(ccoip_master *m, uint32_t slot, uint64_t call)
+{
+    m_peer *p = m_peer_at(m, slot);
+    if (p->opt_st != MO_NONE) {
+        m_answer_status(m, slot, call, CCOIP_PB_STATUS_INVALID_USAGE,
+                        CCOIP_PB_REASON_ILLEGAL_MESSAGE, "an optimization is already running");
+        return;
+    }
+    p->opt_st = MO_VOTED;
+    p->opt_call = call;
+    p->opt_failed = false;
+    if (!m->opt_timer) {
+        m->opt_timer = true;
+        m->opt_first_ns = m->now;
+    }
+}
+
+/* Link cost in microseconds per MiB (integer, >= 1, below CCOIP_TSP_COST_MAX). */
+static uint64_t opt_cost(uint64_t bytes, uint64_t duration_us)
+{
+    uint64_t mib = bytes >> 20;
+    uint64_t c;
+    if (mib > 0) {
+        c = duration_us / mib;
+    } else {
+        /* Less than a MiB: scale up, saturating well below the cap. */
+        c = duration_us > (CCOIP_TSP_COST_MAX >> 21) ? (CCOIP_TSP_COST_MAX >> 1)
+                                                     : (duration_us << 20) / bytes;
+    }
+    if (c == 0) c = 1;
+    if (c >= CCOIP_TSP_COST_MAX) c = CCOIP_TSP_COST_MAX - 1u;
+    return c;
+}
+
+void m_opt_on_report(ccoip_master *m, uint32_t slot, const ccoip_pb_bandwidth_report *r)
+{
+    m_peer *p = m_peer_at(m, slot);
+    if (p->opt_st != MO_PROBING) {
+        m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "bandwidth report outside a probe phase");
+        return;
+    }
+    for (uint64_t i = 0; i < r->samples_count; i++) {
+        const ccoip_pb_bandwidth_sample *smp = &r->samples[i];
+        uint32_t to = m_slot_by_id(m, smp->to_peer);
+        if (to == M_SLOT_NONE || to == slot) continue; /* gone meanwhile */
+        if (smp->unreachable || smp->bytes == 0) {
+            p->opt_failed = true; /* not cached: the retry measures it again */
+            sm_log(&m->out, CCOIP_LOG_WARN, "master: probe %U -> %U failed", p->id, smp->to_peer);
+            continue;
+        }
+        *opt_bw(m, slot, to) = opt_cost(smp->bytes, smp->duration_us);
+    }
+}
+
+void m_opt_on_done(ccoip_master *m, uint32_t slot, uint64_t call)
+{
+    m_peer *p = m_peer_at(m, slot);
+    if (p->opt_st != MO_PROBING) {
+        m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "optimize_done outside a probe phase");
+        return;
+    }
+    p->opt_st = MO_DONE;
+    p->opt_call = call;
+}
+
+void m_opt_on_loss(ccoip_master *m, uint32_t slot)
+{
+    /* Measurements to and from a leaving peer are forgotten (its slot may be reused). */
+    for (uint32_t o = 0; o < m->cfg.max_peers; o++) {
+        *opt_bw(m, slot, o) = 0;
+        *opt_bw(m, o, slot) = 0;
+    }
+}
+
+/* Every accepted peer voted: ask each for the links of its group not measured yet. */
+static void opt_request_probes(ccoip_master *m)
+{
+    for (uint32_t k = 0; k < m->order_n; k++) {
+        uint32_t s = m->order[k];
+        m_peer *p = &m->peers[s];
+        if (p->state != MP_ACCEPTED) continue;
+        uint64_t n = 0;
+        for (uint32_t j = 0; j < m->order_n; j++) {
+            uint32_t t = m->order[j];
+            const m_peer *q = &m->peers[t];
+            if (t == s || q->state != MP_ACCEPTED || q->group != p->group) continue;
+            if (*opt_bw(m, s, t) != 0 || m_unreachable(m, s, t)) continue;
+            const m_endpoint *ep = &q->ep[CCOIP_PB_ENDPOINT_KIND_BANDWIDTH];
+            ccoip_pb_probe_target *tg = &m->targets[n++];
+            memset(tg, 0, sizeof(*tg));
+            tg->peer_id = q->id;
+            tg->has_endpoint = true;
+            tg->endpoint.kind = CCOIP_PB_ENDPOINT_KIND_BANDWIDTH;
+            tg->endpoint.ip.data = q->ip_len > 0 ? q->ip : NULL;
+            tg->endpoint.ip.len = q->ip_len;
+            tg->endpoint.port = ep->port;
+            tg->endpoint.url.data = ep->url_len > 0 ? ep->url : NULL;
+            tg->endpoint.url.len = ep->url_len;
+            tg->probe_bytes = m->cfg.probe_bytes;
+        }
+        ccoip_pb_master_to_peer env;
+        memset(&env, 0, sizeof(env));
+        env.call_id = p->opt_call;
+        env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_PROBE_REQUESTS;
+        env.body.probe_requests.epoch = m->epoch;
+        env.body.probe_requests.targets = m->targets;
+        env.body.probe_requests.targets_count = n;
+        m_send(m, s, &env);
+        p->opt_st = MO_PROBING;
+        p->opt_call = 0;
+    }
+    m->opt_first_ns = m->now; /* the probe phase gets its own deadline */
+}
+
+static void opt_answer_failure(ccoip_master *m)
+{
+    for (uint32_t k = 0; k < m->order_n; k++) {
+        uint32_t s = m->order[k];
+        m_peer *p = &m->peers[s];
+        if (p->opt_st != MO_DONE) continue;
+        ccoip_pb_master_to_peer env;
+        memset(&env, 0, sizeof(env));
+        env.call_id = p->opt_call;
+        env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_OPTIMIZE_VERDICT;
+        env.body.optimize_verdict.success = false;
+        m_send(m, s, &env);
+        p->opt_st = MO_NONE;
+        p->opt_call = 0;
+    }
+    sm_log(&m->out, CCOIP_LOG_WARN, "master: topology optimization failed");
+}
+
+/* Solves every group's ring; false when a ring would need an unusable or unmeasured link. */
+static bool opt_solve(ccoip_master *m)
+{
+    uint32_t *mem = m->tmp_a;
+    bool have_last = false;
+    uint32_t last_group = 0;
+    for (;;) {
+        bool found = false;
+        uint32_t group = 0;
+        for (uint32_t i = 0; i < m->order_n; i++) {
+            const m_peer *p = &m->peers[m->order[i]];
+            if (p->state != MP_ACCEPTED || (have_last && p->group <= last_group)) continue;
+            if (!found || p->group < group) {
+                group = p->group;
+                found = true;
+            }
+        }
+        if (!found) return true;
+        have_last = true;
+        last_group = group;
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < m->order_n; i++) {
+            const m_peer *p = &m->peers[m->order[i]];
+            if (p->state == MP_ACCEPTED && p->group == group) mem[n++] = m->order[i];
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            for (uint32_t j = 0; j < n; j++) {
+                uint64_t c = 0;
+                if (i != j) {
+                    c = *opt_bw(m, mem[i], mem[j]);
+                    if (c == 0 || m_unreachable(m, mem[i], mem[j])) c = CCOIP_TSP_COST_MAX;
+                }
+                m->tsp_cost[(uint64_t)i * n + j] = c;
+            }
+        }
+        uint64_t cost = 0;
+        if (ccoip_tsp_solve(n, m->tsp_cost, 0, m->tsp_work, m->tsp_work_bytes, m->tsp_tour,
+                            &cost) != pcclSuccess) {
+            return false;
+        }
+        if (n > 1 && cost >= CCOIP_TSP_COST_MAX) return false;
+        sm_log(&m->out, CCOIP_LOG_INFO, "master: group %u optimized ring of %u, cost %U", group, n,
+               cost);
+        /* The tour (indices into mem) becomes the group's ring. */
+        for (uint32_t i = 0; i < n; i++) {
+            m_peer *p = &m->peers[mem[m->tsp_tour[i]]];
+            p->rank = i;
+            p->ring_size = n;
+            p->succ = mem[m->tsp_tour[(i + 1u) % n]];
+            p->pred = mem[m->tsp_tour[(i + n - 1u) % n]];
+        }
+    }
+}
+
+bool m_opt_progress(ccoip_master *m)
+{
+    uint32_t accepted = 0, voted = 0, probing = 0, done = 0;
+    bool failed = false;
+    for (uint32_t k = 0; k < m->order_n; k++) {
+        const m_peer *p = &m->peers[m->order[k]];
+        if (p->state != MP_ACCEPTED) continue;
+        accepted++;
+        if (p->opt_st == MO_VOTED) voted++;
+        if (p->opt_st == MO_PROBING) probing++;
+        if (p->opt_st == MO_DONE) {
+            done++;
+            if (p->opt_failed) failed = true;
+        }
+    }
+    if (voted > 0 && voted == accepted) {
+        opt_request_probes(m);
+        return true;
+    }
+    if (done == 0 || probing > 0) return false;
+    /* Every participant reported. Peers admitted meanwhile take no part: their links are
+     * unmeasured, so the solve fails and the retry measures them. */
+    m->opt_timer = false;
+    if (failed) {
+        opt_answer_failure(m);
+        return true;
+    }
+    /* Install only on an idle, healthy topology with no collective running (a re-wire). */
+    if (m->phase != MPH_NONE || !m->ring_healthy || m_coll_any_running(m)) return false;
+    if (!opt_solve(m)) {
+        /* The rings may be half-rewritten: re-wire them the ordinary way. */
+        m->ring_healthy = false;
+        opt_answer_failure(m);
+        return true;
+    }
+    m_topo_start_optimized_phase(m);
+    return true;
+}
+
+void m_opt_timers(ccoip_master *m)
+{
+    if (!m->opt_timer || m->now < sm_add_sat(m->opt_first_ns, sm_ms(m->cfg.vote_timeout_ms))) {
+        return;
+    }
+    m->opt_timer = false;
+    bool probing = false;
+    for (uint32_t k = 0; k < m->order_n; k++) {
+        if (m->peers[m->order[k]].opt_st == MO_PROBING) probing = true;
+    }
+    uint64_t last = 0;
+    for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {
+        const m_peer *p = &m->peers[s];
+        last = p->id;
+        if (p->state != MP_ACCEPTED) continue;
+        if (probing ? p->opt_st == MO_PROBING : p->opt_st == MO_NONE) {
+            m_evict(m, s, CCOIP_PB_REASON_VOTE_TIMEOUT,
+                    probing ? "did not finish its bandwidth probes"
+                            : "did not vote the topology optimization");
+        }
+    }
+}
+
+uint64_t m_opt_deadline(const ccoip_master *m)
+{
+    return m->opt_timer ? sm_add_sat(m->opt_first_ns, sm_ms(m->cfg.vote_timeout_ms))
+                        : CCOIP_NO_DEADLINE;
+}

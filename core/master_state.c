@@ -1,0 +1,568 @@
+/*
+ * master_state.c — shared-state synchronization on the master
+ * (docs/protocol.md §6.7, docs/core.md §2.5): per peer group, a vote of
+ * every accepted member, the revision rule, the election of the popular key
+ * set and content, distributor assignment by load, and the completion vote.
+ */
+#include <string.h>
+
+#include "master_internal.h"
+
+static m_skey *sync_keys(ccoip_master *m, uint32_t slot)
+{
+    return &m->skeys[(uint64_t)slot * m->cfg.max_state_keys];
+}
+
+static m_sgroup *sync_group(ccoip_master *m, uint32_t group, bool create)
+{
+    m_sgroup *free_g = NULL;
+    for (uint32_t i = 0; i < m->cfg.max_peers; i++) {
+        m_sgroup *g = &m->sgroups[i];
+        if (g->used && g->group == group) return g;
+        if (!g->used && free_g == NULL) free_g = g;
+    }
+    if (!create) return NULL;
+    if (free_g == NULL) {
+        /* Reuse the entry of a group without members and without a sync in flight. */
+        for (uint32_t i = 0; i < m->cfg.max_peers && free_g == NULL; i++) {
+            m_sgroup *g = &m->sgroups[i];
+            bool members = false;
+            for (uint32_t k = 0; k < m->order_n; k++) {
+                if (m->peers[m->order[k]].group == g->group) members = true;
+            }
+            if (!members && !g->transfer) free_g = g;
+        }
+    }
+    if (free_g == NULL) return NULL;
+    memset(free_g, 0, sizeof(*free_g));
+    free_g->used = true;
+    free_g->group = group;
+    return free_g;
+}
+
+/* Answers the vote with a refusal and evicts the voter (a program bug, DESIGN.md §3). */
+static void sync_refuse_evict(ccoip_master *m, uint32_t slot, int32_t reason, const char *why)
+{
+    m_peer *p = m_peer_at(m, slot);
+    m_answer_status(m, slot, p->sync_call, CCOIP_PB_STATUS_INVALID_USAGE, reason, why);
+    p->sync_st = MS_NONE;
+    m_evict(m, slot, reason, why);
+}
+
+void m_sync_on_vote(ccoip_master *m, uint32_t slot, uint64_t call,
+                    const ccoip_pb_shared_state_sync_vote *v)
+{
+    m_peer *p = m_peer_at(m, slot);
+    if (p->sync_st != MS_NONE) {
+        m_answer_status(m, slot, call, CCOIP_PB_STATUS_INVALID_USAGE,
+                        CCOIP_PB_REASON_ILLEGAL_MESSAGE, "a shared-state sync is already running");
+        return;
+    }
+    if (!ccoip_pb_sync_strategy_is_known(v->strategy) || v->keys_count > m->cfg.max_state_keys) {
+        m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "sync vote: strategy or key count");
+        return;
+    }
+    m_skey *ks = sync_keys(m, slot);
+    for (uint64_t i = 0; i < v->keys_count; i++) {
+        const ccoip_pb_shared_state_key *k = &v->keys[i];
+        bool bad = k->name.len == 0 || k->name.len >= CCOIP_STATE_NAME_MAX ||
+                   !ccoip_pb_data_type_is_known(k->dtype) || k->hash_type != 0;
+        if (!bad && i > 0) {
+            /* Keys arrive sorted bytewise by name, without duplicates. */
+            const m_skey *prev = &ks[i - 1u];
+            uint64_t n = prev->name_len < k->name.len ? prev->name_len : k->name.len;
+            int c = memcmp(prev->name, k->name.data, (size_t)n);
+            bad = c > 0 || (c == 0 && prev->name_len >= k->name.len);
+        }
+        if (bad) {
+            m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "sync vote: invalid key");
+            return;
+        }
+        m_skey *d = &ks[i];
+        memset(d, 0, sizeof(*d));
+        memcpy(d->name, k->name.data, (size_t)k->name.len);
+        d->name_len = (uint32_t)k->name.len;
+        d->hash = k->hash;
+        d->dtype = k->dtype;
+        d->count = k->count;
+        d->aci = k->allow_content_inequality;
+    }
+    m_sgroup *g = sync_group(m, p->group, true);
+    if (g == NULL) {
+        m_answer_status(m, slot, call, CCOIP_PB_STATUS_INVALID_USAGE,
+                        CCOIP_PB_REASON_RESOURCE_LIMIT, "too many peer groups");
+        return;
+    }
+    p->sync_st = MS_VOTED;
+    p->sync_call = call;
+    p->sync_rev = v->revision;
+    p->sync_strategy = v->strategy;
+    p->sync_nkeys = (uint32_t)v->keys_count;
+    p->sync_ok = false;
+    if (g->has_next && v->revision > g->next) {
+        sync_refuse_evict(m, slot, CCOIP_PB_REASON_REVISION_INCREMENT_VIOLATION,
+                          "shared-state revision skipped");
+        return;
+    }
+    if (!g->transfer && !g->has_first) {
+        g->has_first = true;
+        g->first_ns = m->now;
+    }
+}
+
+void m_sync_on_done(ccoip_master *m, uint32_t slot, uint64_t call,
+                    const ccoip_pb_shared_state_sync_done *d)
+{
+    m_peer *p = m_peer_at(m, slot);
+    if (p->sync_st == MS_NONE) {
+        /* Crossed the notification that failed its round (m_sync_on_loss): nothing to answer. */
+        sm_log(&m->out, CCOIP_LOG_DEBUG, "master: late sync_done of peer %U ignored", p->id);
+        return;
+    }
+    if (p->sync_st != MS_ASSIGNED) {
+        m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "sync_done outside a sync");
+        return;
+    }
+    p->sync_st = MS_DONE;
+    p->sync_call = call;
+    p->sync_ok = d->success;
+    m_sgroup *g = sync_group(m, p->group, false);
+    if (g != NULL && !g->has_first) {
+        g->has_first = true;
+        g->first_ns = m->now;
+    }
+}
+
+/* Same key set (names, dtypes, counts, allow_content_inequality) in the same (sorted) order. */
+static bool sync_same_schema(ccoip_master *m, uint32_t a, uint32_t b)
+{
+    const m_peer *pa = &m->peers[a], *pb = &m->peers[b];
+    if (pa->sync_nkeys != pb->sync_nkeys) return false;
+    const m_skey *ka = sync_keys(m, a), *kb = sync_keys(m, b);
+    for (uint32_t i = 0; i < pa->sync_nkeys; i++) {
+        if (ka[i].name_len != kb[i].name_len || ka[i].dtype != kb[i].dtype ||
+            ka[i].count != kb[i].count || ka[i].aci != kb[i].aci ||
+            memcmp(ka[i].name, kb[i].name, ka[i].name_len) != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Equal hashes on every compared (not allow_content_inequality) key. */
+static bool sync_same_content(ccoip_master *m, uint32_t a, uint32_t b)
+{
+    const m_skey *ka = sync_keys(m, a), *kb = sync_keys(m, b);
+    for (uint32_t i = 0; i < m->peers[a].sync_nkeys; i++) {
+        if (!ka[i].aci && ka[i].hash != kb[i].hash) return false;
+    }
+    return true;
+}
+
+static bool sync_holds_popular(ccoip_master *m, uint32_t s)
+{
+    const m_skey *k = sync_keys(m, s);
+    for (uint32_t i = 0; i < m->peers[s].sync_nkeys; i++) {
+        if (!k[i].aci && k[i].hash != m->popular[i]) return false;
+    }
+    return true;
+}
+
+static bool sync_is_candidate(const m_peer *p, uint64_t prev)
+{
+    return p->sync_st == MS_VOTED && p->sync_strategy != CCOIP_PB_SYNC_STRATEGY_RECEIVE_ONLY &&
+           p->sync_rev == prev;
+}
+
+static void sync_send_verdict(ccoip_master *m, uint32_t slot, uint64_t prev, uint32_t dist,
+                              uint32_t nout)
+{
+    m_peer *p = m_peer_at(m, slot);
+    ccoip_pb_master_to_peer env;
+    memset(&env, 0, sizeof(env));
+    env.call_id = p->sync_call;
+    env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_SYNC_VERDICT;
+    ccoip_pb_shared_state_sync_verdict *v = &env.body.sync_verdict;
+    v->popular_revision = prev;
+    v->round = m->next_round; /* == the group's g->round, set just before */
+    v->outdated = nout > 0;
+    v->outdated_keys = m->okeys;
+    v->outdated_keys_count = nout;
+    if (nout > 0) {
+        const m_peer *d = &m->peers[dist];
+        const m_endpoint *ep = &d->ep[CCOIP_PB_ENDPOINT_KIND_SHARED_STATE];
+        v->distributor_peer = d->id;
+        v->has_distributor = true;
+        v->distributor.kind = CCOIP_PB_ENDPOINT_KIND_SHARED_STATE;
+        v->distributor.ip.data = d->ip;
+        v->distributor.ip.len = d->ip_len;
+        v->distributor.port = ep->port;
+        v->distributor.url.data = ep->url;
+        v->distributor.url.len = ep->url_len;
+    }
+    m_send(m, slot, &env);
+    p->sync_st = MS_ASSIGNED;
+    p->sync_call = 0;
+}
+
+/* Every accepted member of g voted: elect, classify, assign distributors (§6.7). */
+static void sync_elect(ccoip_master *m, m_sgroup *g)
+{
+    /* 1. The popular revision: `next` when some candidate votes it, else (first sync of the
+     *    group, or every up-to-date member gone) the highest revision a non-receive-only
+     *    member holds. No such member: nothing to distribute. */
+    uint64_t prev = 0;
+    bool have = false;
+    for (uint32_t k = 0; k < m->order_n; k++) {
+        const m_peer *p = &m->peers[m->order[k]];
+        if (p->state != MP_ACCEPTED || p->group != g->group || p->sync_st != MS_VOTED) continue;
+        if (p->sync_strategy == CCOIP_PB_SYNC_STRATEGY_RECEIVE_ONLY) continue;
+        if (g->has_next && p->sync_rev == g->next) {
+            prev = g->next;
+            have = true;
+            break;
+        }
+        if (!have || p->sync_rev > prev) prev = p->sync_rev;
+        have = true;
+    }
+    g->has_first = false;
+    if (!have) {
+        for (uint32_t k = 0; k < m->order_n; k++) {
+            uint32_t s = m->order[k];
+            m_peer *p = &m->peers[s];
+            if (p->group != g->group || p->sync_st != MS_VOTED) continue;
+            m_answer_status(m, s, p->sync_call, CCOIP_PB_STATUS_NO_SHARED_STATE_AVAILABLE,
+                            CCOIP_PB_REASON_UNSPECIFIED, "no member distributes shared state");
+            p->sync_st = MS_NONE;
+        }
+        return;
+    }
+    /* 2. The popular key set among candidates (most votes; ties: the lowest id's set). */
+    uint32_t best = M_SLOT_NONE, best_n = 0; /* exists: the member that set prev */
+    for (uint32_t k = 0; k < m->order_n; k++) {
+        uint32_t s = m->order[k];
+        const m_peer *p = &m->peers[s];
+        if (p->group != g->group || !sync_is_candidate(p, prev)) continue;
+        uint32_t n = 0;
+        for (uint32_t j = 0; j < m->order_n; j++) {
+            uint32_t t = m->order[j];
+            const m_peer *q = &m->peers[t];
+            if (q->group == g->group && sync_is_candidate(q, prev) && sync_same_schema(m, s, t))
+                n++;
+        }
+        if (n > best_n) {
+            best = s;
+            best_n = n;
+        }
+    }
+    if (best == M_SLOT_NONE) return; /* unreachable: the member that set prev is one */
+    /* 3. Members whose key set differs are refused and evicted. */
+    uint32_t nev = 0;
+    for (uint32_t k = 0; k < m->order_n; k++) {
+        uint32_t s = m->order[k];
+        const m_peer *p = &m->peers[s];
+        if (p->group == g->group && p->sync_st == MS_VOTED && !sync_same_schema(m, s, best)) {
+            m->tmp_d[nev++] = s;
+        }
+    }
+    uint32_t nkeys = m->peers[best].sync_nkeys;
+    /* 4. Popular content per key among candidates (ties: the lowest id's hash). */
+    const m_skey *bk = sync_keys(m, best);
+    for (uint32_t i = 0; i < nkeys; i++) {
+        uint64_t h = bk[i].hash;
+        uint32_t hn = 0;
+        for (uint32_t k = 0; k < m->order_n; k++) {
+            uint32_t s = m->order[k];
+            const m_peer *p = &m->peers[s];
+            if (p->group != g->group || !sync_is_candidate(p, prev) ||
+                !sync_same_schema(m, s, best)) {
+                continue;
+            }
+            uint64_t mine = sync_keys(m, s)[i].hash;
+            uint32_t n = 0;
+            for (uint32_t j = 0; j < m->order_n; j++) {
+                uint32_t t = m->order[j];
+                const m_peer *q = &m->peers[t];
+                if (q->group == g->group && sync_is_candidate(q, prev) &&
+                    sync_same_schema(m, t, best) && sync_keys(m, t)[i].hash == mine) {
+                    n++;
+                }
+            }
+            if (n > hn) {
+                hn = n;
+                h = mine;
+            }
+        }
+        m->popular[i] = h;
+    }
+    /* The per-key winners may be a combination no candidate holds: then the most popular
+     * whole content wins instead (ties: lowest id), so a distributor always exists. */
+    bool held = false;
+    for (uint32_t k = 0; k < m->order_n && !held; k++) {
+        uint32_t s = m->order[k];
+        const m_peer *p = &m->peers[s];
+        held = p->group == g->group && sync_is_candidate(p, prev) && sync_same_schema(m, s, best) &&
+               sync_holds_popular(m, s);
+    }
+    if (!held) {
+        uint32_t w = best, wn = 0;
+        for (uint32_t k = 0; k < m->order_n; k++) {
+            uint32_t s = m->order[k];
+            const m_peer *p = &m->peers[s];
+            if (p->group != g->group || !sync_is_candidate(p, prev) ||
+                !sync_same_schema(m, s, best)) {
+                continue;
+            }
+            uint32_t n = 0;
+            for (uint32_t j = 0; j < m->order_n; j++) {
+                uint32_t t = m->order[j];
+                const m_peer *q = &m->peers[t];
+                if (q->group == g->group && sync_is_candidate(q, prev) &&
+                    sync_same_schema(m, t, best) && sync_same_content(m, s, t)) {
+                    n++;
+                }
+            }
+            if (n > wn) {
+                wn = n;
+                w = s;
+            }
+        }
+        for (uint32_t i = 0; i < nkeys; i++)
+            m->popular[i] = sync_keys(m, w)[i].hash;
+    }
+    /* 5. Receivers that may not receive (SEND_ONLY) are refused and evicted too. */
+    for (uint32_t k = 0; k < m->order_n; k++) {
+        uint32_t s = m->order[k];
+        const m_peer *p = &m->peers[s];
+        if (p->group != g->group || p->sync_st != MS_VOTED || !sync_same_schema(m, s, best)) {
+            continue;
+        }
+        bool up = p->sync_rev == prev && sync_holds_popular(m, s);
+        if (!up && p->sync_strategy == CCOIP_PB_SYNC_STRATEGY_SEND_ONLY) m->tmp_d[nev++] = s;
+    }
+    /* Evictions change order[] (slots stay put): collect first, then act. */
+    for (uint32_t i = 0; i < nev; i++) {
+        uint32_t s = m->tmp_d[i];
+        if (m->peers[s].state != MP_ACCEPTED) continue;
+        bool schema = m->peers[s].sync_nkeys != nkeys || !sync_same_schema(m, s, best);
+        sync_refuse_evict(
+            m, s, schema ? CCOIP_PB_REASON_KEY_SET_MISMATCH : CCOIP_PB_REASON_STRATEGY_CONFLICT,
+            schema ? "shared-state key set differs from the popular set"
+                   : "SEND_ONLY peer holds outdated shared state");
+    }
+    /* 6. Distributors: up-to-date candidates. Receivers, in ascending id, each take the
+     *    distributor with the fewest receivers so far (ties: lowest id). */
+    for (uint32_t k = 0; k < m->order_n; k++)
+        m->peers[m->order[k]].sync_load = 0;
+    uint32_t ref = M_SLOT_NONE;
+    for (uint32_t k = 0; k < m->order_n; k++) {
+        uint32_t s = m->order[k];
+        if (m->peers[s].group == g->group && m->peers[s].sync_st == MS_VOTED) {
+            ref = s;
+            break;
+        }
+    }
+    g->popular_rev = prev;
+    if (ref == M_SLOT_NONE) return; /* everybody was evicted */
+    g->transfer = true;
+    g->round = ++m->next_round;
+    for (uint32_t k = 0; k < m->order_n; k++) {
+        uint32_t s = m->order[k];
+        m_peer *p = &m->peers[s];
+        if (p->group != g->group || p->sync_st != MS_VOTED) continue;
+        bool outdated = p->sync_rev < prev;
+        const m_skey *mk = sync_keys(m, s);
+        bool need = false;
+        for (uint32_t i = 0; i < nkeys && !need; i++) {
+            need = (!mk[i].aci && mk[i].hash != m->popular[i]) || (outdated && mk[i].aci);
+        }
+        uint32_t dist = M_SLOT_NONE;
+        if (need) {
+            for (uint32_t j = 0; j < m->order_n; j++) {
+                uint32_t t = m->order[j];
+                const m_peer *q = &m->peers[t];
+                /* Members earlier in this loop already got their verdict (ASSIGNED). */
+                bool cand = (q->sync_st == MS_VOTED || q->sync_st == MS_ASSIGNED) &&
+                            q->sync_strategy != CCOIP_PB_SYNC_STRATEGY_RECEIVE_ONLY &&
+                            q->sync_rev == prev;
+                if (t == s || q->group != g->group || !cand || !sync_holds_popular(m, t)) {
+                    continue;
+                }
+                if (dist == M_SLOT_NONE || q->sync_load < m->peers[dist].sync_load) dist = t;
+            }
+        }
+        uint32_t nout = 0;
+        p->sync_dist = dist;
+        if (dist != M_SLOT_NONE) {
+            m->peers[dist].sync_load++;
+            const m_skey *dk = sync_keys(m, dist);
+            for (uint32_t i = 0; i < nkeys; i++) {
+                bool fetch = mk[i].aci ? (outdated && mk[i].hash != dk[i].hash)
+                                       : mk[i].hash != m->popular[i];
+                if (!fetch) continue;
+                ccoip_pb_outdated_key *o = &m->okeys[nout++];
+                memset(o, 0, sizeof(*o));
+                o->name.data = dk[i].name;
+                o->name.len = dk[i].name_len;
+                o->expected_hash = dk[i].hash;
+                o->hash_type = CCOIP_PB_HASH_TYPE_XXH3_64;
+            }
+        }
+        sync_send_verdict(m, s, prev, dist, nout);
+    }
+    sm_log(&m->out, CCOIP_LOG_INFO, "master: group %u shared state revision %U elected", g->group,
+           prev);
+}
+
+/* Every member of the round sent sync_done: answer all, close the round. */
+static void sync_finish(ccoip_master *m, m_sgroup *g)
+{
+    bool ok = true;
+    for (uint32_t k = 0; k < m->order_n; k++) {
+        const m_peer *p = &m->peers[m->order[k]];
+        if (p->group == g->group && p->sync_st == MS_DONE && !p->sync_ok) ok = false;
+    }
+    for (uint32_t k = 0; k < m->order_n; k++) {
+        uint32_t s = m->order[k];
+        m_peer *p = &m->peers[s];
+        if (p->group != g->group || p->sync_st != MS_DONE) continue;
+        ccoip_pb_master_to_peer env;
+        memset(&env, 0, sizeof(env));
+        env.call_id = p->sync_call;
+        env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_SYNC_DONE_VERDICT;
+        env.body.sync_done_verdict.success = ok;
+        m_send(m, s, &env);
+        p->sync_st = MS_NONE;
+        p->sync_call = 0;
+    }
+    if (ok) {
+        g->has_next = true;
+        g->next = g->popular_rev + 1u;
+    }
+    g->transfer = false;
+    g->has_first = false;
+    /* Votes that arrived during the transfer start the next round's timer now. */
+    for (uint32_t k = 0; k < m->order_n; k++) {
+        const m_peer *p = &m->peers[m->order[k]];
+        if (p->group == g->group && p->sync_st == MS_VOTED) {
+            g->has_first = true;
+            g->first_ns = m->now;
+            break;
+        }
+    }
+    sm_log(&m->out, CCOIP_LOG_INFO, "master: group %u shared state sync %s", g->group,
+           ok ? "done" : "failed");
+}
+
+/*
+ * A member leaves during a transfer. If it was the distributor of a receiver still fetching,
+ * that receiver could wait forever (a hung distributor keeps its connection open): the round
+ * fails now for every member — the answer to a member's sync_done, or a sync_done_verdict
+ * notification (call_id 0) to a member still fetching (docs/protocol.md §6.7).
+ */
+void m_sync_on_loss(ccoip_master *m, uint32_t slot)
+{
+    m_peer *x = m_peer_at(m, slot);
+    if (x->sync_st != MS_ASSIGNED && x->sync_st != MS_DONE) return;
+    m_sgroup *g = sync_group(m, x->group, false);
+    if (g == NULL || !g->transfer) return;
+    bool orphan = false;
+    for (uint32_t k = 0; k < m->order_n; k++) {
+        const m_peer *q = &m->peers[m->order[k]];
+        if (m->order[k] != slot && q->group == x->group && q->sync_st == MS_ASSIGNED &&
+            q->sync_dist == slot) {
+            orphan = true;
+        }
+    }
+    if (!orphan) return;
+    x->sync_st = MS_NONE;
+    for (uint32_t k = 0; k < m->order_n; k++) {
+        uint32_t s = m->order[k];
+        m_peer *q = &m->peers[s];
+        if (s == slot || q->group != x->group ||
+            (q->sync_st != MS_ASSIGNED && q->sync_st != MS_DONE)) {
+            continue;
+        }
+        ccoip_pb_master_to_peer env;
+        memset(&env, 0, sizeof(env));
+        env.call_id = q->sync_st == MS_DONE ? q->sync_call : 0;
+        env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_SYNC_DONE_VERDICT;
+        env.body.sync_done_verdict.success = false;
+        m_send(m, s, &env);
+        q->sync_st = MS_NONE;
+        q->sync_call = 0;
+    }
+    g->transfer = false;
+    g->has_first = false;
+    sm_log(&m->out, CCOIP_LOG_WARN,
+           "master: group %u shared state sync failed: distributor %U lost", g->group, x->id);
+}
+
+bool m_sync_progress(ccoip_master *m)
+{
+    bool changed = false;
+    for (uint32_t i = 0; i < m->cfg.max_peers; i++) {
+        m_sgroup *g = &m->sgroups[i];
+        if (!g->used) continue;
+        uint32_t members = 0, voted = 0, in_round = 0, done = 0;
+        for (uint32_t k = 0; k < m->order_n; k++) {
+            const m_peer *p = &m->peers[m->order[k]];
+            if (p->group != g->group) continue;
+            if (p->state == MP_ACCEPTED) members++;
+            if (p->sync_st == MS_VOTED) voted++;
+            if (p->sync_st == MS_ASSIGNED || p->sync_st == MS_DONE) in_round++;
+            if (p->sync_st == MS_DONE) done++;
+        }
+        if (g->transfer) {
+            if (done == in_round) {
+                if (in_round == 0) {
+                    g->transfer = false; /* every member of the round is gone */
+                } else {
+                    sync_finish(m, g);
+                }
+                changed = true;
+            }
+            continue;
+        }
+        if (voted > 0 && voted == members) {
+            sync_elect(m, g);
+            changed = true;
+        }
+    }
+    return changed;
+}
+
+void m_sync_timers(ccoip_master *m)
+{
+    uint64_t to = sm_ms(m->cfg.vote_timeout_ms);
+    for (uint32_t i = 0; i < m->cfg.max_peers; i++) {
+        m_sgroup *g = &m->sgroups[i];
+        if (!g->used || !g->has_first || m->now < sm_add_sat(g->first_ns, to)) continue;
+        g->has_first = false;
+        uint32_t group = g->group;
+        bool transfer = g->transfer;
+        uint64_t last = 0;
+        for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {
+            const m_peer *p = &m->peers[s];
+            last = p->id;
+            if (p->group != group || p->state != MP_ACCEPTED) continue;
+            if (transfer ? p->sync_st == MS_ASSIGNED : p->sync_st != MS_VOTED) {
+                m_evict(m, s, CCOIP_PB_REASON_VOTE_TIMEOUT,
+                        transfer ? "did not finish the shared-state sync"
+                                 : "did not vote the shared-state sync");
+            }
+        }
+    }
+}
+
+uint64_t m_sync_deadline(const ccoip_master *m)
+{
+    uint64_t d = CCOIP_NO_DEADLINE, to = sm_ms(m->cfg.vote_timeout_ms);
+    for (uint32_t i = 0; i < m->cfg.max_peers; i++) {
+        const m_sgroup *g = &m->sgroups[i];
+        if (g->used && g->has_first && sm_add_sat(g->first_ns, to) < d) {
+            d = sm_add_sat(g->first_ns, to);
+        }
+    }
+    return d;
+}

@@ -1,0 +1,685 @@
+/*
+ * peer_state.c — shared-state synchronization on the peer
+ * (docs/protocol.md §6.7, §8.3; docs/core.md §3.5): hash the tensors
+ * (HASH kernels), vote, fetch the outdated tensors from the distributor into
+ * scratch, verify every one, then adopt (COPY into the tensors), report;
+ * and serve STATE_REQUESTs of other peers straight from the tensors.
+ */
+#include <string.h>
+
+#include "ccoip_dtype.h"
+#include "peer_internal.h"
+
+static uint32_t state_slot(const ccoip_peer *p)
+{
+    return p->cfg.max_ops;
+}
+
+static ccoip_span_ref state_tensor(const ccoip_peer *p, const p_skey *k)
+{
+    ccoip_span_ref r;
+    memset(&r, 0, sizeof(r));
+    r.op_slot = state_slot(p);
+    r.region = CCOIP_REGION_TENSOR;
+    r.tensor = k->index;
+    r.length = k->bytes;
+    return r;
+}
+
+static ccoip_span_ref state_scratch(const ccoip_peer *p, const p_skey *k)
+{
+    ccoip_span_ref r;
+    memset(&r, 0, sizeof(r));
+    r.op_slot = state_slot(p) + 1u;
+    r.region = CCOIP_REGION_SCRATCH;
+    r.offset = k->scratch_off;
+    r.length = k->bytes;
+    return r;
+}
+
+static int state_name_cmp(const char *a, uint32_t alen, const uint8_t *b, uint64_t blen)
+{
+    uint64_t n = alen < blen ? alen : blen;
+    int c = memcmp(a, b, (size_t)n);
+    if (c != 0) return c;
+    return alen < blen ? -1 : (alen > blen ? 1 : 0);
+}
+
+static p_skey *state_find(ccoip_peer *p, const uint8_t *name, uint64_t len)
+{
+    uint32_t lo = 0, hi = p->nkeys;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2u;
+        int c = state_name_cmp(p->skeys[mid].name, p->skeys[mid].name_len, name, len);
+        if (c == 0) return &p->skeys[mid];
+        if (c < 0) {
+            lo = mid + 1u;
+        } else {
+            hi = mid;
+        }
+    }
+    return NULL;
+}
+
+/* Ends the command: CANCEL what may still touch its buffers, OP_END, NOTIFY. */
+static void state_finish(ccoip_peer *p, pcclResult_t r)
+{
+    uint32_t s = state_slot(p);
+    if (p->sync_scratch) {
+        ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CANCEL);
+        if (a != NULL) a->op_slot = s + 1u;
+        a = sm_out_push(&p->out, CCOIP_ACT_OP_END);
+        if (a != NULL) a->op_slot = s + 1u;
+    }
+    if (p->sync_nsends > 0 || p->sync_io != 0) {
+        ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CANCEL);
+        if (a != NULL) a->op_slot = s;
+    }
+    if (p->sync_conn_open) {
+        ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
+        if (a != NULL) a->conn = p->sync_conn;
+    }
+    ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_OP_END);
+    if (a != NULL) a->op_slot = s;
+    a = sm_out_push(&p->out, CCOIP_ACT_NOTIFY);
+    if (a != NULL) {
+        a->cmd_id = p->sync_cmd;
+        a->result = r;
+        a->world_size = p->world;
+        a->op_slot = s;
+        if (r == pcclSuccess) {
+            a->rx_bytes = p->sync_rx;
+            a->tx_bytes = p->sync_tx;
+            a->revision = p->sync_popular;
+        }
+    }
+    p->sync = PSS_NONE;
+    p->sync_io = 0;
+    p->sync_nsends = 0;
+    p->sync_conn_open = false;
+    p->sync_conn = CCOIP_CONN_NONE;
+    p->sync_scratch = false;
+    p->nkeys = 0;
+}
+
+static void state_send_done(ccoip_peer *p, bool ok)
+{
+    ccoip_pb_peer_to_master env;
+    memset(&env, 0, sizeof(env));
+    env.call_id = p_call_new(p, PC_SYNC_DONE, 0);
+    env.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_SYNC_DONE;
+    env.body.sync_done.success = ok;
+    env.body.sync_done.rx_bytes = p->sync_rx;
+    env.body.sync_done.tx_bytes = p->sync_tx;
+    p_send(p, &env);
+    p->sync = PSS_DONE_WAIT;
+}
+
+/* The fetch failed: the tensors were not touched (scratch only). Report and wait. */
+static void state_fetch_fail(ccoip_peer *p, const char *why)
+{
+    sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: shared-state fetch failed: %s", p->id, why);
+    p->sync_failed = true;
+    ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CANCEL);
+    if (a != NULL) a->op_slot = state_slot(p) + 1u;
+    if (p->sync_conn_open) {
+        a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
+        if (a != NULL) a->conn = p->sync_conn;
+        p->sync_conn_open = false;
+    }
+    p->sync_io = 0;
+    state_send_done(p, false);
+}
+
+static void state_hash(ccoip_peer *p, const p_skey *k, ccoip_span_ref src)
+{
+    ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_HASH);
+    if (a == NULL) return;
+    p->sync_io = p->next_io++;
+    a->io_id = p->sync_io;
+    a->op_slot = src.op_slot;
+    a->src = src;
+    a->data = (const uint8_t *)k->name;
+    a->len = k->name_len;
+    a->dtype = k->dtype;
+    a->count = k->count;
+}
+
+static void state_vote(ccoip_peer *p)
+{
+    ccoip_pb_peer_to_master env;
+    memset(&env, 0, sizeof(env));
+    env.call_id = p_call_new(p, PC_SYNC_VOTE, 0);
+    env.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_SYNC_VOTE;
+    env.body.sync_vote.revision = p->sync_rev;
+    env.body.sync_vote.strategy = p->sync_strategy;
+    for (uint32_t i = 0; i < p->nkeys; i++) {
+        const p_skey *k = &p->skeys[i];
+        ccoip_pb_shared_state_key *v = &p->vkeys[i];
+        memset(v, 0, sizeof(*v));
+        v->name.data = (const uint8_t *)k->name;
+        v->name.len = k->name_len;
+        v->hash = k->hash;
+        v->hash_type = CCOIP_PB_HASH_TYPE_XXH3_64;
+        v->dtype = (int32_t)k->dtype;
+        v->count = k->count;
+        v->allow_content_inequality = k->aci;
+    }
+    env.body.sync_vote.keys = p->vkeys;
+    env.body.sync_vote.keys_count = p->nkeys;
+    p_send(p, &env);
+    p->sync = PSS_VOTED;
+}
+
+/* Hashes key i (local tensors), or votes when all are hashed. */
+static void state_hash_next(ccoip_peer *p, uint32_t i)
+{
+    p->sync_i = i;
+    if (i >= p->nkeys) {
+        p->sync_io = 0;
+        state_vote(p);
+        return;
+    }
+    p->sync = PSS_HASHING;
+    state_hash(p, &p->skeys[i], state_tensor(p, &p->skeys[i]));
+}
+
+pcclResult_t p_state_submit(ccoip_peer *p, const ccoip_cmd *cmd)
+{
+    const ccoip_sync_args *a = &cmd->sync;
+    if (p->sync != PSS_NONE) return pcclInvalidUsage;
+    if (a->num_keys > p->cfg.max_state_keys || (a->num_keys > 0 && a->keys == NULL) ||
+        (uint32_t)a->strategy > (uint32_t)PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY) {
+        return pcclInvalidArgument;
+    }
+    /* Validate, then insert sorted by name (bytewise); duplicates are invalid. */
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < a->num_keys; i++) {
+        const ccoip_state_key *k = &a->keys[i];
+        if (k->name == NULL || !ccoip_dtype_valid(k->dtype)) return pcclInvalidArgument;
+        uint64_t len = 0;
+        while (len < CCOIP_STATE_NAME_MAX && k->name[len] != '\0')
+            len++;
+        uint64_t es = ccoip_dtype_size(k->dtype);
+        if (len == 0 || len >= CCOIP_STATE_NAME_MAX || k->count > UINT64_MAX / es) {
+            return pcclInvalidArgument;
+        }
+        uint32_t pos = n;
+        while (pos > 0 && state_name_cmp(p->skeys[pos - 1u].name, p->skeys[pos - 1u].name_len,
+                                         (const uint8_t *)k->name, len) > 0) {
+            pos--;
+        }
+        if (pos > 0 && state_name_cmp(p->skeys[pos - 1u].name, p->skeys[pos - 1u].name_len,
+                                      (const uint8_t *)k->name, len) == 0) {
+            return pcclInvalidArgument;
+        }
+        memmove(&p->skeys[pos + 1u], &p->skeys[pos], (size_t)(n - pos) * sizeof(p_skey));
+        p_skey *d = &p->skeys[pos];
+        memset(d, 0, sizeof(*d));
+        memcpy(d->name, k->name, (size_t)len);
+        d->name_len = (uint32_t)len;
+        d->dtype = k->dtype;
+        d->count = k->count;
+        d->bytes = k->count * es;
+        d->aci = k->allow_content_inequality;
+        d->index = i;
+        n++;
+    }
+    p->nkeys = n;
+    p->sync_cmd = cmd->cmd_id;
+    p->sync_rev = a->revision;
+    p->sync_strategy = (int32_t)a->strategy;
+    p->sync_popular = 0;
+    p->sync_round = 0;
+    p->sync_rx = p->sync_tx = 0;
+    p->sync_failed = false;
+    p->sync_abandon = false;
+    p->sync_resp_ok = false;
+    p->sync_scratch = false;
+    p->sync_conn_open = false;
+    p->sync_nsends = 0;
+    ccoip_action *b = sm_out_push(&p->out, CCOIP_ACT_OP_BEGIN);
+    if (b != NULL) {
+        b->cmd_id = cmd->cmd_id;
+        b->op_slot = state_slot(p);
+    }
+    state_hash_next(p, 0);
+    return pcclSuccess;
+}
+
+/* The verdict names the keys to fetch: begin scratch, dial the distributor. */
+static void state_on_verdict(ccoip_peer *p, const ccoip_pb_shared_state_sync_verdict *v)
+{
+    p->sync_popular = v->popular_revision;
+    p->sync_round = v->round;
+    if (v->round > p->sync_round_last) p->sync_round_last = v->round;
+    for (uint32_t i = 0; i < p->nkeys; i++)
+        p->skeys[i].fetch = false;
+    if (!v->outdated || v->outdated_keys_count == 0) {
+        state_send_done(p, true);
+        return;
+    }
+    if (!v->has_distributor || v->outdated_keys_count > p->nkeys || v->distributor_peer == p->id) {
+        p_fail(p, "sync verdict without a usable distributor");
+        return;
+    }
+    uint64_t off = 0;
+    for (uint64_t j = 0; j < v->outdated_keys_count; j++) {
+        const ccoip_pb_outdated_key *o = &v->outdated_keys[j];
+        p_skey *k = state_find(p, o->name.data, o->name.len);
+        if (k == NULL || k->fetch || o->hash_type != CCOIP_PB_HASH_TYPE_XXH3_64) {
+            p_fail(p, "sync verdict names an unknown key");
+            return;
+        }
+        k->fetch = true;
+        k->fetch_pos = (uint32_t)j;
+        k->expected = o->expected_hash;
+        k->scratch_off = off;
+        off += k->bytes; /* cannot overflow: bounded by the sum of the submitted tensors */
+    }
+    const ccoip_pb_endpoint *ep = &v->distributor;
+    if (ep->url.len >= CCOIP_URL_MAX || (ep->url.len == 0 && ep->ip.len != 4 && ep->ip.len != 16)) {
+        p_fail(p, "sync verdict: bad distributor endpoint");
+        return;
+    }
+    p->sync_nfetch = (uint32_t)v->outdated_keys_count;
+    ccoip_action *b = sm_out_push(&p->out, CCOIP_ACT_OP_BEGIN);
+    if (b != NULL) {
+        b->cmd_id = p->sync_cmd;
+        b->op_slot = state_slot(p) + 1u;
+        b->scratch_bytes = off;
+    }
+    p->sync_scratch = true;
+    ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CONNECT);
+    if (a == NULL) return;
+    p->sync_conn = p->next_conn++;
+    a->conn = p->sync_conn;
+    if (ep->url.len > 0) {
+        a->data = ep->url.data; /* borrowed from the decode arena: copy into the pool */
+        uint8_t *u = sm_out_alloc(&p->out, ep->url.len);
+        if (u != NULL) {
+            memcpy(u, ep->url.data, (size_t)ep->url.len);
+            a->data = u;
+        }
+        a->len = ep->url.len;
+    } else {
+        memcpy(a->ip, ep->ip.data, (size_t)ep->ip.len);
+        a->ip_len = (uint32_t)ep->ip.len;
+        a->port = ep->port;
+    }
+    p->sync_conn_open = true;
+    p->sync_recv_pending = 0;
+    p->sync_resp_ok = false;
+    p->sync = PSS_FETCHING;
+}
+
+void p_state_on_answer(ccoip_peer *p, p_call_kind kind, const ccoip_pb_master_to_peer *env)
+{
+    if (kind == PC_SYNC_VOTE) {
+        if (p->sync != PSS_VOTED) {
+            p_fail(p, "sync verdict for no vote");
+            return;
+        }
+        if (env->status != CCOIP_PB_STATUS_SUCCESS) {
+            state_finish(p, ccoip_status_to_result(env->status));
+            return;
+        }
+        if (env->body_case != CCOIP_PB_MASTER_TO_PEER_BODY_SYNC_VERDICT) {
+            p_fail(p, "sync vote answered without a verdict");
+            return;
+        }
+        state_on_verdict(p, &env->body.sync_verdict);
+        return;
+    }
+    if (p->sync != PSS_DONE_WAIT ||
+        env->body_case != CCOIP_PB_MASTER_TO_PEER_BODY_SYNC_DONE_VERDICT) {
+        p_fail(p, "unexpected sync done answer");
+        return;
+    }
+    bool ok = env->status == CCOIP_PB_STATUS_SUCCESS && env->body.sync_done_verdict.success &&
+              !p->sync_failed;
+    /* Any member's failure fails the round for all: every member retries (retryable). */
+    state_finish(p, ok ? pcclSuccess : pcclRankConnectionLost);
+}
+
+static uint32_t state_sconn(const ccoip_peer *p, uint64_t conn)
+{
+    for (uint32_t i = 0; i < P_SS_MAX; i++) {
+        if (p->sconn[i].used && p->sconn[i].conn == conn) return i;
+    }
+    return UINT32_MAX;
+}
+
+bool p_state_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
+{
+    if (ev->accepted) {
+        if (ev->listener != CCOIP_LISTENER_SHARED_STATE) return false;
+        for (uint32_t i = 0; i < P_SS_MAX; i++) {
+            if (!p->sconn[i].used) {
+                p->sconn[i].used = true;
+                p->sconn[i].conn = ev->conn;
+                return true;
+            }
+        }
+        ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
+        if (a != NULL) a->conn = ev->conn;
+        return true;
+    }
+    if (!p->sync_conn_open || ev->conn != p->sync_conn) return false;
+    if (p->sync != PSS_FETCHING) return true;
+    /* Request the keys in verdict order; post one STATE_RECV per key into scratch. */
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < p->nkeys; i++) {
+        if (p->skeys[i].fetch) {
+            p->names[p->skeys[i].fetch_pos].data = (const uint8_t *)p->skeys[i].name;
+            p->names[p->skeys[i].fetch_pos].len = p->skeys[i].name_len;
+            n++;
+        }
+    }
+    ccoip_pb_shared_state_request req;
+    memset(&req, 0, sizeof(req));
+    req.revision = p->sync_popular;
+    req.round = p->sync_round;
+    req.keys = p->names;
+    req.keys_count = n;
+    ccoip_data_header h;
+    ccoip_data_header_init(&h, CCOIP_DATA_STATE_REQUEST);
+    /* (tag, seq) = (own id, fetch number): unique per fetch, so frames of a cancelled
+     * earlier fetch can never match this one's STATE_RECVs. */
+    p->sync_fetch_seq++;
+    h.tag = p->id;
+    h.seq = p->sync_fetch_seq;
+    if (sm_send_state_request(&p->out, &p->lim, p->sync_conn, &h, &req) != pcclSuccess) {
+        p->out.overflow = true;
+        return true;
+    }
+    for (uint32_t i = 0; i < p->nkeys; i++) {
+        p_skey *k = &p->skeys[i];
+        if (!k->fetch) continue;
+        ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_STATE_RECV);
+        if (a == NULL) return true;
+        k->recv_io = p->next_io++;
+        a->io_id = k->recv_io;
+        a->op_slot = state_slot(p) + 1u;
+        a->conn = p->sync_conn;
+        a->tag = p->id;
+        a->seq = p->sync_fetch_seq;
+        a->chunk = k->fetch_pos;
+        a->dst = state_scratch(p, k);
+        p->sync_recv_pending++;
+    }
+    return true;
+}
+
+/* Every fetched tensor arrived and the response was valid: verify the first one. */
+static void state_verify_next(ccoip_peer *p, uint32_t from)
+{
+    for (uint32_t i = from; i < p->nkeys; i++) {
+        if (!p->skeys[i].fetch) continue;
+        p->sync = PSS_VERIFYING;
+        p->sync_i = i;
+        state_hash(p, &p->skeys[i], state_scratch(p, &p->skeys[i]));
+        return;
+    }
+    /* All verified: close the connection, adopt (COPY scratch -> tensor). */
+    if (p->sync_conn_open) {
+        ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
+        if (a != NULL) a->conn = p->sync_conn;
+        p->sync_conn_open = false;
+    }
+    p->sync = PSS_ADOPTING;
+    p->sync_i = UINT32_MAX;
+    p->sync_io_first = p->next_io;
+    for (uint32_t i = 0; i < p->nkeys; i++) {
+        if (!p->skeys[i].fetch) continue;
+        ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_COPY);
+        if (a == NULL) return;
+        p->sync_io = p->next_io++;
+        p->sync_i = i; /* the last COPY's completion ends the adoption (one slot: in order) */
+        a->io_id = p->sync_io;
+        a->op_slot = state_slot(p);
+        a->src = state_scratch(p, &p->skeys[i]);
+        a->dst = state_tensor(p, &p->skeys[i]);
+        a->count = p->skeys[i].bytes;
+    }
+}
+
+static void state_check_fetched(ccoip_peer *p)
+{
+    if (p->sync == PSS_FETCHING && p->sync_resp_ok && p->sync_recv_pending == 0) {
+        state_verify_next(p, 0);
+    }
+}
+
+static void state_on_response(ccoip_peer *p, const uint8_t *data, uint64_t len)
+{
+    ccoip_data_header h;
+    if (p->sync != PSS_FETCHING && p->sync != PSS_VERIFYING) return; /* late: ignored */
+    if (ccoip_data_header_decode(data, len, &p->lim, &h) != pcclSuccess ||
+        h.kind != CCOIP_DATA_STATE_RESPONSE || len != CCOIP_DATA_HEADER_BYTES + h.length ||
+        p->sync != PSS_FETCHING || p->sync_resp_ok) {
+        state_fetch_fail(p, "bad frame from the distributor");
+        return;
+    }
+    ccoip_pb_arena arena;
+    ccoip_pb_arena_init(&arena, p->arena_mem, p->arena_cap);
+    ccoip_pb_shared_state_response r;
+    if (ccoip_pb_shared_state_response_decode(data + CCOIP_DATA_HEADER_BYTES, h.length, &p->lim.pb,
+                                              &arena, &r) != pcclSuccess) {
+        state_fetch_fail(p, "malformed STATE_RESPONSE");
+        return;
+    }
+    if (r.status != CCOIP_PB_STATUS_SUCCESS || r.revision != p->sync_popular ||
+        r.entries_count != p->sync_nfetch) {
+        state_fetch_fail(p, "distributor refused or serves another revision");
+        return;
+    }
+    for (uint32_t i = 0; i < p->nkeys; i++) {
+        const p_skey *k = &p->skeys[i];
+        if (!k->fetch) continue;
+        const ccoip_pb_shared_state_entry *e = &r.entries[k->fetch_pos];
+        if (state_name_cmp(k->name, k->name_len, e->name.data, e->name.len) != 0 ||
+            e->byte_length != k->bytes || e->hash != k->expected) {
+            state_fetch_fail(p, "distributor's entry differs from the popular content");
+            return;
+        }
+    }
+    p->sync_resp_ok = true;
+    state_check_fetched(p);
+}
+
+/* A STATE_REQUEST on a served connection: answer from the tensors (§8.3). */
+static void state_serve(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t len)
+{
+    ccoip_data_header h;
+    if (ccoip_data_header_decode(data, len, &p->lim, &h) != pcclSuccess ||
+        h.kind != CCOIP_DATA_STATE_REQUEST || len != CCOIP_DATA_HEADER_BYTES + h.length) {
+        ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
+        if (a != NULL) a->conn = conn;
+        p->sconn[state_sconn(p, conn)].used = false;
+        return;
+    }
+    ccoip_pb_arena arena;
+    ccoip_pb_arena_init(&arena, p->arena_mem, p->arena_cap);
+    ccoip_pb_shared_state_request req;
+    pcclResult_t dr = ccoip_pb_shared_state_request_decode(data + CCOIP_DATA_HEADER_BYTES, h.length,
+                                                           &p->lim.pb, &arena, &req);
+    ccoip_pb_shared_state_response resp;
+    memset(&resp, 0, sizeof(resp));
+    resp.status = CCOIP_PB_STATUS_SUCCESS;
+    resp.revision = p->sync_rev;
+    /* Serve only while our own sync of that revision runs and our hashes are known. */
+    /* A request of an earlier (failed) round may arrive late: serve only this round's (before
+     * our own verdict arrives, any round newer than every round we have seen). */
+    bool round_ok =
+        p->sync_round != 0 ? req.round == p->sync_round : req.round > p->sync_round_last;
+    bool ok = dr == pcclSuccess && round_ok && p->sync >= PSS_VOTED &&
+              p->sync_rev == req.revision && req.keys_count <= p->nkeys &&
+              p->sync_nsends + req.keys_count <= (uint64_t)p->cfg.max_state_keys * P_SS_MAX;
+    for (uint64_t j = 0; ok && j < req.keys_count; j++) {
+        p_skey *k = state_find(p, req.keys[j].data, req.keys[j].len);
+        if (k == NULL) {
+            ok = false;
+            break;
+        }
+        ccoip_pb_shared_state_entry *e = &p->entries[j];
+        memset(e, 0, sizeof(*e));
+        e->name.data = (const uint8_t *)k->name;
+        e->name.len = k->name_len;
+        e->byte_length = k->bytes;
+        e->hash = k->hash;
+        e->hash_type = CCOIP_PB_HASH_TYPE_XXH3_64;
+    }
+    if (ok) {
+        resp.entries = p->entries;
+        resp.entries_count = req.keys_count;
+    } else {
+        resp.status = CCOIP_PB_STATUS_NO_SHARED_STATE_AVAILABLE;
+    }
+    ccoip_data_header rh;
+    ccoip_data_header_init(&rh, CCOIP_DATA_STATE_RESPONSE);
+    rh.tag = h.tag;
+    rh.seq = h.seq;
+    if (sm_send_state_response(&p->out, &p->lim, conn, &rh, &resp) != pcclSuccess) {
+        p->out.overflow = true;
+        return;
+    }
+    if (!ok) return;
+    for (uint64_t j = 0; j < req.keys_count; j++) {
+        const p_skey *k = state_find(p, req.keys[j].data, req.keys[j].len);
+        ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_STATE_SEND);
+        if (a == NULL || k == NULL) return;
+        a->io_id = p->next_io++;
+        a->op_slot = state_slot(p);
+        a->conn = conn;
+        a->tag = h.tag;
+        a->seq = h.seq;
+        a->chunk = (uint32_t)j;
+        a->src = state_tensor(p, k);
+        p->sync_sends[p->sync_nsends++] = a->io_id;
+        p->sync_tx += k->bytes; /* bytes handed to the transport */
+    }
+}
+
+bool p_state_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t len)
+{
+    if (p->sync_conn_open && conn == p->sync_conn) {
+        state_on_response(p, data, len);
+        return true;
+    }
+    if (state_sconn(p, conn) == UINT32_MAX) return false;
+    state_serve(p, conn, data, len);
+    return true;
+}
+
+bool p_state_on_conn_closed(ccoip_peer *p, uint64_t conn)
+{
+    if (p->sync_conn_open && conn == p->sync_conn) {
+        p->sync_conn_open = false;
+        if (p->sync == PSS_FETCHING || p->sync == PSS_VERIFYING) {
+            state_fetch_fail(p, "distributor connection lost");
+        }
+        return true;
+    }
+    uint32_t i = state_sconn(p, conn);
+    if (i == UINT32_MAX) return false;
+    p->sconn[i].used = false;
+    return true;
+}
+
+bool p_state_on_done(ccoip_peer *p, const ccoip_event *ev)
+{
+    uint64_t id = ev->done.io_id;
+    if (id == 0 || p->sync == PSS_NONE) return false;
+    if (ev->type == CCOIP_EV_IO_DONE) {
+        for (uint32_t i = 0; i < p->sync_nsends; i++) {
+            if (p->sync_sends[i] != id) continue;
+            p->sync_sends[i] = p->sync_sends[--p->sync_nsends];
+            return true;
+        }
+        if (p->sync != PSS_FETCHING) return false;
+        for (uint32_t i = 0; i < p->nkeys; i++) {
+            p_skey *k = &p->skeys[i];
+            if (!k->fetch || k->recv_io != id) continue;
+            k->recv_io = 0;
+            if (ev->done.result != pcclSuccess) {
+                state_fetch_fail(p, "tensor transfer failed");
+                return true;
+            }
+            p->sync_rx += k->bytes;
+            p->sync_recv_pending--;
+            state_check_fetched(p);
+            return true;
+        }
+        return false;
+    }
+    if (p->sync == PSS_ADOPTING && id >= p->sync_io_first && id < p->sync_io) {
+        return true; /* an earlier COPY of the adoption; the last one ends it */
+    }
+    if (id != p->sync_io) return false;
+    p->sync_io = 0;
+    switch (p->sync) {
+    case PSS_HASHING:
+        if (ev->done.result != pcclSuccess) {
+            state_finish(p, pcclInvalidArgument);
+            return true;
+        }
+        p->skeys[p->sync_i].hash = ev->done.hash;
+        state_hash_next(p, p->sync_i + 1u);
+        return true;
+    case PSS_VERIFYING: {
+        const p_skey *k = &p->skeys[p->sync_i];
+        if (ev->done.result != pcclSuccess || ev->done.hash != k->expected) {
+            state_fetch_fail(p, "received tensor does not have the expected hash");
+            return true;
+        }
+        state_verify_next(p, p->sync_i + 1u);
+        return true;
+    }
+    case PSS_ADOPTING:
+        if (p->sync_abandon) {
+            state_finish(p, pcclRankConnectionLost); /* the round failed meanwhile */
+        } else {
+            state_send_done(p, ev->done.result == pcclSuccess);
+        }
+        return true;
+    default:
+        return true;
+    }
+}
+
+void p_state_on_round_failed(ccoip_peer *p)
+{
+    switch (p->sync) {
+    case PSS_FETCHING:
+    case PSS_VERIFYING:
+        /* Nothing was adopted: cancel the fetch, end the command (no sync_done). */
+        sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: shared-state round failed by the master", p->id);
+        state_finish(p, pcclRankConnectionLost);
+        return;
+    case PSS_ADOPTING:
+        p->sync_abandon = true; /* verified content: finish the copies, then end */
+        return;
+    case PSS_DONE_WAIT:
+        /* Our sync_done crossed the notification: the master will not answer it. */
+        p_call_drop_op(p, PC_SYNC_DONE, 0);
+        state_finish(p, pcclRankConnectionLost);
+        return;
+    default:
+        sm_log(&p->out, CCOIP_LOG_DEBUG, "peer %U: sync_done_verdict notification ignored", p->id);
+        return;
+    }
+}
+
+void p_state_fail_all(ccoip_peer *p, pcclResult_t r)
+{
+    for (uint32_t i = 0; i < P_SS_MAX; i++) {
+        if (!p->sconn[i].used) continue;
+        ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
+        if (a != NULL) a->conn = p->sconn[i].conn;
+        p->sconn[i].used = false;
+    }
+    if (p->sync == PSS_NONE) return;
+    p->sync_io = 1; /* force the CANCEL of the tensor slot (a kernel may be in flight) */
+    state_finish(p, r);
+}
