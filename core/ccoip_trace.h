@@ -8,32 +8,52 @@
  * allocation. The decoder never trusts a length: every read is
  * bounds-checked and malformed input gives pcclProtocolError.
  *
- * File format, version 1. All integers little-endian, fixed width; f64 are
+ * File format, version 2 (version 1 files are rejected: reader_init returns
+ * pcclProtocolError with hdr->version = 1; v1 did not record the shared-state
+ * and topology-optimization inputs, so its runs could not be replayed
+ * faithfully anyway). All integers little-endian, fixed width; f64 are
  * their IEEE-754 bits as u64; "bytes" is u64 length + that many bytes.
  *
- *   header   magic "CCOIPTRC" (8 bytes) | u32 version (1) | u32 machine
+ *   header   magic "CCOIPTRC" (8 bytes) | u32 version (2) | u32 machine
  *            (1 master, 2 peer) | u64 seed | u32 cfg_len | cfg (cfg_len bytes)
- *     master cfg: u32 max_peers | u32 max_ops | u32 action_queue_depth |
+ *     master cfg (61 bytes): u32 max_peers | u32 max_ops | u32 action_queue_depth |
  *            u64 out_bytes | u64 max_message_bytes | u32 heartbeat_ms |
- *            u32 evict_ms | u32 vote_timeout_ms | u32 ring_search_budget |
- *            u32 min_collective_world | u8 canary_skip_abort_verdict
- *     peer cfg: u32 url_len (< CCOIP_URL_MAX) | url bytes (no NUL) |
- *            u32 master_ip_len (0, 4, 16) | 16 bytes master_ip | u32 master_port |
+ *            u32 evict_ms | u32 vote_timeout_ms | u32 max_state_keys |
+ *            u64 probe_bytes | u32 ring_search_budget | u32 min_collective_world |
+ *            u8 canary_skip_abort_verdict
+ *     peer cfg (77 bytes + url): u32 url_len (< CCOIP_URL_MAX) | url bytes (no NUL) |
+ *            u32 master_ip_len (<= 16) | 16 bytes master_ip | u32 master_port |
  *            u32 peer_group | u32 p2p_pool_size | u32 max_ops | u32 max_world |
  *            u32 action_queue_depth | u64 out_bytes | u64 max_message_bytes |
- *            u32 heartbeat_ms | u32 evict_ms | u8 canary_skip_restore
- *     Fields are what the driver passed to ccoip_*_create (0 = default). A
- *     cfg longer than the fields above is accepted (a later writer may
- *     append fields; the extra bytes are ignored); a shorter one is an error.
+ *            u32 max_state_keys | u32 heartbeat_ms | u32 evict_ms |
+ *            u8 canary_skip_restore
+ *     Fields are what the driver passed to ccoip_*_create (0 = default), i.e.
+ *     every field of ccoip_master_config / ccoip_peer_config. A cfg longer
+ *     than the fields above is accepted (a later writer may append fields;
+ *     the extra bytes are ignored); a shorter one is an error.
  *   records, until the end of the buffer, each: u8 kind | u32 body_len | body
- *     1 EVENT      one ccoip_*_step call, written before the call:
- *                  u32 type | u64 now_ns | u64 conn | u8 accepted | u32 listener |
+ *     1 EVENT      one ccoip_*_step call, written before the call, every field
+ *                  of ccoip_event:
+ *                  u32 type (1 .. 9) | u64 now_ns | u64 conn | u8 accepted | u32 listener |
  *                  u32 remote_ip_len (<= 16) | 16 bytes remote_ip | bytes data |
- *                  cmd: u32 type | u64 cmd_id | u64 tag | u64 count | u32 dtype |
- *                       u32 op | u32 quant_algorithm | u32 quant_dtype | u8 in_place |
- *                  done: u64 io_id | u32 result | meta quant | meta quant_out
+ *                  cmd: u32 type | u64 cmd_id |
+ *                       allreduce: u64 tag | u64 count | u32 dtype | u32 op |
+ *                                  u32 quant_algorithm | u32 quant_dtype | u8 in_place |
+ *                       sync: u64 revision | u32 strategy | u32 num_keys |
+ *                             u8 has_keys | has_keys ? num_keys * key |
+ *                  done: u64 io_id | u32 result | meta quant | meta quant_out |
+ *                        u64 hash | u64 probe_bytes | u64 duration_us
  *                  (meta: u32 algorithm | u32 src_type | u32 quant_type |
  *                   f64 min_value | f64 max_value | f64 scale | i64 zero_point)
+ *                  (key: u32 name_n | name_n bytes | u32 dtype | u64 count |
+ *                   u8 allow_content_inequality; name_n 0 is a NULL name, else
+ *                   the name as the core reads it -- up to CCOIP_STATE_NAME_MAX
+ *                   bytes before its NUL -- followed by one NUL byte, so
+ *                   name_n <= CCOIP_STATE_NAME_MAX + 1)
+ *                  has_keys is 1 exactly when the event is a SUBMIT of
+ *                  CCOIP_CMD_SYNC_SHARED_STATE with non-NULL keys (then
+ *                  num_keys <= CCOIP_TRACE_MAX_KEYS); the core reads keys of
+ *                  no other event.
  *     2 SET_PORT   a ccoip_peer_set_port call: u32 listener | u32 port |
  *                  u32 url_len (< CCOIP_URL_MAX) | url bytes
  *     3 POLLED     u64 n: the driver polled n actions (since the last record)
@@ -48,7 +68,9 @@
  * The state hash: a chain over the machine's outputs, in the order the
  * driver saw them, h' = XXH3-64(u64le(h) || record), h0 = 0, with records
  *   'R' | u32 step result                      after each step call,
- *   'A' | every ccoip_action field (payload as u64 length + u64 XXH3)
+ *   'A' | every ccoip_action field, in declaration order (payload as u64
+ *         length + u64 XXH3; spans as op_slot, region, offset, length, tensor,
+ *         tensor as 0 unless region is CCOIP_REGION_TENSOR)
  *                                              for each action polled,
  *   'D' | u64 deadline_ns                      at each CHECKPOINT.
  * A driver that writes traces (the runtime with PCCL_TRACE=file, pccl-sim
@@ -67,7 +89,9 @@
 #include "pccl.h"
 
 #define CCOIP_TRACE_MAGIC   "CCOIPTRC"
-#define CCOIP_TRACE_VERSION 1u
+#define CCOIP_TRACE_VERSION 2u
+/** Keys of one recorded shared-state SUBMIT at most (the encoder refuses more). */
+#define CCOIP_TRACE_MAX_KEYS 1024u
 
 typedef enum ccoip_trace_machine {
     CCOIP_TRACE_MASTER = 1,
@@ -105,12 +129,17 @@ typedef struct ccoip_trace_record {
     uint64_t events;         /**< CHECKPOINT, TRAILER. */
     uint64_t actions;        /**< TRAILER. */
     uint64_t state_hash;     /**< CHECKPOINT, TRAILER. */
+    /** EVENT of a shared-state SUBMIT: event.cmd.sync.keys points here; the key
+     *  names point into the decoded buffer. Last field (large: allocate records
+     *  on the heap). */
+    ccoip_state_key keys[CCOIP_TRACE_MAX_KEYS];
 } ccoip_trace_record;
 
 /* ------------------------------------------------------------------------ */
 /* Encoder. Each call returns the bytes the record takes and writes them to  */
 /* out when cap is large enough (nothing otherwise; out may be NULL to size  */
-/* it). 0 means the input cannot be encoded (invalid machine, url too long). */
+/* it). 0 means the input cannot be encoded (invalid machine, url too long, */
+/* a shared-state SUBMIT with more than CCOIP_TRACE_MAX_KEYS keys).          */
 /* ------------------------------------------------------------------------ */
 
 uint64_t ccoip_trace_encode_header(const ccoip_trace_header *h, uint8_t *out, uint64_t cap);
@@ -139,7 +168,8 @@ typedef struct ccoip_trace_reader {
  * Starts reading buf[0 .. len) and decodes its header into *hdr.
  * Returns pcclSuccess; pcclInvalidArgument for NULL arguments;
  * pcclProtocolError for a bad magic, an unknown version or machine, or a
- * malformed or truncated header.
+ * malformed or truncated header. After a good magic hdr->version holds the
+ * file's version even on error, so a caller can name an unsupported one.
  */
 pcclResult_t ccoip_trace_reader_init(ccoip_trace_reader *r, const uint8_t *buf, uint64_t len,
                                      ccoip_trace_header *hdr);

@@ -18,7 +18,7 @@ static bool ring_quantized(const p_op *o)
 
 static ccoip_span_ref ring_span(uint32_t slot, ccoip_region region, uint64_t off, uint64_t len)
 {
-    ccoip_span_ref r;
+    ccoip_span_ref r = {0}; /* unused fields (tensor) are zero, as the contract says */
     r.op_slot = slot;
     r.region = region;
     r.offset = off;

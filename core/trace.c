@@ -10,6 +10,7 @@
  */
 #include "ccoip_trace.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "ccoip_hash.h"
@@ -78,6 +79,10 @@ static uint64_t url_len_of(const char *url)
     return n;
 }
 
+/* cfg block sizes (the peer's plus its url bytes). */
+#define CFG_MASTER_LEN (4u * 3u + 8u * 2u + 4u * 4u + 8u + 4u * 2u + 1u)
+#define CFG_PEER_LEN   (4u + 4u + 16u + 4u * 6u + 8u + 8u + 4u + 4u + 4u + 1u)
+
 static void w_header(wbuf *w, const ccoip_trace_header *h)
 {
     w_raw(w, CCOIP_TRACE_MAGIC, 8);
@@ -86,7 +91,7 @@ static void w_header(wbuf *w, const ccoip_trace_header *h)
     w_u64(w, h->seed);
     if (h->machine == CCOIP_TRACE_MASTER) {
         const ccoip_master_config *c = &h->master;
-        w_u32(w, 49u);
+        w_u32(w, CFG_MASTER_LEN);
         w_u32(w, c->max_peers);
         w_u32(w, c->max_ops);
         w_u32(w, c->action_queue_depth);
@@ -95,13 +100,15 @@ static void w_header(wbuf *w, const ccoip_trace_header *h)
         w_u32(w, c->heartbeat_ms);
         w_u32(w, c->evict_ms);
         w_u32(w, c->vote_timeout_ms);
+        w_u32(w, c->max_state_keys);
+        w_u64(w, c->probe_bytes);
         w_u32(w, c->ring_search_budget);
         w_u32(w, c->min_collective_world);
         w_u8(w, c->canary_skip_abort_verdict ? 1u : 0u);
     } else {
         const ccoip_peer_config *c = &h->peer;
         const uint64_t ul = url_len_of(c->master_url);
-        w_u32(w, (uint32_t)(4u + ul + 4u + 16u + 4u * 6u + 8u + 8u + 4u + 4u + 1u));
+        w_u32(w, (uint32_t)(CFG_PEER_LEN + ul));
         w_u32(w, (uint32_t)ul);
         w_raw(w, c->master_url, ul);
         w_u32(w, c->master_ip_len);
@@ -114,6 +121,7 @@ static void w_header(wbuf *w, const ccoip_trace_header *h)
         w_u32(w, c->action_queue_depth);
         w_u64(w, c->out_bytes);
         w_u64(w, c->max_message_bytes);
+        w_u32(w, c->max_state_keys);
         w_u32(w, c->heartbeat_ms);
         w_u32(w, c->evict_ms);
         w_u8(w, c->canary_skip_restore ? 1u : 0u);
@@ -155,6 +163,25 @@ static uint64_t encode_record(uint8_t kind, body_fn body, const void *arg, uint8
     return total;
 }
 
+/* The key list is recorded for a SUBMIT of a shared-state sync that has one
+ * (the core reads sync.keys of no other event). */
+static bool has_keys(const ccoip_event *ev)
+{
+    return ev->type == CCOIP_EV_SUBMIT && ev->cmd.type == CCOIP_CMD_SYNC_SHARED_STATE &&
+           ev->cmd.sync.keys != NULL;
+}
+
+/* A key name as the core reads it: at most CCOIP_STATE_NAME_MAX bytes up to
+ * the first NUL (a longer name is recorded as its first CCOIP_STATE_NAME_MAX
+ * bytes, which the core rejects just the same). */
+static uint64_t name_len_of(const char *name)
+{
+    uint64_t n = 0;
+    while (n < CCOIP_STATE_NAME_MAX && name[n] != '\0')
+        n++;
+    return n;
+}
+
 static void body_event(wbuf *w, const void *arg)
 {
     const ccoip_event *ev = arg;
@@ -178,15 +205,38 @@ static void body_event(wbuf *w, const void *arg)
     w_u32(w, (uint32_t)c->allreduce.quant_algorithm);
     w_u32(w, (uint32_t)c->allreduce.quant_dtype);
     w_u8(w, c->allreduce.in_place ? 1u : 0u);
+    w_u64(w, c->sync.revision);
+    w_u32(w, (uint32_t)c->sync.strategy);
+    w_u32(w, c->sync.num_keys);
+    const bool keys = has_keys(ev);
+    w_u8(w, keys ? 1u : 0u);
+    for (uint32_t i = 0; keys && i < c->sync.num_keys; i++) {
+        const ccoip_state_key *k = &c->sync.keys[i];
+        if (k->name == NULL) {
+            w_u32(w, 0);
+        } else {
+            const uint64_t n = name_len_of(k->name);
+            w_u32(w, (uint32_t)(n + 1u));
+            w_raw(w, k->name, n);
+            w_u8(w, 0);
+        }
+        w_u32(w, (uint32_t)k->dtype);
+        w_u64(w, k->count);
+        w_u8(w, k->allow_content_inequality ? 1u : 0u);
+    }
     w_u64(w, ev->done.io_id);
     w_u32(w, (uint32_t)ev->done.result);
     w_meta(w, &ev->done.quant);
     w_meta(w, &ev->done.quant_out);
+    w_u64(w, ev->done.hash);
+    w_u64(w, ev->done.probe_bytes);
+    w_u64(w, ev->done.duration_us);
 }
 
 uint64_t ccoip_trace_encode_event(const ccoip_event *ev, uint8_t *out, uint64_t cap)
 {
     if (ev == NULL || ev->remote_ip_len > 16u) return 0;
+    if (has_keys(ev) && ev->cmd.sync.num_keys > CCOIP_TRACE_MAX_KEYS) return 0;
     return encode_record(CCOIP_TRACE_EVENT, body_event, ev, out, cap);
 }
 
@@ -372,6 +422,8 @@ pcclResult_t ccoip_trace_reader_init(ccoip_trace_reader *r, const uint8_t *buf, 
         m->heartbeat_ms = c_u32(&k);
         m->evict_ms = c_u32(&k);
         m->vote_timeout_ms = c_u32(&k);
+        m->max_state_keys = c_u32(&k);
+        m->probe_bytes = c_u64(&k);
         m->ring_search_budget = c_u32(&k);
         m->min_collective_world = c_u32(&k);
         m->canary_skip_abort_verdict = c_bool(&k);
@@ -390,6 +442,7 @@ pcclResult_t ccoip_trace_reader_init(ccoip_trace_reader *r, const uint8_t *buf, 
         p->action_queue_depth = c_u32(&k);
         p->out_bytes = c_u64(&k);
         p->max_message_bytes = c_u64(&k);
+        p->max_state_keys = c_u32(&k);
         p->heartbeat_ms = c_u32(&k);
         p->evict_ms = c_u32(&k);
         p->canary_skip_restore = c_bool(&k);
@@ -400,11 +453,29 @@ pcclResult_t ccoip_trace_reader_init(ccoip_trace_reader *r, const uint8_t *buf, 
     return pcclSuccess;
 }
 
-static void decode_event(cur *c, ccoip_event *ev)
+/* A key name: u32 n (0: NULL) | n - 1 bytes without NUL | NUL. The name
+ * points into the buffer (its NUL is part of the record). */
+static const char *c_name(cur *c)
+{
+    const uint32_t n = c_u32(c);
+    if (n == 0) return NULL;
+    const uint8_t *b;
+    if (n > CCOIP_STATE_NAME_MAX + 1u || !c_take(c, n, &b)) {
+        c->bad = true;
+        return NULL;
+    }
+    if (b[n - 1u] != 0 || (n > 1u && memchr(b, 0, n - 1u) != NULL)) {
+        c->bad = true;
+        return NULL;
+    }
+    return (const char *)b;
+}
+
+static void decode_event(cur *c, ccoip_event *ev, ccoip_state_key *keys)
 {
     memset(ev, 0, sizeof *ev);
     const uint32_t type = c_u32(c);
-    if (type < CCOIP_EV_START || type > CCOIP_EV_KERNEL_DONE) c->bad = true;
+    if (type < CCOIP_EV_START || type > CCOIP_EV_PROBE_DONE) c->bad = true;
     ev->type = (ccoip_event_type)type;
     ev->now_ns = c_u64(c);
     ev->conn = c_u64(c);
@@ -429,10 +500,32 @@ static void decode_event(cur *c, ccoip_event *ev)
     cmd->allreduce.quant_algorithm = (pcclQuantizationAlgorithm_t)c_u32(c);
     cmd->allreduce.quant_dtype = (pcclDataType_t)c_u32(c);
     cmd->allreduce.in_place = c_bool(c);
+    cmd->sync.revision = c_u64(c);
+    cmd->sync.strategy = (pcclSharedStateSyncStrategy_t)c_u32(c);
+    cmd->sync.num_keys = c_u32(c);
+    if (c_bool(c)) {
+        /* Only where the encoder writes keys, and never more than fit. */
+        if (ev->type != CCOIP_EV_SUBMIT || cmd->type != CCOIP_CMD_SYNC_SHARED_STATE ||
+            cmd->sync.num_keys > CCOIP_TRACE_MAX_KEYS) {
+            c->bad = true;
+        } else {
+            for (uint32_t i = 0; i < cmd->sync.num_keys && !c->bad; i++) {
+                ccoip_state_key *k = &keys[i];
+                k->name = c_name(c);
+                k->dtype = (pcclDataType_t)c_u32(c);
+                k->count = c_u64(c);
+                k->allow_content_inequality = c_bool(c);
+            }
+            cmd->sync.keys = keys;
+        }
+    }
     ev->done.io_id = c_u64(c);
     ev->done.result = (pcclResult_t)c_u32(c);
     c_meta(c, &ev->done.quant);
     c_meta(c, &ev->done.quant_out);
+    ev->done.hash = c_u64(c);
+    ev->done.probe_bytes = c_u64(c);
+    ev->done.duration_us = c_u64(c);
 }
 
 pcclResult_t ccoip_trace_next(ccoip_trace_reader *r, ccoip_trace_record *rec, bool *done)
@@ -451,11 +544,11 @@ pcclResult_t ccoip_trace_next(ccoip_trace_reader *r, ccoip_trace_record *rec, bo
     const uint8_t *body;
     if (!c_take(&c, body_len, &body)) return pcclProtocolError;
     cur b = {body, body_len, 0, false};
-    memset(rec, 0, sizeof *rec);
+    memset(rec, 0, offsetof(ccoip_trace_record, keys));
     rec->kind = (ccoip_trace_kind)kind;
     switch (kind) {
     case CCOIP_TRACE_EVENT:
-        decode_event(&b, &rec->event);
+        decode_event(&b, &rec->event, rec->keys);
         break;
     case CCOIP_TRACE_SET_PORT:
         rec->listener = c_u32(&b);
@@ -491,7 +584,8 @@ pcclResult_t ccoip_trace_next(ccoip_trace_reader *r, ccoip_trace_record *rec, bo
 /* ------------------------------------------------------------------------ */
 
 /* The largest 'A' record: 1 + 4 + 8 + 16 (payload) + 16 + 4 + 4 + 4 + 8 + 4 + 8 + 8 + 4 + 1
- * + 8 + 4 + 2 * 28 + 8 * 3 + 4 + 4 + 44 + 4 + 4 + 8 + 1 + 8 + 8 + 4 + 4 = 303, plus the chain. */
+ * + 8 + 8 + 4 + 2 * 32 + 8 * 3 + 4 + 4 + 44 + 4 + 4 + 8 + 1 + 8 + 8 + 4 + 4 = 319, plus the
+ * chain (8). */
 #define HASH_REC_MAX 512u
 
 static void chain(ccoip_trace_hasher *h, uint8_t *buf, uint64_t n)
@@ -522,6 +616,10 @@ static void w_span(wbuf *w, const ccoip_span_ref *s)
     w_u32(w, (uint32_t)s->region);
     w_u64(w, s->offset);
     w_u64(w, s->length);
+    /* tensor names a key only in a TENSOR span; elsewhere it carries no meaning
+     * (core/peer_ring.c's ring_span leaves it unset: hashing it there would make
+     * the hash depend on stack contents). */
+    w_u32(w, s->region == CCOIP_REGION_TENSOR ? s->tensor : 0u);
 }
 
 void ccoip_trace_hash_action(ccoip_trace_hasher *h, const ccoip_action *a)
@@ -544,6 +642,7 @@ void ccoip_trace_hash_action(ccoip_trace_hasher *h, const ccoip_action *a)
     w_u64(&w, a->rx_bytes);
     w_u32(&w, a->world_size);
     w_u8(&w, a->peers_pending ? 1u : 0u);
+    w_u64(&w, a->revision);
     w_u64(&w, a->io_id);
     w_u32(&w, a->op_slot);
     w_span(&w, &a->src);

@@ -4,6 +4,7 @@
  * hash at every CHECKPOINT and in the TRAILER. Pure: bytes in, result out.
  */
 #include <stdio.h> /* snprintf only */
+#include <stdlib.h>
 #include <string.h>
 
 #include "sim.h"
@@ -46,37 +47,37 @@ static sim_replay_status fail(sim_replay_result *out, sim_replay_status st, cons
     return st;
 }
 
-static sim_replay_status run(replay *r, ccoip_trace_reader *rd, sim_replay_result *out)
+static sim_replay_status run(replay *r, ccoip_trace_reader *rd, ccoip_trace_record *rec,
+                             sim_replay_result *out)
 {
-    ccoip_trace_record rec;
     for (;;) {
         bool done = false;
-        if (ccoip_trace_next(rd, &rec, &done) != pcclSuccess) {
+        if (ccoip_trace_next(rd, rec, &done) != pcclSuccess) {
             return fail(out, SIM_REPLAY_DECODE, "malformed record at byte", rd->pos);
         }
         if (done) break;
-        switch (rec.kind) {
+        switch (rec->kind) {
         case CCOIP_TRACE_EVENT: {
-            const pcclResult_t rc = r->is_master ? ccoip_master_step(r->m, &rec.event)
-                                                 : ccoip_peer_step(r->p, &rec.event);
+            const pcclResult_t rc = r->is_master ? ccoip_master_step(r->m, &rec->event)
+                                                 : ccoip_peer_step(r->p, &rec->event);
             ccoip_trace_hash_step(&r->h, (int)rc);
             r->events++;
             break;
         }
         case CCOIP_TRACE_SET_PORT:
             if (r->is_master) return fail(out, SIM_REPLAY_DECODE, "SET_PORT for a master", 0);
-            (void)ccoip_peer_set_port(r->p, (ccoip_listener)rec.listener, rec.port,
-                                      rec.url[0] != '\0' ? rec.url : NULL);
+            (void)ccoip_peer_set_port(r->p, (ccoip_listener)rec->listener, rec->port,
+                                      rec->url[0] != '\0' ? rec->url : NULL);
             break;
         case CCOIP_TRACE_POLLED:
-            if (!rp_drain(r, rec.polled)) {
+            if (!rp_drain(r, rec->polled)) {
                 return fail(out, SIM_REPLAY_MISMATCH, "fewer actions than recorded after event",
                             r->events);
             }
             break;
         case CCOIP_TRACE_CHECKPOINT:
         case CCOIP_TRACE_TRAILER: {
-            if (rec.kind == CCOIP_TRACE_CHECKPOINT) {
+            if (rec->kind == CCOIP_TRACE_CHECKPOINT) {
                 rp_drain(r, UINT64_MAX);
                 ccoip_trace_hash_deadline(&r->h, r->is_master ? ccoip_master_deadline_ns(r->m)
                                                               : ccoip_peer_deadline_ns(r->p));
@@ -84,19 +85,19 @@ static sim_replay_status run(replay *r, ccoip_trace_reader *rd, sim_replay_resul
             out->events = r->events;
             out->actions = r->h.actions;
             out->state_hash = r->h.hash;
-            out->expected_hash = rec.state_hash;
-            if (rec.events != r->events || rec.state_hash != r->h.hash ||
-                (rec.kind == CCOIP_TRACE_TRAILER && rec.actions != r->h.actions)) {
+            out->expected_hash = rec->state_hash;
+            if (rec->events != r->events || rec->state_hash != r->h.hash ||
+                (rec->kind == CCOIP_TRACE_TRAILER && rec->actions != r->h.actions)) {
                 return fail(out, SIM_REPLAY_MISMATCH, "state hash differs after event", r->events);
             }
-            if (rec.kind == CCOIP_TRACE_TRAILER) {
+            if (rec->kind == CCOIP_TRACE_TRAILER) {
                 out->status = SIM_REPLAY_MATCH;
                 return out->status;
             }
             break;
         }
         default:
-            return fail(out, SIM_REPLAY_DECODE, "unknown record", (uint64_t)rec.kind);
+            return fail(out, SIM_REPLAY_DECODE, "unknown record", (uint64_t)rec->kind);
         }
     }
     out->events = r->events;
@@ -114,6 +115,13 @@ sim_replay_status sim_replay(const uint8_t *bytes, uint64_t len, sim_replay_resu
     ccoip_trace_reader rd;
     ccoip_trace_header hdr;
     if (ccoip_trace_reader_init(&rd, bytes, len, &hdr) != pcclSuccess) {
+        if (hdr.version != 0 && hdr.version != CCOIP_TRACE_VERSION) {
+            out->status = SIM_REPLAY_DECODE;
+            snprintf(out->message, sizeof out->message,
+                     "trace format v%u is not supported (this build reads v%u): re-record the run",
+                     (unsigned)hdr.version, (unsigned)CCOIP_TRACE_VERSION);
+            return out->status;
+        }
         return fail(out, SIM_REPLAY_DECODE, "malformed trace header", len);
     }
     replay r;
@@ -133,7 +141,15 @@ sim_replay_status sim_replay(const uint8_t *bytes, uint64_t len, sim_replay_resu
         return fail(out, SIM_REPLAY_UNAVAILABLE, "cannot create the machine of the header",
                     (uint64_t)rc);
     }
-    const sim_replay_status st = run(&r, &rd, out);
+    /* A record holds room for CCOIP_TRACE_MAX_KEYS keys: on the heap. */
+    ccoip_trace_record *rec = malloc(sizeof *rec);
+    if (rec == NULL) {
+        ccoip_master_destroy(r.m);
+        ccoip_peer_destroy(r.p);
+        return fail(out, SIM_REPLAY_UNAVAILABLE, "out of memory", sizeof *rec);
+    }
+    const sim_replay_status st = run(&r, &rd, rec, out);
+    free(rec);
     ccoip_master_destroy(r.m);
     ccoip_peer_destroy(r.p);
     return st;

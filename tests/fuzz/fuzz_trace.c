@@ -2,7 +2,8 @@
  * fuzz_trace — the trace file decoder (core/ccoip_trace.h) on arbitrary
  * bytes. Properties:
  *   - reader_init and next return pcclSuccess or pcclProtocolError only;
- *   - an event's payload lies inside the input;
+ *   - an event's payload and the names of its shared-state keys lie inside
+ *     the input (format v2);
  *   - the reader's position only grows and stays within the input;
  *   - a decoded header and every decoded record re-encode to the same bytes
  *     (the format has one encoding per value), unless the cfg block carries
@@ -42,6 +43,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (fz_rec.event.len > 0) {
                 FUZZ_CHECK(fz_rec.event.data >= data &&
                            fz_rec.event.data + fz_rec.event.len <= data + size);
+            }
+            if (fz_rec.event.cmd.sync.keys != NULL) {
+                FUZZ_CHECK(fz_rec.event.cmd.sync.keys == fz_rec.keys &&
+                           fz_rec.event.cmd.sync.num_keys <= CCOIP_TRACE_MAX_KEYS);
+                for (uint32_t i = 0; i < fz_rec.event.cmd.sync.num_keys; i++) {
+                    const char *nm = fz_rec.keys[i].name;
+                    if (nm == NULL) continue;
+                    const uint8_t *b = (const uint8_t *)nm;
+                    FUZZ_CHECK(b >= data && b + strlen(nm) < data + size);
+                }
             }
             n = ccoip_trace_encode_event(&fz_rec.event, fz_out, sizeof fz_out);
             break;

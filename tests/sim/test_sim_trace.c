@@ -1,6 +1,8 @@
 /*
  * test_sim_trace.c — trace record/replay (core/ccoip_trace.h, sim_replay):
- * record every machine of swarm runs and scenarios, replay each trace and
+ * record every machine of swarm runs (with and without shared state and
+ * topology optimization) and scenarios (the state_* and optimize_* ones
+ * included), replay each trace and
  * require the same state hash; then change the type byte of one EVENT record
  * of each trace and require that the replay notices (mismatch or malformed
  * trace), never a crash. Plain C (no Criterion) so it also runs under node.
@@ -65,6 +67,29 @@ static uint64_t event_byte(const uint8_t *buf, uint64_t len, uint64_t k)
 }
 
 static int failures;
+/* v2 inputs seen in all traces: shared-state SUBMITs with keys, HASH results, PROBE_DONEs. */
+static uint64_t seen_sync_keys, seen_hash_done, seen_probe_done;
+
+static void tally(const uint8_t *buf, uint64_t len)
+{
+    ccoip_trace_reader r;
+    ccoip_trace_header h;
+    if (ccoip_trace_reader_init(&r, buf, len, &h) != pcclSuccess) return;
+    ccoip_trace_record *rec = malloc(sizeof *rec);
+    for (;;) {
+        bool done = false;
+        if (rec == NULL || ccoip_trace_next(&r, rec, &done) != pcclSuccess || done) break;
+        if (rec->kind != CCOIP_TRACE_EVENT) continue;
+        const ccoip_event *ev = &rec->event;
+        if (ev->type == CCOIP_EV_SUBMIT && ev->cmd.type == CCOIP_CMD_SYNC_SHARED_STATE &&
+            ev->cmd.sync.num_keys > 0 && ev->cmd.sync.keys != NULL) {
+            seen_sync_keys++;
+        }
+        if (ev->type == CCOIP_EV_KERNEL_DONE && ev->done.hash != 0) seen_hash_done++;
+        if (ev->type == CCOIP_EV_PROBE_DONE) seen_probe_done++;
+    }
+    free(rec);
+}
 
 static void run_and_replay(const char *what, sim_config *cfg)
 {
@@ -81,6 +106,7 @@ static void run_and_replay(const char *what, sim_config *cfg)
     }
     uint32_t matched = 0, detected = 0, tampered = 0;
     for (uint32_t i = 0; i < s->n; i++) {
+        tally(s->t[i].bytes, s->t[i].len);
         sim_replay_result r;
         if (sim_replay(s->t[i].bytes, s->t[i].len, &r) != SIM_REPLAY_MATCH) {
             printf("FAIL %s: trace %u does not replay: %s\n", what, i, r.message);
@@ -124,19 +150,38 @@ int main(void)
 {
     sim_config cfg;
     char name[64];
+    /* Swarm seeds as drawn (most with shared state, some with divergence and
+     * topology optimization), then the same seeds forced to shared state with
+     * divergence and optimization (trace format v2 records sync args, HASH
+     * kernel results and PROBE_DONE). */
+    uint32_t with_state = 0;
     for (uint64_t seed = 1; seed <= 6; seed++) {
         sim_config_swarm(&cfg, seed);
-        /* core/trace.c does not yet record the v3 event fields (SUBMIT sync args, the
-         * done.hash of HASH kernels, PROBE_DONE): shared-state runs cannot replay until it
-         * does, so these runs keep the v2 loop. */
-        cfg.shared_state = false;
-        cfg.diverge_bp = 0;
-        cfg.optimize_every = 0;
-        snprintf(name, sizeof name, "swarm seed %" PRIu64, seed);
+        with_state += cfg.shared_state ? 1u : 0u;
+        snprintf(name, sizeof name, "swarm seed %" PRIu64 "%s", seed,
+                 cfg.shared_state ? " (shared state)" : "");
         run_and_replay(name, &cfg);
     }
-    static const char *const scenarios[] = {"kill_mid_ring", "hung_peer", "mismatched_params"};
-    for (unsigned i = 0; i < 3; i++) {
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        sim_config_swarm(&cfg, seed);
+        cfg.group_size = 0;
+        cfg.shared_state = true;
+        cfg.diverge_bp = 2000;
+        cfg.optimize_every = 2;
+        snprintf(name, sizeof name, "swarm seed %" PRIu64 " (shared state, optimize)", seed);
+        run_and_replay(name, &cfg);
+    }
+    printf("%u of 6 drawn swarm seeds had shared state\n", with_state);
+    static const char *const scenarios[] = {"kill_mid_ring",
+                                            "hung_peer",
+                                            "mismatched_params",
+                                            "state_divergent_repair",
+                                            "state_revision_skip",
+                                            "state_newcomer_aci",
+                                            "state_distributor_killed",
+                                            "state_two_groups",
+                                            "optimize_asymmetric"};
+    for (unsigned i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
         cfg.seed = 1;
         if (!sim_config_scenario(&cfg, scenarios[i])) return 1;
         run_and_replay(scenarios[i], &cfg);
@@ -150,6 +195,13 @@ int main(void)
     cfg.churn_ns = 0;
     cfg.churn_per_step_bp = 1000;
     run_and_replay("groups of 8 with per-step churn", &cfg);
+    printf("recorded v2 inputs: %" PRIu64 " shared-state submits with keys, %" PRIu64
+           " hash results, %" PRIu64 " probe results\n",
+           seen_sync_keys, seen_hash_done, seen_probe_done);
+    if (seen_sync_keys == 0 || seen_hash_done == 0 || seen_probe_done == 0) {
+        printf("FAIL: the runs did not exercise shared state and optimization\n");
+        failures++;
+    }
     printf("%s\n", failures == 0 ? "all traces replayed" : "FAILED");
     return failures == 0 ? 0 : 1;
 }

@@ -19,8 +19,11 @@ static uint64_t le(const uint8_t *p, unsigned n)
     return v;
 }
 
-/* A small trace: peer header, a START, SET_PORT, a RECV with payload, a
- * SUBMIT, an IO_DONE, POLLED, CHECKPOINT, TRAILER. Returns its length. */
+/* A small trace: peer header, a START, SET_PORT, a RECV with payload, an
+ * all-reduce SUBMIT, a shared-state SUBMIT with two keys, an IO_DONE, a
+ * KERNEL_DONE with a hash, a PROBE_DONE, POLLED, CHECKPOINT, TRAILER.
+ * Returns its length. */
+#define TRACE_RECORDS 11u
 static uint64_t build_trace(uint8_t *buf, uint64_t cap)
 {
     ccoip_trace_header h;
@@ -54,6 +57,18 @@ static uint64_t build_trace(uint8_t *buf, uint64_t cap)
     ev.cmd.allreduce.op = pcclAvg;
     ev.cmd.allreduce.in_place = true;
     n += ccoip_trace_encode_event(&ev, buf + n, cap - n);
+    static const ccoip_state_key keys[2] = {{"model.w", pcclFloat, 1000, false},
+                                            {"optim.step", pcclUint64, 1, true}};
+    memset(&ev, 0, sizeof ev);
+    ev.type = CCOIP_EV_SUBMIT;
+    ev.now_ns = 25000;
+    ev.cmd.type = CCOIP_CMD_SYNC_SHARED_STATE;
+    ev.cmd.cmd_id = 10;
+    ev.cmd.sync.revision = 42;
+    ev.cmd.sync.strategy = PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY;
+    ev.cmd.sync.num_keys = 2;
+    ev.cmd.sync.keys = keys;
+    n += ccoip_trace_encode_event(&ev, buf + n, cap - n);
     memset(&ev, 0, sizeof ev);
     ev.type = CCOIP_EV_IO_DONE;
     ev.now_ns = 30000;
@@ -62,6 +77,19 @@ static uint64_t build_trace(uint8_t *buf, uint64_t cap)
     ev.done.quant.algorithm = pcclQuantMinMax;
     ev.done.quant.min_value = -1.5;
     ev.done.quant.max_value = 2.25;
+    n += ccoip_trace_encode_event(&ev, buf + n, cap - n);
+    memset(&ev, 0, sizeof ev);
+    ev.type = CCOIP_EV_KERNEL_DONE;
+    ev.now_ns = 31000;
+    ev.done.io_id = 78;
+    ev.done.hash = 0xfeedface12345678u;
+    n += ccoip_trace_encode_event(&ev, buf + n, cap - n);
+    memset(&ev, 0, sizeof ev);
+    ev.type = CCOIP_EV_PROBE_DONE;
+    ev.now_ns = 32000;
+    ev.done.io_id = 79;
+    ev.done.probe_bytes = 1u << 20;
+    ev.done.duration_us = 1234;
     n += ccoip_trace_encode_event(&ev, buf + n, cap - n);
     n += ccoip_trace_encode_polled(3, buf + n, cap - n);
     n += ccoip_trace_encode_checkpoint(4, 0xabcdef, buf + n, cap - n);
@@ -108,12 +136,15 @@ PTEST(trace, round_trip)
               "url");
     PT_EXPECT(h.peer.peer_group == 7 && h.peer.max_ops == 8 && h.peer.heartbeat_ms == 250,
               "peer config fields");
-    ccoip_trace_record rec;
+    ccoip_trace_record *recp = malloc(sizeof *recp);
+    PT_ASSERT(recp != NULL, "alloc");
+#define rec (*recp)
     bool done = false;
-    static const ccoip_trace_kind kinds[] = {
-        CCOIP_TRACE_EVENT, CCOIP_TRACE_SET_PORT, CCOIP_TRACE_EVENT,      CCOIP_TRACE_EVENT,
-        CCOIP_TRACE_EVENT, CCOIP_TRACE_POLLED,   CCOIP_TRACE_CHECKPOINT, CCOIP_TRACE_TRAILER};
-    for (unsigned i = 0; i < 8; i++) {
+    static const ccoip_trace_kind kinds[TRACE_RECORDS] = {
+        CCOIP_TRACE_EVENT,  CCOIP_TRACE_SET_PORT,   CCOIP_TRACE_EVENT,  CCOIP_TRACE_EVENT,
+        CCOIP_TRACE_EVENT,  CCOIP_TRACE_EVENT,      CCOIP_TRACE_EVENT,  CCOIP_TRACE_EVENT,
+        CCOIP_TRACE_POLLED, CCOIP_TRACE_CHECKPOINT, CCOIP_TRACE_TRAILER};
+    for (unsigned i = 0; i < TRACE_RECORDS; i++) {
         PT_ASSERT(ccoip_trace_next(&r, &rec, &done) == pcclSuccess && !done, "record %u", i);
         PT_ASSERT(rec.kind == kinds[i], "record %u kind %d", i, (int)rec.kind);
         if (i == 1) PT_EXPECT(rec.listener == 0 && rec.port == 40000 && rec.url[0] == 0, "port");
@@ -130,20 +161,118 @@ PTEST(trace, round_trip)
                       "submit");
         }
         if (i == 4) {
+            const ccoip_sync_args *sy = &rec.event.cmd.sync;
+            PT_EXPECT(rec.event.cmd.type == CCOIP_CMD_SYNC_SHARED_STATE && sy->revision == 42 &&
+                          sy->strategy == PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY &&
+                          sy->num_keys == 2 && sy->keys != NULL,
+                      "sync submit");
+            if (sy->keys != NULL) {
+                PT_EXPECT(strcmp(sy->keys[0].name, "model.w") == 0 &&
+                              sy->keys[0].dtype == pcclFloat && sy->keys[0].count == 1000 &&
+                              !sy->keys[0].allow_content_inequality,
+                          "key 0");
+                PT_EXPECT(strcmp(sy->keys[1].name, "optim.step") == 0 &&
+                              sy->keys[1].dtype == pcclUint64 && sy->keys[1].count == 1 &&
+                              sy->keys[1].allow_content_inequality,
+                          "key 1");
+            }
+        }
+        if (i == 6) {
+            PT_EXPECT(rec.event.type == CCOIP_EV_KERNEL_DONE && rec.event.done.io_id == 78 &&
+                          rec.event.done.hash == 0xfeedface12345678u,
+                      "kernel done hash");
+        }
+        if (i == 7) {
+            PT_EXPECT(rec.event.type == CCOIP_EV_PROBE_DONE && rec.event.done.io_id == 79 &&
+                          rec.event.done.probe_bytes == (1u << 20) &&
+                          rec.event.done.duration_us == 1234,
+                      "probe done");
+        }
+        if (i == 5) {
             PT_EXPECT(rec.event.done.io_id == 77 &&
                           rec.event.done.result == pcclRankConnectionLost &&
                           rec.event.done.quant.min_value == -1.5 &&
                           rec.event.done.quant.max_value == 2.25,
                       "io done");
         }
-        if (i == 5) PT_EXPECT(rec.polled == 3, "polled");
-        if (i == 6) PT_EXPECT(rec.events == 4 && rec.state_hash == 0xabcdef, "checkpoint");
-        if (i == 7) {
+        if (i == 8) PT_EXPECT(rec.polled == 3, "polled");
+        if (i == 9) PT_EXPECT(rec.events == 4 && rec.state_hash == 0xabcdef, "checkpoint");
+        if (i == 10) {
             PT_EXPECT(rec.events == 4 && rec.actions == 10 && rec.state_hash == 0xabcdef,
                       "trailer");
         }
     }
     PT_ASSERT(ccoip_trace_next(&r, &rec, &done) == pcclSuccess && done, "end");
+#undef rec
+    free(recp);
+}
+
+PTEST(trace, key_names)
+{
+    /* A NULL name, a name longer than the core reads (recorded as its first
+     * CCOIP_STATE_NAME_MAX bytes), an empty name: each round-trips to the same bytes. */
+    char longname[300];
+    memset(longname, 'k', sizeof longname - 1u);
+    longname[sizeof longname - 1u] = '\0';
+    const ccoip_state_key keys[3] = {
+        {NULL, pcclFloat, 1, false}, {longname, pcclFloat, 2, false}, {"", pcclUint8, 3, true}};
+    ccoip_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = CCOIP_EV_SUBMIT;
+    ev.cmd.type = CCOIP_CMD_SYNC_SHARED_STATE;
+    ev.cmd.sync.num_keys = 3;
+    ev.cmd.sync.keys = keys;
+    uint8_t hb[256], buf[2048], again[2048];
+    ccoip_trace_header h;
+    memset(&h, 0, sizeof h);
+    h.machine = CCOIP_TRACE_MASTER;
+    const uint64_t hn = ccoip_trace_encode_header(&h, hb, sizeof hb);
+    memcpy(buf, hb, (size_t)hn);
+    const uint64_t en = ccoip_trace_encode_event(&ev, buf + hn, sizeof buf - hn);
+    PT_ASSERT(en > 0 && hn + en <= sizeof buf, "encoded");
+    ccoip_trace_reader r;
+    PT_ASSERT(ccoip_trace_reader_init(&r, buf, hn + en, &h) == pcclSuccess, "header");
+    ccoip_trace_record *rec = malloc(sizeof *rec);
+    bool done = false;
+    PT_ASSERT(ccoip_trace_next(&r, rec, &done) == pcclSuccess && !done, "event");
+    const ccoip_sync_args *sy = &rec->event.cmd.sync;
+    PT_EXPECT(sy->num_keys == 3 && sy->keys[0].name == NULL, "NULL name");
+    PT_EXPECT(strlen(sy->keys[1].name) == CCOIP_STATE_NAME_MAX && sy->keys[1].count == 2,
+              "long name cut where the core stops reading");
+    PT_EXPECT(sy->keys[2].name != NULL && sy->keys[2].name[0] == '\0', "empty name");
+    PT_EXPECT(ccoip_trace_encode_event(&rec->event, again, sizeof again) == en &&
+                  memcmp(again, buf + hn, (size_t)en) == 0,
+              "re-encodes to the same bytes");
+    /* Keys of a non-sync command are not recorded; too many keys cannot be. */
+    ev.cmd.type = CCOIP_CMD_ALL_REDUCE;
+    const uint64_t plain = ccoip_trace_encode_event(&ev, NULL, 0);
+    PT_EXPECT(plain > 0 && plain < en, "no keys for an all-reduce");
+    ev.cmd.type = CCOIP_CMD_SYNC_SHARED_STATE;
+    ev.cmd.sync.num_keys = CCOIP_TRACE_MAX_KEYS + 1u;
+    PT_EXPECT(ccoip_trace_encode_event(&ev, NULL, 0) == 0, "more than CCOIP_TRACE_MAX_KEYS");
+    /* A name byte turned into an interior NUL, a missing final NUL: malformed. */
+    const uint64_t name1 = hn + 5u + 4u + 8u + 8u + 1u + 4u + 4u + 16u + 8u + 4u + 8u + 8u + 8u +
+                           4u * 4u + 1u + 8u + 4u + 4u + 1u + (4u + 4u + 8u + 1u);
+    PT_ASSERT(le(buf + name1, 4) == CCOIP_STATE_NAME_MAX + 1u, "name length found");
+    buf[name1 + 4u + 3u] = 0;
+    PT_ASSERT(ccoip_trace_reader_init(&r, buf, hn + en, &h) == pcclSuccess, "header");
+    PT_EXPECT(ccoip_trace_next(&r, rec, &done) == pcclProtocolError, "interior NUL");
+    buf[name1 + 4u + 3u] = 'k';
+    buf[name1 + 4u + CCOIP_STATE_NAME_MAX] = 'k';
+    PT_ASSERT(ccoip_trace_reader_init(&r, buf, hn + en, &h) == pcclSuccess, "header");
+    PT_EXPECT(ccoip_trace_next(&r, rec, &done) == pcclProtocolError, "no final NUL");
+    free(rec);
+}
+
+PTEST(trace, v1_rejected)
+{
+    uint8_t buf[4096];
+    const uint64_t n = build_trace(buf, sizeof buf);
+    buf[8] = 1; /* version 1 */
+    ccoip_trace_reader r;
+    ccoip_trace_header h;
+    PT_EXPECT(ccoip_trace_reader_init(&r, buf, n, &h) == pcclProtocolError && h.version == 1,
+              "a v1 file is refused and its version reported");
 }
 
 PTEST(trace, header_layout)
@@ -157,11 +286,35 @@ PTEST(trace, header_layout)
     h.master.canary_skip_abort_verdict = true;
     uint8_t buf[256];
     const uint64_t n = ccoip_trace_encode_header(&h, buf, sizeof buf);
-    PT_ASSERT(n == 28u + 49u, "master header is %llu bytes", (unsigned long long)n);
+    h.master.max_state_keys = 17;
+    h.master.probe_bytes = 65536;
+    const uint64_t n2 = ccoip_trace_encode_header(&h, buf, sizeof buf);
+    PT_ASSERT(n2 == 28u + 61u, "master header is %llu bytes", (unsigned long long)n2);
     PT_EXPECT(memcmp(buf, "CCOIPTRC", 8) == 0, "magic");
-    PT_EXPECT(le(buf + 8, 4) == 1 && le(buf + 12, 4) == 1 && le(buf + 16, 8) == 5, "version");
-    PT_EXPECT(le(buf + 24, 4) == 49 && le(buf + 28, 4) == 100, "cfg_len, max_peers");
-    PT_EXPECT(le(buf + 28 + 28, 4) == 250 && buf[28 + 48] == 1, "heartbeat_ms, canary");
+    PT_EXPECT(le(buf + 8, 4) == 2 && le(buf + 12, 4) == 1 && le(buf + 16, 8) == 5, "version");
+    PT_EXPECT(le(buf + 24, 4) == 61 && le(buf + 28, 4) == 100, "cfg_len, max_peers");
+    PT_EXPECT(le(buf + 28 + 28, 4) == 250 && buf[28 + 60] == 1, "heartbeat_ms, canary");
+    PT_EXPECT(le(buf + 28 + 40, 4) == 17 && le(buf + 28 + 44, 8) == 65536,
+              "max_state_keys, probe_bytes");
+    ccoip_trace_reader r;
+    ccoip_trace_header d;
+    PT_ASSERT(ccoip_trace_reader_init(&r, buf, n2, &d) == pcclSuccess, "decodes");
+    PT_EXPECT(d.master.max_state_keys == 17 && d.master.probe_bytes == 65536 &&
+                  d.master.canary_skip_abort_verdict && d.master.max_peers == 100,
+              "master config round trip");
+    memset(&h, 0, sizeof h);
+    h.machine = CCOIP_TRACE_PEER;
+    h.peer.max_state_keys = 9;
+    h.peer.canary_skip_restore = true;
+    const uint64_t pn = ccoip_trace_encode_header(&h, buf, sizeof buf);
+    PT_ASSERT(pn == 28u + 77u, "peer header without url is %llu bytes", (unsigned long long)pn);
+    PT_ASSERT(ccoip_trace_reader_init(&r, buf, pn, &d) == pcclSuccess, "peer decodes");
+    PT_EXPECT(d.peer.max_state_keys == 9 && d.peer.canary_skip_restore && d.peer.master_url == NULL,
+              "peer config round trip");
+    h.machine = CCOIP_TRACE_MASTER;
+    h.master.max_peers = 100;
+    h.master.heartbeat_ms = 250;
+    h.master.canary_skip_abort_verdict = true;
     /* Too small a buffer: the size, nothing written. */
     uint8_t small[8] = {0};
     PT_EXPECT(ccoip_trace_encode_header(&h, small, sizeof small) == n && small[0] == 0, "sizing");
@@ -174,7 +327,8 @@ PTEST(trace, every_truncation)
     uint8_t buf[4096];
     const uint64_t n = build_trace(buf, sizeof buf);
     uint32_t full = 0;
-    PT_ASSERT(decode_all(buf, n, &full) == pcclSuccess && full == 8, "full trace: %u", full);
+    PT_ASSERT(decode_all(buf, n, &full) == pcclSuccess && full == TRACE_RECORDS, "full trace: %u",
+              full);
     uint32_t ok_prefixes = 0;
     for (uint64_t len = 0; len < n; len++) {
         uint8_t *copy = malloc((size_t)len + 1u);
@@ -186,8 +340,8 @@ PTEST(trace, every_truncation)
         if (rc == pcclSuccess) ok_prefixes++;
         free(copy);
     }
-    /* Only the cuts at record boundaries decode (header + 0..7 records). */
-    PT_EXPECT(ok_prefixes == 8, "%u prefixes decode", ok_prefixes);
+    /* Only the cuts at record boundaries decode (header + 0..10 records). */
+    PT_EXPECT(ok_prefixes == TRACE_RECORDS, "%u prefixes decode", ok_prefixes);
 }
 
 PTEST(trace, every_byte_flip)
@@ -222,10 +376,11 @@ PTEST(trace, lying_lengths)
     PT_EXPECT(decode_all(buf, n, &recs) == pcclProtocolError, "u32 body length beyond the end");
     memcpy(buf + first + 1, save, 4);
     /* The data length inside the RECV event (record 3): beyond its body. */
-    ccoip_trace_record rec;
+    ccoip_trace_record *rec = malloc(sizeof *rec);
     bool done;
-    PT_ASSERT(ccoip_trace_next(&r, &rec, &done) == pcclSuccess, "r1");
-    PT_ASSERT(ccoip_trace_next(&r, &rec, &done) == pcclSuccess, "r2");
+    PT_ASSERT(ccoip_trace_next(&r, rec, &done) == pcclSuccess, "r1");
+    PT_ASSERT(ccoip_trace_next(&r, rec, &done) == pcclSuccess, "r2");
+    free(rec);
     const uint64_t recv_at = r.pos;
     const uint64_t data_len_at = recv_at + 5u + 4u + 8u + 8u + 1u + 4u + 4u + 16u;
     PT_ASSERT(le(buf + data_len_at, 8) == 5, "data length field found");
@@ -275,4 +430,29 @@ PTEST(trace, state_hash)
     ccoip_trace_hash_action(&b, &act);
     ccoip_trace_hash_deadline(&b, 1001);
     PT_EXPECT(b.hash != h0, "a changed deadline changes the hash");
+    /* The v3 action fields are hashed too. */
+    ccoip_trace_hasher_init(&b);
+    ccoip_trace_hash_step(&b, 0);
+    act.src.tensor = 1;
+    ccoip_trace_hash_action(&b, &act);
+    ccoip_trace_hash_deadline(&b, 1000);
+    PT_EXPECT(b.hash == h0, "span.tensor outside a TENSOR span is not hashed");
+    ccoip_trace_hasher_init(&b);
+    ccoip_trace_hash_step(&b, 0);
+    act.src.region = CCOIP_REGION_TENSOR;
+    ccoip_trace_hash_action(&b, &act);
+    const uint64_t with_tensor = b.hash;
+    ccoip_trace_hasher_init(&b);
+    ccoip_trace_hash_step(&b, 0);
+    act.src.tensor = 2;
+    ccoip_trace_hash_action(&b, &act);
+    PT_EXPECT(b.hash != with_tensor, "span.tensor of a TENSOR span changes the hash");
+    act.src.tensor = 0;
+    act.src.region = 0;
+    ccoip_trace_hasher_init(&b);
+    ccoip_trace_hash_step(&b, 0);
+    act.revision = 3;
+    ccoip_trace_hash_action(&b, &act);
+    ccoip_trace_hash_deadline(&b, 1000);
+    PT_EXPECT(b.hash != h0, "revision changes the hash");
 }
