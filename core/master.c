@@ -101,10 +101,21 @@ pcclResult_t ccoip_master_create(const ccoip_master_config *cfg, uint64_t seed, 
     m->tsp_work_bytes = ccoip_tsp_workspace_bytes((uint32_t)np);
     m->tsp_work = malloc((size_t)m->tsp_work_bytes);
     m->targets = calloc((size_t)np, sizeof(ccoip_pb_probe_target));
+    m->conn_cap = 4;
+    while (m->conn_cap < 2u * np)
+        m->conn_cap *= 2u;
+    m->conn_map = malloc((size_t)m->conn_cap * sizeof(uint32_t));
+    if (m->conn_map != NULL) memset(m->conn_map, 0xff, (size_t)m->conn_cap * sizeof(uint32_t));
+    m->live_next = CCOIP_NO_DEADLINE;
+    m->w_gid = calloc((size_t)np, sizeof(uint32_t));
+    m->w_cnt = calloc((size_t)np, sizeof(uint32_t));
+    m->w_map = malloc((size_t)m->conn_cap * sizeof(uint32_t));
+    if (m->w_map != NULL) memset(m->w_map, 0xff, (size_t)m->conn_cap * sizeof(uint32_t));
     pcclResult_t r = sm_out_init(&m->out, c.action_queue_depth, c.out_bytes);
     if (m->skeys == NULL || m->sgroups == NULL || m->popular == NULL || m->tmp_d == NULL ||
         m->okeys == NULL || m->bw == NULL || m->tsp_cost == NULL || m->tsp_tour == NULL ||
-        m->tsp_work == NULL || m->targets == NULL) {
+        m->tsp_work == NULL || m->targets == NULL || m->conn_map == NULL || m->w_gid == NULL ||
+        m->w_cnt == NULL || m->w_map == NULL) {
         r = pcclSystemError;
     }
     if (m->peers == NULL || m->order == NULL || m->unreach == NULL || m->ops == NULL ||
@@ -142,6 +153,10 @@ void ccoip_master_destroy(ccoip_master *m)
     free(m->tsp_tour);
     free(m->tsp_work);
     free(m->targets);
+    free(m->conn_map);
+    free(m->w_gid);
+    free(m->w_cnt);
+    free(m->w_map);
     free(m);
 }
 
@@ -158,6 +173,24 @@ uint32_t m_count_state(const ccoip_master *m, m_peer_state st)
         if (m->peers[m->order[i]].state == st) n++;
     }
     return n;
+}
+
+void m_mark_rewire(ccoip_master *m, uint32_t group)
+{
+    for (uint32_t i = 0; i < m->order_n; i++) {
+        m_peer *p = &m->peers[m->order[i]];
+        if (p->state == MP_ACCEPTED && p->group == group) p->rewire = true;
+    }
+    m->ring_healthy = false;
+}
+
+void m_mark_rewire_all(ccoip_master *m)
+{
+    for (uint32_t i = 0; i < m->order_n; i++) {
+        m_peer *p = &m->peers[m->order[i]];
+        if (p->state == MP_ACCEPTED) p->rewire = true;
+    }
+    m->ring_healthy = false;
 }
 
 bool m_unreachable(const ccoip_master *m, uint32_t from, uint32_t to)
@@ -182,38 +215,60 @@ static void master_clear_unreachable(ccoip_master *m, uint32_t slot)
     }
 }
 
-void m_world_sizes(const ccoip_master *m, uint32_t group, bool include_phase,
-                   ccoip_pb_world_sizes *out)
+static uint32_t world_hash(const ccoip_master *m, uint32_t group)
 {
-    memset(out, 0, sizeof(*out));
-    /* Distinct groups, counted by insertion into a small sorted list. */
-    uint32_t ngroups = 0;
-    uint32_t *gid = m->tmp_b;
-    uint32_t *gcnt = m->tmp_a;
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        const m_peer *p = &m->peers[m->order[i]];
+    uint64_t z = ((uint64_t)group + 1u) * 0x9e3779b97f4a7c15ull;
+    z ^= z >> 31;
+    return (uint32_t)(z & (m->conn_cap - 1u));
+}
+
+void m_world_prepare(ccoip_master *m, bool include_phase)
+{
+    /* Clear only the map entries of the previous snapshot. */
+    for (uint32_t k = 0; k < m->w_ngroups; k++) {
+        uint32_t i = world_hash(m, m->w_gid[k]);
+        while (m->w_map[i] != M_SLOT_NONE) {
+            m->w_map[i] = M_SLOT_NONE;
+            i = (i + 1u) & (m->conn_cap - 1u);
+        }
+    }
+    m->w_ngroups = 0;
+    m->w_global = 0;
+    m->w_largest = 0;
+    for (uint32_t n = 0; n < m->order_n; n++) {
+        const m_peer *p = &m->peers[m->order[n]];
         bool counted = p->state == MP_ACCEPTED || (include_phase && p->in_phase);
         if (!counted) continue;
-        out->global++;
-        if (p->group == group) out->peer_group++;
-        uint32_t k = 0;
-        while (k < ngroups && gid[k] < p->group)
-            k++;
-        if (k < ngroups && gid[k] == p->group) {
-            gcnt[k]++;
-            continue;
+        m->w_global++;
+        uint32_t i = world_hash(m, p->group), k;
+        for (;; i = (i + 1u) & (m->conn_cap - 1u)) {
+            k = m->w_map[i];
+            if (k == M_SLOT_NONE || m->w_gid[k] == p->group) break;
         }
-        for (uint32_t j = ngroups; j > k; j--) {
-            gid[j] = gid[j - 1];
-            gcnt[j] = gcnt[j - 1];
+        if (k == M_SLOT_NONE) {
+            k = m->w_ngroups++;
+            m->w_map[i] = k;
+            m->w_gid[k] = p->group;
+            m->w_cnt[k] = 0;
         }
-        gid[k] = p->group;
-        gcnt[k] = 1;
-        ngroups++;
+        m->w_cnt[k]++;
+        if (m->w_cnt[k] > m->w_largest) m->w_largest = m->w_cnt[k];
     }
-    out->num_peer_groups = ngroups;
-    for (uint32_t k = 0; k < ngroups; k++) {
-        if (gcnt[k] > out->largest_peer_group) out->largest_peer_group = gcnt[k];
+}
+
+void m_world_sizes(const ccoip_master *m, uint32_t group, ccoip_pb_world_sizes *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->global = m->w_global;
+    out->num_peer_groups = m->w_ngroups;
+    out->largest_peer_group = m->w_largest;
+    for (uint32_t i = world_hash(m, group);; i = (i + 1u) & (m->conn_cap - 1u)) {
+        uint32_t k = m->w_map[i];
+        if (k == M_SLOT_NONE) break;
+        if (m->w_gid[k] == group) {
+            out->peer_group = m->w_cnt[k];
+            break;
+        }
     }
 }
 
@@ -252,12 +307,53 @@ void m_answer_status(ccoip_master *m, uint32_t slot, uint64_t call, int32_t stat
 /* Slots                                                                     */
 /* ------------------------------------------------------------------------ */
 
+/* conn -> slot: a hash map for lookup only (never iterated). */
+static uint32_t conn_hash(const ccoip_master *m, uint64_t conn)
+{
+    uint64_t z = conn * 0x9e3779b97f4a7c15ull;
+    z ^= z >> 29;
+    return (uint32_t)(z & (m->conn_cap - 1u));
+}
+
 static uint32_t master_slot_by_conn(const ccoip_master *m, uint64_t conn)
 {
-    for (uint32_t i = 0; i < m->cfg.max_peers; i++) {
-        if (m->peers[i].state != MP_FREE && m->peers[i].conn == conn) return i;
+    for (uint32_t i = conn_hash(m, conn);; i = (i + 1u) & (m->conn_cap - 1u)) {
+        uint32_t s = m->conn_map[i];
+        if (s == M_SLOT_NONE) return M_SLOT_NONE;
+        if (m->peers[s].conn == conn && m->peers[s].state != MP_FREE) return s;
     }
-    return M_SLOT_NONE;
+}
+
+static void conn_map_insert(ccoip_master *m, uint32_t slot)
+{
+    uint32_t i = conn_hash(m, m->peers[slot].conn);
+    while (m->conn_map[i] != M_SLOT_NONE)
+        i = (i + 1u) & (m->conn_cap - 1u);
+    m->conn_map[i] = slot;
+}
+
+/* Backward-shift deletion (linear probing): no tombstones, so the table never fills. */
+static void conn_map_remove(ccoip_master *m, uint32_t slot)
+{
+    const uint32_t mask = m->conn_cap - 1u;
+    uint32_t i = conn_hash(m, m->peers[slot].conn);
+    while (m->conn_map[i] != slot) {
+        if (m->conn_map[i] == M_SLOT_NONE) return;
+        i = (i + 1u) & mask;
+    }
+    uint32_t j = i;
+    for (;;) {
+        j = (j + 1u) & mask;
+        uint32_t s = m->conn_map[j];
+        if (s == M_SLOT_NONE) break;
+        uint32_t h = conn_hash(m, m->peers[s].conn);
+        /* Move s into the hole at i unless its home lies cyclically in (i, j]. */
+        bool stays = (i <= j) ? (i < h && h <= j) : (i < h || h <= j);
+        if (stays) continue;
+        m->conn_map[i] = s;
+        i = j;
+    }
+    m->conn_map[i] = M_SLOT_NONE;
 }
 
 /* The used slot with the smallest id greater than after_id (order[] is sorted by id). */
@@ -288,6 +384,11 @@ static void master_remove(ccoip_master *m, uint32_t slot)
 {
     m_peer *p = m_peer_at(m, slot);
     if (p->state == MP_FREE) return;
+    if (p->state == MP_ACCEPTED) {
+        m->n_acc--;
+        if (p->topo_voted) m->n_tv_acc--;
+    }
+    if (p->pend_voted) m->n_pend_voted--;
     if (p->state >= MP_NEW) {
         m_opt_on_loss(m, slot);
         m_sync_on_loss(m, slot);
@@ -303,6 +404,7 @@ static void master_remove(ccoip_master *m, uint32_t slot)
         }
         master_clear_unreachable(m, slot);
     }
+    conn_map_remove(m, slot);
     memset(p, 0, sizeof(*p));
     p->state = MP_FREE;
 }
@@ -361,6 +463,7 @@ static void master_on_hello(ccoip_master *m, uint32_t slot, const ccoip_pb_peer_
     env.body.hello.heartbeat_ms = m->cfg.heartbeat_ms;
     env.body.hello.evict_ms = m->cfg.evict_ms;
     m_send(m, slot, &env);
+    m_live_touch(m, sm_add_sat(p->last_send_ns, sm_ms(m->cfg.heartbeat_ms)));
     sm_log(&m->out, CCOIP_LOG_INFO, "master: conn %U is peer %U", p->conn, p->id);
 }
 
@@ -393,7 +496,8 @@ static void master_on_join(ccoip_master *m, uint32_t slot, const ccoip_pb_peer_t
     env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_JOIN;
     env.body.join.epoch = m->epoch;
     env.body.join.has_world = true;
-    m_world_sizes(m, p->group, false, &env.body.join.world);
+    m_world_prepare(m, false);
+    m_world_sizes(m, p->group, &env.body.join.world);
     m_send(m, slot, &env);
     sm_log(&m->out, CCOIP_LOG_INFO, "master: peer %U joined group %u, pending", p->id, p->group);
 }
@@ -522,9 +626,21 @@ static void master_on_frame(ccoip_master *m, uint32_t slot, const uint8_t *data,
 /* Liveness                                                                  */
 /* ------------------------------------------------------------------------ */
 
-static void master_timers(ccoip_master *m)
+void m_live_touch(ccoip_master *m, uint64_t t)
+{
+    if (t < m->live_next) m->live_next = t;
+}
+
+/*
+ * Heartbeats and silence. Per-peer deadlines only move later (last_recv and last_send only grow)
+ * and new ones are announced with m_live_touch, so live_next is a lower bound of the earliest
+ * deadline: before it nothing is due and the scan is skipped; a scan handles every due peer and
+ * makes live_next exact again.
+ */
+static void master_live_scan(ccoip_master *m)
 {
     uint64_t evict = sm_ms(m->cfg.evict_ms), hb = sm_ms(m->cfg.heartbeat_ms);
+    if (m->now < m->live_next) return;
     /* Connections still saying hello (no id yet). */
     for (uint32_t s = 0; s < m->cfg.max_peers; s++) {
         m_peer *p = &m->peers[s];
@@ -532,12 +648,24 @@ static void master_timers(ccoip_master *m)
             m_evict(m, s, CCOIP_PB_REASON_HEARTBEAT_TIMEOUT, "no hello in time");
         }
     }
-    uint64_t last = 0;
-    for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {
+    /* Peers in ascending id; an eviction removes the current entry of order[]. */
+    for (uint32_t i = 0; i < m->order_n;) {
+        uint32_t s = m->order[i];
         m_peer *p = &m->peers[s];
-        last = p->id;
         if (m->now >= sm_add_sat(p->last_recv_ns, evict)) {
+            uint64_t id = p->id;
             m_evict(m, s, CCOIP_PB_REASON_HEARTBEAT_TIMEOUT, "silent for evict_ms");
+            /* Resume after id (evictions only remove entries). */
+            uint32_t lo = 0, hi = m->order_n;
+            while (lo < hi) {
+                uint32_t mid = lo + (hi - lo) / 2u;
+                if (m->peers[m->order[mid]].id <= id) {
+                    lo = mid + 1u;
+                } else {
+                    hi = mid;
+                }
+            }
+            i = lo;
             continue;
         }
         if (m->now >= sm_add_sat(p->last_send_ns, hb)) {
@@ -547,18 +675,9 @@ static void master_timers(ccoip_master *m)
             env.body.heartbeat.counter = ++p->hb_counter;
             m_send(m, s, &env);
         }
+        i++;
     }
-    m_topo_timers(m);
-    m_coll_timers(m);
-    m_sync_timers(m);
-    m_opt_timers(m);
-}
-
-uint64_t ccoip_master_deadline_ns(const ccoip_master *m)
-{
-    if (m == NULL) return CCOIP_NO_DEADLINE;
     uint64_t d = CCOIP_NO_DEADLINE;
-    uint64_t evict = sm_ms(m->cfg.evict_ms), hb = sm_ms(m->cfg.heartbeat_ms);
     for (uint32_t s = 0; s < m->cfg.max_peers; s++) {
         const m_peer *p = &m->peers[s];
         if (p->state == MP_FREE) continue;
@@ -569,6 +688,22 @@ uint64_t ccoip_master_deadline_ns(const ccoip_master *m)
             if (h < d) d = h;
         }
     }
+    m->live_next = d;
+}
+
+static void master_timers(ccoip_master *m)
+{
+    master_live_scan(m);
+    m_topo_timers(m);
+    m_coll_timers(m);
+    m_sync_timers(m);
+    m_opt_timers(m);
+}
+
+uint64_t ccoip_master_deadline_ns(const ccoip_master *m)
+{
+    if (m == NULL) return CCOIP_NO_DEADLINE;
+    uint64_t d = m->live_next;
     uint64_t t = m_topo_deadline(m);
     if (t < d) d = t;
     t = m_coll_deadline(m);
@@ -633,6 +768,9 @@ pcclResult_t ccoip_master_step(ccoip_master *m, const ccoip_event *ev)
         p->conn = ev->conn;
         p->last_recv_ns = m->now;
         p->last_send_ns = m->now;
+        conn_map_insert(m, slot);
+        m_live_touch(m, sm_add_sat(m->now, sm_ms(m->cfg.heartbeat_ms)));
+        m_live_touch(m, sm_add_sat(m->now, sm_ms(m->cfg.evict_ms)));
         if (ev->remote_ip_len == 4 || ev->remote_ip_len == 16) {
             memcpy(p->ip, ev->remote_ip, ev->remote_ip_len);
             p->ip_len = ev->remote_ip_len;
@@ -682,7 +820,7 @@ uint64_t ccoip_master_epoch(const ccoip_master *m)
 
 uint32_t ccoip_master_num_accepted(const ccoip_master *m)
 {
-    return m_count_state(m, MP_ACCEPTED);
+    return m->n_acc;
 }
 
 uint32_t ccoip_master_num_pending(const ccoip_master *m)

@@ -57,10 +57,7 @@ static void coll_abort(ccoip_master *m, uint32_t op, int32_t reason)
 static void coll_try_finish(ccoip_master *m, uint32_t op)
 {
     m_op *o = &m->ops[op];
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        const m_op_member *mm = coll_mem(m, op, m->order[i]);
-        if ((mm->flags & MOM_MEMBER) && !(mm->flags & MOM_COMPLETED)) return;
-    }
+    if (o->n_done < o->n_member) return;
     if (!o->aborted) {
         for (uint32_t i = 0; i < m->order_n; i++) {
             uint32_t s = m->order[i];
@@ -73,9 +70,15 @@ static void coll_try_finish(ccoip_master *m, uint32_t op)
     coll_free(m, op);
 }
 
-static uint32_t coll_group_size(const ccoip_master *m, uint32_t group)
+/* Accepted members of slot's group: its ring size while its group's ring is settled (every
+ * accepted member of a group is in its ring then), else counted. */
+static uint32_t coll_group_size(const ccoip_master *m, uint32_t slot)
 {
-    uint32_t n = 0;
+    const m_peer *me = &m->peers[slot];
+    if (me->state == MP_ACCEPTED && !me->rewire && !me->in_phase && me->ring_size > 0) {
+        return me->ring_size;
+    }
+    uint32_t group = me->group, n = 0;
     for (uint32_t i = 0; i < m->order_n; i++) {
         const m_peer *p = &m->peers[m->order[i]];
         if (p->state == MP_ACCEPTED && p->group == group) n++;
@@ -99,7 +102,7 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
                         const ccoip_pb_collective_initiate *ci)
 {
     m_peer *p = m_peer_at(m, slot);
-    if (coll_group_size(m, p->group) < m->cfg.min_collective_world) {
+    if (coll_group_size(m, slot) < m->cfg.min_collective_world) {
         m_answer_status(m, slot, call, CCOIP_PB_STATUS_TOO_FEW_PEERS, CCOIP_PB_REASON_UNSPECIFIED,
                         "too few peers in the group");
         return;
@@ -158,6 +161,8 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
     m_op_member *mm = coll_mem(m, voting, slot);
     mm->flags = MOM_VOTED;
     mm->call = call;
+    m->ops[voting].n_voted++;
+    m->ops[voting].anchor = slot;
 }
 
 void m_coll_on_complete(ccoip_master *m, uint32_t slot, uint64_t call,
@@ -174,6 +179,7 @@ void m_coll_on_complete(ccoip_master *m, uint32_t slot, uint64_t call,
         if (!(mm->flags & MOM_MEMBER) || (mm->flags & MOM_COMPLETED)) break;
         mm->flags |= MOM_COMPLETED;
         mm->call = call;
+        o->n_done++;
         if (!o->has_first) {
             o->has_first = true;
             o->first_ns = m->now;
@@ -185,7 +191,7 @@ void m_coll_on_complete(ccoip_master *m, uint32_t slot, uint64_t call,
             coll_abort(m, i,
                        cc->reason == CCOIP_PB_REASON_NON_FINITE ? CCOIP_PB_REASON_NON_FINITE
                                                                 : CCOIP_PB_REASON_PEER_LOST);
-            m->ring_healthy = false;
+            m_mark_rewire(m, o->group);
         }
         coll_try_finish(m, i);
         return;
@@ -202,15 +208,14 @@ void m_coll_on_loss(ccoip_master *m, uint32_t slot)
         uint8_t flags = mm->flags;
         mm->flags = 0;
         mm->call = 0;
+        if (flags & MOM_VOTED) o->n_voted--;
+        if (o->anchor == slot) o->anchor = M_SLOT_NONE;
         if (o->state == MOP_RUNNING && (flags & MOM_MEMBER)) {
+            o->n_member--;
+            if (flags & MOM_COMPLETED) o->n_done--;
             coll_abort(m, i, CCOIP_PB_REASON_PEER_LOST);
             /* The lost peer is no member any more; the others may all be done. */
-            bool any = false;
-            for (uint32_t k = 0; k < m->order_n; k++) {
-                uint32_t s = m->order[k];
-                if (s != slot && (coll_mem(m, i, s)->flags & MOM_MEMBER)) any = true;
-            }
-            if (!any) {
+            if (o->n_member == 0) {
                 coll_free(m, i);
             } else {
                 /* coll_try_finish walks order[], which still holds slot: its flags are 0. */
@@ -227,6 +232,13 @@ void m_coll_abort_all(ccoip_master *m, int32_t reason)
     }
 }
 
+void m_coll_abort_group(ccoip_master *m, uint32_t group, int32_t reason)
+{
+    for (uint32_t i = 0; i < m->cfg.max_ops; i++) {
+        if (m->ops[i].state == MOP_RUNNING && m->ops[i].group == group) coll_abort(m, i, reason);
+    }
+}
+
 bool m_coll_any_running(const ccoip_master *m)
 {
     for (uint32_t i = 0; i < m->cfg.max_ops; i++) {
@@ -239,36 +251,39 @@ bool m_coll_any_running(const ccoip_master *m)
 bool m_coll_progress(ccoip_master *m)
 {
     bool changed = false;
-    bool can_commence = m->phase == MPH_NONE && m->ring_healthy && !m_topo_vote_complete(m);
+    /* A group commences while its own ring is settled (not re-wiring, not in a phase); other
+     * groups' re-wiring does not hold it up. A complete topology vote holds every group. */
+    int can_commence = -1; /* computed on first need */
     for (uint32_t i = 0; i < m->cfg.max_ops; i++) {
         m_op *o = &m->ops[i];
         if (o->state != MOP_VOTING) continue;
-        uint32_t required = 0, voters = 0;
-        bool all = true;
-        for (uint32_t k = 0; k < m->order_n; k++) {
-            uint32_t s = m->order[k];
-            const m_peer *p = &m->peers[s];
-            bool voted = (coll_mem(m, i, s)->flags & MOM_VOTED) != 0;
-            if (voted) voters++;
-            if (p->state == MP_ACCEPTED && p->group == o->group) {
-                required++;
-                if (!voted) all = false;
-            }
-        }
-        if (!all) continue;
-        if (voters == 0) {
-            coll_free(m, i);
+        if (o->n_voted == 0) {
+            coll_free(m, i); /* every voter is gone: nobody waits for an answer */
             changed = true;
             continue;
         }
+        if (o->anchor == M_SLOT_NONE) {
+            for (uint32_t k = 0; k < m->order_n && o->anchor == M_SLOT_NONE; k++) {
+                if (coll_mem(m, i, m->order[k])->flags & MOM_VOTED) o->anchor = m->order[k];
+            }
+        }
+        /* Voters are accepted members of the group; while the group's ring is settled, every
+         * accepted member is in it, so its size is the number of ballots required. An
+         * unsettled group (re-wiring, in a phase) waits. */
+        const m_peer *a = &m->peers[o->anchor];
+        if (a->rewire || a->in_phase) continue;
+        uint32_t required = a->ring_size;
+        if (o->n_voted < required) continue;
+        uint64_t ring_epoch = a->ring_epoch;
         int32_t status = CCOIP_PB_STATUS_SUCCESS, reason = CCOIP_PB_REASON_UNSPECIFIED;
         if (o->mismatch) {
             status = CCOIP_PB_STATUS_INVALID_USAGE;
             reason = CCOIP_PB_REASON_COLLECTIVE_MISMATCH;
         } else if (required < m->cfg.min_collective_world) {
             status = CCOIP_PB_STATUS_TOO_FEW_PEERS;
-        } else if (!can_commence) {
-            continue; /* wait for the topology to settle */
+        } else {
+            if (can_commence < 0) can_commence = m_topo_vote_complete(m) ? 0 : 1;
+            if (can_commence == 0) continue; /* wait for the topology vote */
         }
         if (status != CCOIP_PB_STATUS_SUCCESS) {
             sm_log(&m->out, CCOIP_LOG_WARN, "master: collective tag %U refused (status %d)", o->tag,
@@ -288,10 +303,12 @@ bool m_coll_progress(ccoip_master *m)
         }
         o->state = MOP_RUNNING;
         o->seq = m->next_seq++;
-        o->epoch = m->epoch;
+        o->epoch = ring_epoch; /* the group's epoch: its members' ring (§6.9) */
         o->world = required;
         o->has_first = false;
         o->aborted = false;
+        o->n_member = 0;
+        o->n_done = 0;
         for (uint32_t k = 0; k < m->order_n; k++) {
             uint32_t s = m->order[k];
             m_op_member *mm = coll_mem(m, i, s);
@@ -307,7 +324,10 @@ bool m_coll_progress(ccoip_master *m)
             m_send(m, s, &env);
             mm->flags = MOM_MEMBER;
             mm->call = 0;
+            o->n_member++;
         }
+        o->n_voted = 0;
+        o->anchor = M_SLOT_NONE;
         changed = true;
     }
     return changed;

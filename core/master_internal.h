@@ -71,6 +71,9 @@ typedef struct m_peer {
     uint8_t opt_st; /**< MO_* */
     uint64_t opt_call;
     bool opt_failed; /**< a probe of this round failed or is missing */
+    /* Scoped re-wiring (docs/core.md §2.2). */
+    bool rewire;         /**< its group lost its ring: in the next REWIRE phase */
+    uint64_t ring_epoch; /**< epoch of the last ring it was admitted to (its group's epoch) */
 } m_peer;
 
 #define MO_NONE    0u
@@ -137,6 +140,11 @@ typedef struct m_op {
     uint64_t first_ns; /**< first ballot (voting) / first completion (running) */
     bool aborted;
     int32_t reason;
+    /* Counters, so that a pass over the ops does not walk every peer. */
+    uint32_t n_voted;  /**< members with MOM_VOTED (voting) */
+    uint32_t n_member; /**< members with MOM_MEMBER (running) */
+    uint32_t n_done;   /**< members with MOM_MEMBER and MOM_COMPLETED (running) */
+    uint32_t anchor;   /**< slot of a voter (voting), or M_SLOT_NONE if unknown */
 } m_op;
 
 typedef enum m_phase_kind { MPH_NONE = 0, MPH_ADMIT = 1, MPH_REWIRE = 2 } m_phase_kind;
@@ -194,7 +202,24 @@ struct ccoip_master {
     ccoip_pb_probe_target *targets; /* [max_peers] */
     bool opt_timer;
     uint64_t opt_first_ns;
-    bool opt_ready;      /**< every participant is done: install once the topology is idle */
+    bool opt_ready; /**< every participant is done: install once the topology is idle */
+    /* Counters kept on state changes, so that progress passes need no walk over the peers. */
+    uint32_t n_acc;        /**< peers in MP_ACCEPTED */
+    uint32_t n_tv_acc;     /**< accepted peers with topo_voted */
+    uint32_t n_pend_voted; /**< peers with pend_voted */
+    bool opt_any;          /**< some peer may have opt_st != MO_NONE */
+    uint32_t sg_hi;        /**< sgroups[sg_hi..] were never used */
+    /* Liveness: a lower bound of the earliest heartbeat/silence deadline (docs/core.md §2.3). */
+    uint64_t live_next;
+    /* conn -> slot index, open addressing with linear probing, conn_cap = 2^k >= 2 max_peers. */
+    uint32_t *conn_map;
+    uint32_t conn_cap;
+    /* World sizes of one snapshot (m_world_prepare): distinct groups in first-seen order with
+     * their counts, and group -> index (a hash map for lookup only, conn_cap entries). */
+    uint32_t *w_gid;
+    uint32_t *w_cnt;
+    uint32_t *w_map;
+    uint32_t w_ngroups, w_global, w_largest;
     uint64_t next_round; /**< shared-state rounds started (SharedStateSyncVerdict.round) */
 };
 
@@ -209,8 +234,16 @@ void m_answer_status(ccoip_master *m, uint32_t slot, uint64_t call, int32_t stat
                      const char *detail);
 void m_evict(ccoip_master *m, uint32_t slot, int32_t reason, const char *detail);
 uint32_t m_count_state(const ccoip_master *m, m_peer_state st);
-void m_world_sizes(const ccoip_master *m, uint32_t group, bool include_phase,
-                   ccoip_pb_world_sizes *out);
+/** Marks every accepted peer of group as needing a re-wire (ring unhealthy). */
+void m_mark_rewire(ccoip_master *m, uint32_t group);
+/** Marks every accepted peer as needing a re-wire. */
+void m_mark_rewire_all(ccoip_master *m);
+/** Lowers the liveness lower bound to at least t. */
+void m_live_touch(ccoip_master *m, uint64_t t);
+/** Counts the membership once (accepted peers, plus in-phase ones with include_phase);
+ *  m_world_sizes then answers per group from that snapshot until the next prepare. */
+void m_world_prepare(ccoip_master *m, bool include_phase);
+void m_world_sizes(const ccoip_master *m, uint32_t group, ccoip_pb_world_sizes *out);
 bool m_unreachable(const ccoip_master *m, uint32_t from, uint32_t to);
 void m_set_unreachable(ccoip_master *m, uint32_t from, uint32_t to);
 
@@ -258,6 +291,8 @@ void m_coll_on_complete(ccoip_master *m, uint32_t slot, uint64_t call,
                         const ccoip_pb_collective_complete *cc);
 void m_coll_on_loss(ccoip_master *m, uint32_t slot);
 void m_coll_abort_all(ccoip_master *m, int32_t reason);
+/** Aborts the running ops of group. */
+void m_coll_abort_group(ccoip_master *m, uint32_t group, int32_t reason);
 bool m_coll_any_running(const ccoip_master *m);
 bool m_coll_progress(ccoip_master *m);
 void m_coll_timers(ccoip_master *m);

@@ -24,6 +24,7 @@ void m_opt_on_vote(ccoip_master *m, uint32_t slot, uint64_t call)
         return;
     }
     p->opt_st = MO_VOTED;
+    m->opt_any = true;
     p->opt_call = call;
     p->opt_failed = false;
     if (!m->opt_timer) {
@@ -205,6 +206,7 @@ bool m_opt_progress(ccoip_master *m)
 {
     uint32_t accepted = 0, voted = 0, probing = 0, done = 0;
     bool failed = false;
+    if (!m->opt_any) return false; /* nobody voted since the last idle pass */
     for (uint32_t k = 0; k < m->order_n; k++) {
         const m_peer *p = &m->peers[m->order[k]];
         if (p->state != MP_ACCEPTED) continue;
@@ -215,6 +217,10 @@ bool m_opt_progress(ccoip_master *m)
             done++;
             if (p->opt_failed) failed = true;
         }
+    }
+    if (voted == 0 && probing == 0 && done == 0) {
+        m->opt_any = false;
+        return false;
     }
     if (voted > 0 && voted == accepted) {
         opt_request_probes(m);
@@ -231,8 +237,8 @@ bool m_opt_progress(ccoip_master *m)
     /* Install only on an idle, healthy topology with no collective running (a re-wire). */
     if (m->phase != MPH_NONE || !m->ring_healthy || m_coll_any_running(m)) return false;
     if (!opt_solve(m)) {
-        /* The rings may be half-rewritten: re-wire them the ordinary way. */
-        m->ring_healthy = false;
+        /* The rings may be half-rewritten: re-wire them (all groups) the ordinary way. */
+        m_mark_rewire_all(m);
         opt_answer_failure(m);
         return true;
     }

@@ -16,15 +16,16 @@ static m_skey *sync_keys(ccoip_master *m, uint32_t slot)
 static m_sgroup *sync_group(ccoip_master *m, uint32_t group, bool create)
 {
     m_sgroup *free_g = NULL;
-    for (uint32_t i = 0; i < m->cfg.max_peers; i++) {
+    for (uint32_t i = 0; i < m->sg_hi; i++) {
         m_sgroup *g = &m->sgroups[i];
         if (g->used && g->group == group) return g;
         if (!g->used && free_g == NULL) free_g = g;
     }
+    if (create && free_g == NULL && m->sg_hi < m->cfg.max_peers) free_g = &m->sgroups[m->sg_hi];
     if (!create) return NULL;
     if (free_g == NULL) {
         /* Reuse the entry of a group without members and without a sync in flight. */
-        for (uint32_t i = 0; i < m->cfg.max_peers && free_g == NULL; i++) {
+        for (uint32_t i = 0; i < m->sg_hi && free_g == NULL; i++) {
             m_sgroup *g = &m->sgroups[i];
             bool members = false;
             for (uint32_t k = 0; k < m->order_n; k++) {
@@ -34,6 +35,8 @@ static m_sgroup *sync_group(ccoip_master *m, uint32_t group, bool create)
         }
     }
     if (free_g == NULL) return NULL;
+    if ((uint32_t)(free_g - m->sgroups) >= m->sg_hi)
+        m->sg_hi = (uint32_t)(free_g - m->sgroups) + 1u;
     memset(free_g, 0, sizeof(*free_g));
     free_g->used = true;
     free_g->group = group;
@@ -501,7 +504,7 @@ void m_sync_on_loss(ccoip_master *m, uint32_t slot)
 bool m_sync_progress(ccoip_master *m)
 {
     bool changed = false;
-    for (uint32_t i = 0; i < m->cfg.max_peers; i++) {
+    for (uint32_t i = 0; i < m->sg_hi; i++) {
         m_sgroup *g = &m->sgroups[i];
         if (!g->used) continue;
         uint32_t members = 0, voted = 0, in_round = 0, done = 0;
@@ -535,7 +538,7 @@ bool m_sync_progress(ccoip_master *m)
 void m_sync_timers(ccoip_master *m)
 {
     uint64_t to = sm_ms(m->cfg.vote_timeout_ms);
-    for (uint32_t i = 0; i < m->cfg.max_peers; i++) {
+    for (uint32_t i = 0; i < m->sg_hi; i++) {
         m_sgroup *g = &m->sgroups[i];
         if (!g->used || !g->has_first || m->now < sm_add_sat(g->first_ns, to)) continue;
         g->has_first = false;
@@ -558,7 +561,7 @@ void m_sync_timers(ccoip_master *m)
 uint64_t m_sync_deadline(const ccoip_master *m)
 {
     uint64_t d = CCOIP_NO_DEADLINE, to = sm_ms(m->cfg.vote_timeout_ms);
-    for (uint32_t i = 0; i < m->cfg.max_peers; i++) {
+    for (uint32_t i = 0; i < m->sg_hi; i++) {
         const m_sgroup *g = &m->sgroups[i];
         if (g->used && g->has_first && sm_add_sat(g->first_ns, to) < d) {
             d = sm_add_sat(g->first_ns, to);

@@ -3,6 +3,7 @@
  * (§6.4), ring building that avoids unreachable links, re-wiring after a
  * loss, and the pending-peers query (§6.5). docs/core.md §2.2–2.3.
  */
+#include <assert.h>
 #include <string.h>
 
 #include "master_internal.h"
@@ -13,6 +14,7 @@
 
 bool m_topo_vote_complete(const ccoip_master *m)
 {
+    if (m->n_acc > 0) return m->n_tv_acc == m->n_acc;
     uint32_t accepted = 0, voters = 0;
     bool pending_voter = false;
     for (uint32_t i = 0; i < m->order_n; i++) {
@@ -38,6 +40,7 @@ void m_topo_on_update_vote(ccoip_master *m, uint32_t slot, uint64_t call,
         return;
     }
     p->topo_voted = true;
+    if (p->state == MP_ACCEPTED) m->n_tv_acc++;
     p->topo_accept = v->accept_new_peers;
     p->topo_call = call;
     if (p->state == MP_ACCEPTED && !m->topo_timer) {
@@ -54,6 +57,7 @@ void m_topo_on_pending_query(ccoip_master *m, uint32_t slot, uint64_t call)
         return;
     }
     p->pend_voted = true;
+    m->n_pend_voted++;
     p->pend_call = call;
     if (!m->pend_timer) {
         m->pend_timer = true;
@@ -64,6 +68,7 @@ void m_topo_on_pending_query(ccoip_master *m, uint32_t slot, uint64_t call)
 static bool topo_pending_progress(ccoip_master *m)
 {
     uint32_t accepted = 0, voters = 0, pending = 0;
+    if (m->n_pend_voted == 0) return false; /* nobody asked */
     for (uint32_t i = 0; i < m->order_n; i++) {
         const m_peer *p = &m->peers[m->order[i]];
         if (p->state == MP_ACCEPTED) {
@@ -85,6 +90,7 @@ static bool topo_pending_progress(ccoip_master *m)
         env.body.pending_peers.pending = pending > 0;
         env.body.pending_peers.num_pending = pending;
         m_send(m, s, &env);
+        if (p->pend_voted) m->n_pend_voted--;
         p->pend_voted = false;
         p->pend_call = 0;
     }
@@ -284,7 +290,7 @@ static void topo_send_plan(ccoip_master *m, uint32_t slot, uint64_t call, bool o
     plan->ring_count = topo_fill_ring(m, slot);
     plan->ring = m->ids;
     plan->has_world = true;
-    m_world_sizes(m, p->group, true, &plan->world);
+    m_world_sizes(m, p->group, &plan->world); /* prepared with include_phase by the caller */
     m_send(m, slot, &env);
 }
 
@@ -297,9 +303,11 @@ static void topo_start_phase(ccoip_master *m, bool answer_votes)
         if (p->state == MP_ACCEPTED && p->topo_voted && !p->topo_accept) admit = false;
     }
     m->epoch++;
+    /* An admit phase re-wires every group; a re-wire only the groups that lost their ring. */
     for (uint32_t i = 0; i < m->order_n; i++) {
         m_peer *p = &m->peers[m->order[i]];
-        p->in_phase = p->state == MP_ACCEPTED || (admit && p->state == MP_PENDING && p->topo_voted);
+        p->in_phase = (p->state == MP_ACCEPTED && (answer_votes || p->rewire)) ||
+                      (admit && p->state == MP_PENDING && p->topo_voted);
         p->reported = false;
         p->report_ok = false;
     }
@@ -324,6 +332,7 @@ static void topo_start_phase(ccoip_master *m, bool answer_votes)
     m->phase_answers_votes = answer_votes;
     sm_log(&m->out, CCOIP_LOG_INFO, "master: epoch %U: %s phase with %u members", m->epoch,
            admit ? "admit" : "re-wire", members);
+    m_world_prepare(m, true);
     for (uint32_t i = 0; i < m->order_n; i++) {
         uint32_t s = m->order[i];
         m_peer *p = &m->peers[s];
@@ -331,6 +340,7 @@ static void topo_start_phase(ccoip_master *m, bool answer_votes)
         uint64_t call = 0;
         if (answer_votes && p->topo_voted) {
             call = p->topo_call;
+            if (p->state == MP_ACCEPTED) m->n_tv_acc--;
             p->topo_voted = false;
             p->topo_call = 0;
         }
@@ -356,6 +366,7 @@ void m_topo_start_optimized_phase(ccoip_master *m)
     m->phase_answers_votes = false;
     sm_log(&m->out, CCOIP_LOG_INFO, "master: epoch %U: optimized re-wire phase with %u members",
            m->epoch, members);
+    m_world_prepare(m, true);
     for (uint32_t i = 0; i < m->order_n; i++) {
         uint32_t s = m->order[i];
         m_peer *p = &m->peers[s];
@@ -376,8 +387,24 @@ static void topo_conclude(ccoip_master *m)
     for (uint32_t i = 0; i < m->order_n; i++) {
         m_peer *p = &m->peers[m->order[i]];
         if (!p->in_phase) continue;
-        if (success && p->state == MP_PENDING) p->state = MP_ACCEPTED;
+        if (success && p->state == MP_PENDING) {
+            p->state = MP_ACCEPTED;
+            m->n_acc++;
+            if (p->topo_voted) m->n_tv_acc++;
+        }
+        if (success) {
+            p->rewire = false;
+            p->ring_epoch = m->epoch;
+        }
     }
+    if (!success) {
+        /* Every group of the phase re-wires again (pending members stay pending). */
+        for (uint32_t i = 0; i < m->order_n; i++) {
+            const m_peer *p = &m->peers[m->order[i]];
+            if (p->in_phase && p->state == MP_ACCEPTED) m_mark_rewire(m, p->group);
+        }
+    }
+    m_world_prepare(m, false);
     for (uint32_t i = 0; i < m->order_n; i++) {
         uint32_t s = m->order[i];
         m_peer *p = &m->peers[s];
@@ -394,7 +421,7 @@ static void topo_conclude(ccoip_master *m)
             v->ring = m->ids;
         }
         v->has_world = true;
-        m_world_sizes(m, p->group, false, &v->world);
+        m_world_sizes(m, p->group, &v->world);
         m_send(m, s, &env);
         if (!success && p->state == MP_PENDING) p->topo_voted = false; /* it votes again */
     }
@@ -405,7 +432,12 @@ static void topo_conclude(ccoip_master *m)
         p->report_ok = false;
         p->report_call = 0;
     }
-    m->ring_healthy = success;
+    /* Healthy iff no accepted peer still needs a re-wire (a loss outside the phase counts). */
+    m->ring_healthy = true;
+    for (uint32_t i = 0; i < m->order_n; i++) {
+        const m_peer *p = &m->peers[m->order[i]];
+        if (p->state == MP_ACCEPTED && p->rewire) m->ring_healthy = false;
+    }
     m->phase = MPH_NONE;
     sm_log(&m->out, CCOIP_LOG_INFO, "master: epoch %U: p2p phase %s", m->epoch,
            success ? "succeeded" : "failed");
@@ -438,11 +470,31 @@ void m_topo_on_loss(ccoip_master *m, uint32_t slot)
         m->phase_failed = true;
         p->in_phase = false;
     }
-    if (p->state == MP_ACCEPTED) m->ring_healthy = false;
+    if (p->state == MP_ACCEPTED) m_mark_rewire(m, p->group);
 }
+
+#ifndef NDEBUG
+/* The counters kept on state changes agree with a walk (debug builds only). */
+static void topo_check_counters(const ccoip_master *m)
+{
+    uint32_t acc = 0, tv = 0, pv = 0;
+    for (uint32_t i = 0; i < m->order_n; i++) {
+        const m_peer *p = &m->peers[m->order[i]];
+        if (p->state == MP_ACCEPTED) {
+            acc++;
+            if (p->topo_voted) tv++;
+        }
+        if (p->pend_voted) pv++;
+    }
+    assert(acc == m->n_acc && tv == m->n_tv_acc && pv == m->n_pend_voted);
+}
+#endif
 
 bool m_topo_progress(ccoip_master *m)
 {
+#ifndef NDEBUG
+    topo_check_counters(m);
+#endif
     bool changed = topo_pending_progress(m);
     if (m->phase != MPH_NONE) {
         for (uint32_t i = 0; i < m->order_n; i++) {
@@ -452,10 +504,27 @@ bool m_topo_progress(ccoip_master *m)
         topo_conclude(m);
         return true;
     }
-    if (m_count_state(m, MP_ACCEPTED) == 0) m->ring_healthy = true;
+    if (m->n_acc == 0) m->ring_healthy = true;
     if (!m->ring_healthy) {
-        /* A member is gone or a link broke: nothing of this epoch completes (§6.9). */
-        m_coll_abort_all(m, CCOIP_PB_REASON_EPOCH_CHANGED);
+        /* A member is gone or a link broke: nothing of the affected groups' epoch completes
+         * (§6.9); the other groups keep their rings, epochs and running ops. */
+        bool any = false;
+        for (uint32_t i = 0; i < m->order_n && !any; i++) {
+            const m_peer *p = &m->peers[m->order[i]];
+            any = p->state == MP_ACCEPTED && p->rewire;
+        }
+        if (!any) m_mark_rewire_all(m);
+        uint32_t *groups = m->tmp_d, ng = 0;
+        for (uint32_t i = 0; i < m->order_n; i++) {
+            const m_peer *p = &m->peers[m->order[i]];
+            if (p->state != MP_ACCEPTED || !p->rewire) continue;
+            bool seen = false;
+            for (uint32_t k = 0; k < ng && !seen; k++)
+                seen = groups[k] == p->group;
+            if (!seen) groups[ng++] = p->group;
+        }
+        for (uint32_t k = 0; k < ng; k++)
+            m_coll_abort_group(m, groups[k], CCOIP_PB_REASON_EPOCH_CHANGED);
         topo_start_phase(m, false);
         return true;
     }

@@ -11,8 +11,9 @@
  * - restore: an aborted in-place all-reduce leaves the buffer as it was; a
  *   send buffer is never written;
  * - epochs: no all-reduce completes on a peer that has seen a newer epoch,
- *   and the master never sends a success verdict for an op of an older epoch
- *   than one it already announced;
+ *   and the master never sends a peer a success verdict for an op of an
+ *   older epoch than one that peer already got (epochs are per group: a
+ *   re-wire of one group leaves the others' epochs running);
  * - verdicts: exactly one NOTIFY per command (sim_app.c counts them);
  * - shared state: after each successful sync the compared tensors are
  *   identical on every member of the round (the members the master sent
@@ -199,11 +200,16 @@ void check_m2p_sent(sim_world *w, uint32_t dst_node, const uint8_t *frame, uint6
         const ccoip_pb_collective_verdict *v = &m.body.collective_verdict;
         bool found;
         const uint64_t e = commence_epoch(w, v->seq, &found);
-        if (!v->aborted && found && e < w->master_max_epoch_sent) {
+        /* Epochs are per group (docs/protocol.md §6.9): a re-wire of one group does not end
+         * another group's epoch, so the rule is per member: no success verdict for an op of
+         * epoch e to a peer that was already sent (and got) a newer epoch. */
+        const uint64_t seen = w->nodes[dst_node].max_epoch_seen;
+        if (!v->aborted && found && e < seen) {
             world_fail(w, SIM_CORRECTNESS,
-                       "the master completes op seq %llu of epoch %llu after announcing epoch %llu",
-                       (unsigned long long)v->seq, (unsigned long long)e,
-                       (unsigned long long)w->master_max_epoch_sent);
+                       "the master completes op seq %llu of epoch %llu for node %u after it saw "
+                       "epoch %llu",
+                       (unsigned long long)v->seq, (unsigned long long)e, dst_node,
+                       (unsigned long long)seen);
         }
         break;
     }

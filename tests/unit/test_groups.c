@@ -52,12 +52,23 @@ PTEST(groups, world_sizes_reported)
     uint64_t ring[8];
     PT_ASSERT(ccoip_master_ring(smh_master(h), 7, ring, 8) == 2 && ring[0] == 4 && ring[1] == 5,
               "group 7 has its own ring");
-    /* A peer of group 0 leaves: every group's peers see the new global count. */
+    /* A peer of group 0 leaves: only group 0 re-wires (epochs are per group, docs/core.md
+     * §2.2); every group's peers see the new global count at their next topology update. */
     uint64_t l = smh_submit(h, 2, CCOIP_CMD_LEAVE);
     smh_run(h);
     pcclResult_t r;
     PT_ASSERT(smh_done(h, 2, l, &r) && r == pcclSuccess, "left");
     ccoip_world_info wi;
+    ccoip_peer_world_info(smh_peer(h, 3), &wi);
+    PT_ASSERT(wi.global == 5 && wi.peer_group == 2, "group 7 did not re-wire (global %u)",
+              wi.global);
+    uint32_t rest[4] = {0, 1, 3, 4};
+    uint64_t u[4];
+    for (uint32_t i = 0; i < 4; i++)
+        u[i] = smh_submit(h, rest[i], CCOIP_CMD_UPDATE_TOPOLOGY);
+    smh_run(h);
+    for (uint32_t i = 0; i < 4; i++)
+        PT_ASSERT(smh_done(h, rest[i], u[i], &r) && r == pcclSuccess, "updated");
     ccoip_peer_world_info(smh_peer(h, 3), &wi);
     PT_ASSERT(wi.global == 4 && wi.peer_group == 2 && wi.num_peer_groups == 2 &&
                   wi.largest_peer_group == 2,
