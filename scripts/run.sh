@@ -18,9 +18,10 @@ cmake --build build/release -j "$(nproc)" --target pccl_bench_kernels pccl-sim \
 echo "== live demo: a master and 4 peers train together; one peer is killed and restarted =="
 scripts/demo.sh --build build/release
 echo
-echo "== churn simulation: 8 peers join, leave, crash, hang and restart for 60 s (virtual time) =="
+echo "== churn simulation: 8 peers join, leave, crash, hang and restart for 60 s (virtual time), with shared-state sync, divergence and topology optimization =="
 build/release/sim/pccl-sim --seed 7 --peers 8 --join-rate 12 --leave-rate 4 --crash-rate 6 \
-  --hang-rate 2 --restart-rate 6 --loss 5 --partitions 1 --churn-ms 60000 --steps 5
+  --hang-rate 2 --restart-rate 6 --loss 5 --partitions 1 --churn-ms 60000 --steps 5 \
+  --shared-state --optimize-every 5 --diverge-bp 500
 echo
 echo "== data-path kernel benchmark =="
 exec build/release/bench/pccl_bench_kernels "$@"
