@@ -4,7 +4,7 @@
 #
 #   run.sh MASTER_BIN PEER_BIN SCENARIO [N]
 #
-# Scenarios: allreduce N | kill-peer | kill-peer-mid-op | master-death | garbage |
+# Scenarios: allreduce N | kill-peer | stop-peer | kill-peer-mid-op | master-death | garbage |
 #            optimize N | sync
 set -u
 MASTER=$1
@@ -91,6 +91,19 @@ kill-peer)
   kill -9 "${PEER_PID[2]}"
   wait_peers 0 1 || fail "survivors"
   grep -h -E "LOST|SHRUNK" "$TMP"/peer[01].out
+  ;;
+stop-peer)
+  # A SIGSTOPped peer keeps its sockets open: only the heartbeat deadline
+  # (evict_ms) can remove it. Survivors must see the loss within the bound
+  # and finish on the shrunken ring; the frozen peer is killed at the end.
+  for i in 0 1; do start_peer "$i" 3 survivor 3 1000000; done
+  start_peer 2 3 survivor 1000000 1000000
+  wait_line "$TMP/peer2.out" REDUCING 20 || fail "victim never reduced"
+  sleep 0.3
+  kill -STOP "${PEER_PID[2]}"
+  wait_peers 0 1 || fail "survivors"
+  grep -h -E "LOST|SHRUNK" "$TMP"/peer[01].out
+  kill -9 "${PEER_PID[2]}" 2>/dev/null
   ;;
 kill-peer-mid-op)
   # The victim dies inside its 4th all-reduce: the survivors' copy of that
