@@ -181,11 +181,24 @@ static void peer_send_topo_vote(ccoip_peer *p)
     p_send(p, &env);
 }
 
+static void p_fail_at(ccoip_peer *p, ccoip_log_level level, const char *why);
+
 /* The master is gone (or evicted us): every command fails (DESIGN.md §3). */
 void p_fail(ccoip_peer *p, const char *why)
 {
+    p_fail_at(p, CCOIP_LOG_ERROR, why);
+}
+
+/* As p_fail, logged at `level`: a graceful leave tears down the same way
+ * but is not an error. */
+static void p_fail_at(ccoip_peer *p, ccoip_log_level level, const char *why)
+{
     if (p->state == PS_FAILED || p->state == PS_LEFT) return;
-    sm_log(&p->out, CCOIP_LOG_ERROR, "peer %U: master connection failed: %s", p->id, why);
+    if (level == CCOIP_LOG_ERROR) {
+        sm_log(&p->out, level, "peer %U: master connection failed: %s", p->id, why);
+    } else {
+        sm_log(&p->out, level, "peer %U: %s", p->id, why);
+    }
     bool master_open = p->state >= PS_CONNECTING && p->state <= PS_ACCEPTED && !p->master_closed;
     p->state = PS_FAILED;
     if (master_open) {
@@ -547,7 +560,7 @@ static void peer_on_submit(ccoip_peer *p, const ccoip_cmd *cmd)
             env.body.leave.reason = CCOIP_PB_REASON_LEFT;
             p_send(p, &env);
         }
-        p_fail(p, "leaving");
+        p_fail_at(p, CCOIP_LOG_INFO, "leaving the run");
         p->state = PS_LEFT;
         p_notify(p, cmd->cmd_id, pcclSuccess);
         return;
