@@ -340,24 +340,26 @@ static void q_core(pt_driver *d, const ccoip_event *cev)
 /* aio callbacks: lock, enqueue, signal                                     */
 /* ------------------------------------------------------------------------ */
 
+/* Queues the outcome of a finished stream send or receive on c. */
+static void q_io_result(pt_conn *c, pt_ev_type type, nng_aio *aio)
+{
+    pt_ev *ev = ev_new(type);
+    ev->conn = c->id;
+    ev->rv = nng_aio_result(aio);
+    ev->count = nng_aio_count(aio);
+    q_push(c->d, ev);
+}
+
 static void cb_send(void *arg)
 {
     pt_conn *c = arg;
-    pt_ev *ev = ev_new(PT_EV_SENT);
-    ev->conn = c->id;
-    ev->rv = nng_aio_result(c->send_aio);
-    ev->count = nng_aio_count(c->send_aio);
-    q_push(c->d, ev);
+    q_io_result(c, PT_EV_SENT, c->send_aio);
 }
 
 static void cb_recv(void *arg)
 {
     pt_conn *c = arg;
-    pt_ev *ev = ev_new(PT_EV_RECEIVED);
-    ev->conn = c->id;
-    ev->rv = nng_aio_result(c->recv_aio);
-    ev->count = nng_aio_count(c->recv_aio);
-    q_push(c->d, ev);
+    q_io_result(c, PT_EV_RECEIVED, c->recv_aio);
 }
 
 static void cb_dial(void *arg)
