@@ -15,7 +15,14 @@ PACKAGES=(
   emscripten nodejs
   # schema/ codec generator and its independent check
   protobuf-compiler python3-protobuf
+  # bindings (issue 8): Python (ctypes, numpy, torch, pytest, sklearn's digits), Go
+  python3-numpy python3-pytest python3-torch python3-sklearn golang-go
+  # reference systems the all-reduce benchmark runs side by side (bench/)
+  openmpi-bin libopenmpi-dev
 )
+
+# Rust: the machine's rustup toolchain when present, else Debian's cargo.
+if ! command -v cargo >/dev/null 2>&1; then PACKAGES+=(cargo); fi
 
 if [[ "${1:-}" == "--print" ]]; then
   printf '%s\n' "${PACKAGES[@]}"
