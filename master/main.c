@@ -28,7 +28,9 @@ static void usage(FILE *f)
             "usage: ccoip_master [--listen URL | --port N] [--heartbeat-ms N] [--evict-ms N]\n"
             "                    [--vote-timeout-ms N] [--max-peers N]\n"
             "                    [--log-level ERROR|WARN|INFO|DEBUG] [--print-port]\n"
-            "  --listen URL   tcp://host:port (port 0: any) or ipc:///path\n"
+            "  --listen URL   tcp://host:port (port 0: any), ipc:///path or\n"
+            "                 tls+tcp://host:port (PEM files from PCCL_TLS_CERT, PCCL_TLS_KEY;\n"
+            "                 PCCL_TLS_CA set: client certificates are required)\n"
             "  --port N       listen on tcp://0.0.0.0:N (default %d)\n",
             CCOIP_PROTOCOL_PORT_MASTER);
 }

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <nng/nng.h>
+#include <nng/supplemental/tls/tls.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -257,6 +258,9 @@ struct pt_driver {
     ccoip_peer *p;
     char who[48];
     char bind_host[64];
+    /* The master cannot observe this peer's address (ipc:// master): the
+     * peer advertises its listeners as tcp://bind_host:port URLs. */
+    bool advertise_url;
     ccoip_codec_limits lim;
 
     pthread_mutex_t mu;
@@ -1579,6 +1583,97 @@ static void slot_key(pt_driver *d, const ccoip_action *a)
     o->keyed = true;
 }
 
+/* ------------------------------------------------------------------------ */
+/* TLS (tls+tcp:// URLs)                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Reads a whole (small, PEM) file into a NUL-terminated buffer. */
+static char *tls_read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) return NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    for (;;) {
+        char *nb = realloc(buf, len + 4097u);
+        if (nb == NULL) break;
+        buf = nb;
+        const size_t n = fread(buf + len, 1, 4096u, f);
+        len += n;
+        if (n < 4096u || len > (1u << 20)) {
+            buf[len] = '\0';
+            fclose(f);
+            return buf;
+        }
+    }
+    free(buf);
+    fclose(f);
+    return NULL;
+}
+
+/*
+ * For a tls+ URL, builds an nng TLS configuration from the environment:
+ *   PCCL_TLS_CERT, PCCL_TLS_KEY  own certificate and key (PEM files; required
+ *                                 to listen, optional to dial);
+ *   PCCL_TLS_CA                  CA chain (PEM file): when set, the other
+ *                                 side's certificate is verified (dialers:
+ *                                 the server's, against PCCL_TLS_SERVER_NAME
+ *                                 or the URL's host; listeners: a client
+ *                                 certificate is required - mutual TLS);
+ *                                 when unset, a dialer encrypts without
+ *                                 verifying (logged as a warning).
+ * Returns 0 with *out NULL for other URLs; an nng error otherwise.
+ */
+static int tls_config_for(pt_driver *d, const char *url, bool server, nng_tls_config **out)
+{
+    *out = NULL;
+    if (strncmp(url, "tls+", 4) != 0) return 0;
+    const char *cert = getenv("PCCL_TLS_CERT");
+    const char *key = getenv("PCCL_TLS_KEY");
+    const char *ca = getenv("PCCL_TLS_CA");
+    const char *name = getenv("PCCL_TLS_SERVER_NAME");
+    if (cert != NULL && *cert == '\0') cert = NULL;
+    if (key != NULL && *key == '\0') key = NULL;
+    if (ca != NULL && *ca == '\0') ca = NULL;
+    if (server && (cert == NULL || key == NULL)) {
+        pt_log(CCOIP_LOG_ERROR, d->who, "%s: set PCCL_TLS_CERT and PCCL_TLS_KEY to listen", url);
+        return NNG_EINVAL;
+    }
+    nng_tls_config *cfg = NULL;
+    int rv = nng_tls_config_alloc(&cfg, server ? NNG_TLS_MODE_SERVER : NNG_TLS_MODE_CLIENT);
+    if (rv != 0) return rv;
+    if (cert != NULL && key != NULL) {
+        char *c = tls_read_file(cert);
+        char *k = tls_read_file(key);
+        rv = c != NULL && k != NULL ? nng_tls_config_own_cert(cfg, c, k, NULL) : NNG_ENOENT;
+        free(c);
+        free(k);
+        if (rv != 0)
+            pt_log(CCOIP_LOG_ERROR, d->who, "TLS certificate %s / key %s: %s", cert, key,
+                   nng_strerror(rv));
+    }
+    if (rv == 0 && ca != NULL) {
+        rv = nng_tls_config_ca_file(cfg, ca);
+        if (rv != 0) pt_log(CCOIP_LOG_ERROR, d->who, "TLS CA %s: %s", ca, nng_strerror(rv));
+    }
+    if (rv == 0 && !server && ca != NULL && name != NULL && *name != '\0') {
+        rv = nng_tls_config_server_name(cfg, name);
+    }
+    if (rv == 0) {
+        rv = nng_tls_config_auth_mode(cfg, ca != NULL ? NNG_TLS_AUTH_MODE_REQUIRED
+                                                      : NNG_TLS_AUTH_MODE_NONE);
+    }
+    if (rv == 0 && !server && ca == NULL) {
+        pt_log(CCOIP_LOG_WARN, d->who, "%s: PCCL_TLS_CA unset, the server is not verified", url);
+    }
+    if (rv != 0) {
+        nng_tls_config_free(cfg);
+        return rv;
+    }
+    *out = cfg;
+    return 0;
+}
+
 static int url_for(const ccoip_action *a, char *url, size_t cap)
 {
     if (a->len > 0) {
@@ -1618,6 +1713,12 @@ static void act_connect(pt_driver *d, const ccoip_action *a)
         return;
     }
     int rv = nng_stream_dialer_alloc(&c->dialer, url);
+    nng_tls_config *tls = NULL;
+    if (rv == 0) rv = tls_config_for(d, url, false, &tls);
+    if (rv == 0 && tls != NULL) {
+        rv = nng_stream_dialer_set_ptr(c->dialer, NNG_OPT_TLS_CONFIG, tls);
+        nng_tls_config_free(tls); /* the dialer holds its own reference */
+    }
     if (rv == 0) rv = nng_aio_alloc(&c->dial_aio, cb_dial, c);
     if (rv != 0) {
         pt_log(CCOIP_LOG_WARN, d->who, "connect to %s: %s", url, nng_strerror(rv));
@@ -1638,6 +1739,12 @@ static pcclResult_t listen_on(pt_driver *d, uint32_t kind, const char *url, uint
     l->d = d;
     l->kind = kind;
     int rv = nng_stream_listener_alloc(&l->l, url);
+    nng_tls_config *tls = NULL;
+    if (rv == 0) rv = tls_config_for(d, url, true, &tls);
+    if (rv == 0 && tls != NULL) {
+        rv = nng_stream_listener_set_ptr(l->l, NNG_OPT_TLS_CONFIG, tls);
+        nng_tls_config_free(tls); /* the listener holds its own reference */
+    }
     if (rv == 0) rv = nng_stream_listener_listen(l->l);
     if (rv == 0) rv = nng_aio_alloc(&l->aio, cb_accept, l);
     if (rv != 0) {
@@ -1648,7 +1755,7 @@ static pcclResult_t listen_on(pt_driver *d, uint32_t kind, const char *url, uint
                                                                              : pcclSystemError;
     }
     int port = 0;
-    if (strncmp(url, "tcp", 3) == 0) {
+    if (strncmp(url, "tcp", 3) == 0 || strncmp(url, "tls+tcp", 7) == 0) {
         nng_stream_listener_get_int(l->l, NNG_OPT_TCP_BOUND_PORT, &port);
     }
     if (port_out != NULL) *port_out = (uint32_t)port;
@@ -1665,7 +1772,9 @@ static void act_listen(pt_driver *d, const ccoip_action *a)
         nng_stream_listener_accept(d->listeners[a->listener].l, d->listeners[a->listener].aio);
     }
     trace_set_port(d, (uint32_t)a->listener, port);
-    ccoip_peer_set_port(d->p, a->listener, port, NULL);
+    char adv[128];
+    snprintf(adv, sizeof adv, "tcp://%s:%u", d->bind_host, (unsigned)port);
+    ccoip_peer_set_port(d->p, a->listener, port, d->advertise_url && port > 0 ? adv : NULL);
 }
 
 static void act_send(pt_driver *d, const ccoip_action *a)
@@ -2433,6 +2542,10 @@ pcclResult_t pt_peer_create(const ccoip_peer_config *cfg, const char *bind_host,
     pt_driver *d = driver_alloc(false);
     if (d == NULL) return pcclSystemError;
     snprintf(d->bind_host, sizeof d->bind_host, "%s", bind_host);
+    /* Over ipc:// the master sees no remote IP: advertise a URL instead,
+     * which needs a concrete bind host (not a wildcard). */
+    d->advertise_url = cfg->master_url != NULL && strncmp(cfg->master_url, "ipc://", 6) == 0 &&
+                       strcmp(bind_host, "0.0.0.0") != 0 && strcmp(bind_host, "::") != 0;
     const uint64_t seed = seed_random();
     pcclResult_t r = ccoip_peer_create(cfg, seed, &d->p);
     if (r == pcclSuccess) trace_open(d, seed, NULL, cfg);

@@ -5,7 +5,10 @@
 #   run.sh MASTER_BIN PEER_BIN SCENARIO [N]
 #
 # Scenarios: allreduce N | kill-peer | stop-peer | kill-peer-mid-op | master-death | garbage |
-#            optimize N | sync
+#            optimize N | sync | ipc-allreduce N | ipc-sync | tls-allreduce N
+# ipc-*: the master listens on ipc://$TMP/master.sock (peer links stay tcp).
+# tls-*: the master listens on tls+tcp://127.0.0.1:0 with a self-signed
+#        certificate made here by openssl (PCCL_TLS_CERT/KEY/CA); peers verify it.
 set -u
 MASTER=$1
 PEER=$2
@@ -29,8 +32,32 @@ fail() {
 }
 export PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-INFO}
 
+MASTER_TRANSPORT=tcp
+case "$SCENARIO" in
+ipc-*) MASTER_TRANSPORT=ipc SCENARIO=${SCENARIO#ipc-} ;;
+tls-*) MASTER_TRANSPORT=tls SCENARIO=${SCENARIO#tls-} ;;
+esac
+
+make_cert() { # DIR NAME: a self-signed P-256 certificate for DNS:localhost
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+    -subj /CN=localhost -addext subjectAltName=DNS:localhost \
+    -keyout "$1/$2.key" -out "$1/$2.pem" >/dev/null 2>&1 || fail "openssl cannot make a certificate"
+}
+
 start_master() {
-  "$MASTER" --listen tcp://127.0.0.1:0 --print-port --heartbeat-ms 100 --evict-ms $EVICT_MS \
+  local listen=tcp://127.0.0.1:0
+  case "$MASTER_TRANSPORT" in
+  ipc) listen=ipc://$TMP/master.sock ;;
+  tls)
+    command -v openssl >/dev/null || fail "openssl is not installed"
+    make_cert "$TMP" ca
+    # mbedTLS 2 matches DNS names only: verify the master as "localhost".
+    export PCCL_TLS_CERT=$TMP/ca.pem PCCL_TLS_KEY=$TMP/ca.key PCCL_TLS_CA=$TMP/ca.pem
+    export PCCL_TLS_SERVER_NAME=localhost
+    listen=tls+tcp://127.0.0.1:0
+    ;;
+  esac
+  "$MASTER" --listen "$listen" --print-port --heartbeat-ms 100 --evict-ms $EVICT_MS \
     --vote-timeout-ms 10000 >"$TMP/master.out" 2>"$TMP/master.log" &
   MPID=$!
   PIDS+=("$MPID")
@@ -40,7 +67,11 @@ start_master() {
     sleep 0.05
   done
   [[ -n "${PORT:-}" ]] || fail "master did not report its port"
-  URL="tcp://127.0.0.1:$PORT"
+  case "$MASTER_TRANSPORT" in
+  ipc) URL=ipc://$TMP/master.sock ;;
+  tls) URL="tls+tcp://127.0.0.1:$PORT" ;;
+  *) URL="tcp://127.0.0.1:$PORT" ;;
+  esac
 }
 
 start_peer() { # index world mode steps count
@@ -82,6 +113,31 @@ case "$SCENARIO" in
 allreduce)
   for i in $(seq 0 $((N - 1))); do start_peer "$i" "$N" normal 6 100000; done
   wait_peers 0 $((N - 1)) || fail "allreduce with $N peers"
+  if [[ "$MASTER_TRANSPORT" == tls ]]; then
+    # Refused: a peer trusting another CA, a peer without a client
+    # certificate (the master requires one: PCCL_TLS_CA is set), a peer
+    # checking another name, and plain tcp:// to the TLS port. Each connect
+    # must fail (exit 2 with result 6, pcclMasterConnectionFailed) at once.
+    make_cert "$TMP" other
+    refused() { # label env... (runs a peer of a 1-peer world)
+      local label=$1
+      shift
+      env "$@" "$PEER" --url "${TLS_URL:-$URL}" --index 9 --world 1 --mode normal --steps 1 \
+        --count 10 >"$TMP/refused.out" 2>"$TMP/refused.log"
+      local rc=$?
+      TLS_URL=
+      [[ $rc -eq 2 ]] && grep -q "connect: 6" "$TMP/refused.log" \
+        || fail "$label: exit $rc, want a refused connect"
+      echo "refused as expected: $label"
+    }
+    refused "untrusted CA" PCCL_TLS_CA="$TMP/other.pem"
+    refused "no client certificate" PCCL_TLS_CERT= PCCL_TLS_KEY=
+    refused "client certificate of another CA" PCCL_TLS_CERT="$TMP/other.pem" \
+      PCCL_TLS_KEY="$TMP/other.key"
+    refused "wrong server name" PCCL_TLS_SERVER_NAME=elsewhere
+    TLS_URL="tcp://127.0.0.1:$PORT"
+    refused "plain tcp to the TLS port"
+  fi
   ;;
 kill-peer)
   for i in 0 1; do start_peer "$i" 3 survivor 3 1000000; done
@@ -164,4 +220,4 @@ if [[ "$SCENARIO" != master-death ]]; then
   kill -0 "$MPID" 2>/dev/null && fail "master ignored SIGTERM"
   wait "$MPID" || fail "master exited with an error after SIGTERM"
 fi
-echo "PASS: $SCENARIO $N"
+echo "PASS: $MASTER_TRANSPORT $SCENARIO $N"
