@@ -1,0 +1,350 @@
+/*
+ * pccl_allreduce_bench.c — an all-reduce benchmark in the style of
+ * nccl-tests, over libpccl (issue 7). One process per peer; the launcher
+ * (pccl_launch.sh) starts a ccoip_master and N of these on 127.0.0.1.
+ *
+ *   pccl_allreduce_bench --url tcp://127.0.0.1:PORT --index I --world N
+ *       [--min BYTES] [--max BYTES] [--step 2|4] [--warmup W]
+ *       [--iters-min A] [--iters-max B] [--iter-bytes BYTES]
+ *       [--quant none|minmax-u8|minmax-i8|minmax-u16|minmax-i16|zps-u8|zps-i8|zps-u16|zps-i16]
+ *       [--timeout-ms T]
+ *
+ * Each peer connects, updates the topology until the group holds N peers,
+ * then for each size (float32 elements, SUM) runs W warm-up all-reduces,
+ * then K timed ones, K = clamp(iter-bytes / size, A, B) (the same on every
+ * peer, so all peers run the same operations), then one more untimed
+ * all-reduce into a poisoned receive buffer whose result is checked exactly:
+ *   unquantized: peer i sends (i + 1) * (1 + j % 251) at element j, so the
+ *                sum is S * (1 + j % 251), S = N(N + 1)/2 (exact in float);
+ *   quantized:   peer i sends (i + 1) * (j % 2): every partial sum of a set
+ *                of peers takes just two values per chunk, its min and max,
+ *                which MinMax quantization carries exactly, so the sum is
+ *                S * (j % 2) exactly.
+ * The warm-up result is checked the same way. A wrong element or a failed
+ * call ends the run with exit code 1 (setup errors: 2).
+ *
+ * Peer 0 prints one row per size (the format all three systems share, see
+ * docs/benchmarks.md):
+ *   size count iters time_us min_us max_us algbw busbw tx_bytes
+ * time_us is the median of peer 0's per-operation wall times (an all-reduce
+ * completes on a peer only once all peers contributed), algbw = size /
+ * time (GB/s, 1e9), busbw = algbw * 2(N-1)/N (the nccl-tests convention),
+ * tx_bytes = the bytes peer 0 sent in the last timed operation, as reported
+ * by pcclReduceInfo_t.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pccl.h"
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    const double a = *(const double *)x;
+    const double b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+typedef struct quant_name {
+    const char *name;
+    pcclQuantizationAlgorithm_t algorithm;
+    pcclDataType_t type;
+} quant_name;
+
+static const quant_name quant_names[] = {
+    {"none", pcclQuantNone, pcclFloat},
+    {"minmax-u8", pcclQuantMinMax, pcclUint8},
+    {"minmax-i8", pcclQuantMinMax, pcclInt8},
+    {"minmax-u16", pcclQuantMinMax, pcclUint16},
+    {"minmax-i16", pcclQuantMinMax, pcclInt16},
+    {"zps-u8", pcclQuantZeroPointScale, pcclUint8},
+    {"zps-i8", pcclQuantZeroPointScale, pcclInt8},
+    {"zps-u16", pcclQuantZeroPointScale, pcclUint16},
+    {"zps-i16", pcclQuantZeroPointScale, pcclInt16},
+};
+
+typedef struct options {
+    const char *url;
+    uint32_t index;
+    uint32_t world;
+    uint64_t min_bytes;
+    uint64_t max_bytes;
+    uint32_t step;
+    uint32_t warmup;
+    uint32_t iters_min;
+    uint32_t iters_max;
+    uint64_t iter_bytes;
+    const quant_name *quant;
+    uint32_t timeout_ms;
+} options;
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: pccl_allreduce_bench --url URL --index I --world N [--min BYTES]\n"
+                    "  [--max BYTES] [--step 2|4] [--warmup W] [--iters-min A] [--iters-max B]\n"
+                    "  [--iter-bytes BYTES] [--quant none|minmax-u8|...|zps-i16]\n"
+                    "  [--timeout-ms T]\n");
+}
+
+/* Parses a byte count with an optional K, M or G suffix (powers of 1024). */
+static bool parse_bytes(const char *s, uint64_t *out)
+{
+    char *end = NULL;
+    const unsigned long long v = strtoull(s, &end, 10);
+    if (end == s) return false;
+    uint64_t mul = 1;
+    if (*end == 'K' || *end == 'k') {
+        mul = 1024u;
+        end++;
+    } else if (*end == 'M' || *end == 'm') {
+        mul = 1024u * 1024u;
+        end++;
+    } else if (*end == 'G' || *end == 'g') {
+        mul = 1024u * 1024u * 1024u;
+        end++;
+    }
+    if (*end != '\0') return false;
+    *out = (uint64_t)v * mul;
+    return true;
+}
+
+static bool parse_args(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->world = 2;
+    o->min_bytes = 4096u;
+    o->max_bytes = 256u * 1024u * 1024u;
+    o->step = 4;
+    o->warmup = 2;
+    o->iters_min = 5;
+    o->iters_max = 200;
+    o->iter_bytes = 1024u * 1024u * 1024u;
+    o->quant = &quant_names[0];
+    o->timeout_ms = 120000;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (i + 1 >= argc) {
+            fprintf(stderr, "pccl_allreduce_bench: %s needs a value\n", a);
+            return false;
+        }
+        const char *v = argv[++i];
+        uint64_t b = 0;
+        if (strcmp(a, "--url") == 0) {
+            o->url = v;
+        } else if (strcmp(a, "--index") == 0) {
+            o->index = (uint32_t)strtoul(v, NULL, 10);
+        } else if (strcmp(a, "--world") == 0) {
+            o->world = (uint32_t)strtoul(v, NULL, 10);
+        } else if (strcmp(a, "--min") == 0 && parse_bytes(v, &b)) {
+            o->min_bytes = b;
+        } else if (strcmp(a, "--max") == 0 && parse_bytes(v, &b)) {
+            o->max_bytes = b;
+        } else if (strcmp(a, "--iter-bytes") == 0 && parse_bytes(v, &b)) {
+            o->iter_bytes = b;
+        } else if (strcmp(a, "--step") == 0) {
+            o->step = (uint32_t)strtoul(v, NULL, 10);
+        } else if (strcmp(a, "--warmup") == 0) {
+            o->warmup = (uint32_t)strtoul(v, NULL, 10);
+        } else if (strcmp(a, "--iters-min") == 0) {
+            o->iters_min = (uint32_t)strtoul(v, NULL, 10);
+        } else if (strcmp(a, "--iters-max") == 0) {
+            o->iters_max = (uint32_t)strtoul(v, NULL, 10);
+        } else if (strcmp(a, "--timeout-ms") == 0) {
+            o->timeout_ms = (uint32_t)strtoul(v, NULL, 10);
+        } else if (strcmp(a, "--quant") == 0) {
+            o->quant = NULL;
+            for (size_t q = 0; q < sizeof quant_names / sizeof quant_names[0]; q++) {
+                if (strcmp(v, quant_names[q].name) == 0) o->quant = &quant_names[q];
+            }
+            if (o->quant == NULL) {
+                fprintf(stderr, "pccl_allreduce_bench: unknown --quant %s\n", v);
+                return false;
+            }
+        } else {
+            fprintf(stderr, "pccl_allreduce_bench: bad argument %s %s\n", a, v);
+            return false;
+        }
+    }
+    if (o->url == NULL || o->world < 2 || o->index >= o->world || o->step < 2 ||
+        o->min_bytes < 4u || o->max_bytes < o->min_bytes || o->iters_min == 0 ||
+        o->iters_max < o->iters_min) {
+        return false;
+    }
+    return true;
+}
+
+/* What peer `index` contributes at element j (see the header comment). */
+static float contribution(uint32_t index, uint64_t j, bool quantized)
+{
+    const uint32_t pattern = quantized ? (uint32_t)(j % 2u) : 1u + (uint32_t)(j % 251u);
+    return (float)((index + 1u) * pattern);
+}
+
+static int verify(const float *out, uint64_t count, uint32_t world, bool quantized, uint32_t index,
+                  uint64_t bytes)
+{
+    const uint32_t s = world * (world + 1u) / 2u;
+    for (uint64_t j = 0; j < count; j++) {
+        const uint32_t pattern = quantized ? (uint32_t)(j % 2u) : 1u + (uint32_t)(j % 251u);
+        const float want = (float)(s * pattern);
+        if (out[j] != want) {
+            fprintf(stderr,
+                    "pccl_allreduce_bench %u: WRONG RESULT at %" PRIu64 " bytes, element %" PRIu64
+                    ": got %.9g want %.9g\n",
+                    index, bytes, j, (double)out[j], (double)want);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int wait_for_world(pcclComm_t *comm, const options *o)
+{
+    const double t0 = now_us();
+    for (;;) {
+        int ws = 0;
+        if (pcclGetAttribute(comm, PCCL_ATTRIBUTE_CURRENT_WORLD_SIZE, &ws) != pcclSuccess) return 2;
+        if ((uint32_t)ws >= o->world) {
+            if ((uint32_t)ws > o->world) {
+                fprintf(stderr, "pccl_allreduce_bench %u: world %d > %u\n", o->index, ws, o->world);
+                return 2;
+            }
+            return 0;
+        }
+        if (now_us() - t0 > (double)o->timeout_ms * 1e3) {
+            fprintf(stderr, "pccl_allreduce_bench %u: world stays %d < %u\n", o->index, ws,
+                    o->world);
+            return 2;
+        }
+        bool pending = false;
+        if (pcclArePeersPending(comm, &pending) == pcclSuccess && !pending) sleep_ms(5);
+        const pcclResult_t r = pcclUpdateTopology(comm);
+        if (r != pcclSuccess && r != pcclUpdateTopologyFailed) {
+            fprintf(stderr, "pccl_allreduce_bench %u: update topology: %d\n", o->index, (int)r);
+            return 2;
+        }
+    }
+}
+
+static int run_size(pcclComm_t *comm, const options *o, uint64_t bytes, float *send, float *recv,
+                    double *times, uint64_t *tag)
+{
+    const uint64_t count = bytes / sizeof(float);
+    const bool quantized = o->quant->algorithm != pcclQuantNone;
+    uint64_t iters = o->iter_bytes / bytes;
+    if (iters < o->iters_min) iters = o->iters_min;
+    if (iters > o->iters_max) iters = o->iters_max;
+
+    for (uint64_t j = 0; j < count; j++)
+        send[j] = contribution(o->index, j, quantized);
+
+    pcclReduceDescriptor_t desc;
+    memset(&desc, 0, sizeof desc);
+    desc.count = (size_t)count;
+    desc.op = pcclSum;
+    desc.src_descriptor.datatype = pcclFloat;
+    desc.src_descriptor.distribution_hint = pcclDistributionNone;
+    desc.quantization_options.algorithm = o->quant->algorithm;
+    desc.quantization_options.quantized_datatype = o->quant->type;
+
+    pcclReduceInfo_t info;
+    const uint64_t total = (uint64_t)o->warmup + iters + 1u;
+    for (uint64_t k = 0; k < total; k++) {
+        const bool timed = k >= o->warmup && k < o->warmup + iters;
+        const bool checked = k + 1u == o->warmup || k + 1u == total;
+        if (checked) memset(recv, 0xff, (size_t)bytes); /* NaN poison */
+        memset(&info, 0, sizeof info);
+        desc.tag = (*tag)++;
+        const double t0 = now_us();
+        const pcclResult_t r = pcclAllReduce(send, recv, &desc, comm, &info);
+        const double dt = now_us() - t0;
+        if (r != pcclSuccess) {
+            fprintf(stderr, "pccl_allreduce_bench %u: all-reduce of %" PRIu64 " bytes: %d\n",
+                    o->index, bytes, (int)r);
+            return 1;
+        }
+        if (info.local_world_size != o->world) {
+            fprintf(stderr, "pccl_allreduce_bench %u: all-reduce ran on %u peers, not %u\n",
+                    o->index, info.local_world_size, o->world);
+            return 1;
+        }
+        if (timed) times[k - o->warmup] = dt;
+        if (checked && verify(recv, count, o->world, quantized, o->index, bytes) != 0) return 1;
+        if (k + 2u == total && o->index == 0) {
+            /* The last timed operation's statistics. */
+            qsort(times, (size_t)iters, sizeof *times, cmp_double);
+            const double med =
+                iters % 2u ? times[iters / 2u] : 0.5 * (times[iters / 2u - 1u] + times[iters / 2u]);
+            const double algbw = (double)bytes / (med * 1e-6) / 1e9;
+            const double busbw = algbw * 2.0 * (double)(o->world - 1u) / (double)o->world;
+            printf("%12" PRIu64 " %11" PRIu64 " %6" PRIu64 " %11.1f %11.1f %11.1f %8.3f %8.3f "
+                   "%12" PRIu64 "\n",
+                   bytes, count, iters, med, times[0], times[iters - 1u], algbw, busbw,
+                   info.tx_bytes);
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    if (!parse_args(argc, argv, &o)) {
+        usage();
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (pcclInit() != pcclSuccess) return 2;
+    pcclCommCreateParams_t params;
+    memset(&params, 0, sizeof params);
+    params.master_url = o.url;
+    params.timeout_ms = o.timeout_ms;
+    pcclComm_t *comm = NULL;
+    if (pcclCreateCommunicator(&params, &comm) != pcclSuccess) return 2;
+    const pcclResult_t r = pcclConnect(comm);
+    if (r != pcclSuccess) {
+        fprintf(stderr, "pccl_allreduce_bench %u: connect: %d\n", o.index, (int)r);
+        return 2;
+    }
+    int rc = wait_for_world(comm, &o);
+    if (rc != 0) return rc;
+
+    float *send = malloc((size_t)o.max_bytes);
+    float *recv = malloc((size_t)o.max_bytes);
+    const uint64_t iters_cap = o.iters_max;
+    double *times = malloc((size_t)iters_cap * sizeof *times);
+    if (send == NULL || recv == NULL || times == NULL) return 2;
+
+    if (o.index == 0) {
+        printf("# system pccl N %u quant %s warmup %u\n", o.world, o.quant->name, o.warmup);
+        printf("# %10s %11s %6s %11s %11s %11s %8s %8s %12s\n", "size", "count", "iters", "time_us",
+               "min_us", "max_us", "algbw", "busbw", "tx_bytes");
+    }
+    uint64_t tag = 1;
+    for (uint64_t bytes = o.min_bytes; bytes <= o.max_bytes && rc == 0; bytes *= o.step) {
+        rc = run_size(comm, &o, bytes - bytes % sizeof(float), send, recv, times, &tag);
+    }
+    if (rc == 0 && o.index == 0) printf("# done, results verified exactly\n");
+    free(send);
+    free(recv);
+    free(times);
+    if (pcclDestroyCommunicator(comm) != pcclSuccess && rc == 0) rc = 1;
+    return rc;
+}
