@@ -1,0 +1,232 @@
+"""Result codes of pcclResult_t and the exception raised for each one."""
+
+import enum
+
+
+class Result(enum.IntEnum):
+    """pcclResult_t. Values 0..12 are PCCL 1.0's; 13..17 are appended by pccl."""
+
+    SUCCESS = 0
+    NOT_INITIALIZED = 1
+    INTERNAL_ERROR = 2
+    INVALID_ARGUMENT = 3
+    INVALID_USAGE = 4
+    TOO_FEW_PEERS = 5
+    MASTER_CONNECTION_FAILED = 6
+    RANK_CONNECTION_FAILED = 7
+    RANK_CONNECTION_LOST = 8
+    NO_SHARED_STATE_AVAILABLE = 9
+    PENDING_ASYNC_OPS = 10
+    UPDATE_TOPOLOGY_FAILED = 11
+    TOPOLOGY_OPTIMIZATION_FAILED = 12
+    TIMEOUT = 13
+    SYSTEM_ERROR = 14
+    REMOTE_ERROR = 15
+    SHARED_STATE_SYNC_FAILED = 16
+    PROTOCOL_ERROR = 17
+    # alias: the name PCCL's documentation uses
+    OPTIMIZE_TOPOLOGY_FAILED = 12
+
+
+# (C name, message) per code, as PCCL_RESULT_MAP in include/pccl.h.
+RESULT_INFO = {
+    0: ("pcclSuccess", "success"),
+    1: ("pcclNotInitialized", "pcclInit was not called"),
+    2: ("pcclInternalError", "internal error"),
+    3: ("pcclInvalidArgument", "invalid argument"),
+    4: ("pcclInvalidUsage", "invalid usage"),
+    5: ("pcclTooFewPeers", "too few peers"),
+    6: ("pcclMasterConnectionFailed", "master connection failed"),
+    7: ("pcclRankConnectionFailed", "peer connection failed"),
+    8: ("pcclRankConnectionLost", "peer connection lost"),
+    9: ("pcclNoSharedStateAvailable", "no shared state available"),
+    10: ("pcclPendingAsyncOps", "asynchronous operations pending"),
+    11: ("pcclUpdateTopologyFailed", "update topology failed"),
+    12: ("pcclTopologyOptimizationFailed", "topology optimization failed"),
+    13: ("pcclTimeout", "timed out"),
+    14: ("pcclSystemError", "system error"),
+    15: ("pcclRemoteError", "remote error"),
+    16: ("pcclSharedStateSyncFailed", "shared state synchronization failed"),
+    17: ("pcclProtocolError", "protocol error"),
+}
+
+
+class PCCLError(Exception):
+    """Base class of every error pccl raises.
+
+    .result is the Result (or the raw int for a code this binding does not
+    know), .function the C function that returned it (None for errors the
+    binding detects itself before calling C).
+    """
+
+    result_code = None  # set on each subclass
+
+    def __init__(self, message=None, result=None, function=None):
+        if result is None:
+            result = self.result_code
+        try:
+            result = Result(result) if result is not None else None
+        except ValueError:
+            pass
+        self.result = result
+        self.function = function
+        if message is None:
+            cname, text = RESULT_INFO.get(int(result) if result is not None else -1, (None, None))
+            if cname is None:
+                message = f"unknown pccl result {result}"
+            else:
+                message = f"{text} ({cname}={int(result)})"
+            if function:
+                message = f"{function}: {message}"
+        super().__init__(message)
+
+    @staticmethod
+    def check(result, func_name=None):
+        """Raises the exception for a non-zero result code (PCCL's API)."""
+        if int(result) != 0:
+            raise error_for(result, func_name)
+
+
+class NotInitialized(PCCLError):
+    result_code = Result.NOT_INITIALIZED
+
+
+class InternalError(PCCLError):
+    result_code = Result.INTERNAL_ERROR
+
+
+class InvalidArgument(PCCLError):
+    result_code = Result.INVALID_ARGUMENT
+
+
+class InvalidUsage(PCCLError):
+    result_code = Result.INVALID_USAGE
+
+
+class TooFewPeers(PCCLError):
+    result_code = Result.TOO_FEW_PEERS
+
+
+class MasterConnectionFailed(PCCLError):
+    result_code = Result.MASTER_CONNECTION_FAILED
+
+
+class RankConnectionFailed(PCCLError):
+    result_code = Result.RANK_CONNECTION_FAILED
+
+
+class RankConnectionLost(PCCLError):
+    result_code = Result.RANK_CONNECTION_LOST
+
+
+class NoSharedStateAvailable(PCCLError):
+    result_code = Result.NO_SHARED_STATE_AVAILABLE
+
+
+class PendingAsyncOps(PCCLError):
+    result_code = Result.PENDING_ASYNC_OPS
+
+
+class UpdateTopologyFailed(PCCLError):
+    result_code = Result.UPDATE_TOPOLOGY_FAILED
+
+
+class TopologyOptimizationFailed(PCCLError):
+    result_code = Result.TOPOLOGY_OPTIMIZATION_FAILED
+
+
+OptimizeTopologyFailed = TopologyOptimizationFailed
+
+
+class Timeout(PCCLError, TimeoutError):
+    result_code = Result.TIMEOUT
+
+
+class PCCLSystemError(PCCLError, OSError):
+    """pcclSystemError (named so that it does not shadow the builtin SystemError)."""
+
+    result_code = Result.SYSTEM_ERROR
+
+    def __init__(self, message=None, result=None, function=None):
+        PCCLError.__init__(self, message, result, function)
+
+
+class RemoteError(PCCLError):
+    result_code = Result.REMOTE_ERROR
+
+
+class SharedStateSyncFailed(PCCLError):
+    result_code = Result.SHARED_STATE_SYNC_FAILED
+
+
+class ProtocolError(PCCLError):
+    result_code = Result.PROTOCOL_ERROR
+
+
+# ---- errors the binding raises before calling C (all are InvalidArgument) ----
+
+
+class TensorArgumentError(InvalidArgument):
+    """A tensor or buffer argument cannot be passed to libpccl as it is."""
+
+
+class UnsupportedTensorTypeError(TensorArgumentError, TypeError):
+    """The object is neither a numpy array, a torch tensor nor a raw pointer."""
+
+
+class UnsupportedDTypeError(TensorArgumentError, TypeError):
+    """The element type has no pcclDataType_t (e.g. complex, bool, object, big-endian)."""
+
+
+class DTypeMismatchError(TensorArgumentError, TypeError):
+    """send/recv element types differ, or differ from the operand descriptor."""
+
+
+class NonContiguousTensorError(TensorArgumentError, ValueError):
+    """The array or tensor is not C-contiguous; pass .copy() / .contiguous() explicitly."""
+
+
+class SizeMismatchError(TensorArgumentError, ValueError):
+    """send and recv have different element counts."""
+
+
+class ReadOnlyBufferError(TensorArgumentError, ValueError):
+    """A buffer pccl writes into (recv buffer, shared-state tensor) is read-only."""
+
+
+class UnsupportedDeviceError(TensorArgumentError, ValueError):
+    """The tensor is not in CPU memory (libpccl collectives take CPU memory only)."""
+
+
+class OverlappingBuffersError(TensorArgumentError, ValueError):
+    """send and recv overlap without being the same buffer (in place needs send is recv)."""
+
+
+ERROR_CLASSES = {
+    Result.NOT_INITIALIZED: NotInitialized,
+    Result.INTERNAL_ERROR: InternalError,
+    Result.INVALID_ARGUMENT: InvalidArgument,
+    Result.INVALID_USAGE: InvalidUsage,
+    Result.TOO_FEW_PEERS: TooFewPeers,
+    Result.MASTER_CONNECTION_FAILED: MasterConnectionFailed,
+    Result.RANK_CONNECTION_FAILED: RankConnectionFailed,
+    Result.RANK_CONNECTION_LOST: RankConnectionLost,
+    Result.NO_SHARED_STATE_AVAILABLE: NoSharedStateAvailable,
+    Result.PENDING_ASYNC_OPS: PendingAsyncOps,
+    Result.UPDATE_TOPOLOGY_FAILED: UpdateTopologyFailed,
+    Result.TOPOLOGY_OPTIMIZATION_FAILED: TopologyOptimizationFailed,
+    Result.TIMEOUT: Timeout,
+    Result.SYSTEM_ERROR: PCCLSystemError,
+    Result.REMOTE_ERROR: RemoteError,
+    Result.SHARED_STATE_SYNC_FAILED: SharedStateSyncFailed,
+    Result.PROTOCOL_ERROR: ProtocolError,
+}
+
+
+def error_for(result, function=None):
+    """The exception instance for a non-zero pcclResult_t."""
+    try:
+        cls = ERROR_CLASSES.get(Result(int(result)), PCCLError)
+    except ValueError:
+        cls = PCCLError
+    return cls(result=int(result), function=function)
