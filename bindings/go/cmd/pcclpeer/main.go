@@ -1,0 +1,133 @@
+// Command pcclpeer is a pccl peer in Go, for examples and cross-language
+// tests. It connects to a master, waits until the group has --world peers,
+// and then, for each step S in 0..K-1:
+//
+//  1. synchronizes the shared state (one int32 tensor "state" of --count
+//     elements, revision S, strategy ENFORCE_POPULAR);
+//  2. all-reduces (Sum, tag 0) the int32 vector v[j] = V*(S+1) + j, where V
+//     is --rank-value, and prints "step S world W sum s0,s1,...";
+//  3. adds the sum to the state: state[j] += sum[j].
+//
+// Finally it synchronizes the state once more (revision K) and prints
+// "hash H": the FNV-1a 64-bit hash of the state's bytes (little-endian
+// int32), as 16 lowercase hex digits. The state starts as zeros, or filled
+// with V with --diverge (the first synchronization then repairs it).
+//
+//	pcclpeer --master 127.0.0.1:PORT --steps K --rank-value V [--world N] [--count C]
+//
+// Exit status: 0 success, 1 a pccl call failed, 2 bad usage or admission timeout.
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"pccl.dev/pccl"
+)
+
+func main() {
+	master := flag.String("master", "", "master address host:port or URL (required)")
+	steps := flag.Int("steps", 3, "number of steps K")
+	rankValue := flag.Int("rank-value", 1, "this peer's value V")
+	world := flag.Int("world", 2, "wait until the group has this many peers")
+	count := flag.Int("count", 8, "number of elements")
+	diverge := flag.Bool("diverge", false, "start with a divergent shared state")
+	timeout := flag.Duration("timeout", 30*time.Second, "bound of every blocking call")
+	verbose := flag.Bool("verbose", false, "log shared-state statistics to stderr")
+	flag.Parse()
+	if *master == "" || *steps < 0 || *count <= 0 || *world < 1 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	os.Exit(run(*master, *steps, int32(*rankValue), *world, *count, *diverge, *timeout, *verbose))
+}
+
+func fail(what string, err error) int {
+	fmt.Fprintf(os.Stderr, "pcclpeer: %s: %v\n", what, err)
+	return 1
+}
+
+func run(master string, steps int, v int32, world, count int, diverge bool, timeout time.Duration,
+	verbose bool) int {
+	c, err := pccl.NewCommunicator(pccl.Config{MasterURL: master, Timeout: timeout})
+	if err != nil {
+		return fail("create communicator", err)
+	}
+	defer c.Close()
+	if err := c.Connect(); err != nil {
+		return fail("connect", err)
+	}
+	admitted := time.Now()
+	for {
+		ws, err := c.WorldSize()
+		if err != nil {
+			return fail("world size", err)
+		}
+		if ws >= world {
+			break
+		}
+		if time.Since(admitted) > timeout {
+			fmt.Fprintf(os.Stderr, "pcclpeer: world stays %d < %d\n", ws, world)
+			return 2
+		}
+		if err := c.UpdateTopology(); err != nil && !errors.Is(err, pccl.ErrUpdateTopologyFailed) {
+			return fail("update topology", err)
+		}
+	}
+
+	state := make([]int32, count)
+	if diverge {
+		for j := range state {
+			state[j] = v
+		}
+	}
+	st := &pccl.SharedState{Tensors: []pccl.Tensor{pccl.SliceTensor("state", state)}}
+	sync := func() error {
+		info, err := c.SyncSharedState(st, pccl.EnforcePopular)
+		if err == nil && verbose {
+			fmt.Fprintf(os.Stderr, "pcclpeer: revision %d rx %d tx %d\n", st.Revision, info.RxBytes,
+				info.TxBytes)
+		}
+		return err
+	}
+	send := make([]int32, count)
+	sum := make([]int32, count)
+	for s := 0; s < steps; s++ {
+		if err := sync(); err != nil {
+			return fail("sync shared state", err)
+		}
+		st.Revision++
+		for j := range send {
+			send[j] = v*int32(s+1) + int32(j)
+		}
+		info, err := pccl.AllReduce(context.Background(), c, send, sum, pccl.ReduceOptions{Op: pccl.Sum})
+		if err != nil {
+			return fail(fmt.Sprintf("all-reduce step %d", s), err)
+		}
+		parts := make([]string, count)
+		for j, x := range sum {
+			parts[j] = strconv.Itoa(int(x))
+			state[j] += x
+		}
+		fmt.Printf("step %d world %d sum %s\n", s, info.WorldSize, strings.Join(parts, ","))
+	}
+	if err := sync(); err != nil {
+		return fail("final sync shared state", err)
+	}
+	h := fnv.New64a()
+	for _, x := range state {
+		var b [4]byte
+		binary.LittleEndian.PutUint32(b[:], uint32(x))
+		h.Write(b[:])
+	}
+	fmt.Printf("hash %016x\n", h.Sum64())
+	return 0
+}

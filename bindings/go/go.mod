@@ -1,0 +1,3 @@
+module pccl.dev/pccl
+
+go 1.19

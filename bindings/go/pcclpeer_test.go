@@ -1,0 +1,97 @@
+package pccl
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPcclpeer builds cmd/pcclpeer and runs three of them (one with a
+// divergent shared state) against an in-process master.
+func TestPcclpeer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	bin := filepath.Join(t.TempDir(), "pcclpeer")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/pcclpeer")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	m := startMaster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	const steps, count = 4, 5
+	values := []int{1, 2, 40}
+	outs := make([]chan string, len(values))
+	for i, v := range values {
+		args := []string{"--master", fmt.Sprintf("127.0.0.1:%d", m.Port()), "--steps", strconv.Itoa(steps),
+			"--rank-value", strconv.Itoa(v), "--world", "3", "--count", strconv.Itoa(count)}
+		if i == 2 {
+			args = append(args, "--diverge")
+		}
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Stderr = os.Stderr
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		outs[i] = make(chan string, 1)
+		go func(i int) {
+			var sb strings.Builder
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				sb.WriteString(sc.Text() + "\n")
+			}
+			if err := cmd.Wait(); err != nil {
+				sb.WriteString("EXIT " + err.Error() + "\n")
+			}
+			outs[i] <- sb.String()
+		}(i)
+	}
+	// The expected output: sums of v*(s+1)+j over the peers, and the hash of
+	// the accumulated state.
+	total := 0
+	for _, v := range values {
+		total += v
+	}
+	var want strings.Builder
+	state := make([]int32, count)
+	for s := 0; s < steps; s++ {
+		parts := make([]string, count)
+		for j := range parts {
+			x := int32(total*(s+1) + 3*j)
+			state[j] += x
+			parts[j] = strconv.Itoa(int(x))
+		}
+		fmt.Fprintf(&want, "step %d world 3 sum %s\n", s, strings.Join(parts, ","))
+	}
+	h := fnv.New64a()
+	for _, x := range state {
+		var b [4]byte
+		binary.LittleEndian.PutUint32(b[:], uint32(x))
+		h.Write(b[:])
+	}
+	fmt.Fprintf(&want, "hash %016x\n", h.Sum64())
+	for i := range values {
+		select {
+		case got := <-outs[i]:
+			if got != want.String() {
+				t.Errorf("peer %d printed:\n%s\nwant:\n%s", i, got, want.String())
+			}
+		case <-ctx.Done():
+			t.Fatal("pcclpeer did not finish")
+		}
+	}
+}
