@@ -1,0 +1,423 @@
+//! Raw declarations of libpccl's C ABI, `include/pccl.h` (with `ccoip.h` and `ccoip_inet.h`).
+//!
+//! Everything here mirrors the header one to one: `#[repr(C)]` structs with the same fields in
+//! the same order, C enums as integer type aliases with one constant per enumerator (as bindgen
+//! emits them, so an unknown value coming from C is never undefined behaviour), the `#define`
+//! constants, and every `PCCL_EXPORT` function. `tests/abi.rs` compiles a C program against
+//! `pccl.h` and checks every size, alignment, field offset and constant against this file, and
+//! checks that every exported function of the header is declared here.
+//!
+//! Thread-safety is the header's: a communicator may be called from any thread, one call at a
+//! time (awaiting an async all-reduce may overlap `pcclArePeersPending`); a master takes one
+//! call at a time except `pcclInterruptMaster` (any thread, any time); `pcclInit`,
+//! `pcclGetVersion` and `pcclGetBuildInfo` are safe from any thread. The `pccl` crate encodes
+//! these rules in types.
+#![allow(non_camel_case_types, non_upper_case_globals, non_snake_case)]
+
+use std::os::raw::{c_char, c_int, c_uint, c_void};
+
+// ---------------------------------------------------------------------------
+// ccoip_inet.h / ccoip.h
+// ---------------------------------------------------------------------------
+
+/// `ccoip_inet_protocol_t`: address family of a [`ccoip_inet_address_t`].
+pub type ccoip_inet_protocol_t = c_uint;
+pub const inetIPv4: ccoip_inet_protocol_t = 0;
+pub const inetIPv6: ccoip_inet_protocol_t = 1;
+
+/// An IPv4 address in network order: `{127, 0, 0, 1}` is 127.0.0.1.
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Default, PartialEq, Eq)]
+pub struct ccoip_ipv4_address_t {
+    pub data: [u8; 4],
+}
+
+/// An IPv6 address in network order.
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Default, PartialEq, Eq)]
+pub struct ccoip_ipv6_address_t {
+    pub data: [u8; 16],
+}
+
+/// An IP address; `protocol` says which member is meaningful (not a union).
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Default, PartialEq, Eq)]
+pub struct ccoip_inet_address_t {
+    pub protocol: ccoip_inet_protocol_t,
+    pub ipv4: ccoip_ipv4_address_t,
+    pub ipv6: ccoip_ipv6_address_t,
+}
+
+/// An IP address and a TCP port in host order.
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Default, PartialEq, Eq)]
+pub struct ccoip_socket_address_t {
+    pub inet: ccoip_inet_address_t,
+    pub port: u16,
+}
+
+pub const CCOIP_PROTOCOL_PORT_MASTER: u16 = 48148;
+pub const CCOIP_PROTOCOL_PORT_SHARED_STATE: u16 = 48149;
+pub const CCOIP_PROTOCOL_PORT_P2P: u16 = 48150;
+pub const CCOIP_PROTOCOL_PORT_BANDWIDTH_BENCHMARK: u16 = 48151;
+
+// ---------------------------------------------------------------------------
+// Versions
+// ---------------------------------------------------------------------------
+
+pub const PCCL_VERSION_MAJOR: u32 = 0;
+pub const PCCL_VERSION_MINOR: u32 = 1;
+pub const PCCL_VERSION_PATCH: u32 = 0;
+pub const PCCL_VERSION_HEX: u32 =
+    (PCCL_VERSION_MAJOR << 16) | (PCCL_VERSION_MINOR << 8) | PCCL_VERSION_PATCH;
+
+// ---------------------------------------------------------------------------
+// Result codes
+// ---------------------------------------------------------------------------
+
+/// `pcclResult_t`. 0..12 are PCCL 1.0's; 13..17 are appended by pccl (append-only).
+pub type pcclResult_t = c_uint;
+pub const pcclSuccess: pcclResult_t = 0;
+pub const pcclNotInitialized: pcclResult_t = 1;
+pub const pcclInternalError: pcclResult_t = 2;
+pub const pcclInvalidArgument: pcclResult_t = 3;
+pub const pcclInvalidUsage: pcclResult_t = 4;
+pub const pcclTooFewPeers: pcclResult_t = 5;
+pub const pcclMasterConnectionFailed: pcclResult_t = 6;
+pub const pcclRankConnectionFailed: pcclResult_t = 7;
+pub const pcclRankConnectionLost: pcclResult_t = 8;
+pub const pcclNoSharedStateAvailable: pcclResult_t = 9;
+pub const pcclPendingAsyncOps: pcclResult_t = 10;
+pub const pcclUpdateTopologyFailed: pcclResult_t = 11;
+pub const pcclTopologyOptimizationFailed: pcclResult_t = 12;
+pub const pcclTimeout: pcclResult_t = 13;
+pub const pcclSystemError: pcclResult_t = 14;
+pub const pcclRemoteError: pcclResult_t = 15;
+pub const pcclSharedStateSyncFailed: pcclResult_t = 16;
+pub const pcclProtocolError: pcclResult_t = 17;
+/// Alias of [`pcclTopologyOptimizationFailed`] (PCCL's documentation's name).
+pub const pcclOptimizeTopologyFailed: pcclResult_t = pcclTopologyOptimizationFailed;
+
+/// Number of distinct result codes (one more than the largest value).
+pub const PCCL_RESULT_COUNT: u32 = 18;
+
+/// `PCCL_RESULT_MAP`: every distinct result code with its name and message, in value order.
+pub const PCCL_RESULT_MAP: [(pcclResult_t, &str, &str); PCCL_RESULT_COUNT as usize] = [
+    (pcclSuccess, "pcclSuccess", "success"),
+    (pcclNotInitialized, "pcclNotInitialized", "pcclInit was not called"),
+    (pcclInternalError, "pcclInternalError", "internal error"),
+    (pcclInvalidArgument, "pcclInvalidArgument", "invalid argument"),
+    (pcclInvalidUsage, "pcclInvalidUsage", "invalid usage"),
+    (pcclTooFewPeers, "pcclTooFewPeers", "too few peers"),
+    (pcclMasterConnectionFailed, "pcclMasterConnectionFailed", "master connection failed"),
+    (pcclRankConnectionFailed, "pcclRankConnectionFailed", "peer connection failed"),
+    (pcclRankConnectionLost, "pcclRankConnectionLost", "peer connection lost"),
+    (pcclNoSharedStateAvailable, "pcclNoSharedStateAvailable", "no shared state available"),
+    (pcclPendingAsyncOps, "pcclPendingAsyncOps", "asynchronous operations pending"),
+    (pcclUpdateTopologyFailed, "pcclUpdateTopologyFailed", "update topology failed"),
+    (pcclTopologyOptimizationFailed, "pcclTopologyOptimizationFailed", "topology optimization failed"),
+    (pcclTimeout, "pcclTimeout", "timed out"),
+    (pcclSystemError, "pcclSystemError", "system error"),
+    (pcclRemoteError, "pcclRemoteError", "remote error"),
+    (pcclSharedStateSyncFailed, "pcclSharedStateSyncFailed", "shared state synchronization failed"),
+    (pcclProtocolError, "pcclProtocolError", "protocol error"),
+];
+
+// ---------------------------------------------------------------------------
+// Enums
+// ---------------------------------------------------------------------------
+
+/// `pcclDataType_t` (PCCL 1.0's numbering: Int16 = 2 before Uint16 = 3).
+pub type pcclDataType_t = c_uint;
+pub const pcclUint8: pcclDataType_t = 0;
+pub const pcclInt8: pcclDataType_t = 1;
+pub const pcclInt16: pcclDataType_t = 2;
+pub const pcclUint16: pcclDataType_t = 3;
+pub const pcclUint32: pcclDataType_t = 4;
+pub const pcclInt32: pcclDataType_t = 5;
+pub const pcclUint64: pcclDataType_t = 6;
+pub const pcclInt64: pcclDataType_t = 7;
+pub const pcclFloat16: pcclDataType_t = 8;
+pub const pcclBFloat16: pcclDataType_t = 9;
+pub const pcclFloat: pcclDataType_t = 10;
+pub const pcclDouble: pcclDataType_t = 11;
+pub const PCCL_DATA_TYPE_COUNT: u32 = 12;
+
+/// `pcclDeviceType_t`: where a tensor's memory lives (collectives take CPU memory only).
+pub type pcclDeviceType_t = c_uint;
+pub const pcclDeviceCpu: pcclDeviceType_t = 0;
+pub const pcclDeviceCuda: pcclDeviceType_t = 1;
+
+/// `pcclRedOp_t`.
+pub type pcclRedOp_t = c_uint;
+pub const pcclSum: pcclRedOp_t = 0;
+pub const pcclAvg: pcclRedOp_t = 1;
+pub const pcclProd: pcclRedOp_t = 2;
+pub const pcclMax: pcclRedOp_t = 3;
+pub const pcclMin: pcclRedOp_t = 4;
+pub const PCCL_RED_OP_COUNT: u32 = 5;
+
+/// `pcclAttribute_t`.
+pub type pcclAttribute_t = c_uint;
+pub const PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE: pcclAttribute_t = 1;
+pub const PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE: pcclAttribute_t = 2;
+pub const PCCL_ATTRIBUTE_NUM_DISTINCT_PEER_GROUPS: pcclAttribute_t = 3;
+pub const PCCL_ATTRIBUTE_LARGEST_PEER_GROUP_WORLD_SIZE: pcclAttribute_t = 4;
+pub const PCCL_ATTRIBUTE_CURRENT_WORLD_SIZE: pcclAttribute_t = PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE;
+
+/// `pcclSharedStateSyncStrategy_t`.
+pub type pcclSharedStateSyncStrategy_t = c_uint;
+pub const PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR: pcclSharedStateSyncStrategy_t = 0;
+pub const PCCL_SHARED_STATE_SYNC_STRATEGY_RECEIVE_ONLY: pcclSharedStateSyncStrategy_t = 1;
+pub const PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY: pcclSharedStateSyncStrategy_t = 2;
+
+/// `pcclDistributionHint_t`.
+pub type pcclDistributionHint_t = c_uint;
+pub const pcclDistributionNone: pcclDistributionHint_t = 0;
+pub const pcclDistributionNormal: pcclDistributionHint_t = 1;
+pub const pcclDistributionUniform: pcclDistributionHint_t = 2;
+pub const PCCL_DISTRIBUTION_HINT_NONE: pcclDistributionHint_t = pcclDistributionNone;
+pub const PCCL_DISTRIBUTION_HINT_NORMAL: pcclDistributionHint_t = pcclDistributionNormal;
+pub const PCCL_DISTRIBUTION_HINT_UNIFORM: pcclDistributionHint_t = pcclDistributionUniform;
+pub const PCCL_NORMAL_DISTRIBUTION_HINT: pcclDistributionHint_t = pcclDistributionNormal;
+pub const PCCL_UNIFORM_DISTRIBUTION_HINT: pcclDistributionHint_t = pcclDistributionUniform;
+
+/// `pcclQuantizationAlgorithm_t`.
+pub type pcclQuantizationAlgorithm_t = c_uint;
+pub const pcclQuantNone: pcclQuantizationAlgorithm_t = 0;
+pub const pcclQuantMinMax: pcclQuantizationAlgorithm_t = 1;
+pub const pcclQuantZeroPointScale: pcclQuantizationAlgorithm_t = 2;
+
+// ---------------------------------------------------------------------------
+// Opaque handles
+// ---------------------------------------------------------------------------
+
+/// `pcclComm_t`: a communicator (opaque; only used behind pointers).
+#[repr(C)]
+pub struct pcclComm_t {
+    _opaque: [u8; 0],
+    _not_send_sync: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+
+/// `pcclRankInfo_t` (opaque; declared by PCCL 1.0, unused by its API).
+#[repr(C)]
+pub struct pcclRankInfo_t {
+    _opaque: [u8; 0],
+    _not_send_sync: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+
+/// `struct pcclMasterInstanceState_t`, typedef'd as `pcclMasterInstance_t` (opaque).
+#[repr(C)]
+pub struct pcclMasterInstanceState_t {
+    _opaque: [u8; 0],
+    _not_send_sync: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+pub type pcclMasterInstance_t = pcclMasterInstanceState_t;
+
+// ---------------------------------------------------------------------------
+// Structs
+// ---------------------------------------------------------------------------
+
+/// `pcclCommCreateParams_t`. Zeroed appended fields (`master_url` .. `heartbeat_ms`) mean default.
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct pcclCommCreateParams_t {
+    pub master_address: ccoip_socket_address_t,
+    pub peer_group: u32,
+    pub p2p_connection_pool_size: u32,
+    pub master_url: *const c_char,
+    pub timeout_ms: u32,
+    pub heartbeat_ms: u32,
+}
+
+/// `pcclReduceInfo_t`: statistics of one all-reduce.
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Default, PartialEq, Eq)]
+pub struct pcclReduceInfo_t {
+    pub local_world_size: u32,
+    pub tx_bytes: u64,
+    pub rx_bytes: u64,
+}
+
+/// `pcclReduceOperandDescriptor_t`.
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Default, PartialEq, Eq)]
+pub struct pcclReduceOperandDescriptor_t {
+    pub datatype: pcclDataType_t,
+    pub distribution_hint: pcclDistributionHint_t,
+}
+
+/// `pcclQuantizationOptions_t`.
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Default, PartialEq, Eq)]
+pub struct pcclQuantizationOptions_t {
+    pub quantized_datatype: pcclDataType_t,
+    pub algorithm: pcclQuantizationAlgorithm_t,
+}
+
+/// `pcclReduceDescriptor_t`: count (elements), op, tag, operand type, quantization.
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Default, PartialEq, Eq)]
+pub struct pcclReduceDescriptor_t {
+    pub count: usize,
+    pub op: pcclRedOp_t,
+    pub tag: u64,
+    pub src_descriptor: pcclReduceOperandDescriptor_t,
+    pub quantization_options: pcclQuantizationOptions_t,
+}
+
+/// `struct pcclReduceSingleDescriptor_t`, typedef'd as `pcclReduceOpDescriptor_t`.
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct pcclReduceSingleDescriptor_t {
+    pub sendbuf: *mut c_void,
+    pub recvbuf: *mut c_void,
+    pub descriptor: pcclReduceDescriptor_t,
+}
+pub type pcclReduceOpDescriptor_t = pcclReduceSingleDescriptor_t;
+
+/// `pcclAsyncReduceOp_t`: handle of an asynchronous all-reduce.
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct pcclAsyncReduceOp_t {
+    pub comm: *mut pcclComm_t,
+    pub tag: u64,
+}
+
+/// `pcclRankUuid_t`: a 16-byte peer identifier.
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Default, PartialEq, Eq)]
+pub struct pcclRankUuid_t {
+    pub data: [u8; 16],
+}
+
+/// `pcclTensorInfo_t`: one named tensor of the shared state (memory owned by the caller).
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct pcclTensorInfo_t {
+    pub name: *const c_char,
+    pub data: *mut c_void,
+    pub count: usize,
+    pub datatype: pcclDataType_t,
+    pub device_type: pcclDeviceType_t,
+    pub allow_content_inequality: bool,
+}
+
+/// `pcclSharedState_t`: a revision and a list of tensors.
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct pcclSharedState_t {
+    pub revision: u64,
+    pub count: usize,
+    pub infos: *mut pcclTensorInfo_t,
+}
+
+/// `pcclSharedStateSyncInfo_t`: statistics of one shared-state synchronization.
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Default, PartialEq, Eq)]
+pub struct pcclSharedStateSyncInfo_t {
+    pub tx_bytes: u64,
+    pub rx_bytes: u64,
+}
+
+/// `pcclBuildInfo_t`: build-time features.
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Default, PartialEq, Eq)]
+pub struct pcclBuildInfo_t {
+    pub has_cuda_support: bool,
+}
+
+/// `pcclMasterCreateParams_t`. Zero fields mean the defaults.
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct pcclMasterCreateParams_t {
+    pub listen_url: *const c_char,
+    pub heartbeat_ms: u32,
+    pub evict_ms: u32,
+    pub vote_timeout_ms: u32,
+    pub max_peers: u32,
+}
+
+// ---------------------------------------------------------------------------
+// Functions (every PCCL_EXPORT of pccl.h)
+// ---------------------------------------------------------------------------
+
+extern "C" {
+    pub fn pcclInit() -> pcclResult_t;
+    pub fn pcclGetVersion(version_out: *mut u32) -> pcclResult_t;
+    pub fn pcclGetBuildInfo(info: *mut pcclBuildInfo_t) -> pcclResult_t;
+
+    pub fn pcclCreateCommunicator(
+        params: *const pcclCommCreateParams_t,
+        comm_out: *mut *mut pcclComm_t,
+    ) -> pcclResult_t;
+    pub fn pcclDestroyCommunicator(communicator: *mut pcclComm_t) -> pcclResult_t;
+    pub fn pcclConnect(communicator: *mut pcclComm_t) -> pcclResult_t;
+    pub fn pcclUpdateTopology(communicator: *mut pcclComm_t) -> pcclResult_t;
+    pub fn pcclArePeersPending(communicator: *const pcclComm_t, pending_out: *mut bool)
+        -> pcclResult_t;
+    pub fn pcclOptimizeTopology(communicator: *const pcclComm_t) -> pcclResult_t;
+    pub fn pcclGetAttribute(
+        communicator: *const pcclComm_t,
+        attribute: pcclAttribute_t,
+        p_attribute_out: *mut c_int,
+    ) -> pcclResult_t;
+
+    pub fn pcclAllReduce(
+        sendbuff: *const c_void,
+        recvbuff: *mut c_void,
+        descriptor: *const pcclReduceDescriptor_t,
+        communicator: *const pcclComm_t,
+        reduce_info_out: *mut pcclReduceInfo_t,
+    ) -> pcclResult_t;
+    pub fn pcclAllReduceAsync(
+        sendbuff: *const c_void,
+        recvbuff: *mut c_void,
+        descriptor: *const pcclReduceDescriptor_t,
+        communicator: *const pcclComm_t,
+        reduce_handle_out: *mut pcclAsyncReduceOp_t,
+    ) -> pcclResult_t;
+    pub fn pcclAwaitAsyncReduce(
+        reduce_handle: *const pcclAsyncReduceOp_t,
+        reduce_info_out: *mut pcclReduceInfo_t,
+    ) -> pcclResult_t;
+    pub fn pcclAwaitAsyncReduceTimeout(
+        reduce_handle: *const pcclAsyncReduceOp_t,
+        timeout_ms: u32,
+        reduce_info_out: *mut pcclReduceInfo_t,
+    ) -> pcclResult_t;
+    pub fn pcclAllReduceMultipleWithRetry(
+        descriptors: *const pcclReduceOpDescriptor_t,
+        count: usize,
+        communicator: *const pcclComm_t,
+        reduce_info_out: *mut pcclReduceInfo_t,
+        max_in_flight: c_int,
+    ) -> pcclResult_t;
+
+    /// The 3-argument form (strategy ENFORCE_POPULAR); exported under this name.
+    pub fn pcclSynchronizeSharedState(
+        communicator: *const pcclComm_t,
+        shared_state: *mut pcclSharedState_t,
+        sync_info_out: *mut pcclSharedStateSyncInfo_t,
+    ) -> pcclResult_t;
+    pub fn pcclSynchronizeSharedStateEx(
+        communicator: *const pcclComm_t,
+        shared_state: *mut pcclSharedState_t,
+        strategy: pcclSharedStateSyncStrategy_t,
+        sync_info_out: *mut pcclSharedStateSyncInfo_t,
+    ) -> pcclResult_t;
+
+    pub fn pcclCreateMaster(
+        listen_address: ccoip_socket_address_t,
+        p_master_handle_out: *mut *mut pcclMasterInstance_t,
+    ) -> pcclResult_t;
+    pub fn pcclCreateMasterEx(
+        params: *const pcclMasterCreateParams_t,
+        p_master_handle_out: *mut *mut pcclMasterInstance_t,
+        bound_port_out: *mut u16,
+    ) -> pcclResult_t;
+    pub fn pcclRunMaster(master_instance: *mut pcclMasterInstance_t) -> pcclResult_t;
+    pub fn pcclInterruptMaster(master_instance: *mut pcclMasterInstance_t) -> pcclResult_t;
+    pub fn pcclMasterAwaitTermination(master_instance: *mut pcclMasterInstance_t) -> pcclResult_t;
+    pub fn pcclDestroyMaster(master_instance: *mut pcclMasterInstance_t) -> pcclResult_t;
+}
