@@ -95,3 +95,38 @@ func TestPcclpeer(t *testing.T) {
 		}
 	}
 }
+
+// TestDocExample checks that docs/go.md shows cmd/pcclhello verbatim, and
+// runs it.
+func TestDocExample(t *testing.T) {
+	src, err := os.ReadFile("cmd/pcclhello/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../../docs/go.md")
+	if err != nil {
+		t.Skip("docs/go.md not found (not in the source tree)")
+	}
+	if !strings.Contains(string(doc), "```go\n"+string(src)+"```\n") {
+		t.Fatal("docs/go.md does not contain cmd/pcclhello/main.go verbatim")
+	}
+	if testing.Short() {
+		return
+	}
+	bin := filepath.Join(t.TempDir(), "pcclhello")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/pcclhello").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin).Output()
+	if err != nil {
+		t.Fatalf("pcclhello: %v\n%s", err, out)
+	}
+	for rank, rx := range []int{0, 0, 12} {
+		line := fmt.Sprintf("peer %d: weights [0.5 1.5 2.5] (received %d bytes), sum [3 3 6]\n", rank, rx)
+		if !strings.Contains(string(out), line) {
+			t.Errorf("pcclhello output lacks %q:\n%s", line, out)
+		}
+	}
+}
