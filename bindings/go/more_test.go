@@ -169,3 +169,72 @@ func TestHalfAndQuantized(t *testing.T) {
 		t.Fatal("quantized all-reduce results differ between peers")
 	}
 }
+
+// TestAllReduceMultiple: five operations of mixed types, two in flight.
+func TestAllReduceMultiple(t *testing.T) {
+	m := startMaster(t)
+	comms := admit(t, m, []uint32{0, 0, 0}, 20*time.Second)
+	parallel(t, 3, 30*time.Second, func(i int) error {
+		c := comms[i]
+		a := make([]int32, 100)
+		ar := make([]int32, 100)
+		b := []float32{float32(i), 1}
+		cb, _ := NewBuffer[float64](50)
+		defer cb.Free()
+		db, _ := NewBuffer[int64](10)
+		dr, _ := NewBuffer[int64](10)
+		defer db.Free()
+		defer dr.Free()
+		for j := range a {
+			a[j] = int32(j * (i + 1))
+		}
+		for j, s := 0, cb.Slice(); j < 50; j++ {
+			s[j] = float64(j) + float64(i)/4
+		}
+		for j, s := 0, db.Slice(); j < 10; j++ {
+			s[j] = int64(i) << 33
+		}
+		e := []uint16{uint16(i + 1)}
+		items := []ReduceItem{
+			ReduceSlices(a, ar, ReduceOptions{Tag: 1}),
+			ReduceSlices(b, b, ReduceOptions{Tag: 2, Op: Max}),
+			ReduceBuffers(cb, cb, ReduceOptions{Tag: 3}),
+			ReduceBuffers(db, dr, ReduceOptions{Tag: 4}),
+			ReduceSlices(e, e, ReduceOptions{Tag: 5, Op: Prod}),
+		}
+		info, err := c.AllReduceMultiple(items, 2)
+		if err != nil {
+			return err
+		}
+		if info.WorldSize != 3 || info.TxBytes == 0 {
+			return fmt.Errorf("info %+v", info)
+		}
+		for j := range ar {
+			if ar[j] != int32(6*j) || a[j] != int32(j*(i+1)) {
+				return fmt.Errorf("int32 item: ar[%d] = %d, a %d", j, ar[j], a[j])
+			}
+		}
+		if b[0] != 2 || b[1] != 1 || e[0] != 6 {
+			return fmt.Errorf("float32 max %v, uint16 prod %v", b, e)
+		}
+		for j, s := 0, cb.Slice(); j < 50; j++ {
+			if s[j] != float64(3*j)+0.75 {
+				return fmt.Errorf("float64 item [%d] = %g", j, s[j])
+			}
+		}
+		for j, s := 0, dr.Slice(); j < 10; j++ {
+			if s[j] != 3<<33 || db.Slice()[j] != int64(i)<<33 {
+				return fmt.Errorf("int64 item [%d] = %d", j, s[j])
+			}
+		}
+		bad := [][]ReduceItem{nil, {ReduceSlices(a, a[:5], ReduceOptions{})},
+			{ReduceBuffers[int64](nil, dr, ReduceOptions{})}, {{}},
+			{ReduceSlices(a, ar, ReduceOptions{Tag: 1}), ReduceSlices(b, b, ReduceOptions{Op: ReduceOp(77)})}}
+		for k, items := range bad {
+			if _, err := c.AllReduceMultiple(items, 1); !errors.Is(err, ErrInvalidArgument) {
+				return fmt.Errorf("bad item set %d: %v", k, err)
+			}
+		}
+		return nil
+	})
+}
