@@ -66,7 +66,7 @@ type Tensor struct {
 }
 
 // SliceTensor makes a tensor over a Go slice. Synchronization copies the
-// slice to C memory and, when this peer receives content, back into the
+// slice to C memory and, after a successful synchronization, back into the
 // slice (the cgo rules do not let libpccl hold Go memory).
 func SliceTensor[T Element](name string, data []T) Tensor {
 	return Tensor{Name: name, data: sliceData[T]{data}}
