@@ -1,1 +1,320 @@
+//! A master and several peers (threads, one communicator each) in this process: exact
+//! all-reduces (i32, f32, f64, multiple), asynchronous all-reduces with timeouts, topology.
+mod common;
 
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::*;
+use pccl::{
+    Attribute, Communicator, DataType, Error, Master, QuantizationAlgorithm, ReduceOp,
+    ReduceOptions,
+};
+
+const COUNT: usize = 1000;
+
+#[test]
+fn allreduce_i32_exact_blocking_in_place_async_and_multiple() {
+    bounded(90, || {
+        let (_m, addr) = master();
+        let n = 3;
+        let results = run_peers(&addr, n, move |i, c, _| {
+            let mut all = Vec::new();
+            for k in 0..6usize {
+                let send: Vec<i32> = (0..COUNT).map(|j| contribution(i, k, j)).collect();
+                let mut out = vec![0i32; COUNT];
+                let opts = ReduceOptions::new(ReduceOp::Sum).tag(k as u64);
+                let info = match k % 3 {
+                    0 => c.all_reduce(&send, &mut out, opts).unwrap(),
+                    1 => {
+                        out.copy_from_slice(&send);
+                        c.all_reduce_in_place(&mut out, opts).unwrap()
+                    }
+                    _ => c.async_scope(|s| s.all_reduce(&send, &mut out, opts)?.wait()).unwrap(),
+                };
+                assert_eq!(info.local_world_size, n as u32);
+                assert!(info.tx_bytes > 0 && info.rx_bytes > 0);
+                for j in 0..COUNT {
+                    assert_eq!(out[j], expected_sum(n, k, j), "peer {} step {} element {}", i, k, j);
+                }
+                all.extend_from_slice(&out);
+            }
+            // Three buffers at once, at most two in flight, tags 100..102.
+            let mut bufs: Vec<Vec<i32>> =
+                (0..3).map(|o| (0..COUNT).map(|j| contribution(i, 100 + o, j)).collect()).collect();
+            {
+                let mut views: Vec<&mut [i32]> = bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
+                let info = c
+                    .all_reduce_multiple(&mut views, ReduceOptions::new(ReduceOp::Sum).tag(100), 2)
+                    .unwrap();
+                assert!(info.tx_bytes > 0);
+            }
+            for (o, b) in bufs.iter().enumerate() {
+                for j in 0..COUNT {
+                    assert_eq!(b[j], expected_sum(n, 100 + o, j));
+                }
+            }
+            all
+        });
+        assert!(results.iter().all(|r| r == &results[0]));
+    });
+}
+
+#[test]
+fn allreduce_floats_exact_and_bit_identical() {
+    bounded(90, || {
+        let (_m, addr) = master();
+        let n = 3;
+        let results = run_peers(&addr, n, move |i, c, _| {
+            // Quarters add exactly in binary32.
+            let send: Vec<f32> = (0..COUNT).map(|j| (i + 1) as f32 * 0.25 + j as f32).collect();
+            let mut sum = vec![0f32; COUNT];
+            c.all_reduce(&send, &mut sum, ReduceOp::Sum).unwrap();
+            for j in 0..COUNT {
+                assert_eq!(sum[j], 1.5 + 3.0 * j as f32, "element {}", j);
+            }
+            let mut avg = vec![0f32; COUNT];
+            c.all_reduce(&send, &mut avg, ReduceOptions::new(ReduceOp::Avg).tag(1)).unwrap();
+            for j in 0..COUNT {
+                assert_eq!(avg[j], 0.5 + j as f32);
+            }
+            let d: Vec<f64> = (0..COUNT).map(|j| -((i * 1000 + j) as f64)).collect();
+            let mut max = vec![0f64; COUNT];
+            c.all_reduce(&d, &mut max, ReduceOptions::new(ReduceOp::Max).tag(2)).unwrap();
+            for j in 0..COUNT {
+                assert_eq!(max[j], -(j as f64));
+            }
+            // Quantized on the wire: not exact, but the same bits on every peer.
+            let g: Vec<f32> = (0..COUNT).map(|j| ((i * 7 + j) % 13) as f32 * 0.1).collect();
+            let mut q = vec![0f32; COUNT];
+            let opts = ReduceOptions::new(ReduceOp::Sum)
+                .tag(3)
+                .quantize(DataType::Uint8, QuantizationAlgorithm::MinMax);
+            c.all_reduce(&g, &mut q, opts).unwrap();
+            for j in 0..COUNT {
+                let exact: f32 = (0..n).map(|p| ((p * 7 + j) % 13) as f32 * 0.1).sum();
+                assert!((q[j] - exact).abs() < 0.1, "quantized {} vs {}", q[j], exact);
+            }
+            let bits: Vec<u32> = sum.iter().chain(avg.iter()).chain(q.iter()).map(|x| x.to_bits()).collect();
+            bits
+        });
+        assert!(results.iter().all(|r| r == &results[0]), "peers differ bitwise");
+    });
+}
+
+#[test]
+fn async_wait_timeout_concurrent_ops_and_forgotten_handles() {
+    bounded(90, || {
+        let (_m, addr) = master();
+        let n = 2;
+        run_peers(&addr, n, move |i, c, barrier| {
+            let send: Vec<i32> = (0..COUNT).map(|j| contribution(i, 0, j)).collect();
+            let mut out = vec![0i32; COUNT];
+            if i == 0 {
+                c.async_scope(|s| {
+                    let mut op = s.all_reduce(&send, &mut out, ReduceOptions::new(ReduceOp::Sum).tag(9))?;
+                    assert_eq!(op.tag(), 9);
+                    // The other peer starts its part 800 ms later: still in flight.
+                    let t0 = Instant::now();
+                    assert_eq!(op.wait_timeout(Duration::from_millis(100))?, None);
+                    assert!(t0.elapsed() >= Duration::from_millis(90));
+                    barrier.wait();
+                    let info = op.wait_timeout(Duration::from_secs(20))?.expect("finished");
+                    assert_eq!(info.local_world_size, 2);
+                    // A verdict, once taken, is repeated.
+                    assert_eq!(op.wait_timeout(Duration::from_millis(1))?, Some(info));
+                    op.wait()
+                })
+                .unwrap();
+            } else {
+                barrier.wait();
+                thread::sleep(Duration::from_millis(800));
+                c.all_reduce(&send, &mut out, ReduceOptions::new(ReduceOp::Sum).tag(9)).unwrap();
+            }
+            for j in 0..COUNT {
+                assert_eq!(out[j], expected_sum(n, 0, j));
+            }
+
+            // Two operations in flight at once; results read inside the scope.
+            let a: Vec<i32> = (0..COUNT).map(|j| contribution(i, 1, j)).collect();
+            let b: Vec<i32> = (0..COUNT).map(|j| contribution(i, 2, j)).collect();
+            let (mut ra, mut rb) = (vec![0i32; COUNT], vec![0i32; COUNT]);
+            let mut dup = vec![0i32; 1];
+            c.async_scope(|s| {
+                let op1 = s.all_reduce(&a, &mut ra, ReduceOptions::new(ReduceOp::Sum).tag(1))?;
+                let op2 = s.all_reduce(&b, &mut rb, ReduceOptions::new(ReduceOp::Sum).tag(2))?;
+                // The same tag twice in flight is refused by the library.
+                assert_eq!(
+                    s.all_reduce_in_place(&mut dup, ReduceOptions::new(ReduceOp::Sum).tag(1)).err(),
+                    Some(Error::InvalidArgument)
+                );
+                let (r2, buf2) = op2.wait_with_buffer();
+                r2?;
+                assert_eq!(buf2[5], expected_sum(n, 2, 5));
+                op1.wait().map(|_| ())
+            })
+            .unwrap();
+            for j in 0..COUNT {
+                assert_eq!(ra[j], expected_sum(n, 1, j));
+                assert_eq!(rb[j], expected_sum(n, 2, j));
+            }
+
+            // A leaked handle: the scope itself awaits the operation before the borrow ends.
+            let mut rc = vec![0i32; COUNT];
+            c.async_scope(|s| {
+                let op = s.all_reduce(&a, &mut rc, ReduceOptions::new(ReduceOp::Sum).tag(3))?;
+                std::mem::forget(op);
+                Ok::<(), Error>(())
+            })
+            .unwrap();
+            for j in 0..COUNT {
+                assert_eq!(rc[j], expected_sum(n, 1, j));
+            }
+            // The tag is free again: the scope collected the verdict.
+            let mut again = vec![0i32; COUNT];
+            c.all_reduce(&a, &mut again, ReduceOptions::new(ReduceOp::Sum).tag(3)).unwrap();
+            assert_eq!(again, rc);
+        });
+    });
+}
+
+#[test]
+fn pending_peers_are_admitted_and_topology_optimized() {
+    bounded(90, || {
+        let (_m, addr) = master();
+        let addr2 = addr.clone();
+        // Two peers run; a third arrives later and must be seen pending, then admitted.
+        let late = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(300));
+            let c = connect(&addr2, 0);
+            c
+        });
+        let late = Arc::new(std::sync::Mutex::new(Some(late)));
+        let results = run_peers(&addr, 2, move |i, mut c, barrier| {
+            let t0 = Instant::now();
+            while !c.are_peers_pending().unwrap() {
+                assert!(t0.elapsed() < Duration::from_secs(15), "no pending peer seen");
+                thread::sleep(Duration::from_millis(20));
+            }
+            barrier.wait();
+            let mut third = None;
+            if i == 0 {
+                // Admission: the accepted peers update the topology; the late one's connect
+                // returns once admitted.
+                let h = late.lock().unwrap().take().unwrap();
+                admit(&mut c, Attribute::CURRENT_WORLD_SIZE, 3);
+                third = Some(h.join().unwrap());
+            } else {
+                admit(&mut c, Attribute::CURRENT_WORLD_SIZE, 3);
+            }
+            (i, c, third)
+        });
+        // Three peers now: optimize the topology together, then an exact all-reduce.
+        let mut comms: Vec<Communicator> = Vec::new();
+        for (_, c, third) in results {
+            comms.push(c);
+            if let Some(t) = third {
+                comms.push(t);
+            }
+        }
+        assert_eq!(comms.len(), 3);
+        let hs: Vec<_> = comms
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut c)| {
+                thread::spawn(move || {
+                    assert_eq!(c.world_size().unwrap(), 3);
+                    let mut tries = 0;
+                    loop {
+                        match c.optimize_topology() {
+                            Ok(()) => break,
+                            Err(Error::TopologyOptimizationFailed) if tries < 20 => tries += 1,
+                            Err(e) => panic!("optimize: {}", e),
+                        }
+                    }
+                    assert_eq!(c.world_size().unwrap(), 3);
+                    let send: Vec<i32> = (0..COUNT).map(|j| contribution(i, 4, j)).collect();
+                    let mut out = vec![0i32; COUNT];
+                    let info = c.all_reduce(&send, &mut out, ReduceOp::Sum).unwrap();
+                    assert_eq!(info.local_world_size, 3);
+                    for j in 0..COUNT {
+                        assert_eq!(out[j], expected_sum(3, 4, j));
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+    });
+}
+
+#[test]
+fn attributes_across_peer_groups() {
+    bounded(60, || {
+        let (_m, addr) = master();
+        let groups = [0u32, 0, 1];
+        let hs: Vec<_> = groups
+            .iter()
+            .enumerate()
+            .map(|(i, &g)| {
+                let addr = addr.clone();
+                thread::spawn(move || {
+                    thread::sleep(Duration::from_millis(50 * i as u64));
+                    let mut c = connect(&addr, g);
+                    admit(&mut c, Attribute::GlobalWorldSize, 3);
+                    (
+                        g,
+                        c.attribute(Attribute::GlobalWorldSize).unwrap(),
+                        c.attribute(Attribute::PeerGroupWorldSize).unwrap(),
+                        c.attribute(Attribute::CURRENT_WORLD_SIZE).unwrap(),
+                        c.attribute(Attribute::NumDistinctPeerGroups).unwrap(),
+                        c.attribute(Attribute::LargestPeerGroupWorldSize).unwrap(),
+                        c,
+                    )
+                })
+            })
+            .collect();
+        let rs: Vec<_> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+        for (g, global, group, current, distinct, largest, _) in &rs {
+            assert_eq!(*global, 3);
+            assert_eq!(*group, if *g == 0 { 2 } else { 1 });
+            assert_eq!(*current, *group);
+            assert_eq!(*distinct, 2);
+            assert_eq!(*largest, 2);
+        }
+    });
+}
+
+#[test]
+fn master_interrupt_from_another_thread_ends_the_run() {
+    bounded(60, || {
+        let m = Arc::new(Master::new("tcp://127.0.0.1:0").unwrap());
+        m.run().unwrap();
+        assert_eq!(m.run().err(), Some(Error::InvalidUsage), "second run");
+        let addr = format!("127.0.0.1:{}", m.port());
+        let mut c = connect(&addr, 0);
+        assert_eq!(c.world_size().unwrap(), 1);
+        let waiter = {
+            let m = m.clone();
+            thread::spawn(move || m.await_termination())
+        };
+        thread::sleep(Duration::from_millis(100));
+        m.interrupt().unwrap();
+        waiter.join().unwrap().unwrap();
+        // The master is gone: the next collective with it fails.
+        let t0 = Instant::now();
+        assert_eq!(c.update_topology().err(), Some(Error::MasterConnectionFailed));
+        assert!(t0.elapsed() < Duration::from_secs(10));
+    });
+}
+
+fn _static_thread_rules() {
+    fn send<T: Send>() {}
+    fn sync<T: Sync>() {}
+    send::<Communicator>();
+    send::<Master>();
+    sync::<Master>();
+    send::<pccl::TensorInfo<'static>>();
+}
