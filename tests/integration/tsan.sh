@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# ThreadSanitizer over the runtime: builds transport/, libpccl, ccoip_master
+# and the integration peers with clang -fsanitize=thread, runs a subset of the
+# integration scenarios (run.sh) with real processes on 127.0.0.1, and fails
+# on any ThreadSanitizer report. Debian's libnng is not instrumented; the only
+# suppressions (tsan.supp) name libnng's own frames, never ours.
+#
+#   tests/integration/tsan.sh BUILD_DIR [SCENARIO...]
+#
+# SCENARIO: as run.sh takes them, one word with ':' for the argument
+# (default: allreduce:3 allreduce:4 kill-peer kill-peer-mid-op stop-peer
+# master-death sync optimize:3 garbage ipc-allreduce:3 tls-allreduce:2).
+# Exit: 0 clean; 1 a scenario failed or a report was printed; 2 build failed.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+BUILD=${1:?usage: tsan.sh BUILD_DIR [SCENARIO...]}
+shift
+SCENARIOS=("$@")
+if [[ ${#SCENARIOS[@]} -eq 0 ]]; then
+  SCENARIOS=(allreduce:3 allreduce:4 kill-peer kill-peer-mid-op stop-peer master-death sync
+    optimize:3 garbage ipc-allreduce:3 tls-allreduce:2)
+fi
+JOBS=${JOBS:-2}
+T0=$SECONDS
+
+flags="-fsanitize=thread -fno-omit-frame-pointer -g -O1"
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPCCL_WERROR=ON \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DPCCL_BUILD_BENCH=OFF \
+  "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" \
+  "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread" "-DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread" \
+  >"$BUILD.configure.log" 2>&1 || { cat "$BUILD.configure.log"; exit 2; }
+cmake --build "$BUILD" -j "$JOBS" --target pccl ccoip_master itest_peer || exit 2
+echo "tsan: built in $((SECONDS - T0)) s"
+
+REPORTS=$(mktemp -d)
+trap 'rm -rf "$REPORTS"' EXIT
+# halt_on_error=0: a report does not change a process's behaviour (the
+# scenario runs to its end); every report lands in $REPORTS/tsan.PID.
+# exitcode=0: exit statuses stay the scenario's verdict; reports are counted
+# from the files below.
+export TSAN_OPTIONS="suppressions=$HERE/tsan.supp log_path=$REPORTS/tsan halt_on_error=0 \
+exitcode=0 second_deadlock_stack=1 history_size=4 ${TSAN_OPTIONS:-}"
+export PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-WARN}
+# Sanitized processes are slower: the scenario watchdog gets more time.
+export PCCL_ITEST_BUDGET=${PCCL_ITEST_BUDGET:-60}
+FAILED=0
+for sc in "${SCENARIOS[@]}"; do
+  t=$SECONDS
+  if "$HERE/run.sh" "$BUILD/master/ccoip_master" "$BUILD/tests/integration/itest_peer" \
+    ${sc/:/ } >"$REPORTS/run.log" 2>&1; then
+    echo "tsan: $sc: PASS in $((SECONDS - t)) s"
+  else
+    echo "tsan: $sc: FAILED in $((SECONDS - t)) s"
+    tail -n 60 "$REPORTS/run.log"
+    FAILED=1
+  fi
+done
+# Split every report file into reports; a report is nng-internal when it is
+# a data race and, in each of its access stacks, frame #0 is an interceptor
+# and frame #1 is in libnng.so (both conflicting accesses were made by nng's
+# own, uninstrumented code: e.g. a mutex nng's reaper destroys after its
+# reference count, an atomic TSan cannot see, dropped to 0). Anything else
+# (a frame of ours doing an access, any other report type) counts.
+classify() { # FILE: prints "ours N" and "nng N", and the counted reports
+  awk '
+    function flush() {
+      if (!inrep) return
+      if (israce && nsec > 0 && nsec == nngsec) nng++
+      else { ours++; printf "%s", buf }
+      inrep = 0; buf = ""
+    }
+    /^==================$/ { flush(); next }
+    /^WARNING: ThreadSanitizer:/ {
+      flush(); inrep = 1; israce = ($0 ~ /data race/); nsec = 0; nngsec = 0; sec = 0
+    }
+    inrep {
+      buf = buf $0 "\n"
+      if ($0 ~ /^  [A-Z].*(Write|Read|write|read) of size/) { nsec++; sec = 1; next }
+      if ($0 ~ /^  [A-Z]/) { sec = 0; next }
+      if (sec && $0 ~ /^    #1 / && $0 ~ /\(libnng\.so/) nngsec++
+    }
+    END { flush(); print "ours " ours + 0; print "nng " nng + 0 }
+  ' "$1"
+}
+n=0
+nng=0
+for f in "$REPORTS"/tsan.*; do
+  [[ -e "$f" ]] || continue
+  out=$(classify "$f")
+  o=$(sed -n 's/^ours //p' <<<"$out")
+  g=$(sed -n 's/^nng //p' <<<"$out")
+  nng=$((nng + g))
+  if [[ "$o" -gt 0 ]]; then
+    n=$((n + o))
+    echo "=== $f: $o reports in pccl's code"
+    grep -v -E '^(ours|nng) [0-9]+$' <<<"$out"
+  fi
+done
+echo "tsan: $nng reports inside libnng only (both accesses by nng's own code), not counted"
+echo "tsan: ${#SCENARIOS[@]} scenarios, $n reports, $((SECONDS - T0)) s in all"
+[[ $n -eq 0 && $FAILED -eq 0 ]] || exit 1
+exit 0
