@@ -219,3 +219,65 @@ fn bad_input_on_a_connected_group() {
         assert_eq!(alone.err(), Some(Error::TooFewPeers));
     });
 }
+
+/// Connects two peers of `group` with the given timeout on the first one.
+fn pair(addr: &str, group: u32, timeout: Duration) -> (Communicator, Communicator) {
+    let a_opts = CommOptions { peer_group: group, timeout: Some(timeout), ..Default::default() };
+    let mut a = Communicator::with_options(addr, &a_opts).unwrap();
+    a.connect().unwrap();
+    let addr2 = addr.to_string();
+    let h = std::thread::spawn(move || connect(&addr2, group));
+    admit(&mut a, pccl::Attribute::PeerGroupWorldSize, 2);
+    let b = h.join().unwrap();
+    (a, b)
+}
+
+#[test]
+fn a_timed_out_call_that_borrows_buffers_closes_the_communicator() {
+    bounded(60, || {
+        let (_m, addr) = master();
+        // All-reduce: the partner never joins the operation.
+        let (a, b) = pair(&addr, 0, Duration::from_millis(400));
+        let send = vec![1i32; 64];
+        let mut out = vec![0i32; 64];
+        let t0 = Instant::now();
+        assert_eq!(a.all_reduce(&send, &mut out, ReduceOp::Sum).err(), Some(Error::Timeout));
+        assert!(t0.elapsed() >= Duration::from_millis(390) && t0.elapsed() < Duration::from_secs(5));
+        assert!(a.is_closed());
+        out[0] = 5; // the buffer is ours again
+        assert_eq!(a.world_size().err(), Some(Error::InvalidUsage));
+        assert_eq!(a.all_reduce(&send, &mut out, ReduceOp::Sum).err(), Some(Error::InvalidUsage));
+        drop(a);
+        drop(b);
+
+        // Shared state: same.
+        let (a, b) = pair(&addr, 1, Duration::from_millis(400));
+        let mut w = vec![3u16; 16];
+        let mut st = SharedState::new(0).with(TensorInfo::new("w", &mut w).unwrap());
+        assert_eq!(a.sync_shared_state(&mut st, SyncStrategy::EnforcePopular).err(), Some(Error::Timeout));
+        assert!(a.is_closed());
+        drop(st);
+        w[0] = 4;
+        drop(b);
+
+        // A bounded wait on an asynchronous operation closes nothing.
+        let (a, b) = pair(&addr, 2, Duration::from_secs(20));
+        let mut buf = vec![1i32; 64];
+        a.async_scope(|s| {
+            let mut op = s.all_reduce_in_place(&mut buf, ReduceOp::Sum)?;
+            assert_eq!(op.wait_timeout(Duration::from_millis(200))?, None);
+            assert!(!a.is_closed());
+            // Now the partner takes part, and the operation completes.
+            let mut other = vec![2i32; 64];
+            let h = std::thread::spawn(move || {
+                b.all_reduce_in_place(&mut other, ReduceOp::Sum).map(|_| other)
+            });
+            let info = op.wait()?;
+            assert_eq!(info.local_world_size, 2);
+            assert_eq!(h.join().unwrap()?, vec![3i32; 64]);
+            Ok::<(), Error>(())
+        })
+        .unwrap();
+        assert_eq!(buf, vec![3i32; 64]);
+    });
+}
