@@ -5,7 +5,6 @@ else from the newest build tree of this checkout. Every child is started in its
 own process group and killed when the test ends; every wait is bounded.
 """
 
-import glob
 import os
 import re
 import signal
@@ -20,27 +19,35 @@ HERE = Path(__file__).resolve().parent
 PY = sys.executable
 
 
-def _newest(pattern_list):
-    found = []
-    for pat in pattern_list:
-        found += [p for p in glob.glob(str(REPO / pat)) if os.path.isfile(p)]
-    if not found:
-        return None
-    return max(found, key=os.path.getmtime)
+def _build_dirs():
+    """Build trees of this checkout holding libpccl and ccoip_master, best first:
+    build/release, then the most recently built; sanitizer/wasm/fuzz trees are skipped
+    (their libpccl cannot be loaded into a plain Python)."""
+    sys.path.insert(0, str(BINDINGS))
+    from pccl._lib import build_tree_candidates
+
+    dirs = []
+    for lib in build_tree_candidates(str(REPO)):
+        d = Path(lib).parents[2]
+        if (d / "master" / "ccoip_master").is_file():
+            dirs.append(d)
+    return dirs
 
 
 def lib_path():
     env = os.environ.get("PCCL_LIBRARY")
     if env:
         return env
-    return _newest(["build/*/bindings/libpccl/libpccl.so", "build*/bindings/libpccl/libpccl.so"])
+    dirs = _build_dirs()
+    return str(dirs[0] / "bindings" / "libpccl" / "libpccl.so") if dirs else None
 
 
 def master_path():
     env = os.environ.get("PCCL_MASTER")
     if env:
         return env
-    return _newest(["build/*/master/ccoip_master", "build*/master/ccoip_master"])
+    dirs = _build_dirs()
+    return str(dirs[0] / "master" / "ccoip_master") if dirs else None
 
 
 def child_env(**extra):
@@ -129,7 +136,8 @@ def start_master(procs, evict_ms=3000):
         raise RuntimeError("ccoip_master not found: set PCCL_MASTER or build target ccoip_master")
     pr = procs.spawn("master", [mp, "--listen", "tcp://127.0.0.1:0", "--print-port",
                                 "--heartbeat-ms", "100", "--evict-ms", str(evict_ms),
-                                "--vote-timeout-ms", "20000"])
+                                "--vote-timeout-ms", "20000"],
+                    env=child_env(PCCL_LOG_LEVEL=os.environ.get("PCCL_MASTER_LOG_LEVEL", "INFO")))
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         m = re.search(r"^PORT (\d+)$", pr.output(), re.M)

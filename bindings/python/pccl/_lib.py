@@ -230,7 +230,16 @@ def build_tree_candidates(root=None):
         os.path.join(root, "build*", "bindings", "libpccl", "libpccl.so"),
     ):
         found.update(p for p in glob.glob(pattern) if os.path.isfile(p))
-    return sorted(found, key=lambda p: os.path.getmtime(p), reverse=True)
+    # sanitizer builds (ASan/TSan/...) cannot be loaded into a plain Python process
+    found = [p for p in found if not _is_sanitizer_build(os.path.relpath(p, root))]
+    # build/release first, then the most recently built
+    return sorted(found, key=lambda p: (os.path.relpath(p, root).startswith(
+        os.path.join("build", "release") + os.sep), os.path.getmtime(p)), reverse=True)
+
+
+def _is_sanitizer_build(relpath):
+    first = relpath.split(os.sep)[:2]
+    return any(tag in part for part in first for tag in ("san", "fuzz", "wasm", "cov"))
 
 
 def _installed_candidates():
@@ -325,9 +334,22 @@ def lib():
     return _lib if _lib is not None else load_library()
 
 
+def _mapped_path(soname):
+    """The file the dynamic loader mapped for soname (Linux: /proc/self/maps), or None."""
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and os.path.basename(parts[5].strip()).startswith(soname):
+                    return parts[5].strip()
+    except OSError:
+        pass
+    return None
+
+
 def library_path():
-    """Path (or soname) of the loaded libpccl, loading it if needed."""
+    """Path of the loaded libpccl (loading it if needed)."""
     lib()
     if _lib_path and os.sep not in _lib_path:
-        return _lib._name
+        return _mapped_path(_lib_path) or _lib_path
     return _lib_path
