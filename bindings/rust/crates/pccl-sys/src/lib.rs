@@ -104,22 +104,62 @@ pub const PCCL_RESULT_COUNT: u32 = 18;
 /// `PCCL_RESULT_MAP`: every distinct result code with its name and message, in value order.
 pub const PCCL_RESULT_MAP: [(pcclResult_t, &str, &str); PCCL_RESULT_COUNT as usize] = [
     (pcclSuccess, "pcclSuccess", "success"),
-    (pcclNotInitialized, "pcclNotInitialized", "pcclInit was not called"),
+    (
+        pcclNotInitialized,
+        "pcclNotInitialized",
+        "pcclInit was not called",
+    ),
     (pcclInternalError, "pcclInternalError", "internal error"),
-    (pcclInvalidArgument, "pcclInvalidArgument", "invalid argument"),
+    (
+        pcclInvalidArgument,
+        "pcclInvalidArgument",
+        "invalid argument",
+    ),
     (pcclInvalidUsage, "pcclInvalidUsage", "invalid usage"),
     (pcclTooFewPeers, "pcclTooFewPeers", "too few peers"),
-    (pcclMasterConnectionFailed, "pcclMasterConnectionFailed", "master connection failed"),
-    (pcclRankConnectionFailed, "pcclRankConnectionFailed", "peer connection failed"),
-    (pcclRankConnectionLost, "pcclRankConnectionLost", "peer connection lost"),
-    (pcclNoSharedStateAvailable, "pcclNoSharedStateAvailable", "no shared state available"),
-    (pcclPendingAsyncOps, "pcclPendingAsyncOps", "asynchronous operations pending"),
-    (pcclUpdateTopologyFailed, "pcclUpdateTopologyFailed", "update topology failed"),
-    (pcclTopologyOptimizationFailed, "pcclTopologyOptimizationFailed", "topology optimization failed"),
+    (
+        pcclMasterConnectionFailed,
+        "pcclMasterConnectionFailed",
+        "master connection failed",
+    ),
+    (
+        pcclRankConnectionFailed,
+        "pcclRankConnectionFailed",
+        "peer connection failed",
+    ),
+    (
+        pcclRankConnectionLost,
+        "pcclRankConnectionLost",
+        "peer connection lost",
+    ),
+    (
+        pcclNoSharedStateAvailable,
+        "pcclNoSharedStateAvailable",
+        "no shared state available",
+    ),
+    (
+        pcclPendingAsyncOps,
+        "pcclPendingAsyncOps",
+        "asynchronous operations pending",
+    ),
+    (
+        pcclUpdateTopologyFailed,
+        "pcclUpdateTopologyFailed",
+        "update topology failed",
+    ),
+    (
+        pcclTopologyOptimizationFailed,
+        "pcclTopologyOptimizationFailed",
+        "topology optimization failed",
+    ),
     (pcclTimeout, "pcclTimeout", "timed out"),
     (pcclSystemError, "pcclSystemError", "system error"),
     (pcclRemoteError, "pcclRemoteError", "remote error"),
-    (pcclSharedStateSyncFailed, "pcclSharedStateSyncFailed", "shared state synchronization failed"),
+    (
+        pcclSharedStateSyncFailed,
+        "pcclSharedStateSyncFailed",
+        "shared state synchronization failed",
+    ),
     (pcclProtocolError, "pcclProtocolError", "protocol error"),
 ];
 
@@ -354,8 +394,10 @@ extern "C" {
     pub fn pcclDestroyCommunicator(communicator: *mut pcclComm_t) -> pcclResult_t;
     pub fn pcclConnect(communicator: *mut pcclComm_t) -> pcclResult_t;
     pub fn pcclUpdateTopology(communicator: *mut pcclComm_t) -> pcclResult_t;
-    pub fn pcclArePeersPending(communicator: *const pcclComm_t, pending_out: *mut bool)
-        -> pcclResult_t;
+    pub fn pcclArePeersPending(
+        communicator: *const pcclComm_t,
+        pending_out: *mut bool,
+    ) -> pcclResult_t;
     pub fn pcclOptimizeTopology(communicator: *const pcclComm_t) -> pcclResult_t;
     pub fn pcclGetAttribute(
         communicator: *const pcclComm_t,

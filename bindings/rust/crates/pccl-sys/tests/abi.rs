@@ -106,29 +106,76 @@ fn constants() -> Vec<(&'static str, i64)> {
         ($($name:ident),* $(,)?) => { vec![$((stringify!($name), $name as i64)),*] };
     }
     c!(
-        inetIPv4, inetIPv6,
-        CCOIP_PROTOCOL_PORT_MASTER, CCOIP_PROTOCOL_PORT_SHARED_STATE, CCOIP_PROTOCOL_PORT_P2P,
+        inetIPv4,
+        inetIPv6,
+        CCOIP_PROTOCOL_PORT_MASTER,
+        CCOIP_PROTOCOL_PORT_SHARED_STATE,
+        CCOIP_PROTOCOL_PORT_P2P,
         CCOIP_PROTOCOL_PORT_BANDWIDTH_BENCHMARK,
-        PCCL_VERSION_MAJOR, PCCL_VERSION_MINOR, PCCL_VERSION_PATCH, PCCL_VERSION_HEX,
-        pcclSuccess, pcclNotInitialized, pcclInternalError, pcclInvalidArgument, pcclInvalidUsage,
-        pcclTooFewPeers, pcclMasterConnectionFailed, pcclRankConnectionFailed,
-        pcclRankConnectionLost, pcclNoSharedStateAvailable, pcclPendingAsyncOps,
-        pcclUpdateTopologyFailed, pcclTopologyOptimizationFailed, pcclTimeout, pcclSystemError,
-        pcclRemoteError, pcclSharedStateSyncFailed, pcclProtocolError, pcclOptimizeTopologyFailed,
+        PCCL_VERSION_MAJOR,
+        PCCL_VERSION_MINOR,
+        PCCL_VERSION_PATCH,
+        PCCL_VERSION_HEX,
+        pcclSuccess,
+        pcclNotInitialized,
+        pcclInternalError,
+        pcclInvalidArgument,
+        pcclInvalidUsage,
+        pcclTooFewPeers,
+        pcclMasterConnectionFailed,
+        pcclRankConnectionFailed,
+        pcclRankConnectionLost,
+        pcclNoSharedStateAvailable,
+        pcclPendingAsyncOps,
+        pcclUpdateTopologyFailed,
+        pcclTopologyOptimizationFailed,
+        pcclTimeout,
+        pcclSystemError,
+        pcclRemoteError,
+        pcclSharedStateSyncFailed,
+        pcclProtocolError,
+        pcclOptimizeTopologyFailed,
         PCCL_RESULT_COUNT,
-        pcclUint8, pcclInt8, pcclInt16, pcclUint16, pcclUint32, pcclInt32, pcclUint64, pcclInt64,
-        pcclFloat16, pcclBFloat16, pcclFloat, pcclDouble, PCCL_DATA_TYPE_COUNT,
-        pcclDeviceCpu, pcclDeviceCuda,
-        pcclSum, pcclAvg, pcclProd, pcclMax, pcclMin, PCCL_RED_OP_COUNT,
-        PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE, PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE,
-        PCCL_ATTRIBUTE_NUM_DISTINCT_PEER_GROUPS, PCCL_ATTRIBUTE_LARGEST_PEER_GROUP_WORLD_SIZE,
+        pcclUint8,
+        pcclInt8,
+        pcclInt16,
+        pcclUint16,
+        pcclUint32,
+        pcclInt32,
+        pcclUint64,
+        pcclInt64,
+        pcclFloat16,
+        pcclBFloat16,
+        pcclFloat,
+        pcclDouble,
+        PCCL_DATA_TYPE_COUNT,
+        pcclDeviceCpu,
+        pcclDeviceCuda,
+        pcclSum,
+        pcclAvg,
+        pcclProd,
+        pcclMax,
+        pcclMin,
+        PCCL_RED_OP_COUNT,
+        PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE,
+        PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE,
+        PCCL_ATTRIBUTE_NUM_DISTINCT_PEER_GROUPS,
+        PCCL_ATTRIBUTE_LARGEST_PEER_GROUP_WORLD_SIZE,
         PCCL_ATTRIBUTE_CURRENT_WORLD_SIZE,
         PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR,
-        PCCL_SHARED_STATE_SYNC_STRATEGY_RECEIVE_ONLY, PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY,
-        pcclDistributionNone, pcclDistributionNormal, pcclDistributionUniform,
-        PCCL_DISTRIBUTION_HINT_NONE, PCCL_DISTRIBUTION_HINT_NORMAL, PCCL_DISTRIBUTION_HINT_UNIFORM,
-        PCCL_NORMAL_DISTRIBUTION_HINT, PCCL_UNIFORM_DISTRIBUTION_HINT,
-        pcclQuantNone, pcclQuantMinMax, pcclQuantZeroPointScale,
+        PCCL_SHARED_STATE_SYNC_STRATEGY_RECEIVE_ONLY,
+        PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY,
+        pcclDistributionNone,
+        pcclDistributionNormal,
+        pcclDistributionUniform,
+        PCCL_DISTRIBUTION_HINT_NONE,
+        PCCL_DISTRIBUTION_HINT_NORMAL,
+        PCCL_DISTRIBUTION_HINT_UNIFORM,
+        PCCL_NORMAL_DISTRIBUTION_HINT,
+        PCCL_UNIFORM_DISTRIBUTION_HINT,
+        pcclQuantNone,
+        pcclQuantMinMax,
+        pcclQuantZeroPointScale,
     )
 }
 
@@ -137,7 +184,11 @@ fn include_dir() -> PathBuf {
         return PathBuf::from(d);
     }
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    manifest.ancestors().nth(4).expect("repository root").join("include")
+    manifest
+        .ancestors()
+        .nth(4)
+        .expect("repository root")
+        .join("include")
 }
 
 fn read_header(name: &str) -> String {
@@ -161,7 +212,10 @@ fn strip_comments(s: &str) -> String {
     let mut i = 0;
     while i < b.len() {
         if b[i] == b'/' && i + 1 < b.len() && b[i + 1] == b'*' {
-            let end = s[i + 2..].find("*/").map(|e| i + 2 + e + 2).unwrap_or(b.len());
+            let end = s[i + 2..]
+                .find("*/")
+                .map(|e| i + 2 + e + 2)
+                .unwrap_or(b.len());
             out.push(' ');
             i = end;
         } else if b[i] == b'/' && i + 1 < b.len() && b[i + 1] == b'/' {
@@ -187,7 +241,10 @@ fn last_ident(decl: &str) -> String {
         None => decl,
     };
     let d = d.trim_end();
-    let start = d.rfind(|c: char| !is_ident_char(c)).map(|k| k + 1).unwrap_or(0);
+    let start = d
+        .rfind(|c: char| !is_ident_char(c))
+        .map(|k| k + 1)
+        .unwrap_or(0);
     d[start..].to_string()
 }
 
@@ -252,7 +309,10 @@ fn exported_functions(src: &str) -> BTreeMap<String, usize> {
     while let Some(k) = rest.find("\nPCCL_EXPORT ") {
         let decl_full = &rest[k + 13..];
         let end = decl_full.find(';').unwrap();
-        let decl: String = decl_full[..end].split_whitespace().collect::<Vec<_>>().join(" ");
+        let decl: String = decl_full[..end]
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
         rest = &decl_full[end..];
         // The name: the first identifier starting with "pccl" that is not a type name.
         let mut name = None;
@@ -278,7 +338,11 @@ fn exported_functions(src: &str) -> BTreeMap<String, usize> {
         let open = decl[pos..].find('(').unwrap() + pos;
         let close = decl.rfind(')').unwrap();
         let params = decl[open + 1..close].trim();
-        let n = if params == "void" || params.is_empty() { 0 } else { params.split(',').count() };
+        let n = if params == "void" || params.is_empty() {
+            0
+        } else {
+            params.split(',').count()
+        };
         out.insert(name, n);
     }
     out
@@ -330,7 +394,10 @@ fn c_program() -> String {
         ));
     }
     for (name, _) in constants() {
-        c.push_str(&format!("printf(\"const {0} %lld\\n\", (long long)({0}));\n", name));
+        c.push_str(&format!(
+            "printf(\"const {0} %lld\\n\", (long long)({0}));\n",
+            name
+        ));
     }
     c.push_str("PCCL_RESULT_MAP(PRINT_RESULT)\nreturn 0;\n}\n");
     c
@@ -380,8 +447,11 @@ fn layout_and_constants_match_the_c_compiler() {
     assert!(st.success(), "compiling {} failed", src.display());
     let out = Command::new(&exe).output().unwrap();
     assert!(out.status.success());
-    let c_lines: Vec<String> =
-        String::from_utf8(out.stdout).unwrap().lines().map(|s| s.to_string()).collect();
+    let c_lines: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|s| s.to_string())
+        .collect();
     let r_lines = rust_lines();
     let mut mismatches = Vec::new();
     for (c, r) in c_lines.iter().zip(r_lines.iter()) {
@@ -390,7 +460,11 @@ fn layout_and_constants_match_the_c_compiler() {
         }
     }
     assert_eq!(c_lines.len(), r_lines.len(), "line counts differ");
-    assert!(mismatches.is_empty(), "ABI mismatches:\n{}", mismatches.join("\n"));
+    assert!(
+        mismatches.is_empty(),
+        "ABI mismatches:\n{}",
+        mismatches.join("\n")
+    );
     // The checks cover something: 17 structs, 9 enums, every result code.
     assert!(c_lines.len() > 150, "only {} lines", c_lines.len());
 }
@@ -419,18 +493,31 @@ fn every_struct_field_enumerator_and_define_of_the_header_is_declared() {
             let rust: Vec<String> = s.fields.iter().map(|f| f.0.to_string()).collect();
             assert_eq!(fields, rust, "fields of {}", name);
         } else {
-            assert!(enums.contains(name.as_str()), "enum {} is not declared", name);
+            assert!(
+                enums.contains(name.as_str()),
+                "enum {} is not declared",
+                name
+            );
             for item in body.split(',') {
                 let id = item.split('=').next().unwrap().trim();
                 if id.is_empty() {
                     continue;
                 }
                 enumerators_seen += 1;
-                assert!(consts.contains(id), "enumerator {} ({}) is not declared", id, name);
+                assert!(
+                    consts.contains(id),
+                    "enumerator {} ({}) is not declared",
+                    id,
+                    name
+                );
             }
         }
     }
-    assert_eq!(structs_seen, table.len(), "every checked struct is in the header");
+    assert_eq!(
+        structs_seen,
+        table.len(),
+        "every checked struct is in the header"
+    );
     assert_eq!(enumerators_seen, 59, "enumerators in the headers");
     let defines = numeric_defines(&src);
     assert!(defines.len() >= 11, "{:?}", defines);
@@ -479,13 +566,21 @@ fn every_function_links_and_every_exported_symbol_is_declared() {
     let mut version = 0u32;
     assert_eq!(unsafe { pcclGetVersion(&mut version) }, pcclSuccess);
     assert_eq!(version >> 16, PCCL_VERSION_MAJOR, "runtime major version");
-    assert_eq!(unsafe { pcclGetVersion(std::ptr::null_mut()) }, pcclInvalidArgument);
+    assert_eq!(
+        unsafe { pcclGetVersion(std::ptr::null_mut()) },
+        pcclInvalidArgument
+    );
 
     let lib_dir = match option_env!("PCCL_SYS_LIB_DIR") {
         Some(d) => PathBuf::from(d),
         None => return, // linked from the system path: nothing to list
     };
-    let out = match Command::new("nm").arg("-D").arg("--defined-only").arg(lib_dir.join("libpccl.so")).output() {
+    let out = match Command::new("nm")
+        .arg("-D")
+        .arg("--defined-only")
+        .arg(lib_dir.join("libpccl.so"))
+        .output()
+    {
         Ok(o) if o.status.success() => o,
         _ => {
             eprintln!("nm unavailable: exported symbol list not checked");
@@ -502,7 +597,11 @@ fn every_function_links_and_every_exported_symbol_is_declared() {
         };
         if kind == "T" && name.starts_with("pccl") {
             exported += 1;
-            assert!(declared.contains_key(name), "libpccl exports {} which pccl-sys lacks", name);
+            assert!(
+                declared.contains_key(name),
+                "libpccl exports {} which pccl-sys lacks",
+                name
+            );
         }
     }
     assert_eq!(exported, declared.len(), "exported pccl* functions");

@@ -15,7 +15,10 @@ use pccl::{
 const PEERS: usize = 3;
 
 fn peer(rank: usize, address: String, start: Arc<Barrier>) -> Result<u64, Error> {
-    let options = CommOptions { timeout: Some(Duration::from_secs(20)), ..Default::default() };
+    let options = CommOptions {
+        timeout: Some(Duration::from_secs(20)),
+        ..Default::default()
+    };
     let mut comm = Communicator::with_options(&address, &options)?;
     comm.connect()?; // returns once the peers already in the run admit this one
     while comm.world_size()? < PEERS as u32 {
@@ -32,7 +35,12 @@ fn peer(rank: usize, address: String, start: Arc<Barrier>) -> Result<u64, Error>
     let mut sum = vec![0i32; 8];
     let info = comm.all_reduce(&grads, &mut sum, ReduceOp::Sum)?;
     assert_eq!(sum, vec![6; 8]);
-    println!("peer {}: sum {:?} over {} peers", rank, &sum[..3], info.local_world_size);
+    println!(
+        "peer {}: sum {:?} over {} peers",
+        rank,
+        &sum[..3],
+        info.local_world_size
+    );
 
     // Asynchronous all-reduce: the buffers stay borrowed until the scope ends.
     let x = vec![rank as f32 * 0.5; 4];
@@ -55,7 +63,10 @@ fn peer(rank: usize, address: String, start: Arc<Barrier>) -> Result<u64, Error>
         .with(TensorInfo::new("step", &mut step)?);
     let sync = comm.sync_shared_state(&mut state, SyncStrategy::EnforcePopular)?;
     let fingerprint = state.fnv1a64();
-    println!("peer {}: revision {} received {} bytes", rank, state.revision, sync.rx_bytes);
+    println!(
+        "peer {}: revision {} received {} bytes",
+        rank, state.revision, sync.rx_bytes
+    );
     drop(state);
     assert_eq!(weights[3], 3.0);
     Ok(fingerprint)
@@ -72,7 +83,10 @@ fn main() {
             thread::spawn(move || peer(rank, address, start))
         })
         .collect();
-    let prints: Vec<u64> = peers.into_iter().map(|p| p.join().unwrap().expect("peer")).collect();
+    let prints: Vec<u64> = peers
+        .into_iter()
+        .map(|p| p.join().unwrap().expect("peer"))
+        .collect();
     assert!(prints.iter().all(|p| *p == prints[0]));
     println!("all {} peers hold shared state {:016x}", PEERS, prints[0]);
     master.interrupt().expect("interrupt");

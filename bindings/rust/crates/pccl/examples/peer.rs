@@ -17,7 +17,10 @@
 use std::process::exit;
 use std::time::{Duration, Instant};
 
-use pccl::{CommOptions, Communicator, Error, ReduceOp, ReduceOptions, SharedState, SyncStrategy, TensorInfo};
+use pccl::{
+    CommOptions, Communicator, Error, ReduceOp, ReduceOptions, SharedState, SyncStrategy,
+    TensorInfo,
+};
 
 struct Args {
     master: String,
@@ -40,7 +43,8 @@ fn usage(msg: &str) -> ! {
 }
 
 fn num<T: std::str::FromStr>(flag: &str, v: &str) -> T {
-    v.parse().unwrap_or_else(|_| usage(&format!("bad value for {}: {}", flag, v)))
+    v.parse()
+        .unwrap_or_else(|_| usage(&format!("bad value for {}: {}", flag, v)))
 }
 
 fn parse_args() -> Args {
@@ -106,11 +110,21 @@ fn run(a: &Args) -> Result<(), Error> {
     }
     let mut sum = vec![0i32; a.count];
     for s in 0..a.steps {
-        let send: Vec<i32> =
-            (0..a.count).map(|j| (a.rank_value * (s as i64 + 1) + j as i64) as i32).collect();
-        let info = comm.all_reduce(&send, &mut sum, ReduceOptions::new(ReduceOp::Sum).tag(s as u64))?;
+        let send: Vec<i32> = (0..a.count)
+            .map(|j| (a.rank_value * (s as i64 + 1) + j as i64) as i32)
+            .collect();
+        let info = comm.all_reduce(
+            &send,
+            &mut sum,
+            ReduceOptions::new(ReduceOp::Sum).tag(s as u64),
+        )?;
         let csv: Vec<String> = sum.iter().map(|x| x.to_string()).collect();
-        println!("step {} world {} sum {}", s, info.local_world_size, csv.join(","));
+        println!(
+            "step {} world {} sum {}",
+            s,
+            info.local_world_size,
+            csv.join(",")
+        );
     }
     let mut state = sum.clone();
     if a.diverge && !state.is_empty() {

@@ -120,7 +120,10 @@ impl Communicator {
         let mut raw = ptr::null_mut();
         // SAFETY: params and the URL live across the call (the library copies both).
         check(unsafe { sys::pcclCreateCommunicator(&params, &mut raw) })?;
-        Ok(Communicator { raw: Cell::new(raw), timeout_ms })
+        Ok(Communicator {
+            raw: Cell::new(raw),
+            timeout_ms,
+        })
     }
 
     fn ptr(&self) -> Result<*mut sys::pcclComm_t> {
@@ -198,7 +201,8 @@ impl Communicator {
 
     /// The caller's peer group's world size ([`Attribute::PeerGroupWorldSize`]).
     pub fn world_size(&self) -> Result<u32> {
-        self.attribute(Attribute::PeerGroupWorldSize).map(|v| v.max(0) as u32)
+        self.attribute(Attribute::PeerGroupWorldSize)
+            .map(|v| v.max(0) as u32)
     }
 
     /// Starts an all-reduce of raw buffers (count elements of T each).
@@ -211,7 +215,10 @@ impl Communicator {
     ) -> Result<sys::pcclAsyncReduceOp_t> {
         let p = self.ptr()?;
         let desc = options.descriptor(count, T::DATA_TYPE);
-        let mut h = sys::pcclAsyncReduceOp_t { comm: ptr::null_mut(), tag: 0 };
+        let mut h = sys::pcclAsyncReduceOp_t {
+            comm: ptr::null_mut(),
+            tag: 0,
+        };
         // SAFETY: the callers guarantee send/recv hold count elements and stay borrowed until
         // `finish` returned (or the communicator was closed).
         check(unsafe {
@@ -251,7 +258,12 @@ impl Communicator {
         if send.len() != recv.len() {
             return Err(Error::InvalidArgument);
         }
-        let h = self.start(send.as_ptr(), recv.as_mut_ptr(), send.len(), &options.into())?;
+        let h = self.start(
+            send.as_ptr(),
+            recv.as_mut_ptr(),
+            send.len(),
+            &options.into(),
+        )?;
         self.finish(&h)
     }
 
@@ -285,7 +297,9 @@ impl Communicator {
             .map(|(i, b)| sys::pcclReduceOpDescriptor_t {
                 sendbuf: b.as_mut_ptr() as *mut c_void,
                 recvbuf: b.as_mut_ptr() as *mut c_void,
-                descriptor: options.tag(options.tag.wrapping_add(i as u64)).descriptor(b.len(), T::DATA_TYPE),
+                descriptor: options
+                    .tag(options.tag.wrapping_add(i as u64))
+                    .descriptor(b.len(), T::DATA_TYPE),
             })
             .collect();
         let mut info = sys::pcclReduceInfo_t::default();
@@ -403,13 +417,17 @@ impl Communicator {
         // SAFETY: the tensors are uniquely borrowed by `state`; names and infos live across
         // the call. On pcclTimeout the abandoned transfer may still write the tensors, so the
         // communicator is closed (its threads joined) before the borrow ends.
-        let r = unsafe { sys::pcclSynchronizeSharedStateEx(p, &mut raw, strategy.to_raw(), &mut info) };
+        let r =
+            unsafe { sys::pcclSynchronizeSharedStateEx(p, &mut raw, strategy.to_raw(), &mut info) };
         if r == sys::pcclTimeout {
             self.close();
         }
         check(r)?;
         state.revision = raw.revision;
-        Ok(SyncInfo { tx_bytes: info.tx_bytes, rx_bytes: info.rx_bytes })
+        Ok(SyncInfo {
+            tx_bytes: info.tx_bytes,
+            rx_bytes: info.rx_bytes,
+        })
     }
 }
 
@@ -438,7 +456,10 @@ impl<'a, 'scope, 'env> Drop for ScopeGuard<'a, 'scope, 'env> {
     fn drop(&mut self) {
         let tags = std::mem::take(&mut *self.scope.in_flight.borrow_mut());
         for tag in tags {
-            let h = sys::pcclAsyncReduceOp_t { comm: self.scope.comm.raw.get(), tag };
+            let h = sys::pcclAsyncReduceOp_t {
+                comm: self.scope.comm.raw.get(),
+                tag,
+            };
             let _ = self.scope.comm.finish(&h);
         }
     }
@@ -457,7 +478,15 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         len: usize,
     ) -> AsyncReduce<'scope, T> {
         self.in_flight.borrow_mut().push(h.tag);
-        AsyncReduce { comm: self.comm, in_flight: &self.in_flight, op: h, recv, len, result: None, _borrow: PhantomData }
+        AsyncReduce {
+            comm: self.comm,
+            in_flight: &self.in_flight,
+            op: h,
+            recv,
+            len,
+            result: None,
+            _borrow: PhantomData,
+        }
     }
 
     /// Starts an all-reduce of `send` into `recv` (`pcclAllReduceAsync`); both stay borrowed
@@ -472,7 +501,12 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         if send.len() != recv.len() {
             return Err(Error::InvalidArgument);
         }
-        let h = self.comm.start(send.as_ptr(), recv.as_mut_ptr(), send.len(), &options.into())?;
+        let h = self.comm.start(
+            send.as_ptr(),
+            recv.as_mut_ptr(),
+            send.len(),
+            &options.into(),
+        )?;
         Ok(self.register(h, recv.as_mut_ptr(), recv.len()))
     }
 
@@ -483,7 +517,9 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         options: impl Into<ReduceOptions>,
     ) -> Result<AsyncReduce<'scope, T>> {
         let p = buf.as_mut_ptr();
-        let h = self.comm.start(p as *const T, p, buf.len(), &options.into())?;
+        let h = self
+            .comm
+            .start(p as *const T, p, buf.len(), &options.into())?;
         Ok(self.register(h, p, buf.len()))
     }
 }

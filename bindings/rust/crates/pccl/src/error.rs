@@ -125,7 +125,13 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({}, code {})", self.message(), self.name(), self.code())
+        write!(
+            f,
+            "{} ({}, code {})",
+            self.message(),
+            self.name(),
+            self.code()
+        )
     }
 }
 

@@ -68,5 +68,7 @@ pub fn build_info() -> BuildInfo {
     unsafe {
         sys::pcclGetBuildInfo(&mut b);
     }
-    BuildInfo { has_cuda_support: b.has_cuda_support }
+    BuildInfo {
+        has_cuda_support: b.has_cuda_support,
+    }
 }

@@ -49,7 +49,10 @@ impl Master {
     /// bound on return ([`Master::port`]), served once [`Master::run`] is called.
     /// Errors: `InvalidArgument` (bad URL), `SystemError` (listen failed).
     pub fn new(listen_url: &str) -> Result<Master> {
-        Master::with_options(&MasterOptions { listen_url: Some(listen_url.to_string()), ..Default::default() })
+        Master::with_options(&MasterOptions {
+            listen_url: Some(listen_url.to_string()),
+            ..Default::default()
+        })
     }
 
     /// A master from [`MasterOptions`] (`pcclCreateMasterEx`).
@@ -70,7 +73,11 @@ impl Master {
         let mut port = 0u16;
         // SAFETY: params (and the URL it points to) live across the call; outputs are valid.
         check(unsafe { sys::pcclCreateMasterEx(&params, &mut raw, &mut port) })?;
-        Ok(Master { raw, port, calls: Mutex::new(()) })
+        Ok(Master {
+            raw,
+            port,
+            calls: Mutex::new(()),
+        })
     }
 
     /// A master listening on `addr` (`pcclCreateMaster`, PCCL 1.0's form).
@@ -78,7 +85,11 @@ impl Master {
         let mut raw = ptr::null_mut();
         // SAFETY: the address is passed by value; raw is a valid output.
         check(unsafe { sys::pcclCreateMaster(socket_address(addr), &mut raw) })?;
-        Ok(Master { raw, port: addr.port(), calls: Mutex::new(()) })
+        Ok(Master {
+            raw,
+            port: addr.port(),
+            calls: Mutex::new(()),
+        })
     }
 
     /// The TCP port the master listens on (the bound one for port 0; 0 for ipc://).

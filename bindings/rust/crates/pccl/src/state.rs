@@ -64,7 +64,9 @@ impl<'a> TensorInfo<'a> {
     /// The tensor's bytes as they are now (little-endian elements).
     pub fn bytes(&self) -> &[u8] {
         // SAFETY: data points to count elements of datatype, uniquely borrowed for 'a by self.
-        unsafe { std::slice::from_raw_parts(self.data as *const u8, self.count * self.datatype.size()) }
+        unsafe {
+            std::slice::from_raw_parts(self.data as *const u8, self.count * self.datatype.size())
+        }
     }
 
     fn raw(&self) -> sys::pcclTensorInfo_t {
@@ -93,7 +95,10 @@ pub struct SharedState<'a> {
 impl<'a> SharedState<'a> {
     /// An empty state at `revision`.
     pub fn new(revision: u64) -> SharedState<'a> {
-        SharedState { revision, tensors: Vec::new() }
+        SharedState {
+            revision,
+            tensors: Vec::new(),
+        }
     }
 
     /// The state with one more tensor.

@@ -205,7 +205,12 @@ pub struct ReduceOptions {
 impl ReduceOptions {
     /// `op` with tag 0, no hint, no quantization.
     pub fn new(op: ReduceOp) -> ReduceOptions {
-        ReduceOptions { op, tag: 0, distribution_hint: DistributionHint::None, quantization: None }
+        ReduceOptions {
+            op,
+            tag: 0,
+            distribution_hint: DistributionHint::None,
+            quantization: None,
+        }
     }
     /// The same options with `tag`.
     pub fn tag(mut self, tag: u64) -> ReduceOptions {
@@ -218,7 +223,11 @@ impl ReduceOptions {
         self
     }
     /// The same options quantizing the wire traffic to `datatype` with `algorithm`.
-    pub fn quantize(mut self, datatype: DataType, algorithm: QuantizationAlgorithm) -> ReduceOptions {
+    pub fn quantize(
+        mut self,
+        datatype: DataType,
+        algorithm: QuantizationAlgorithm,
+    ) -> ReduceOptions {
         self.quantization = Some((datatype, algorithm));
         self
     }
@@ -263,7 +272,11 @@ pub struct ReduceInfo {
 
 impl From<sys::pcclReduceInfo_t> for ReduceInfo {
     fn from(i: sys::pcclReduceInfo_t) -> ReduceInfo {
-        ReduceInfo { local_world_size: i.local_world_size, tx_bytes: i.tx_bytes, rx_bytes: i.rx_bytes }
+        ReduceInfo {
+            local_world_size: i.local_world_size,
+            tx_bytes: i.tx_bytes,
+            rx_bytes: i.rx_bytes,
+        }
     }
 }
 
@@ -290,7 +303,9 @@ impl Attribute {
             Attribute::GlobalWorldSize => sys::PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE,
             Attribute::PeerGroupWorldSize => sys::PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE,
             Attribute::NumDistinctPeerGroups => sys::PCCL_ATTRIBUTE_NUM_DISTINCT_PEER_GROUPS,
-            Attribute::LargestPeerGroupWorldSize => sys::PCCL_ATTRIBUTE_LARGEST_PEER_GROUP_WORLD_SIZE,
+            Attribute::LargestPeerGroupWorldSize => {
+                sys::PCCL_ATTRIBUTE_LARGEST_PEER_GROUP_WORLD_SIZE
+            }
         }
     }
 }

@@ -31,20 +31,31 @@ fn allreduce_i32_exact_blocking_in_place_async_and_multiple() {
                         out.copy_from_slice(&send);
                         c.all_reduce_in_place(&mut out, opts).unwrap()
                     }
-                    _ => c.async_scope(|s| s.all_reduce(&send, &mut out, opts)?.wait()).unwrap(),
+                    _ => c
+                        .async_scope(|s| s.all_reduce(&send, &mut out, opts)?.wait())
+                        .unwrap(),
                 };
                 assert_eq!(info.local_world_size, n as u32);
                 assert!(info.tx_bytes > 0 && info.rx_bytes > 0);
                 for j in 0..COUNT {
-                    assert_eq!(out[j], expected_sum(n, k, j), "peer {} step {} element {}", i, k, j);
+                    assert_eq!(
+                        out[j],
+                        expected_sum(n, k, j),
+                        "peer {} step {} element {}",
+                        i,
+                        k,
+                        j
+                    );
                 }
                 all.extend_from_slice(&out);
             }
             // Three buffers at once, at most two in flight, tags 100..102.
-            let mut bufs: Vec<Vec<i32>> =
-                (0..3).map(|o| (0..COUNT).map(|j| contribution(i, 100 + o, j)).collect()).collect();
+            let mut bufs: Vec<Vec<i32>> = (0..3)
+                .map(|o| (0..COUNT).map(|j| contribution(i, 100 + o, j)).collect())
+                .collect();
             {
-                let mut views: Vec<&mut [i32]> = bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
+                let mut views: Vec<&mut [i32]> =
+                    bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
                 let info = c
                     .all_reduce_multiple(&mut views, ReduceOptions::new(ReduceOp::Sum).tag(100), 2)
                     .unwrap();
@@ -68,25 +79,31 @@ fn allreduce_floats_exact_and_bit_identical() {
         let n = 3;
         let results = run_peers(&addr, n, move |i, c, _| {
             // Quarters add exactly in binary32.
-            let send: Vec<f32> = (0..COUNT).map(|j| (i + 1) as f32 * 0.25 + j as f32).collect();
+            let send: Vec<f32> = (0..COUNT)
+                .map(|j| (i + 1) as f32 * 0.25 + j as f32)
+                .collect();
             let mut sum = vec![0f32; COUNT];
             c.all_reduce(&send, &mut sum, ReduceOp::Sum).unwrap();
             for j in 0..COUNT {
                 assert_eq!(sum[j], 1.5 + 3.0 * j as f32, "element {}", j);
             }
             let mut avg = vec![0f32; COUNT];
-            c.all_reduce(&send, &mut avg, ReduceOptions::new(ReduceOp::Avg).tag(1)).unwrap();
+            c.all_reduce(&send, &mut avg, ReduceOptions::new(ReduceOp::Avg).tag(1))
+                .unwrap();
             for j in 0..COUNT {
                 assert_eq!(avg[j], 0.5 + j as f32);
             }
             let d: Vec<f64> = (0..COUNT).map(|j| -((i * 1000 + j) as f64)).collect();
             let mut max = vec![0f64; COUNT];
-            c.all_reduce(&d, &mut max, ReduceOptions::new(ReduceOp::Max).tag(2)).unwrap();
+            c.all_reduce(&d, &mut max, ReduceOptions::new(ReduceOp::Max).tag(2))
+                .unwrap();
             for j in 0..COUNT {
                 assert_eq!(max[j], -(j as f64));
             }
             // Quantized on the wire: not exact, but the same bits on every peer.
-            let g: Vec<f32> = (0..COUNT).map(|j| ((i * 7 + j) % 13) as f32 * 0.1).collect();
+            let g: Vec<f32> = (0..COUNT)
+                .map(|j| ((i * 7 + j) % 13) as f32 * 0.1)
+                .collect();
             let mut q = vec![0f32; COUNT];
             let opts = ReduceOptions::new(ReduceOp::Sum)
                 .tag(3)
@@ -94,12 +111,25 @@ fn allreduce_floats_exact_and_bit_identical() {
             c.all_reduce(&g, &mut q, opts).unwrap();
             for j in 0..COUNT {
                 let exact: f32 = (0..n).map(|p| ((p * 7 + j) % 13) as f32 * 0.1).sum();
-                assert!((q[j] - exact).abs() < 0.1, "quantized {} vs {}", q[j], exact);
+                assert!(
+                    (q[j] - exact).abs() < 0.1,
+                    "quantized {} vs {}",
+                    q[j],
+                    exact
+                );
             }
-            let bits: Vec<u32> = sum.iter().chain(avg.iter()).chain(q.iter()).map(|x| x.to_bits()).collect();
+            let bits: Vec<u32> = sum
+                .iter()
+                .chain(avg.iter())
+                .chain(q.iter())
+                .map(|x| x.to_bits())
+                .collect();
             bits
         });
-        assert!(results.iter().all(|r| r == &results[0]), "peers differ bitwise");
+        assert!(
+            results.iter().all(|r| r == &results[0]),
+            "peers differ bitwise"
+        );
     });
 }
 
@@ -113,7 +143,8 @@ fn async_wait_timeout_concurrent_ops_and_forgotten_handles() {
             let mut out = vec![0i32; COUNT];
             if i == 0 {
                 c.async_scope(|s| {
-                    let mut op = s.all_reduce(&send, &mut out, ReduceOptions::new(ReduceOp::Sum).tag(9))?;
+                    let mut op =
+                        s.all_reduce(&send, &mut out, ReduceOptions::new(ReduceOp::Sum).tag(9))?;
                     assert_eq!(op.tag(), 9);
                     // The other peer starts its part 800 ms later: still in flight.
                     let t0 = Instant::now();
@@ -130,7 +161,8 @@ fn async_wait_timeout_concurrent_ops_and_forgotten_handles() {
             } else {
                 barrier.wait();
                 thread::sleep(Duration::from_millis(800));
-                c.all_reduce(&send, &mut out, ReduceOptions::new(ReduceOp::Sum).tag(9)).unwrap();
+                c.all_reduce(&send, &mut out, ReduceOptions::new(ReduceOp::Sum).tag(9))
+                    .unwrap();
             }
             for j in 0..COUNT {
                 assert_eq!(out[j], expected_sum(n, 0, j));
@@ -146,7 +178,8 @@ fn async_wait_timeout_concurrent_ops_and_forgotten_handles() {
                 let op2 = s.all_reduce(&b, &mut rb, ReduceOptions::new(ReduceOp::Sum).tag(2))?;
                 // The same tag twice in flight is refused by the library.
                 assert_eq!(
-                    s.all_reduce_in_place(&mut dup, ReduceOptions::new(ReduceOp::Sum).tag(1)).err(),
+                    s.all_reduce_in_place(&mut dup, ReduceOptions::new(ReduceOp::Sum).tag(1))
+                        .err(),
                     Some(Error::InvalidArgument)
                 );
                 let (r2, buf2) = op2.wait_with_buffer();
@@ -173,7 +206,8 @@ fn async_wait_timeout_concurrent_ops_and_forgotten_handles() {
             }
             // The tag is free again: the scope collected the verdict.
             let mut again = vec![0i32; COUNT];
-            c.all_reduce(&a, &mut again, ReduceOptions::new(ReduceOp::Sum).tag(3)).unwrap();
+            c.all_reduce(&a, &mut again, ReduceOptions::new(ReduceOp::Sum).tag(3))
+                .unwrap();
             assert_eq!(again, rc);
         });
     });
@@ -194,7 +228,10 @@ fn pending_peers_are_admitted_and_topology_optimized() {
         let results = run_peers(&addr, 2, move |i, mut c, barrier| {
             let t0 = Instant::now();
             while !c.are_peers_pending().unwrap() {
-                assert!(t0.elapsed() < Duration::from_secs(15), "no pending peer seen");
+                assert!(
+                    t0.elapsed() < Duration::from_secs(15),
+                    "no pending peer seen"
+                );
                 thread::sleep(Duration::from_millis(20));
             }
             barrier.wait();
@@ -305,7 +342,10 @@ fn master_interrupt_from_another_thread_ends_the_run() {
         waiter.join().unwrap().unwrap();
         // The master is gone: the next collective with it fails.
         let t0 = Instant::now();
-        assert_eq!(c.update_topology().err(), Some(Error::MasterConnectionFailed));
+        assert_eq!(
+            c.update_topology().err(),
+            Some(Error::MasterConnectionFailed)
+        );
         assert!(t0.elapsed() < Duration::from_secs(10));
     });
 }

@@ -45,14 +45,22 @@ fn shared_state_divergent_peer_receives_the_popular_content() {
                     .with(TensorInfo::new("a", &mut a).unwrap())
                     .with(TensorInfo::new("b", &mut b).unwrap())
                     .with(TensorInfo::new("h", &mut h).unwrap())
-                    .with(TensorInfo::new("noise", &mut noise).unwrap().allow_content_inequality(true));
+                    .with(
+                        TensorInfo::new("noise", &mut noise)
+                            .unwrap()
+                            .allow_content_inequality(true),
+                    );
                 assert_eq!(st.tensors()[1].datatype(), DataType::Float);
                 assert_eq!(st.tensors()[2].datatype(), DataType::Float16);
-                let info = c.sync_shared_state(&mut st, SyncStrategy::EnforcePopular).unwrap();
+                let info = c
+                    .sync_shared_state(&mut st, SyncStrategy::EnforcePopular)
+                    .unwrap();
                 rx0 = info.rx_bytes;
                 assert_eq!(st.revision, 0);
                 st.revision += 1;
-                let info = c.sync_shared_state(&mut st, SyncStrategy::EnforcePopular).unwrap();
+                let info = c
+                    .sync_shared_state(&mut st, SyncStrategy::EnforcePopular)
+                    .unwrap();
                 rx1 = info.rx_bytes;
                 rev = st.revision;
                 // "noise" may differ: fingerprint the tensors that must agree.
@@ -62,13 +70,20 @@ fn shared_state_divergent_peer_receives_the_popular_content() {
                 agreed.push(TensorInfo::new("b", &mut b2).unwrap());
                 agreed.push(TensorInfo::new("h", &mut h2).unwrap());
                 hash = agreed.fnv1a64();
-                bytes = st.tensors()[..3].iter().flat_map(|t| t.bytes().to_vec()).collect::<Vec<u8>>();
+                bytes = st.tensors()[..3]
+                    .iter()
+                    .flat_map(|t| t.bytes().to_vec())
+                    .collect::<Vec<u8>>();
             }
             for j in 0..N {
                 assert_eq!(a[j], j as i32);
                 assert_eq!(b[j], j as f32 * 0.5, "peer {} b[{}]", i, j);
             }
-            assert_eq!(noise, vec![i as u64; 4], "allow_content_inequality keeps local content");
+            assert_eq!(
+                noise,
+                vec![i as u64; 4],
+                "allow_content_inequality keeps local content"
+            );
             (divergent, rx0, rx1, rev, bytes, hash)
         });
         for (divergent, rx0, rx1, rev, _, _) in &results {
@@ -77,8 +92,14 @@ fn shared_state_divergent_peer_receives_the_popular_content() {
             assert_eq!(*rx1, 0);
             assert_eq!(*rev, 1);
         }
-        assert!(results.iter().all(|r| r.4 == results[0].4), "states differ bitwise");
-        assert!(results.iter().all(|r| r.5 == results[0].5), "fingerprints differ");
+        assert!(
+            results.iter().all(|r| r.4 == results[0].4),
+            "states differ bitwise"
+        );
+        assert!(
+            results.iter().all(|r| r.5 == results[0].5),
+            "fingerprints differ"
+        );
     });
 }
 
@@ -87,9 +108,21 @@ fn shared_state_receive_only_peer_adopts_the_state() {
     bounded(60, || {
         let (_m, addr) = master();
         let results = run_peers(&addr, 2, move |i, c, _| {
-            let mut w = if i == 0 { (0..N as i64).collect::<Vec<_>>() } else { vec![0i64; N] };
-            let mut bf = if i == 0 { vec![BF16::from_f32(1.5); 4] } else { vec![BF16(0); 4] };
-            let strategy = if i == 0 { SyncStrategy::SendOnly } else { SyncStrategy::ReceiveOnly };
+            let mut w = if i == 0 {
+                (0..N as i64).collect::<Vec<_>>()
+            } else {
+                vec![0i64; N]
+            };
+            let mut bf = if i == 0 {
+                vec![BF16::from_f32(1.5); 4]
+            } else {
+                vec![BF16(0); 4]
+            };
+            let strategy = if i == 0 {
+                SyncStrategy::SendOnly
+            } else {
+                SyncStrategy::ReceiveOnly
+            };
             let info;
             let hash;
             {
@@ -122,7 +155,10 @@ fn error_codes_round_trip_with_the_c_names() {
     }
     assert_eq!(Error::from_code(13), Some(Error::Timeout));
     assert_eq!(Error::from_code(17), Some(Error::ProtocolError));
-    assert_eq!(Error::from_code(sys::pcclOptimizeTopologyFailed), Some(Error::TopologyOptimizationFailed));
+    assert_eq!(
+        Error::from_code(sys::pcclOptimizeTopologyFailed),
+        Some(Error::TopologyOptimizationFailed)
+    );
     assert_eq!(Error::from_code(99), Some(Error::Unknown(99)));
     assert_eq!(Error::Unknown(99).code(), 99);
     assert_eq!(
@@ -137,16 +173,36 @@ fn error_codes_round_trip_with_the_c_names() {
     }
     assert_eq!(DataType::from_raw(12), None);
     assert_eq!(BF16::from_f32(1.0).0, 0x3f80);
-    assert_eq!(BF16::from_f32(f32::from_bits(0x3f80_8000)).0, 0x3f80, "ties to even");
-    assert_eq!(BF16::from_f32(f32::from_bits(0x3f81_8000)).0, 0x3f82, "ties to even");
+    assert_eq!(
+        BF16::from_f32(f32::from_bits(0x3f80_8000)).0,
+        0x3f80,
+        "ties to even"
+    );
+    assert_eq!(
+        BF16::from_f32(f32::from_bits(0x3f81_8000)).0,
+        0x3f82,
+        "ties to even"
+    );
 }
 
 #[test]
 fn bad_arguments_and_unconnected_calls() {
-    assert_eq!(Communicator::new("no such host name:x").err(), Some(Error::InvalidArgument));
-    assert_eq!(Communicator::new("tcp://127.0.0.1:1\0").err(), Some(Error::InvalidArgument));
-    let bad_pool = CommOptions { p2p_connection_pool_size: 2, ..Default::default() };
-    assert_eq!(Communicator::with_options("127.0.0.1:1", &bad_pool).err(), Some(Error::InvalidArgument));
+    assert_eq!(
+        Communicator::new("no such host name:x").err(),
+        Some(Error::InvalidArgument)
+    );
+    assert_eq!(
+        Communicator::new("tcp://127.0.0.1:1\0").err(),
+        Some(Error::InvalidArgument)
+    );
+    let bad_pool = CommOptions {
+        p2p_connection_pool_size: 2,
+        ..Default::default()
+    };
+    assert_eq!(
+        Communicator::with_options("127.0.0.1:1", &bad_pool).err(),
+        Some(Error::InvalidArgument)
+    );
     assert_eq!(Master::new("bogus://x").err(), Some(Error::InvalidArgument));
     let bad_evict = MasterOptions {
         listen_url: Some("tcp://127.0.0.1:0".into()),
@@ -154,27 +210,48 @@ fn bad_arguments_and_unconnected_calls() {
         evict: Some(Duration::from_millis(400)),
         ..Default::default()
     };
-    assert_eq!(Master::with_options(&bad_evict).err(), Some(Error::InvalidArgument));
+    assert_eq!(
+        Master::with_options(&bad_evict).err(),
+        Some(Error::InvalidArgument)
+    );
     let mut x = [0u8; 1];
-    assert_eq!(TensorInfo::new("a\0b", &mut x).err(), Some(Error::InvalidArgument));
+    assert_eq!(
+        TensorInfo::new("a\0b", &mut x).err(),
+        Some(Error::InvalidArgument)
+    );
 
     // Not connected: every call that needs a connection says InvalidUsage.
     let c = Communicator::new("127.0.0.1:1").unwrap();
     let mut buf = vec![1i32; 4];
-    assert_eq!(c.all_reduce_in_place(&mut buf, ReduceOp::Sum).err(), Some(Error::InvalidUsage));
+    assert_eq!(
+        c.all_reduce_in_place(&mut buf, ReduceOp::Sum).err(),
+        Some(Error::InvalidUsage)
+    );
     assert_eq!(c.world_size().err(), Some(Error::InvalidUsage));
     assert_eq!(c.are_peers_pending().err(), Some(Error::InvalidUsage));
     let mut st = SharedState::new(0).with(TensorInfo::new("t", &mut buf).unwrap());
-    assert_eq!(c.sync_shared_state(&mut st, SyncStrategy::EnforcePopular).err(), Some(Error::InvalidUsage));
+    assert_eq!(
+        c.sync_shared_state(&mut st, SyncStrategy::EnforcePopular)
+            .err(),
+        Some(Error::InvalidUsage)
+    );
 }
 
 #[test]
 fn connecting_to_no_master_fails_in_bounded_time() {
     bounded(30, || {
         // A port that was free a moment ago: nobody listens there.
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let opts = CommOptions { timeout: Some(Duration::from_secs(3)), ..Default::default() };
-        let mut c = Communicator::with_options(&format!("tcp://127.0.0.1:{}", port), &opts).unwrap();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let opts = CommOptions {
+            timeout: Some(Duration::from_secs(3)),
+            ..Default::default()
+        };
+        let mut c =
+            Communicator::with_options(&format!("tcp://127.0.0.1:{}", port), &opts).unwrap();
         let t0 = Instant::now();
         let e = c.connect().unwrap_err();
         assert!(
@@ -199,18 +276,34 @@ fn bad_input_on_a_connected_group() {
         run_peers(&addr, 2, move |i, c, _| {
             let send = vec![1i32; 8];
             let mut short = vec![0i32; 7];
-            assert_eq!(c.all_reduce(&send, &mut short, ReduceOp::Sum).err(), Some(Error::InvalidArgument));
+            assert_eq!(
+                c.all_reduce(&send, &mut short, ReduceOp::Sum).err(),
+                Some(Error::InvalidArgument)
+            );
             let mut out = vec![0i32; 8];
-            let q = ReduceOptions::new(ReduceOp::Sum).quantize(DataType::Uint8, QuantizationAlgorithm::MinMax);
-            assert_eq!(c.all_reduce(&send, &mut out, q).err(), Some(Error::InvalidArgument), "integer quantization");
+            let q = ReduceOptions::new(ReduceOp::Sum)
+                .quantize(DataType::Uint8, QuantizationAlgorithm::MinMax);
+            assert_eq!(
+                c.all_reduce(&send, &mut out, q).err(),
+                Some(Error::InvalidArgument),
+                "integer quantization"
+            );
             let (mut t1, mut t2) = (vec![0u8; 4], vec![0u8; 4]);
             let mut dup = SharedState::new(0)
                 .with(TensorInfo::new("same", &mut t1).unwrap())
                 .with(TensorInfo::new("same", &mut t2).unwrap());
-            assert_eq!(c.sync_shared_state(&mut dup, SyncStrategy::EnforcePopular).err(), Some(Error::InvalidArgument));
+            assert_eq!(
+                c.sync_shared_state(&mut dup, SyncStrategy::EnforcePopular)
+                    .err(),
+                Some(Error::InvalidArgument)
+            );
             let mut e = vec![0u8; 1];
             let mut empty = SharedState::new(0).with(TensorInfo::new("", &mut e).unwrap());
-            assert_eq!(c.sync_shared_state(&mut empty, SyncStrategy::EnforcePopular).err(), Some(Error::InvalidArgument));
+            assert_eq!(
+                c.sync_shared_state(&mut empty, SyncStrategy::EnforcePopular)
+                    .err(),
+                Some(Error::InvalidArgument)
+            );
             // The group is still usable after the refused calls.
             let mut ok = vec![(i + 1) as i32; 8];
             c.all_reduce_in_place(&mut ok, ReduceOp::Sum).unwrap();
@@ -222,7 +315,11 @@ fn bad_input_on_a_connected_group() {
 
 /// Connects two peers of `group` with the given timeout on the first one.
 fn pair(addr: &str, group: u32, timeout: Duration) -> (Communicator, Communicator) {
-    let a_opts = CommOptions { peer_group: group, timeout: Some(timeout), ..Default::default() };
+    let a_opts = CommOptions {
+        peer_group: group,
+        timeout: Some(timeout),
+        ..Default::default()
+    };
     let mut a = Communicator::with_options(addr, &a_opts).unwrap();
     a.connect().unwrap();
     let addr2 = addr.to_string();
@@ -241,12 +338,20 @@ fn a_timed_out_call_that_borrows_buffers_closes_the_communicator() {
         let send = vec![1i32; 64];
         let mut out = vec![0i32; 64];
         let t0 = Instant::now();
-        assert_eq!(a.all_reduce(&send, &mut out, ReduceOp::Sum).err(), Some(Error::Timeout));
-        assert!(t0.elapsed() >= Duration::from_millis(390) && t0.elapsed() < Duration::from_secs(5));
+        assert_eq!(
+            a.all_reduce(&send, &mut out, ReduceOp::Sum).err(),
+            Some(Error::Timeout)
+        );
+        assert!(
+            t0.elapsed() >= Duration::from_millis(390) && t0.elapsed() < Duration::from_secs(5)
+        );
         assert!(a.is_closed());
         out[0] = 5; // the buffer is ours again
         assert_eq!(a.world_size().err(), Some(Error::InvalidUsage));
-        assert_eq!(a.all_reduce(&send, &mut out, ReduceOp::Sum).err(), Some(Error::InvalidUsage));
+        assert_eq!(
+            a.all_reduce(&send, &mut out, ReduceOp::Sum).err(),
+            Some(Error::InvalidUsage)
+        );
         drop(a);
         drop(b);
 
@@ -254,7 +359,11 @@ fn a_timed_out_call_that_borrows_buffers_closes_the_communicator() {
         let (a, b) = pair(&addr, 1, Duration::from_millis(400));
         let mut w = vec![3u16; 16];
         let mut st = SharedState::new(0).with(TensorInfo::new("w", &mut w).unwrap());
-        assert_eq!(a.sync_shared_state(&mut st, SyncStrategy::EnforcePopular).err(), Some(Error::Timeout));
+        assert_eq!(
+            a.sync_shared_state(&mut st, SyncStrategy::EnforcePopular)
+                .err(),
+            Some(Error::Timeout)
+        );
         assert!(a.is_closed());
         drop(st);
         w[0] = 4;
@@ -270,7 +379,8 @@ fn a_timed_out_call_that_borrows_buffers_closes_the_communicator() {
             // Now the partner takes part, and the operation completes.
             let mut other = vec![2i32; 64];
             let h = std::thread::spawn(move || {
-                b.all_reduce_in_place(&mut other, ReduceOp::Sum).map(|_| other)
+                b.all_reduce_in_place(&mut other, ReduceOp::Sum)
+                    .map(|_| other)
             });
             let info = op.wait()?;
             assert_eq!(info.local_world_size, 2);

@@ -36,7 +36,11 @@ pub fn master() -> (Master, String) {
 }
 
 pub fn options(group: u32) -> CommOptions {
-    CommOptions { peer_group: group, timeout: Some(Duration::from_secs(20)), ..Default::default() }
+    CommOptions {
+        peer_group: group,
+        timeout: Some(Duration::from_secs(20)),
+        ..Default::default()
+    }
 }
 
 /// Connects a communicator (blocks until admitted).
@@ -53,7 +57,11 @@ pub fn admit(c: &mut Communicator, attr: Attribute, n: i32) {
         if c.attribute(attr).expect("attribute") >= n {
             return;
         }
-        assert!(t0.elapsed() < Duration::from_secs(15), "world stays below {}", n);
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "world stays below {}",
+            n
+        );
         match c.update_topology() {
             Ok(()) | Err(Error::UpdateTopologyFailed) => {}
             Err(e) => panic!("update topology: {}", e),
@@ -83,7 +91,10 @@ where
             })
         })
         .collect();
-    handles.into_iter().map(|h| h.join().expect("peer panicked")).collect()
+    handles
+        .into_iter()
+        .map(|h| h.join().expect("peer panicked"))
+        .collect()
 }
 
 /// The value peer `i` contributes to element `j` of step `k` (as tests/integration).
