@@ -358,3 +358,50 @@ fn _static_thread_rules() {
     sync::<Master>();
     send::<pccl::TensorInfo<'static>>();
 }
+
+#[test]
+fn survivors_continue_on_the_shrunken_ring_after_a_peer_leaves() {
+    bounded(90, || {
+        let (_m, addr) = master();
+        let n = 3;
+        let results = run_peers(&addr, n, move |i, c, barrier| {
+            if i == n - 1 {
+                barrier.wait();
+                drop(c); // leaves the run
+                return (0, 0);
+            }
+            barrier.wait();
+            let send: Vec<i32> = (0..COUNT).map(|j| contribution(i, 0, j)).collect();
+            let mut out = vec![0i32; COUNT];
+            // A leave between operations shrinks the ring before the next one; a loss during
+            // one fails it with a retryable error.
+            let mut lost = 0;
+            let t0 = Instant::now();
+            loop {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(30),
+                    "no all-reduce on the shrunken ring"
+                );
+                match c.all_reduce(&send, &mut out, ReduceOp::Sum) {
+                    Ok(info) => {
+                        // Only peers 0 and 1 can have taken part.
+                        assert_eq!(info.local_world_size, 2);
+                        for j in 0..COUNT {
+                            assert_eq!(out[j], expected_sum(2, 0, j));
+                        }
+                        break;
+                    }
+                    Err(e) if e.is_retryable() => {
+                        // The failed operation is over: retry it, same tag.
+                        lost += 1;
+                        thread::sleep(Duration::from_millis(10));
+                    }
+                    Err(e) => panic!("peer {}: {}", i, e),
+                }
+            }
+            (lost, c.world_size().unwrap())
+        });
+        assert_eq!(results[0].1, 2);
+        assert_eq!(results[1].1, 2);
+    });
+}
