@@ -405,3 +405,26 @@ fn survivors_continue_on_the_shrunken_ring_after_a_peer_leaves() {
         assert_eq!(results[1].1, 2);
     });
 }
+
+#[test]
+fn master_from_a_socket_address_and_peers_by_url() {
+    bounded(60, || {
+        // PCCL 1.0's pcclCreateMaster(address): a port that was free a moment ago.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let m = Master::from_address(format!("127.0.0.1:{}", port).parse().unwrap()).unwrap();
+        assert_eq!(m.port(), port);
+        m.run().unwrap();
+        let url = format!("tcp://127.0.0.1:{}", port);
+        let sums = run_peers(&url, 2, |i, c, _| {
+            let mut v = vec![(i as u64 + 1) << 40; 3];
+            c.all_reduce_in_place(&mut v, ReduceOp::Sum).unwrap();
+            v
+        });
+        assert_eq!(sums[0], vec![3u64 << 40; 3]);
+        assert_eq!(sums[0], sums[1]);
+    });
+}
