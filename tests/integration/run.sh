@@ -14,7 +14,8 @@ MASTER=$1
 PEER=$2
 SCENARIO=$3
 N=${4:-2}
-EVICT_MS=1000
+# Eviction bound (ms); sanitizer runs may scale it (tsan.sh does).
+EVICT_MS=${PCCL_ITEST_EVICT_MS:-1000}
 TMP=$(mktemp -d)
 PIDS=()
 WD=
@@ -22,7 +23,7 @@ cleanup() {
   [[ -n "$WD" ]] && kill -TERM "$WD" 2>/dev/null
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
   wait 2>/dev/null
-  rm -rf "$TMP"
+  if [[ -n "${PCCL_ITEST_KEEP:-}" ]]; then echo "logs kept in $TMP"; else rm -rf "$TMP"; fi
 }
 trap cleanup EXIT
 fail() {

@@ -43,7 +43,10 @@ export TSAN_OPTIONS="suppressions=$HERE/tsan.supp log_path=$REPORTS/tsan halt_on
 exitcode=0 second_deadlock_stack=1 history_size=4 ${TSAN_OPTIONS:-}"
 export PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-WARN}
 # Sanitized processes are slower: the scenario watchdog gets more time.
-export PCCL_ITEST_BUDGET=${PCCL_ITEST_BUDGET:-60}
+export PCCL_ITEST_BUDGET=${PCCL_ITEST_BUDGET:-90}
+# ... and the heartbeat eviction bound too: a TSan process on a loaded 2-core
+# machine can miss 1 s of heartbeats in a 64 MiB all-reduce (kill-peer-mid-op).
+export PCCL_ITEST_EVICT_MS=${PCCL_ITEST_EVICT_MS:-3000}
 FAILED=0
 for sc in "${SCENARIOS[@]}"; do
   t=$SECONDS
