@@ -14,7 +14,6 @@ from ._errors import (
     InvalidUsage,
     NonContiguousTensorError,
     OverlappingBuffersError,
-    PCCLError,
     ReadOnlyBufferError,
     Result,
     SizeMismatchError,
@@ -24,7 +23,6 @@ from ._errors import (
     error_for,
 )
 from ._types import (
-    Attribute,
     DataType,
     DeviceType,
     DistributionHint,
