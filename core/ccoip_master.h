@@ -25,7 +25,9 @@
 typedef struct ccoip_master_config {
     /** Peers (connections) tracked at most; a further connection is closed. Default 64. */
     uint32_t max_peers;
-    /** Collective operations (votes and running) tracked at most. Default 64. */
+    /** Collective operations (votes and running) one peer may be in at once; a further
+     *  initiate gets INVALID_USAGE/RESOURCE_LIMIT. The op pool itself grows on demand.
+     *  Default 64. */
     uint32_t max_ops;
     /** Actions queued at most between two steps. Default max_peers * (max_ops + 8) + 256. */
     uint32_t action_queue_depth;

@@ -81,8 +81,6 @@ pcclResult_t ccoip_master_create(const ccoip_master_config *cfg, uint64_t seed, 
     m->peers = calloc((size_t)np, sizeof(m_peer));
     m->order = calloc((size_t)np, sizeof(uint32_t));
     m->unreach = calloc((size_t)bits, 1);
-    m->ops = calloc(c.max_ops, sizeof(m_op));
-    m->opm = calloc((size_t)(np * c.max_ops), sizeof(m_op_member));
     m->ids = calloc((size_t)np, sizeof(uint64_t));
     m->tmp_a = calloc((size_t)np, sizeof(uint32_t));
     m->tmp_b = calloc((size_t)np, sizeof(uint32_t));
@@ -118,9 +116,9 @@ pcclResult_t ccoip_master_create(const ccoip_master_config *cfg, uint64_t seed, 
         m->w_cnt == NULL || m->w_map == NULL) {
         r = pcclSystemError;
     }
-    if (m->peers == NULL || m->order == NULL || m->unreach == NULL || m->ops == NULL ||
-        m->opm == NULL || m->ids == NULL || m->tmp_a == NULL || m->tmp_b == NULL ||
-        m->tmp_c == NULL || m->tmp_used == NULL || m->arena_mem == NULL || r != pcclSuccess) {
+    if (m->peers == NULL || m->order == NULL || m->unreach == NULL || m->ids == NULL ||
+        m->tmp_a == NULL || m->tmp_b == NULL || m->tmp_c == NULL || m->tmp_used == NULL ||
+        m->arena_mem == NULL || r != pcclSuccess) {
         ccoip_master_destroy(m);
         return r == pcclInvalidArgument ? r : pcclSystemError;
     }
@@ -135,8 +133,7 @@ void ccoip_master_destroy(ccoip_master *m)
     free(m->peers);
     free(m->order);
     free(m->unreach);
-    free(m->ops);
-    free(m->opm);
+    m_coll_free_all(m);
     free(m->ids);
     free(m->tmp_a);
     free(m->tmp_b);
@@ -182,6 +179,7 @@ void m_mark_rewire(ccoip_master *m, uint32_t group)
         if (p->state == MP_ACCEPTED && p->group == group) p->rewire = true;
     }
     m->ring_healthy = false;
+    m->rewire_gen++;
 }
 
 void m_mark_rewire_all(ccoip_master *m)
@@ -191,6 +189,7 @@ void m_mark_rewire_all(ccoip_master *m)
         if (p->state == MP_ACCEPTED) p->rewire = true;
     }
     m->ring_healthy = false;
+    m->rewire_gen++;
 }
 
 bool m_unreachable(const ccoip_master *m, uint32_t from, uint32_t to)

@@ -3,21 +3,291 @@
  * (docs/protocol.md §6.8, docs/core.md §2.4): the initiate vote per
  * (group, tag) with agreement on every parameter, commence with (epoch,
  * seq), the completion vote, and exactly one verdict per op and member.
+ *
+ * Scale (issue 5): ops live in a pool grown on demand, found by (group, tag)
+ * through an open-addressing index; each op keeps its own member list sorted
+ * by peer id, so no pass walks every peer or every op. A progress pass
+ * examines only the ops that changed (op_dirty), plus every voting op when
+ * the topology changed (op_world_sig); vote and completion deadlines sit in a
+ * FIFO, in the order they were armed (time order).
  */
+#include <assert.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ccoip_quant.h"
 #include "master_internal.h"
 
-static m_op_member *coll_mem(ccoip_master *m, uint32_t op, uint32_t slot)
+#define OP_NONE UINT32_MAX
+
+static uint64_t coll_key_hash(uint32_t group, uint64_t tag)
 {
-    return &m->opm[(uint64_t)op * m->cfg.max_peers + slot];
+    uint64_t z = tag ^ ((uint64_t)group * 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
+    return z ^ (z >> 29);
+}
+
+/* The op of (group, tag) in state st (and with seq, for a running one); a tag may have a
+ * running op whose members still complete and a voting one for its next use. */
+static uint32_t coll_find(const ccoip_master *m, uint32_t group, uint64_t tag, m_op_state st,
+                          uint64_t seq)
+{
+    if (m->op_index_cap == 0) return OP_NONE;
+    const uint32_t mask = m->op_index_cap - 1u;
+    for (uint32_t i = (uint32_t)coll_key_hash(group, tag) & mask;; i = (i + 1u) & mask) {
+        const uint32_t op = m->op_index[i];
+        if (op == OP_NONE) return OP_NONE;
+        const m_op *o = &m->ops[op];
+        if (o->group == group && o->tag == tag && o->state == st &&
+            (st != MOP_RUNNING || o->seq == seq)) {
+            return op;
+        }
+    }
+}
+
+/* True if slot is in a running op of (group, tag) and has not completed it yet. */
+static bool coll_running_member(ccoip_master *m, uint32_t group, uint64_t tag, uint32_t slot);
+
+static void coll_index_put(ccoip_master *m, uint32_t op)
+{
+    const uint32_t mask = m->op_index_cap - 1u;
+    uint32_t i = (uint32_t)coll_key_hash(m->ops[op].group, m->ops[op].tag) & mask;
+    while (m->op_index[i] != OP_NONE)
+        i = (i + 1u) & mask;
+    m->op_index[i] = op;
+}
+
+/* Removes op from the index (backward-shift deletion keeps probe chains intact). */
+static void coll_index_del(ccoip_master *m, uint32_t op)
+{
+    const uint32_t mask = m->op_index_cap - 1u;
+    uint32_t i = (uint32_t)coll_key_hash(m->ops[op].group, m->ops[op].tag) & mask;
+    while (m->op_index[i] != op)
+        i = (i + 1u) & mask;
+    uint32_t j = i;
+    for (;;) {
+        m->op_index[i] = OP_NONE;
+        for (;;) {
+            j = (j + 1u) & mask;
+            const uint32_t o = m->op_index[j];
+            if (o == OP_NONE) return;
+            const uint32_t home = (uint32_t)coll_key_hash(m->ops[o].group, m->ops[o].tag) & mask;
+            /* o may move to i iff its home is not cyclically in (i, j]. */
+            const bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+            if (!stays) break;
+        }
+        m->op_index[i] = m->op_index[j];
+        i = j;
+    }
+}
+
+/* Makes room for one more live op: pool and index. False on allocation failure. */
+static bool coll_reserve(ccoip_master *m)
+{
+    if (m->ops_hi == m->ops_cap) {
+        uint32_t cap = m->ops_cap == 0 ? 16u : m->ops_cap * 2u;
+        m_op *ops = realloc(m->ops, (size_t)cap * sizeof(m_op));
+        if (ops == NULL) return false;
+        memset(ops + m->ops_cap, 0, (size_t)(cap - m->ops_cap) * sizeof(m_op));
+        m->ops = ops;
+        m->ops_cap = cap;
+    }
+    if (2u * (m->ops_live + 1u) > m->op_index_cap) {
+        uint32_t cap = m->op_index_cap == 0 ? 32u : m->op_index_cap * 2u;
+        uint32_t *idx = malloc((size_t)cap * sizeof(uint32_t));
+        if (idx == NULL) return false;
+        memset(idx, 0xff, (size_t)cap * sizeof(uint32_t));
+        free(m->op_index);
+        m->op_index = idx;
+        m->op_index_cap = cap;
+        for (uint32_t i = 0; i < m->ops_hi; i++) {
+            if (m->ops[i].state != MOP_FREE) coll_index_put(m, i);
+        }
+    }
+    return true;
+}
+
+/* The lowest free op (the order the old fixed table allocated in); coll_reserve first. */
+static uint32_t coll_alloc(ccoip_master *m, uint32_t group, uint64_t tag)
+{
+    uint32_t i = m->ops_free_hint;
+    while (i < m->ops_hi && m->ops[i].state != MOP_FREE)
+        i++;
+    if (i == m->ops_hi) m->ops_hi++;
+    m->ops_free_hint = i + 1u;
+    m_op *o = &m->ops[i];
+    m_op_member *mem = o->mem;
+    uint32_t cap = o->mem_cap, gen = o->timer_gen;
+    memset(o, 0, sizeof(*o));
+    o->mem = mem;
+    o->mem_cap = cap;
+    o->timer_gen = gen;
+    o->group = group;
+    o->tag = tag;
+    o->anchor = M_SLOT_NONE;
+    o->state = MOP_VOTING;
+    m->ops_live++;
+    coll_index_put(m, i);
+    return i;
 }
 
 static void coll_free(ccoip_master *m, uint32_t op)
 {
-    memset(&m->ops[op], 0, sizeof(m->ops[op]));
-    memset(coll_mem(m, op, 0), 0, (size_t)m->cfg.max_peers * sizeof(m_op_member));
+    m_op *o = &m->ops[op];
+    assert(o->state != MOP_FREE);
+    for (uint32_t k = 0; k < o->mem_n; k++)
+        m->peers[o->mem[k].slot].n_ops--;
+    if (o->state == MOP_RUNNING) m->n_running--;
+    coll_index_del(m, op);
+    m->ops_live--;
+    o->state = MOP_FREE;
+    o->mem_n = 0;
+    o->has_first = false;
+    o->timer_gen++;
+    if (op < m->ops_free_hint) m->ops_free_hint = op;
+}
+
+void m_coll_free_all(ccoip_master *m)
+{
+    for (uint32_t i = 0; i < m->ops_cap; i++)
+        free(m->ops[i].mem);
+    free(m->ops);
+    free(m->op_index);
+    free(m->op_dirty);
+    free(m->op_timers);
+    m->ops = NULL;
+    m->op_index = NULL;
+    m->op_dirty = NULL;
+    m->op_timers = NULL;
+}
+
+/* The member record of slot in op, or NULL (binary search by peer id). */
+static m_op_member *coll_mem(ccoip_master *m, uint32_t op, uint32_t slot)
+{
+    m_op *o = &m->ops[op];
+    const uint64_t id = m->peers[slot].id;
+    uint32_t lo = 0, hi = o->mem_n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2u;
+        if (o->mem[mid].id < id) {
+            lo = mid + 1u;
+        } else {
+            hi = mid;
+        }
+    }
+    if (lo < o->mem_n && o->mem[lo].id == id && o->mem[lo].slot == slot) return &o->mem[lo];
+    return NULL;
+}
+
+static bool coll_running_member(ccoip_master *m, uint32_t group, uint64_t tag, uint32_t slot)
+{
+    if (m->op_index_cap == 0 || m->peers[slot].n_ops == 0) return false;
+    const uint32_t mask = m->op_index_cap - 1u;
+    for (uint32_t i = (uint32_t)coll_key_hash(group, tag) & mask;; i = (i + 1u) & mask) {
+        const uint32_t op = m->op_index[i];
+        if (op == OP_NONE) return false;
+        const m_op *o = &m->ops[op];
+        if (o->group != group || o->tag != tag || o->state != MOP_RUNNING) continue;
+        const m_op_member *mm = coll_mem(m, op, slot);
+        if (mm != NULL && (mm->flags & MOM_MEMBER) && !(mm->flags & MOM_COMPLETED)) return true;
+    }
+}
+
+/* Adds slot to op (it must not be there); NULL on allocation failure. */
+static m_op_member *coll_mem_add(ccoip_master *m, uint32_t op, uint32_t slot)
+{
+    m_op *o = &m->ops[op];
+    if (o->mem_n == o->mem_cap) {
+        uint32_t cap = o->mem_cap == 0 ? 16u : o->mem_cap * 2u;
+        m_op_member *mem = realloc(o->mem, (size_t)cap * sizeof(m_op_member));
+        if (mem == NULL) return NULL;
+        o->mem = mem;
+        o->mem_cap = cap;
+    }
+    const uint64_t id = m->peers[slot].id;
+    uint32_t k = o->mem_n;
+    while (k > 0 && o->mem[k - 1u].id > id) {
+        o->mem[k] = o->mem[k - 1u];
+        k--;
+    }
+    o->mem_n++;
+    m_op_member *mm = &o->mem[k];
+    memset(mm, 0, sizeof(*mm));
+    mm->id = id;
+    mm->slot = slot;
+    m->peers[slot].n_ops++;
+    return mm;
+}
+
+static void coll_mem_remove(ccoip_master *m, uint32_t op, m_op_member *mm)
+{
+    m_op *o = &m->ops[op];
+    uint32_t k = (uint32_t)(mm - o->mem);
+    m->peers[mm->slot].n_ops--;
+    memmove(&o->mem[k], &o->mem[k + 1u], (size_t)(o->mem_n - k - 1u) * sizeof(m_op_member));
+    o->mem_n--;
+}
+
+static void coll_mark_dirty(ccoip_master *m, uint32_t op)
+{
+    m_op *o = &m->ops[op];
+    if (o->dirty) return;
+    if (m->op_dirty_n == m->op_dirty_cap) {
+        uint32_t cap = m->op_dirty_cap == 0 ? 64u : m->op_dirty_cap * 2u;
+        uint32_t *d = realloc(m->op_dirty, (size_t)cap * sizeof(uint32_t));
+        if (d == NULL) {
+            m->op_world_sig = 0; /* forces a full pass instead */
+            return;
+        }
+        m->op_dirty = d;
+        m->op_dirty_cap = cap;
+    }
+    o->dirty = true;
+    m->op_dirty[m->op_dirty_n++] = op;
+}
+
+/* Arms op's deadline at now + vote timeout. */
+static void coll_arm(ccoip_master *m, uint32_t op)
+{
+    m_op *o = &m->ops[op];
+    o->has_first = true;
+    o->first_ns = m->now;
+    o->timer_gen++;
+    if (m->op_timers_n == m->op_timers_cap) {
+        uint32_t cap = m->op_timers_cap == 0 ? 64u : m->op_timers_cap * 2u;
+        m_op_timer *t = malloc((size_t)cap * sizeof(m_op_timer));
+        if (t == NULL) {
+            sm_log(&m->out, CCOIP_LOG_ERROR, "master: out of memory: op tag %U has no deadline",
+                   o->tag);
+            return;
+        }
+        for (uint32_t k = 0; k < m->op_timers_n; k++)
+            t[k] = m->op_timers[(m->op_timers_head + k) % m->op_timers_cap];
+        free(m->op_timers);
+        m->op_timers = t;
+        m->op_timers_cap = cap;
+        m->op_timers_head = 0;
+    }
+    m_op_timer *t = &m->op_timers[(m->op_timers_head + m->op_timers_n) % m->op_timers_cap];
+    t->due_ns = sm_add_sat(o->first_ns, sm_ms(m->cfg.vote_timeout_ms));
+    t->op = op;
+    t->gen = o->timer_gen;
+    m->op_timers_n++;
+}
+
+static bool coll_timer_live(const ccoip_master *m, const m_op_timer *t)
+{
+    const m_op *o = &m->ops[t->op];
+    return o->state != MOP_FREE && o->has_first && o->timer_gen == t->gen;
+}
+
+/* Drops stale deadlines from the FIFO's head. */
+static void coll_timers_prune(ccoip_master *m)
+{
+    while (m->op_timers_n > 0 && !coll_timer_live(m, &m->op_timers[m->op_timers_head])) {
+        m->op_timers_head = (m->op_timers_head + 1u) % m->op_timers_cap;
+        m->op_timers_n--;
+    }
 }
 
 static void coll_send_verdict(ccoip_master *m, uint32_t op, uint32_t slot, uint64_t call)
@@ -43,13 +313,12 @@ static void coll_abort(ccoip_master *m, uint32_t op, int32_t reason)
     o->reason = reason;
     sm_log(&m->out, CCOIP_LOG_INFO, "master: collective tag %U seq %U aborted (reason %d)", o->tag,
            o->seq, reason);
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        uint32_t s = m->order[i];
-        m_op_member *mm = coll_mem(m, op, s);
+    for (uint32_t k = 0; k < o->mem_n; k++) {
+        m_op_member *mm = &o->mem[k];
         if ((mm->flags & MOM_MEMBER) == 0 || (mm->flags & MOM_VERDICT) != 0) continue;
         mm->flags |= MOM_VERDICT;
         if (m->cfg.canary_skip_abort_verdict) continue; /* TEST ONLY: break the rule */
-        coll_send_verdict(m, op, s, (mm->flags & MOM_COMPLETED) ? mm->call : 0);
+        coll_send_verdict(m, op, mm->slot, (mm->flags & MOM_COMPLETED) ? mm->call : 0);
     }
 }
 
@@ -59,12 +328,11 @@ static void coll_try_finish(ccoip_master *m, uint32_t op)
     m_op *o = &m->ops[op];
     if (o->n_done < o->n_member) return;
     if (!o->aborted) {
-        for (uint32_t i = 0; i < m->order_n; i++) {
-            uint32_t s = m->order[i];
-            m_op_member *mm = coll_mem(m, op, s);
+        for (uint32_t k = 0; k < o->mem_n; k++) {
+            m_op_member *mm = &o->mem[k];
             if (!(mm->flags & MOM_MEMBER) || (mm->flags & MOM_VERDICT)) continue;
             mm->flags |= MOM_VERDICT;
-            coll_send_verdict(m, op, s, mm->call);
+            coll_send_verdict(m, op, mm->slot, mm->call);
         }
     }
     coll_free(m, op);
@@ -107,46 +375,35 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
                         "too few peers in the group");
         return;
     }
-    uint32_t voting = M_SLOT_NONE, free_op = M_SLOT_NONE;
-    for (uint32_t i = 0; i < m->cfg.max_ops; i++) {
-        const m_op *o = &m->ops[i];
-        if (o->state == MOP_FREE) {
-            if (free_op == M_SLOT_NONE) free_op = i;
-            continue;
-        }
-        if (o->group != p->group || o->tag != ci->tag) continue;
-        const m_op_member *mm = coll_mem(m, i, slot);
-        if (o->state == MOP_VOTING) {
-            voting = i;
-        } else if ((mm->flags & MOM_MEMBER) && !(mm->flags & MOM_COMPLETED)) {
-            m_answer_status(m, slot, call, CCOIP_PB_STATUS_INVALID_USAGE,
-                            CCOIP_PB_REASON_ILLEGAL_MESSAGE, "tag already in use by a running op");
-            return;
-        }
+    if (coll_running_member(m, p->group, ci->tag, slot)) {
+        m_answer_status(m, slot, call, CCOIP_PB_STATUS_INVALID_USAGE,
+                        CCOIP_PB_REASON_ILLEGAL_MESSAGE, "tag already in use by a running op");
+        return;
     }
-    if (voting == M_SLOT_NONE) {
-        if (free_op == M_SLOT_NONE) {
+    uint32_t op = coll_find(m, p->group, ci->tag, MOP_VOTING, 0);
+    if (p->n_ops >= m->cfg.max_ops) {
+        m_answer_status(m, slot, call, CCOIP_PB_STATUS_INVALID_USAGE,
+                        CCOIP_PB_REASON_RESOURCE_LIMIT, "too many collective operations");
+        return;
+    }
+    if (op == OP_NONE) {
+        if (!coll_reserve(m)) {
             m_answer_status(m, slot, call, CCOIP_PB_STATUS_INVALID_USAGE,
-                            CCOIP_PB_REASON_RESOURCE_LIMIT, "too many collective operations");
+                            CCOIP_PB_REASON_RESOURCE_LIMIT, "out of memory for collectives");
             return;
         }
-        voting = free_op;
-        m_op *o = &m->ops[voting];
-        o->state = MOP_VOTING;
-        o->group = p->group;
-        o->tag = ci->tag;
+        op = coll_alloc(m, p->group, ci->tag);
+        m_op *o = &m->ops[op];
         o->count = ci->count;
         o->dtype = ci->dtype;
         o->op = ci->op;
         o->quant_algorithm = ci->quant_algorithm;
         o->quant_dtype = ci->quant_algorithm == CCOIP_PB_QUANT_ALGORITHM_NONE ? 0 : ci->quant_dtype;
-        o->has_first = true;
-        o->first_ns = m->now;
         o->mismatch = !coll_params_valid(ci);
+        coll_arm(m, op);
     } else {
-        m_op *o = &m->ops[voting];
-        m_op_member *mm = coll_mem(m, voting, slot);
-        if (mm->flags & MOM_VOTED) {
+        m_op *o = &m->ops[op];
+        if (coll_mem(m, op, slot) != NULL) {
             m_answer_status(m, slot, call, CCOIP_PB_STATUS_INVALID_USAGE,
                             CCOIP_PB_REASON_ILLEGAL_MESSAGE, "tag already initiated");
             return;
@@ -158,32 +415,37 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
             o->mismatch = true;
         }
     }
-    m_op_member *mm = coll_mem(m, voting, slot);
+    m_op_member *mm = coll_mem_add(m, op, slot);
+    if (mm == NULL) {
+        if (m->ops[op].mem_n == 0) coll_free(m, op);
+        m_answer_status(m, slot, call, CCOIP_PB_STATUS_INVALID_USAGE,
+                        CCOIP_PB_REASON_RESOURCE_LIMIT, "out of memory for collectives");
+        return;
+    }
     mm->flags = MOM_VOTED;
     mm->call = call;
-    m->ops[voting].n_voted++;
-    m->ops[voting].anchor = slot;
+    m->ops[op].n_voted++;
+    m->ops[op].anchor = slot;
+    coll_mark_dirty(m, op);
 }
 
 void m_coll_on_complete(ccoip_master *m, uint32_t slot, uint64_t call,
                         const ccoip_pb_collective_complete *cc)
 {
     m_peer *p = m_peer_at(m, slot);
-    for (uint32_t i = 0; i < m->cfg.max_ops; i++) {
+    uint32_t i = coll_find(m, p->group, cc->tag, MOP_RUNNING, cc->seq);
+    if (i != OP_NONE) {
         m_op *o = &m->ops[i];
-        if (o->state != MOP_RUNNING || o->group != p->group || o->tag != cc->tag ||
-            o->seq != cc->seq) {
-            continue;
-        }
         m_op_member *mm = coll_mem(m, i, slot);
-        if (!(mm->flags & MOM_MEMBER) || (mm->flags & MOM_COMPLETED)) break;
+        if (mm == NULL || !(mm->flags & MOM_MEMBER) || (mm->flags & MOM_COMPLETED)) {
+            m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE,
+                    "completion of an operation it is not in");
+            return;
+        }
         mm->flags |= MOM_COMPLETED;
         mm->call = call;
         o->n_done++;
-        if (!o->has_first) {
-            o->has_first = true;
-            o->first_ns = m->now;
-        }
+        if (!o->has_first) coll_arm(m, i);
         if (cc->aborted && !o->aborted) {
             /* Its ring failed locally: a link broke (or the member's data was not finite and
              * it stopped mid-ring, cancelling its I/O), so the ring is re-wired too. A
@@ -201,15 +463,17 @@ void m_coll_on_complete(ccoip_master *m, uint32_t slot, uint64_t call,
 
 void m_coll_on_loss(ccoip_master *m, uint32_t slot)
 {
-    for (uint32_t i = 0; i < m->cfg.max_ops; i++) {
+    if (m->peers[slot].n_ops == 0) return;
+    for (uint32_t i = 0; i < m->ops_hi && m->peers[slot].n_ops > 0; i++) {
         m_op *o = &m->ops[i];
         if (o->state == MOP_FREE) continue;
         m_op_member *mm = coll_mem(m, i, slot);
+        if (mm == NULL) continue;
         uint8_t flags = mm->flags;
-        mm->flags = 0;
-        mm->call = 0;
+        coll_mem_remove(m, i, mm);
         if (flags & MOM_VOTED) o->n_voted--;
         if (o->anchor == slot) o->anchor = M_SLOT_NONE;
+        coll_mark_dirty(m, i);
         if (o->state == MOP_RUNNING && (flags & MOM_MEMBER)) {
             o->n_member--;
             if (flags & MOM_COMPLETED) o->n_done--;
@@ -218,7 +482,6 @@ void m_coll_on_loss(ccoip_master *m, uint32_t slot)
             if (o->n_member == 0) {
                 coll_free(m, i);
             } else {
-                /* coll_try_finish walks order[], which still holds slot: its flags are 0. */
                 coll_try_finish(m, i);
             }
         }
@@ -227,147 +490,213 @@ void m_coll_on_loss(ccoip_master *m, uint32_t slot)
 
 void m_coll_abort_all(ccoip_master *m, int32_t reason)
 {
-    for (uint32_t i = 0; i < m->cfg.max_ops; i++) {
+    for (uint32_t i = 0; i < m->ops_hi; i++) {
         if (m->ops[i].state == MOP_RUNNING) coll_abort(m, i, reason);
     }
 }
 
 void m_coll_abort_group(ccoip_master *m, uint32_t group, int32_t reason)
 {
-    for (uint32_t i = 0; i < m->cfg.max_ops; i++) {
+    for (uint32_t i = 0; i < m->ops_hi; i++) {
         if (m->ops[i].state == MOP_RUNNING && m->ops[i].group == group) coll_abort(m, i, reason);
     }
 }
 
 bool m_coll_any_running(const ccoip_master *m)
 {
-    for (uint32_t i = 0; i < m->cfg.max_ops; i++) {
-        if (m->ops[i].state == MOP_RUNNING) return true;
-    }
-    return false;
+    return m->n_running > 0;
 }
 
-/* Resolves initiate votes whose every member has voted (in op-slot order). */
+/* The state a voting op's commence depends on outside the op itself: when it changes, every
+ * voting op is examined again. */
+static uint64_t coll_world_sig(const ccoip_master *m)
+{
+    uint64_t h = m->epoch * 0x9e3779b97f4a7c15ull;
+    h ^= ((uint64_t)m->phase << 1) ^ ((uint64_t)m->ring_healthy << 3) ^
+         ((uint64_t)m_topo_vote_complete(m) << 4);
+    h = (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ull;
+    h ^= m->rewire_gen * 0x94d049bb133111ebull ^ ((uint64_t)m->n_acc << 32) ^ m->order_n;
+    return h | 1u; /* never 0: 0 asks for a full pass */
+}
+
+static int coll_cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* One voting op: commence, refuse, or wait. True if it changed. */
+static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
+{
+    m_op *o = &m->ops[i];
+    if (o->n_voted == 0) {
+        coll_free(m, i); /* every voter is gone: nobody waits for an answer */
+        return true;
+    }
+    if (o->anchor == M_SLOT_NONE) {
+        for (uint32_t k = 0; k < o->mem_n && o->anchor == M_SLOT_NONE; k++) {
+            if (o->mem[k].flags & MOM_VOTED) o->anchor = o->mem[k].slot;
+        }
+    }
+    /* Voters are accepted members of the group; while the group's ring is settled, every
+     * accepted member is in it, so its size is the number of ballots required. An
+     * unsettled group (re-wiring, in a phase) waits. */
+    const m_peer *a = &m->peers[o->anchor];
+    if (a->rewire || a->in_phase) return false;
+    uint32_t required = a->ring_size;
+    if (o->n_voted < required) return false;
+    uint64_t ring_epoch = a->ring_epoch;
+    int32_t status = CCOIP_PB_STATUS_SUCCESS, reason = CCOIP_PB_REASON_UNSPECIFIED;
+    if (o->mismatch) {
+        status = CCOIP_PB_STATUS_INVALID_USAGE;
+        reason = CCOIP_PB_REASON_COLLECTIVE_MISMATCH;
+    } else if (required < m->cfg.min_collective_world) {
+        status = CCOIP_PB_STATUS_TOO_FEW_PEERS;
+    } else {
+        if (*can_commence < 0) *can_commence = m_topo_vote_complete(m) ? 0 : 1;
+        if (*can_commence == 0) return false; /* wait for the topology vote */
+    }
+    if (status != CCOIP_PB_STATUS_SUCCESS) {
+        sm_log(&m->out, CCOIP_LOG_WARN, "master: collective tag %U refused (status %d)", o->tag,
+               status);
+        for (uint32_t k = 0; k < o->mem_n; k++) {
+            m_op_member *mm = &o->mem[k];
+            if (mm->flags & MOM_VOTED) {
+                m_answer_status(m, mm->slot, mm->call, status, reason,
+                                o->mismatch ? "members disagree on the collective's parameters"
+                                            : "too few peers");
+            }
+        }
+        coll_free(m, i);
+        return true;
+    }
+    o->state = MOP_RUNNING;
+    m->n_running++;
+    o->seq = m->next_seq++;
+    o->epoch = ring_epoch; /* the group's epoch: its members' ring (§6.9) */
+    o->world = required;
+    o->has_first = false;
+    o->timer_gen++;
+    o->aborted = false;
+    o->n_member = 0;
+    o->n_done = 0;
+    for (uint32_t k = 0; k < o->mem_n; k++) {
+        m_op_member *mm = &o->mem[k];
+        if (!(mm->flags & MOM_VOTED)) continue;
+        ccoip_pb_master_to_peer env;
+        memset(&env, 0, sizeof(env));
+        env.call_id = mm->call;
+        env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_COLLECTIVE_COMMENCE;
+        env.body.collective_commence.tag = o->tag;
+        env.body.collective_commence.seq = o->seq;
+        env.body.collective_commence.epoch = o->epoch;
+        env.body.collective_commence.world_size = required;
+        m_send(m, mm->slot, &env);
+        mm->flags = MOM_MEMBER;
+        mm->call = 0;
+        o->n_member++;
+    }
+    o->n_voted = 0;
+    o->anchor = M_SLOT_NONE;
+    return true;
+}
+
+/* Resolves initiate votes whose every member has voted (in op order). */
 bool m_coll_progress(ccoip_master *m)
 {
+    coll_timers_prune(m);
     bool changed = false;
     /* A group commences while its own ring is settled (not re-wiring, not in a phase); other
      * groups' re-wiring does not hold it up. A complete topology vote holds every group. */
     int can_commence = -1; /* computed on first need */
-    for (uint32_t i = 0; i < m->cfg.max_ops; i++) {
-        m_op *o = &m->ops[i];
-        if (o->state != MOP_VOTING) continue;
-        if (o->n_voted == 0) {
-            coll_free(m, i); /* every voter is gone: nobody waits for an answer */
-            changed = true;
-            continue;
-        }
-        if (o->anchor == M_SLOT_NONE) {
-            for (uint32_t k = 0; k < m->order_n && o->anchor == M_SLOT_NONE; k++) {
-                if (coll_mem(m, i, m->order[k])->flags & MOM_VOTED) o->anchor = m->order[k];
+    uint64_t sig = coll_world_sig(m);
+    if (sig != m->op_world_sig) {
+        m->op_world_sig = sig;
+        for (uint32_t k = 0; k < m->op_dirty_n; k++)
+            m->ops[m->op_dirty[k]].dirty = false;
+        m->op_dirty_n = 0;
+        for (uint32_t i = 0; i < m->ops_hi; i++) {
+            if (m->ops[i].state == MOP_VOTING && coll_progress_one(m, i, &can_commence)) {
+                changed = true;
             }
         }
-        /* Voters are accepted members of the group; while the group's ring is settled, every
-         * accepted member is in it, so its size is the number of ballots required. An
-         * unsettled group (re-wiring, in a phase) waits. */
-        const m_peer *a = &m->peers[o->anchor];
-        if (a->rewire || a->in_phase) continue;
-        uint32_t required = a->ring_size;
-        if (o->n_voted < required) continue;
-        uint64_t ring_epoch = a->ring_epoch;
-        int32_t status = CCOIP_PB_STATUS_SUCCESS, reason = CCOIP_PB_REASON_UNSPECIFIED;
-        if (o->mismatch) {
-            status = CCOIP_PB_STATUS_INVALID_USAGE;
-            reason = CCOIP_PB_REASON_COLLECTIVE_MISMATCH;
-        } else if (required < m->cfg.min_collective_world) {
-            status = CCOIP_PB_STATUS_TOO_FEW_PEERS;
-        } else {
-            if (can_commence < 0) can_commence = m_topo_vote_complete(m) ? 0 : 1;
-            if (can_commence == 0) continue; /* wait for the topology vote */
-        }
-        if (status != CCOIP_PB_STATUS_SUCCESS) {
-            sm_log(&m->out, CCOIP_LOG_WARN, "master: collective tag %U refused (status %d)", o->tag,
-                   status);
-            for (uint32_t k = 0; k < m->order_n; k++) {
-                uint32_t s = m->order[k];
-                m_op_member *mm = coll_mem(m, i, s);
-                if (mm->flags & MOM_VOTED) {
-                    m_answer_status(m, s, mm->call, status, reason,
-                                    o->mismatch ? "members disagree on the collective's parameters"
-                                                : "too few peers");
-                }
-            }
-            coll_free(m, i);
+        return changed;
+    }
+    if (m->op_dirty_n == 0) return false;
+    /* The ops that changed, in op order (the order a full pass takes). */
+    qsort(m->op_dirty, m->op_dirty_n, sizeof(uint32_t), coll_cmp_u32);
+    uint32_t n = m->op_dirty_n;
+    m->op_dirty_n = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = m->op_dirty[k];
+        m->ops[i].dirty = false;
+        if (m->ops[i].state == MOP_VOTING && coll_progress_one(m, i, &can_commence)) {
             changed = true;
-            continue;
         }
-        o->state = MOP_RUNNING;
-        o->seq = m->next_seq++;
-        o->epoch = ring_epoch; /* the group's epoch: its members' ring (§6.9) */
-        o->world = required;
-        o->has_first = false;
-        o->aborted = false;
-        o->n_member = 0;
-        o->n_done = 0;
-        for (uint32_t k = 0; k < m->order_n; k++) {
-            uint32_t s = m->order[k];
-            m_op_member *mm = coll_mem(m, i, s);
-            if (!(mm->flags & MOM_VOTED)) continue;
-            ccoip_pb_master_to_peer env;
-            memset(&env, 0, sizeof(env));
-            env.call_id = mm->call;
-            env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_COLLECTIVE_COMMENCE;
-            env.body.collective_commence.tag = o->tag;
-            env.body.collective_commence.seq = o->seq;
-            env.body.collective_commence.epoch = o->epoch;
-            env.body.collective_commence.world_size = required;
-            m_send(m, s, &env);
-            mm->flags = MOM_MEMBER;
-            mm->call = 0;
-            o->n_member++;
-        }
-        o->n_voted = 0;
-        o->anchor = M_SLOT_NONE;
-        changed = true;
     }
     return changed;
 }
 
+/* An expired op: evict the members that hold it up. */
+static void coll_expire(ccoip_master *m, uint32_t i)
+{
+    m_op *o = &m->ops[i];
+    o->has_first = false; /* evict once per deadline */
+    o->timer_gen++;
+    m_op_state st = o->state;
+    uint32_t group = o->group;
+    uint64_t last = 0;
+    for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {
+        last = m->peers[s].id;
+        const m_peer *p = &m->peers[s];
+        const m_op_member *mm = coll_mem(m, i, s);
+        uint8_t f = mm != NULL ? mm->flags : 0;
+        if (st == MOP_VOTING && p->state == MP_ACCEPTED && p->group == group && !(f & MOM_VOTED)) {
+            m_evict(m, s, CCOIP_PB_REASON_VOTE_TIMEOUT, "did not initiate the collective");
+        } else if (st == MOP_RUNNING && (f & MOM_MEMBER) && !(f & MOM_COMPLETED)) {
+            m_evict(m, s, CCOIP_PB_REASON_VOTE_TIMEOUT, "did not complete the collective");
+        }
+        if (m->ops[i].state != st) break; /* freed by an eviction */
+    }
+}
+
 void m_coll_timers(ccoip_master *m)
 {
-    uint64_t to = sm_ms(m->cfg.vote_timeout_ms);
-    for (uint32_t i = 0; i < m->cfg.max_ops; i++) {
-        m_op *o = &m->ops[i];
-        if (o->state == MOP_FREE || !o->has_first || m->now < sm_add_sat(o->first_ns, to)) {
+    coll_timers_prune(m);
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < m->op_timers_n; k++) {
+        const m_op_timer *t = &m->op_timers[(m->op_timers_head + k) % m->op_timers_cap];
+        if (t->due_ns > m->now) break;
+        if (coll_timer_live(m, t)) n++;
+    }
+    if (n == 0) return;
+    /* Every op due now, examined in op order (as a pass over the table would); evictions
+     * below may touch the master's scratch arrays, so the list is its own. */
+    uint32_t *due = malloc((size_t)n * sizeof(uint32_t));
+    if (due == NULL) return; /* retried on the next step */
+    uint32_t got = 0;
+    for (uint32_t k = 0; k < m->op_timers_n && got < n; k++) {
+        const m_op_timer *t = &m->op_timers[(m->op_timers_head + k) % m->op_timers_cap];
+        if (t->due_ns > m->now) break;
+        if (coll_timer_live(m, t)) due[got++] = t->op;
+    }
+    qsort(due, got, sizeof(uint32_t), coll_cmp_u32);
+    for (uint32_t k = 0; k < got; k++) {
+        const m_op *o = &m->ops[due[k]];
+        if (o->state == MOP_FREE || !o->has_first ||
+            m->now < sm_add_sat(o->first_ns, sm_ms(m->cfg.vote_timeout_ms))) {
             continue;
         }
-        o->has_first = false; /* evict once per deadline */
-        m_op_state st = o->state;
-        uint32_t group = o->group;
-        uint64_t last = 0;
-        for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {
-            last = m->peers[s].id;
-            const m_peer *p = &m->peers[s];
-            uint8_t f = coll_mem(m, i, s)->flags;
-            if (st == MOP_VOTING && p->state == MP_ACCEPTED && p->group == group &&
-                !(f & MOM_VOTED)) {
-                m_evict(m, s, CCOIP_PB_REASON_VOTE_TIMEOUT, "did not initiate the collective");
-            } else if (st == MOP_RUNNING && (f & MOM_MEMBER) && !(f & MOM_COMPLETED)) {
-                m_evict(m, s, CCOIP_PB_REASON_VOTE_TIMEOUT, "did not complete the collective");
-            }
-            if (m->ops[i].state != st) break; /* freed by an eviction */
-        }
+        coll_expire(m, due[k]);
     }
+    free(due);
 }
 
 uint64_t m_coll_deadline(const ccoip_master *m)
 {
-    uint64_t d = CCOIP_NO_DEADLINE, to = sm_ms(m->cfg.vote_timeout_ms);
-    for (uint32_t i = 0; i < m->cfg.max_ops; i++) {
-        const m_op *o = &m->ops[i];
-        if (o->state != MOP_FREE && o->has_first && sm_add_sat(o->first_ns, to) < d) {
-            d = sm_add_sat(o->first_ns, to);
-        }
+    for (uint32_t k = 0; k < m->op_timers_n; k++) {
+        const m_op_timer *t = &m->op_timers[(m->op_timers_head + k) % m->op_timers_cap];
+        if (coll_timer_live(m, t)) return t->due_ns;
     }
-    return d;
+    return CCOIP_NO_DEADLINE;
 }

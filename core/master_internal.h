@@ -71,6 +71,7 @@ typedef struct m_peer {
     uint8_t opt_st; /**< MO_* */
     uint64_t opt_call;
     bool opt_failed; /**< a probe of this round failed or is missing */
+    uint32_t n_ops;  /**< collective ops it has a member record in (limit max_ops) */
     /* Scoped re-wiring (docs/core.md §2.2). */
     bool rewire;         /**< its group lost its ring: in the next REWIRE phase */
     uint64_t ring_epoch; /**< epoch of the last ring it was admitted to (its group's epoch) */
@@ -109,10 +110,12 @@ typedef struct m_sgroup {
     uint64_t first_ns;
 } m_sgroup;
 
-/** Per-member record of one collective operation. */
+/** One member of a collective operation; an op's members are kept sorted by peer id. */
 typedef struct m_op_member {
-    uint8_t flags;
+    uint64_t id;   /**< the peer's id (sort key) */
     uint64_t call; /**< initiate call (voting) or complete call (running) */
+    uint32_t slot;
+    uint8_t flags;
 } m_op_member;
 
 #define MOM_MEMBER    0x01u /**< part of the running op */
@@ -137,15 +140,27 @@ typedef struct m_op {
     int32_t quant_dtype;
     bool mismatch;
     bool has_first;
-    uint64_t first_ns; /**< first ballot (voting) / first completion (running) */
+    uint64_t first_ns;  /**< first ballot (voting) / first completion (running) */
+    uint32_t timer_gen; /**< bumped whenever first_ns is (re)armed: stale timer entries lose */
     bool aborted;
+    bool dirty; /**< queued for the next progress pass */
     int32_t reason;
     /* Counters, so that a pass over the ops does not walk every peer. */
     uint32_t n_voted;  /**< members with MOM_VOTED (voting) */
     uint32_t n_member; /**< members with MOM_MEMBER (running) */
     uint32_t n_done;   /**< members with MOM_MEMBER and MOM_COMPLETED (running) */
     uint32_t anchor;   /**< slot of a voter (voting), or M_SLOT_NONE if unknown */
+    /* Members, sorted by peer id (the order the old dense table was walked in). */
+    m_op_member *mem;
+    uint32_t mem_n, mem_cap;
 } m_op;
+
+/** A vote/completion deadline: ops arm them in time order, so a FIFO stays sorted. */
+typedef struct m_op_timer {
+    uint64_t due_ns;
+    uint32_t op;
+    uint32_t gen;
+} m_op_timer;
 
 typedef enum m_phase_kind { MPH_NONE = 0, MPH_ADMIT = 1, MPH_REWIRE = 2 } m_phase_kind;
 
@@ -162,8 +177,21 @@ struct ccoip_master {
     uint64_t next_id;
     uint8_t *unreach; /* bit matrix [max_peers][max_peers]: row from, column to */
 
-    m_op *ops;        /* [max_ops] */
-    m_op_member *opm; /* [max_ops][max_peers] */
+    /* Collective ops (master_collective.c): a pool grown on demand; a peer is in at most
+     * max_ops of them. (group, tag) -> op through an open-addressing index. */
+    m_op *ops;
+    uint32_t ops_cap;
+    uint32_t ops_hi;        /**< ops[ops_hi..] were never used */
+    uint32_t ops_free_hint; /**< no free op below this index */
+    uint32_t *op_index;     /**< [op_index_cap] op indices, UINT32_MAX empty */
+    uint32_t op_index_cap;  /**< power of two, >= 2 * live ops */
+    uint32_t ops_live;
+    uint32_t n_running;
+    uint32_t *op_dirty; /**< ops to examine in the next progress pass */
+    uint32_t op_dirty_n, op_dirty_cap;
+    uint64_t op_world_sig; /**< topology signature of the last full pass (m_coll_progress) */
+    m_op_timer *op_timers; /**< FIFO ring of deadlines */
+    uint32_t op_timers_cap, op_timers_head, op_timers_n;
     uint64_t next_seq;
 
     uint64_t epoch;
@@ -207,6 +235,8 @@ struct ccoip_master {
     uint32_t n_acc;        /**< peers in MP_ACCEPTED */
     uint32_t n_tv_acc;     /**< accepted peers with topo_voted */
     uint32_t n_pend_voted; /**< peers with pend_voted */
+    uint32_t n_phase_wait; /**< peers in_phase that have not reported (during a phase) */
+    uint64_t rewire_gen;   /**< bumped by m_mark_rewire*: collective votes re-check their group */
     bool opt_any;          /**< some peer may have opt_st != MO_NONE */
     uint32_t sg_hi;        /**< sgroups[sg_hi..] were never used */
     /* Liveness: a lower bound of the earliest heartbeat/silence deadline (docs/core.md §2.3). */
@@ -297,5 +327,7 @@ bool m_coll_any_running(const ccoip_master *m);
 bool m_coll_progress(ccoip_master *m);
 void m_coll_timers(ccoip_master *m);
 uint64_t m_coll_deadline(const ccoip_master *m);
+/** Frees the op pool (ccoip_master_destroy). */
+void m_coll_free_all(ccoip_master *m);
 
 #endif /* CCOIP_MASTER_INTERNAL_H */

@@ -304,12 +304,14 @@ static void topo_start_phase(ccoip_master *m, bool answer_votes)
     }
     m->epoch++;
     /* An admit phase re-wires every group; a re-wire only the groups that lost their ring. */
+    m->n_phase_wait = 0;
     for (uint32_t i = 0; i < m->order_n; i++) {
         m_peer *p = &m->peers[m->order[i]];
         p->in_phase = (p->state == MP_ACCEPTED && (answer_votes || p->rewire)) ||
                       (admit && p->state == MP_PENDING && p->topo_voted);
         p->reported = false;
         p->report_ok = false;
+        if (p->in_phase) m->n_phase_wait++;
     }
     for (uint32_t attempt = 0; attempt <= m->cfg.max_peers; attempt++) {
         uint32_t victim = topo_build_rings(m);
@@ -322,6 +324,7 @@ static void topo_start_phase(ccoip_master *m, bool answer_votes)
     for (uint32_t i = 0; i < m->order_n; i++) {
         if (m->peers[m->order[i]].in_phase) members++;
     }
+    assert(members == m->n_phase_wait);
     if (members == 0) {
         m->phase = MPH_NONE;
         m->ring_healthy = true;
@@ -360,6 +363,7 @@ void m_topo_start_optimized_phase(ccoip_master *m)
         p->report_ok = false;
         if (p->in_phase) members++;
     }
+    m->n_phase_wait = members;
     m->phase_failed = false;
     m->phase = MPH_REWIRE;
     m->phase_start_ns = m->now;
@@ -432,6 +436,7 @@ static void topo_conclude(ccoip_master *m)
         p->report_ok = false;
         p->report_call = 0;
     }
+    m->n_phase_wait = 0;
     /* Healthy iff no accepted peer still needs a re-wire (a loss outside the phase counts). */
     m->ring_healthy = true;
     for (uint32_t i = 0; i < m->order_n; i++) {
@@ -451,6 +456,7 @@ void m_topo_on_p2p(ccoip_master *m, uint32_t slot, uint64_t call, const ccoip_pb
         return;
     }
     p->reported = true;
+    m->n_phase_wait--;
     p->report_call = call;
     p->report_ok = r->success && r->unreachable_peers_count == 0;
     for (uint64_t i = 0; i < r->unreachable_peers_count; i++) {
@@ -469,11 +475,12 @@ void m_topo_on_loss(ccoip_master *m, uint32_t slot)
     if (p->in_phase) {
         m->phase_failed = true;
         p->in_phase = false;
+        if (!p->reported) m->n_phase_wait--;
     }
     if (p->state == MP_ACCEPTED) m_mark_rewire(m, p->group);
 }
 
-#ifndef NDEBUG
+#ifdef CCOIP_SLOW_CHECKS
 /* The counters kept on state changes agree with a walk (debug builds only). */
 static void topo_check_counters(const ccoip_master *m)
 {
@@ -492,15 +499,12 @@ static void topo_check_counters(const ccoip_master *m)
 
 bool m_topo_progress(ccoip_master *m)
 {
-#ifndef NDEBUG
+#ifdef CCOIP_SLOW_CHECKS
     topo_check_counters(m);
 #endif
     bool changed = topo_pending_progress(m);
     if (m->phase != MPH_NONE) {
-        for (uint32_t i = 0; i < m->order_n; i++) {
-            const m_peer *p = &m->peers[m->order[i]];
-            if (p->in_phase && !p->reported) return changed;
-        }
+        if (m->n_phase_wait > 0) return changed; /* a member has not reported yet */
         topo_conclude(m);
         return true;
     }
