@@ -222,6 +222,7 @@ int main(int argc, char **argv)
     pcclResult_t r = pcclConnect(comm);
     if (r != pcclSuccess) {
         fprintf(stderr, "itest_peer %u: connect: %d\n", index, (int)r);
+        pcclDestroyCommunicator(comm);
         return 2;
     }
     int ws = 0;
