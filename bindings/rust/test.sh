@@ -6,8 +6,9 @@
 #   1. cargo test: pccl-sys's ABI check against include/pccl.h, the safe crate's in-process
 #      master + peers tests, and its doctests (including compile_fail ones);
 #   2. the hello example (a master and three peers in one process);
-#   3. three `peer` example processes against the ccoip_master executable: exact sums per step
-#      and one shared-state fingerprint.
+#   3. three `peer` example processes against the ccoip_master executable (the cross-language
+#      protocol of tests/crosslang, one peer starting with a divergent state): exact sums per
+#      step, one shared-state fingerprint, and the divergent peer repaired at revision 0.
 # Exits nonzero on any failure. CARGO selects the cargo binary (default: cargo on PATH).
 set -euo pipefail
 
@@ -64,7 +65,7 @@ done
 [ -n "$PORT" ] || { echo "rust: the master printed no port" >&2; exit 1; }
 for v in 1 10 100; do
     extra=""
-    [ "$v" = 100 ] && extra="--diverge"
+    [ "$v" = 100 ] && extra="--diverge --verbose"
     timeout 60 "$PEER" --master "127.0.0.1:$PORT" --steps 3 --rank-value "$v" --world 3 $extra \
         > "$WORK/peer$v.out" 2> "$WORK/peer$v.err" &
     PIDS+=($!)
@@ -75,14 +76,17 @@ for i in 1 2 3; do
 done
 [ "$fail" = 0 ] || exit 1
 cat > "$WORK/want" <<'WANT'
-step 0 world 3 sum 111,114,117,120
-step 1 world 3 sum 222,225,228,231
-step 2 world 3 sum 333,336,339,342
-hash b1ec270831cd1581
+step 0 world 3 sum 111,114,117,120,123,126,129,132
+step 1 world 3 sum 222,225,228,231,234,237,240,243
+step 2 world 3 sum 333,336,339,342,345,348,351,354
+hash 484dfb342d13cb7d
 WANT
 for v in 1 10 100; do
-    grep -v '^revision' "$WORK/peer$v.out" | diff -u "$WORK/want" - || { echo "rust: peer $v output differs" >&2; exit 1; }
+    diff -u "$WORK/want" "$WORK/peer$v.out" || { echo "rust: peer $v output differs" >&2; exit 1; }
 done
-grep -q "^revision 0 rx 16$" "$WORK/peer100.out" || { echo "rust: the divergent peer did not receive 16 bytes" >&2; exit 1; }
+grep -q "^peer: revision 0 rx 32 tx 0$" "$WORK/peer100.err" || {
+    echo "rust: the divergent peer did not receive its 32 bytes at revision 0:" >&2; cat "$WORK/peer100.err" >&2; exit 1; }
+grep -q "^peer: revision 3 rx 0 tx 0$" "$WORK/peer100.err" || {
+    echo "rust: the divergent peer's final synchronization moved data:" >&2; cat "$WORK/peer100.err" >&2; exit 1; }
 echo "rust: 3 peer processes: exact sums, identical shared state"
 echo "rust: all ok"

@@ -2,16 +2,22 @@
 // tests. It connects to a master, waits until the group has --world peers,
 // and then, for each step S in 0..K-1:
 //
-//  1. synchronizes the shared state (one int32 tensor "state" of --count
+//  1. updates the topology (retried while it fails with
+//     ErrUpdateTopologyFailed);
+//  2. synchronizes the shared state (one int32 tensor "state" of --count
 //     elements, revision S, strategy ENFORCE_POPULAR);
-//  2. all-reduces (Sum, tag 0) the int32 vector v[j] = V*(S+1) + j, where V
+//  3. all-reduces (Sum, tag 0) the int32 vector v[j] = V*(S+1) + j, where V
 //     is --rank-value, and prints "step S world W sum s0,s1,...";
-//  3. adds the sum to the state: state[j] += sum[j].
+//  4. adds the sum to the state: state[j] += sum[j] (wrapping int32).
 //
 // Finally it synchronizes the state once more (revision K) and prints
 // "hash H": the FNV-1a 64-bit hash of the state's bytes (little-endian
 // int32), as 16 lowercase hex digits. The state starts as zeros, or filled
 // with V with --diverge (the first synchronization then repairs it).
+//
+// This is the protocol of the cross-language test (tests/crosslang): the C,
+// Python and Rust peers there follow the same sequence of collectives, so
+// peers in all four languages form one group.
 //
 //	pcclpeer --master 127.0.0.1:PORT --steps K --rank-value V [--world N] [--count C]
 //
@@ -101,10 +107,20 @@ func run(master string, steps int, v int32, world, count int, diverge bool, time
 	send := make([]int32, count)
 	sum := make([]int32, count)
 	for s := 0; s < steps; s++ {
+		deadline := time.Now().Add(timeout)
+		for {
+			err := c.UpdateTopology()
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, pccl.ErrUpdateTopologyFailed) || time.Now().After(deadline) {
+				return fail(fmt.Sprintf("update topology step %d", s), err)
+			}
+		}
+		st.Revision = uint64(s)
 		if err := sync(); err != nil {
 			return fail("sync shared state", err)
 		}
-		st.Revision++
 		for j := range send {
 			send[j] = v*int32(s+1) + int32(j)
 		}
@@ -119,6 +135,7 @@ func run(master string, steps int, v int32, world, count int, diverge bool, time
 		}
 		fmt.Printf("step %d world %d sum %s\n", s, info.WorldSize, strings.Join(parts, ","))
 	}
+	st.Revision = uint64(steps)
 	if err := sync(); err != nil {
 		return fail("final sync shared state", err)
 	}

@@ -1,19 +1,21 @@
-//! One peer of a cross-language run: joins a master, all-reduces K steps of integers, then
-//! synchronizes a shared state and prints its fingerprint.
+//! One peer of a cross-language run (tests/crosslang): the same protocol as the C and Python
+//! peers there and Go's `pcclpeer`, so peers in all four languages form one group.
 //!
-//!   peer --master HOST:PORT|URL --steps K --rank-value V [--world W] [--count C]
-//!        [--diverge] [--group G] [--timeout-ms T]
+//!   peer --master HOST:PORT|URL --steps K --rank-value V [--world N] [--count C]
+//!        [--diverge] [--group G] [--timeout-ms T] [--verbose]
 //!
-//! 1. Connects and updates the topology until its group has at least W peers (default 2).
-//! 2. Step s = 0..K-1: element j of its buffer (int32, C elements, default 4) is
-//!    V * (s + 1) + j; an in-order SUM all-reduce with tag s; prints
-//!    `step S world W sum X0,X1,...` (W: peers that took part).
-//! 3. Shared state: one int32 tensor named "state" holding the last step's sum (zeros when
-//!    K = 0), element 0 plus 1 with --diverge, revision 0, strategy ENFORCE_POPULAR. Prints
-//!    `revision R rx B` and `hash H`: FNV-1a 64 (offset 0xcbf29ce484222325, prime
-//!    0x100000001b3) over the tensor's bytes (little-endian int32), 16 lowercase hex digits.
+//! 1. Connects and updates the topology until its group has at least N peers (default 2).
+//! 2. Step s = 0..K-1: updates the topology (retried on `UpdateTopologyFailed`); synchronizes
+//!    the shared state (one int32 tensor named "state" of C elements, default 8, revision s,
+//!    strategy ENFORCE_POPULAR); SUM-all-reduces (tag 0) v[j] = V * (s + 1) + j into a
+//!    separate buffer; prints `step S world W sum X0,X1,...` (W: peers that took part);
+//!    state[j] += sum[j] (wrapping).
+//! 3. Synchronizes revision K and prints `hash H`: FNV-1a 64 (offset 0xcbf29ce484222325,
+//!    prime 0x100000001b3) over the state's little-endian int32 bytes, 16 lowercase hex digits.
 //!
-//! Exit status: 0 success, 1 a pccl call failed, 2 bad usage.
+//! The state starts as zeros; with --diverge as all V (the first synchronization repairs it).
+//! --verbose logs `peer: revision R rx B tx B` to stderr after each synchronization.
+//! Exit status: 0 success, 1 a pccl call failed, 2 bad usage or admission timeout.
 use std::process::exit;
 use std::time::{Duration, Instant};
 
@@ -31,13 +33,14 @@ struct Args {
     diverge: bool,
     group: u32,
     timeout_ms: u64,
+    verbose: bool,
 }
 
 fn usage(msg: &str) -> ! {
     eprintln!("peer: {}", msg);
     eprintln!(
         "usage: peer --master HOST:PORT|URL --steps K --rank-value V [--world W] [--count C] \
-         [--diverge] [--group G] [--timeout-ms T]"
+         [--diverge] [--group G] [--timeout-ms T] [--verbose]"
     );
     exit(2)
 }
@@ -53,10 +56,11 @@ fn parse_args() -> Args {
         steps: 1,
         rank_value: 1,
         world: 2,
-        count: 4,
+        count: 8,
         diverge: false,
         group: 0,
         timeout_ms: 30000,
+        verbose: false,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -64,6 +68,11 @@ fn parse_args() -> Args {
         let flag = argv[i].as_str();
         if flag == "--diverge" {
             a.diverge = true;
+            i += 1;
+            continue;
+        }
+        if flag == "--verbose" {
+            a.verbose = true;
             i += 1;
             continue;
         }
@@ -89,35 +98,76 @@ fn parse_args() -> Args {
     a
 }
 
+/// `update_topology`, retried while it fails with `UpdateTopologyFailed` (until `deadline`).
+fn update_topology(comm: &mut Communicator, deadline: Instant) -> Result<(), Error> {
+    loop {
+        match comm.update_topology() {
+            Ok(()) => return Ok(()),
+            Err(Error::UpdateTopologyFailed) if Instant::now() < deadline => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Synchronizes the shared state (one int32 tensor "state", `revision`, ENFORCE_POPULAR).
+fn sync(comm: &Communicator, state: &mut [i32], revision: u64, verbose: bool) -> Result<(), Error> {
+    let mut st = SharedState::new(revision).with(TensorInfo::new("state", state)?);
+    let info = comm.sync_shared_state(&mut st, SyncStrategy::EnforcePopular)?;
+    if verbose {
+        eprintln!(
+            "peer: revision {} rx {} tx {}",
+            st.revision, info.rx_bytes, info.tx_bytes
+        );
+    }
+    Ok(())
+}
+
+/// FNV-1a 64 over the little-endian bytes of the int32 elements.
+fn fnv1a64(v: &[i32]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for x in v {
+        for b in x.to_le_bytes().iter() {
+            h ^= *b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
 fn run(a: &Args) -> Result<(), Error> {
+    let timeout = Duration::from_millis(a.timeout_ms);
     let options = CommOptions {
         peer_group: a.group,
-        timeout: Some(Duration::from_millis(a.timeout_ms)),
+        timeout: Some(timeout),
         ..Default::default()
     };
     let mut comm = Communicator::with_options(&a.master, &options)?;
     comm.connect()?;
     let t0 = Instant::now();
     while comm.world_size()? < a.world {
-        if t0.elapsed() > Duration::from_millis(a.timeout_ms) {
+        if t0.elapsed() > timeout {
             eprintln!("peer: world stays {} < {}", comm.world_size()?, a.world);
-            return Err(Error::Timeout);
+            exit(2);
         }
         match comm.update_topology() {
             Ok(()) | Err(Error::UpdateTopologyFailed) => {}
             Err(e) => return Err(e),
         }
     }
+    let fill = if a.diverge { a.rank_value as i32 } else { 0 };
+    let mut state = vec![fill; a.count];
     let mut sum = vec![0i32; a.count];
     for s in 0..a.steps {
+        update_topology(&mut comm, Instant::now() + timeout)?;
+        sync(&comm, &mut state, s as u64, a.verbose)?;
         let send: Vec<i32> = (0..a.count)
-            .map(|j| (a.rank_value * (s as i64 + 1) + j as i64) as i32)
+            .map(|j| {
+                a.rank_value
+                    .wrapping_mul(s as i64 + 1)
+                    .wrapping_add(j as i64) as i32
+            })
             .collect();
-        let info = comm.all_reduce(
-            &send,
-            &mut sum,
-            ReduceOptions::new(ReduceOp::Sum).tag(s as u64),
-        )?;
+        let info = comm.all_reduce(&send, &mut sum, ReduceOptions::new(ReduceOp::Sum).tag(0))?;
         let csv: Vec<String> = sum.iter().map(|x| x.to_string()).collect();
         println!(
             "step {} world {} sum {}",
@@ -125,15 +175,12 @@ fn run(a: &Args) -> Result<(), Error> {
             info.local_world_size,
             csv.join(",")
         );
+        for (x, y) in state.iter_mut().zip(sum.iter()) {
+            *x = x.wrapping_add(*y);
+        }
     }
-    let mut state = sum.clone();
-    if a.diverge && !state.is_empty() {
-        state[0] = state[0].wrapping_add(1);
-    }
-    let mut st = SharedState::new(0).with(TensorInfo::new("state", &mut state)?);
-    let info = comm.sync_shared_state(&mut st, SyncStrategy::EnforcePopular)?;
-    println!("revision {} rx {}", st.revision, info.rx_bytes);
-    println!("hash {:016x}", st.fnv1a64());
+    sync(&comm, &mut state, a.steps as u64, a.verbose)?;
+    println!("hash {:016x}", fnv1a64(&state));
     Ok(())
 }
 

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# The cross-language ring (issue 8): a C, a Python, a Go and a Rust peer join one ccoip_master
+# and run the same protocol together:
+#   tests/crosslang/run.sh BUILD_DIR [PEER_C]
+# BUILD_DIR holds bindings/libpccl/libpccl.so and master/ccoip_master (cmake targets pccl and
+# ccoip_master); PEER_C is the C peer (default BUILD_DIR/tests/crosslang/peer_c). The script
+# builds the Go peer (bindings/go/cmd/pcclpeer, offline, caches under BUILD_DIR/go) and the Rust
+# peer (example `peer`, offline, CARGO_TARGET_DIR=BUILD_DIR/rust-target, shared with
+# bindings/rust/test.sh), runs tests/crosslang/peer.py with /usr/bin/python3, then a master and
+# the four peers with rank values 1..4, world 4, K steps. Every peer follows
+#   connect; update the topology until the world is 4; for s in 0..K-1: update_topology;
+#   sync the shared state (int32 "state" of C elements, revision s, ENFORCE_POPULAR);
+#   all-reduce SUM of v[j] = V*(s+1)+j; print "step s world W sum ..."; state += sum;
+#   then sync revision K and print "hash H" (FNV-1a 64 of the state's little-endian bytes).
+# Passes when every peer printed exactly the sums and the hash this script computes itself.
+# Exit status: 0 pass, 1 failure, 2 usage, 77 go or cargo missing (skip).
+# Environment: CROSSLANG_STEPS (default 5), CROSSLANG_COUNT (default 8), GO, CARGO, PYTHON.
+set -euo pipefail
+
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+    echo "usage: $0 BUILD_DIR [PEER_C]" >&2
+    exit 2
+fi
+BUILD_DIR=$(cd "$1" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+PEER_C=${2:-$BUILD_DIR/tests/crosslang/peer_c}
+LIB_DIR="$BUILD_DIR/bindings/libpccl"
+MASTER="$BUILD_DIR/master/ccoip_master"
+GO=${GO:-go}
+CARGO=${CARGO:-cargo}
+PYTHON=${PYTHON:-/usr/bin/python3}
+STEPS=${CROSSLANG_STEPS:-5}
+COUNT=${CROSSLANG_COUNT:-8}
+WORLD=4
+VALUES=(1 2 3 4)
+NAMES=(c python go rust)
+
+[ -f "$LIB_DIR/libpccl.so" ] || { echo "crosslang: no $LIB_DIR/libpccl.so (build target pccl)" >&2; exit 2; }
+[ -x "$MASTER" ] || { echo "crosslang: no $MASTER (build target ccoip_master)" >&2; exit 2; }
+[ -x "$PEER_C" ] || { echo "crosslang: no C peer $PEER_C" >&2; exit 2; }
+command -v "$GO" > /dev/null 2>&1 || { echo "crosslang: SKIP: go is not installed" >&2; exit 77; }
+command -v "$CARGO" > /dev/null 2>&1 || { echo "crosslang: SKIP: cargo is not installed" >&2; exit 77; }
+[ -x "$PYTHON" ] || { echo "crosslang: no $PYTHON" >&2; exit 1; }
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/pccl-crosslang.XXXXXX")
+PIDS=()
+cleanup() {
+    local p
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2> /dev/null || true; done
+    for p in "${PIDS[@]}"; do wait "$p" 2> /dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+export PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-error}
+
+# --- build the Go and Rust peers (offline) ---------------------------------------------------
+t0=$(date +%s)
+mkdir -p "$BUILD_DIR/go/cache" "$BUILD_DIR/go/path"
+GO_PEER="$BUILD_DIR/crosslang/pcclpeer"
+mkdir -p "$BUILD_DIR/crosslang"
+if ! (cd "$ROOT/bindings/go" &&
+    GOCACHE="$BUILD_DIR/go/cache" GOPATH="$BUILD_DIR/go/path" GOFLAGS=-mod=mod GOPROXY=off \
+        GO111MODULE=on CGO_ENABLED=1 CGO_LDFLAGS="-L$LIB_DIR -Wl,-rpath,$LIB_DIR" \
+        timeout 120 "$GO" build -o "$GO_PEER" ./cmd/pcclpeer) > "$WORK/go-build.log" 2>&1; then
+    echo "crosslang: go build of pcclpeer failed:" >&2
+    cat "$WORK/go-build.log" >&2
+    exit 1
+fi
+RUST_TARGET="$BUILD_DIR/rust-target"
+if ! (cd "$ROOT/bindings/rust" &&
+    PCCL_LIB_DIR="$LIB_DIR" CARGO_TARGET_DIR="$RUST_TARGET" CARGO_NET_OFFLINE=true \
+        timeout 150 "$CARGO" build --offline -q -j2 --example peer) > "$WORK/cargo-build.log" 2>&1; then
+    echo "crosslang: cargo build of the peer example failed:" >&2
+    cat "$WORK/cargo-build.log" >&2
+    exit 1
+fi
+RUST_PEER="$RUST_TARGET/debug/examples/peer"
+echo "crosslang: go and rust peers built in $(($(date +%s) - t0)) s"
+
+# --- the expected output, computed independently of the peers ---------------------------------
+"$PYTHON" - "$STEPS" "$COUNT" "$WORLD" "${VALUES[@]}" > "$WORK/want" << 'PY'
+import struct, sys
+steps, count, world = (int(x) for x in sys.argv[1:4])
+values = [int(x) for x in sys.argv[4:]]
+wrap = lambda x: (x + 2**31) % 2**32 - 2**31
+state = [0] * count
+for s in range(steps):
+    total = [wrap(sum(v * (s + 1) + j for v in values)) for j in range(count)]
+    state = [wrap(a + b) for a, b in zip(state, total)]
+    print(f"step {s} world {world} sum {','.join(map(str, total))}")
+h = 0xcbf29ce484222325
+for b in struct.pack(f"<{count}i", *state):
+    h = ((h ^ b) * 0x100000001b3) % 2**64
+print(f"hash {h:016x}")
+PY
+
+# --- master and peers ---------------------------------------------------------------------------
+timeout 90 "$MASTER" --listen tcp://127.0.0.1:0 --print-port > "$WORK/master.out" 2> "$WORK/master.err" &
+PIDS+=($!)
+PORT=""
+for _ in $(seq 1 200); do
+    PORT=$(awk '/^PORT/ {print $2}' "$WORK/master.out" 2> /dev/null || true)
+    [ -n "$PORT" ] && break
+    sleep 0.05
+done
+[ -n "$PORT" ] || { echo "crosslang: the master printed no port" >&2; cat "$WORK/master.err" >&2; exit 1; }
+ADDR="127.0.0.1:$PORT"
+
+common() { echo --master "$ADDR" --steps "$STEPS" --rank-value "$1" --world "$WORLD" --count "$COUNT"; }
+PEER_PIDS=()
+start() { # name command...
+    local name=$1
+    shift
+    timeout 60 "$@" > "$WORK/$name.out" 2> "$WORK/$name.err" &
+    PIDS+=($!)
+    PEER_PIDS+=($!)
+}
+start c "$PEER_C" $(common 1) --timeout-ms 30000
+start python env PYTHONPATH="$ROOT/bindings/python" PCCL_LIBRARY="$LIB_DIR/libpccl.so" \
+    "$PYTHON" "$HERE/peer.py" $(common 2) --timeout-ms 30000
+start go "$GO_PEER" $(common 3) --timeout 30s
+start rust "$RUST_PEER" $(common 4) --timeout-ms 30000
+
+fail=0
+for i in 0 1 2 3; do
+    rc=0
+    wait "${PEER_PIDS[$i]}" || rc=$?
+    if [ "$rc" -ne 0 ]; then
+        echo "crosslang: the ${NAMES[$i]} peer (value ${VALUES[$i]}) exited with status $rc" >&2
+        fail=1
+    fi
+done
+for n in "${NAMES[@]}"; do
+    if ! diff -u "$WORK/want" "$WORK/$n.out" > "$WORK/$n.diff"; then
+        echo "crosslang: the $n peer's output differs from the expected one:" >&2
+        cat "$WORK/$n.diff" >&2
+        fail=1
+    fi
+done
+if [ "$fail" -ne 0 ]; then
+    for n in "${NAMES[@]}"; do
+        [ -s "$WORK/$n.err" ] && { echo "--- $n stderr:" >&2; tail -20 "$WORK/$n.err" >&2; }
+    done
+    echo "--- master stderr:" >&2
+    tail -20 "$WORK/master.err" >&2
+    echo "crosslang: FAILED" >&2
+    exit 1
+fi
+echo "crosslang: c, python, go and rust peers: $STEPS steps, exact sums, world $WORLD, $(tail -1 "$WORK/want")"
+echo "crosslang: ok in $(($(date +%s) - t0)) s"
