@@ -45,9 +45,14 @@ command -v "$CARGO" > /dev/null 2>&1 || { echo "crosslang: SKIP: cargo is not in
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/pccl-crosslang.XXXXXX")
 PIDS=()
+# Children run under timeout(1), which passes SIGTERM on to its command (SIGKILL would orphan it).
 cleanup() {
-    local p
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2> /dev/null || true; done
+    local p alive=0
+    for p in "${PIDS[@]}"; do kill -TERM "$p" 2> /dev/null && alive=1; done
+    if [ "$alive" = 1 ]; then
+        sleep 0.5
+        for p in "${PIDS[@]}"; do pkill -KILL -P "$p" 2> /dev/null || true; kill -KILL "$p" 2> /dev/null || true; done
+    fi
     for p in "${PIDS[@]}"; do wait "$p" 2> /dev/null || true; done
     rm -rf "$WORK"
 }
@@ -63,7 +68,7 @@ mkdir -p "$BUILD_DIR/crosslang"
 if ! (cd "$ROOT/bindings/go" &&
     GOCACHE="$BUILD_DIR/go/cache" GOPATH="$BUILD_DIR/go/path" GOFLAGS=-mod=mod GOPROXY=off \
         GO111MODULE=on CGO_ENABLED=1 CGO_LDFLAGS="-L$LIB_DIR -Wl,-rpath,$LIB_DIR" \
-        timeout 120 "$GO" build -o "$GO_PEER" ./cmd/pcclpeer) > "$WORK/go-build.log" 2>&1; then
+        timeout 60 "$GO" build -o "$GO_PEER" ./cmd/pcclpeer) > "$WORK/go-build.log" 2>&1; then
     echo "crosslang: go build of pcclpeer failed:" >&2
     cat "$WORK/go-build.log" >&2
     exit 1
@@ -71,7 +76,7 @@ fi
 RUST_TARGET="$BUILD_DIR/rust-target"
 if ! (cd "$ROOT/bindings/rust" &&
     PCCL_LIB_DIR="$LIB_DIR" CARGO_TARGET_DIR="$RUST_TARGET" CARGO_NET_OFFLINE=true \
-        timeout 150 "$CARGO" build --offline -q -j2 --example peer) > "$WORK/cargo-build.log" 2>&1; then
+        timeout 120 "$CARGO" build --offline -q -j2 --example peer) > "$WORK/cargo-build.log" 2>&1; then
     echo "crosslang: cargo build of the peer example failed:" >&2
     cat "$WORK/cargo-build.log" >&2
     exit 1
@@ -97,7 +102,7 @@ print(f"hash {h:016x}")
 PY
 
 # --- master and peers ---------------------------------------------------------------------------
-timeout 90 "$MASTER" --listen tcp://127.0.0.1:0 --print-port > "$WORK/master.out" 2> "$WORK/master.err" &
+timeout 75 "$MASTER" --listen tcp://127.0.0.1:0 --print-port > "$WORK/master.out" 2> "$WORK/master.err" &
 PIDS+=($!)
 PORT=""
 for _ in $(seq 1 200); do
@@ -113,7 +118,7 @@ PEER_PIDS=()
 start() { # name command...
     local name=$1
     shift
-    timeout 60 "$@" > "$WORK/$name.out" 2> "$WORK/$name.err" &
+    timeout 45 "$@" > "$WORK/$name.out" 2> "$WORK/$name.err" &
     PIDS+=($!)
     PEER_PIDS+=($!)
 }
