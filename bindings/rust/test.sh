@@ -64,9 +64,9 @@ for _ in $(seq 1 100); do
 done
 [ -n "$PORT" ] || { echo "rust: the master printed no port" >&2; exit 1; }
 for v in 1 10 100; do
-    extra=""
-    [ "$v" = 100 ] && extra="--diverge --verbose"
-    timeout 60 "$PEER" --master "127.0.0.1:$PORT" --steps 3 --rank-value "$v" --world 3 $extra \
+    extra=()
+    [ "$v" = 100 ] && extra=(--diverge --verbose)
+    timeout 60 "$PEER" --master "127.0.0.1:$PORT" --steps 3 --rank-value "$v" --world 3 "${extra[@]}" \
         > "$WORK/peer$v.out" 2> "$WORK/peer$v.err" &
     PIDS+=($!)
 done

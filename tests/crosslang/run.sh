@@ -113,7 +113,9 @@ done
 [ -n "$PORT" ] || { echo "crosslang: the master printed no port" >&2; cat "$WORK/master.err" >&2; exit 1; }
 ADDR="127.0.0.1:$PORT"
 
-common() { echo --master "$ADDR" --steps "$STEPS" --rank-value "$1" --world "$WORLD" --count "$COUNT"; }
+common() { # VALUE: sets ARGS to the flags every peer takes
+    ARGS=(--master "$ADDR" --steps "$STEPS" --rank-value "$1" --world "$WORLD" --count "$COUNT")
+}
 PEER_PIDS=()
 start() { # name command...
     local name=$1
@@ -122,11 +124,15 @@ start() { # name command...
     PIDS+=($!)
     PEER_PIDS+=($!)
 }
-start c "$PEER_C" $(common 1) --timeout-ms 30000
+common "${VALUES[0]}"
+start c "$PEER_C" "${ARGS[@]}" --timeout-ms 30000
+common "${VALUES[1]}"
 start python env PYTHONPATH="$ROOT/bindings/python" PCCL_LIBRARY="$LIB_DIR/libpccl.so" \
-    "$PYTHON" "$HERE/peer.py" $(common 2) --timeout-ms 30000
-start go "$GO_PEER" $(common 3) --timeout 30s
-start rust "$RUST_PEER" $(common 4) --timeout-ms 30000
+    "$PYTHON" "$HERE/peer.py" "${ARGS[@]}" --timeout-ms 30000
+common "${VALUES[2]}"
+start go "$GO_PEER" "${ARGS[@]}" --timeout 30s
+common "${VALUES[3]}"
+start rust "$RUST_PEER" "${ARGS[@]}" --timeout-ms 30000
 
 fail=0
 for i in 0 1 2 3; do
