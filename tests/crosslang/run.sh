@@ -12,7 +12,9 @@
 #   sync the shared state (int32 "state" of C elements, revision s, ENFORCE_POPULAR);
 #   all-reduce SUM of v[j] = V*(s+1)+j; print "step s world W sum ..."; state += sum;
 #   then sync revision K and print "hash H" (FNV-1a 64 of the state's little-endian bytes).
-# Passes when every peer printed exactly the sums and the hash this script computes itself.
+# The Go peer starts with a divergent state (all 3) that the first synchronization repairs.
+# Passes when every peer printed exactly the sums and the hash this script computes itself, and
+# the Go peer received its whole state at revision 0 and nothing later.
 # Exit status: 0 pass, 1 failure, 2 usage, 77 go or cargo missing (skip).
 # Environment: CROSSLANG_STEPS (default 5), CROSSLANG_COUNT (default 8), GO, CARGO, PYTHON.
 set -euo pipefail
@@ -130,7 +132,9 @@ common "${VALUES[1]}"
 start python env PYTHONPATH="$ROOT/bindings/python" PCCL_LIBRARY="$LIB_DIR/libpccl.so" \
     "$PYTHON" "$HERE/peer.py" "${ARGS[@]}" --timeout-ms 30000
 common "${VALUES[2]}"
-start go "$GO_PEER" "${ARGS[@]}" --timeout 30s
+# The Go peer starts with a divergent state (all V): the first synchronization must repair it
+# from the others' (popular) zeros, across languages.
+start go "$GO_PEER" "${ARGS[@]}" --timeout 30s --diverge --verbose
 common "${VALUES[3]}"
 start rust "$RUST_PEER" "${ARGS[@]}" --timeout-ms 30000
 
@@ -150,6 +154,16 @@ for n in "${NAMES[@]}"; do
         fail=1
     fi
 done
+# The divergent Go peer received its whole state (4 bytes per element) at revision 0 and nothing
+# afterwards; any other outcome would have changed its sums-based hash only by luck.
+want_rx="pcclpeer: revision 0 rx $((4 * COUNT)) tx 0"
+for r in $(seq 1 "$STEPS"); do want_rx="$want_rx
+pcclpeer: revision $r rx 0 tx 0"; done
+if [ "$(grep '^pcclpeer: revision' "$WORK/go.err" || true)" != "$want_rx" ]; then
+    echo "crosslang: the divergent go peer's synchronizations differ from:" >&2
+    echo "$want_rx" >&2
+    fail=1
+fi
 if [ "$fail" -ne 0 ]; then
     for n in "${NAMES[@]}"; do
         [ -s "$WORK/$n.err" ] && { echo "--- $n stderr:" >&2; tail -20 "$WORK/$n.err" >&2; }
@@ -159,5 +173,5 @@ if [ "$fail" -ne 0 ]; then
     echo "crosslang: FAILED" >&2
     exit 1
 fi
-echo "crosslang: c, python, go and rust peers: $STEPS steps, exact sums, world $WORLD, $(tail -1 "$WORK/want")"
+echo "crosslang: c, python, go and rust peers: $STEPS steps, exact sums, world $WORLD, divergent go state repaired, $(tail -1 "$WORK/want")"
 echo "crosslang: ok in $(($(date +%s) - t0)) s"
