@@ -86,6 +86,7 @@ pcclResult_t ccoip_master_create(const ccoip_master_config *cfg, uint64_t seed, 
     m->tmp_b = calloc((size_t)np, sizeof(uint32_t));
     m->tmp_c = calloc((size_t)np + 1u, sizeof(uint32_t));
     m->tmp_used = calloc((size_t)np, 1);
+    m->slot_links = calloc((size_t)np, 1);
     m->arena_cap = ccoip_pb_arena_bound(c.max_message_bytes + CCOIP_CTRL_HEADER_BYTES);
     m->arena_mem = malloc((size_t)m->arena_cap);
     m->skeys = calloc((size_t)(np * c.max_state_keys), sizeof(m_skey));
@@ -118,7 +119,7 @@ pcclResult_t ccoip_master_create(const ccoip_master_config *cfg, uint64_t seed, 
     }
     if (m->peers == NULL || m->order == NULL || m->unreach == NULL || m->ids == NULL ||
         m->tmp_a == NULL || m->tmp_b == NULL || m->tmp_c == NULL || m->tmp_used == NULL ||
-        m->arena_mem == NULL || r != pcclSuccess) {
+        m->slot_links == NULL || m->arena_mem == NULL || r != pcclSuccess) {
         ccoip_master_destroy(m);
         return r == pcclInvalidArgument ? r : pcclSystemError;
     }
@@ -133,6 +134,7 @@ void ccoip_master_destroy(ccoip_master *m)
     free(m->peers);
     free(m->order);
     free(m->unreach);
+    free(m->slot_links);
     m_coll_free_all(m);
     free(m->ids);
     free(m->tmp_a);
@@ -202,10 +204,16 @@ void m_set_unreachable(ccoip_master *m, uint32_t from, uint32_t to)
 {
     uint64_t bit = (uint64_t)from * m->cfg.max_peers + to;
     m->unreach[bit / 8u] = (uint8_t)(m->unreach[bit / 8u] | (1u << (bit % 8u)));
+    m->slot_links[from] |= M_LINK_UNREACH;
+    m->slot_links[to] |= M_LINK_UNREACH;
 }
 
 static void master_clear_unreachable(ccoip_master *m, uint32_t slot)
 {
+    /* Only slots that ever had a mark pay the O(max_peers) walk (a column walk touches a page
+     * per row: done for every loss, it would fault the whole matrix in at 10,000 peers). */
+    if ((m->slot_links[slot] & M_LINK_UNREACH) == 0) return;
+    m->slot_links[slot] = (uint8_t)(m->slot_links[slot] & ~M_LINK_UNREACH);
     for (uint32_t o = 0; o < m->cfg.max_peers; o++) {
         uint64_t b1 = (uint64_t)slot * m->cfg.max_peers + o;
         uint64_t b2 = (uint64_t)o * m->cfg.max_peers + slot;

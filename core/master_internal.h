@@ -175,7 +175,8 @@ struct ccoip_master {
     uint32_t *order; /* slot indices of used slots, ascending peer id */
     uint32_t order_n;
     uint64_t next_id;
-    uint8_t *unreach; /* bit matrix [max_peers][max_peers]: row from, column to */
+    uint8_t *unreach;    /* bit matrix [max_peers][max_peers]: row from, column to */
+    uint8_t *slot_links; /* [max_peers] M_LINK_*: the slot may have bw / unreach entries */
 
     /* Collective ops (master_collective.c): a pool grown on demand; a peer is in at most
      * max_ops of them. (group, tag) -> op through an open-addressing index. */
@@ -254,6 +255,9 @@ struct ccoip_master {
 };
 
 #define M_SLOT_NONE UINT32_MAX
+
+#define M_LINK_BW      0x01u /**< slot_links: some bw[slot][*] or bw[*][slot] may be set */
+#define M_LINK_UNREACH 0x02u /**< slot_links: some unreach bit of the slot may be set */
 
 /* master.c */
 uint32_t m_next_by_id(const ccoip_master *m, uint64_t after_id);

@@ -67,6 +67,8 @@ void m_opt_on_report(ccoip_master *m, uint32_t slot, const ccoip_pb_bandwidth_re
             continue;
         }
         *opt_bw(m, slot, to) = opt_cost(smp->bytes, smp->duration_us);
+        m->slot_links[slot] |= M_LINK_BW;
+        m->slot_links[to] |= M_LINK_BW;
     }
 }
 
@@ -83,7 +85,10 @@ void m_opt_on_done(ccoip_master *m, uint32_t slot, uint64_t call)
 
 void m_opt_on_loss(ccoip_master *m, uint32_t slot)
 {
-    /* Measurements to and from a leaving peer are forgotten (its slot may be reused). */
+    /* Measurements to and from a leaving peer are forgotten (its slot may be reused); a slot
+     * that never had one skips the walk (see master_clear_unreachable). */
+    if ((m->slot_links[slot] & M_LINK_BW) == 0) return;
+    m->slot_links[slot] = (uint8_t)(m->slot_links[slot] & ~M_LINK_BW);
     for (uint32_t o = 0; o < m->cfg.max_peers; o++) {
         *opt_bw(m, slot, o) = 0;
         *opt_bw(m, o, slot) = 0;
