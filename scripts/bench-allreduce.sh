@@ -5,6 +5,7 @@
 #   scripts/bench-allreduce.sh [--quick] [--rounds R] [--ns "2 3 4"] [--min B] [--max B]
 #                              [--quant "minmax-u8 ..."] [--build DIR] [--out DIR]
 #                              [--load-max L] [--load-wait S] [--load-wait-total S]
+#                              [--iter-bytes B]
 #
 # Builds (Release, its own build dir) libpccl, ccoip_master and
 # pccl_allreduce_bench, and the Open MPI reference with mpicc; then for each N
@@ -20,8 +21,9 @@
 #
 # It never fails on speed (the machine is shared and noisy). It fails when a
 # run fails or a result is wrong (every benchmark checks its sums exactly).
-# --quick: fewer sizes (4 KiB, 64 KiB, 1 MiB, 16 MiB), fewer iterations and
-# one round, for a smoke check in under two minutes.
+# --iter-bytes B: timed iterations per size = clamp(B / size, 5, 200)
+# (default 1G). --quick: fewer sizes (4 KiB, 64 KiB, 1 MiB, 16 MiB), fewer
+# iterations and one round, for a smoke check in under two minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,7 +39,7 @@ OUT=
 LOAD_MAX=1.5
 LOAD_WAIT=60
 LOAD_WAIT_TOTAL=600
-ITER_ARGS=(--warmup 2 --iters-min 5 --iters-max 200 --iter-bytes 1G)
+ITER_BYTES=1G
 while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) QUICK=1; shift ;;
@@ -51,10 +53,12 @@ while [[ $# -gt 0 ]]; do
     --load-max) LOAD_MAX=$2; shift 2 ;;
     --load-wait) LOAD_WAIT=$2; shift 2 ;;
     --load-wait-total) LOAD_WAIT_TOTAL=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    --iter-bytes) ITER_BYTES=$2; shift 2 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "bench-allreduce: unknown argument $1" >&2; exit 2 ;;
   esac
 done
+ITER_ARGS=(--warmup 2 --iters-min 5 --iters-max 200 --iter-bytes "$ITER_BYTES")
 if [[ $QUICK -eq 1 ]]; then
   ROUNDS=1
   MIN=4K
@@ -98,7 +102,9 @@ fi
 # ---- environment record ---------------------------------------------------
 {
   echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+    "($(git status --porcelain -- include core transport bindings/libpccl master 2>/dev/null |
+      wc -l) uncommitted changes in the library's sources)"
   echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
   echo "kernel: $(uname -r)"
   [[ $HAVE_MPI -eq 1 ]] && echo "open mpi: $(mpirun --version 2>/dev/null | head -n1)"
