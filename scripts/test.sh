@@ -9,6 +9,8 @@
 #   asan     gcc, ASan+UBSan, -Werror: unit + simulation tests  8 min
 #   integration  ASan+UBSan: master + peer processes on 127.0.0.1  3 min
 #   wasm     emcc: unit tests, corpus, simulator under node    8 min
+#   bindings Go (go test), Rust (cargo test --offline), Python (pytest) and the
+#            cross-language ring, against the native tier's libpccl    10 min
 # Later tiers (simulation sweep) get their own budgets here.
 # Long soaks and fuzzing live outside CI: scripts/fuzz.sh.
 set -euo pipefail
@@ -51,7 +53,7 @@ export ROOT JOBS
 
 mkdir -p build
 tier format 60 "scripts/check-format.sh"
-tier native 300 "configure_build_test build/ci-native '' -DPCCL_WERROR=ON -DCMAKE_BUILD_TYPE=Release"
+tier native 300 "configure_build_test build/ci-native '-LE bindings' -DPCCL_WERROR=ON -DCMAKE_BUILD_TYPE=Release"
 tier clang 300 "configure_build_test build/ci-clang '-L unit' -DPCCL_WERROR=ON \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Release"
 tier asan 480 "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -65,6 +67,10 @@ tier wasm 480 "NODE_PATH=/usr/share/nodejs configure_build_test build/ci-wasm ''
   -DCMAKE_TOOLCHAIN_FILE=/usr/share/emscripten/cmake/Modules/Platform/Emscripten.cmake \
   -DCMAKE_CROSSCOMPILING_EMULATOR=/usr/bin/node -DCMAKE_BUILD_TYPE=Release \
   -DPCCL_NATIVE_CORPUS=$ROOT/build/ci-native/tests/pccl_corpus"
+
+# The language bindings over the native tier's libpccl.so and ccoip_master.
+tier bindings 600 "bash bindings/go/test.sh build/ci-native && bash bindings/rust/test.sh build/ci-native \
+  && ctest --test-dir build/ci-native -L bindings --no-tests=error"
 
 echo
 echo "=== summary ==="
