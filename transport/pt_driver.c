@@ -400,11 +400,12 @@ static void snapshot(pt_driver *d)
         d->minfo.accepted = ccoip_master_num_accepted(d->m);
         d->minfo.pending = ccoip_master_num_pending(d->m);
     } else {
+        /* The world sizes pcclGetAttribute reports change only when an API call completes
+         * (cmd_done): between calls they stay what the last call saw, even if a peer leaves
+         * meanwhile (docs/semantics.md, "Attributes"). */
         d->pinfo.id = ccoip_peer_id(d->p);
-        d->pinfo.world_size = ccoip_peer_world_size(d->p);
         d->pinfo.accepted = ccoip_peer_is_accepted(d->p);
         d->pinfo.failed = ccoip_peer_is_failed(d->p);
-        ccoip_peer_world_info(d->p, &d->pinfo.world);
     }
     pthread_mutex_unlock(&d->mu);
 }
