@@ -25,6 +25,7 @@ import argparse
 import collections
 import os
 import random
+import select
 import shutil
 import signal
 import subprocess
@@ -124,7 +125,9 @@ def main():
                 print("    " + l.rstrip())
 
     try:
-        line = master.stdout.readline().decode()
+        line = ""
+        if select.select([master.stdout], [], [], 10 * scale)[0]:
+            line = master.stdout.readline().decode()
         if not line.startswith("PORT "):
             fail(f"master did not report its port: {line!r}")
             return finish(failures, work, args, dump_logs)
