@@ -59,6 +59,7 @@ typedef struct fz_io {
     ccoip_action_type type;
     ccoip_quant_meta quant;
     pcclDataType_t dtype;
+    uint32_t op_slot;
 } fz_io;
 
 /* A connection the peer dialed (or that the harness accepted for it). */
@@ -100,6 +101,8 @@ typedef struct fz_world {
     uint32_t key_mask;
     uint64_t sync_revision, sync_round;
     bool listen_pending[3];
+    /* Per op slot: the quantization the peer last asked for (QUANTIZE action). */
+    ccoip_quant_meta slot_quant[FZ_MAX_OPS + 2u];
 } fz_world;
 
 static fz_world W;
@@ -262,6 +265,8 @@ static void fz_track_io(const ccoip_action *a)
     io->type = a->type;
     io->quant = a->quant;
     io->dtype = a->dtype;
+    io->op_slot = a->op_slot;
+    if (a->type == CCOIP_ACT_QUANTIZE) W.slot_quant[a->op_slot] = a->quant;
 }
 
 static void fz_drain(void)
@@ -692,10 +697,16 @@ static void fz_complete(fz *f)
     ev.done.quant_out = io.quant;
     if (io.type == CCOIP_ACT_QUANTIZE || io.type == CCOIP_ACT_RING_RECV) {
         /* Metadata as a real quantizer/sender would produce, sometimes broken. */
-        ev.done.quant_out.min_value = -1.0;
-        ev.done.quant_out.max_value = (r & 0x20u) ? -2.0 : 1.0;
-        ev.done.quant_out.scale = (r & 0x40u) ? 0.0 : 0.5;
-        if (io.type == CCOIP_ACT_RING_RECV) ev.done.quant = ev.done.quant_out;
+        ccoip_quant_meta *q = &ev.done.quant_out;
+        *q = W.slot_quant[io.op_slot < FZ_MAX_OPS + 2u ? io.op_slot : 0u];
+        if (q->algorithm == pcclQuantMinMax) {
+            q->min_value = -1.0;
+            q->max_value = (r & 0x20u) ? -2.0 : 1.0;
+        } else if (q->algorithm == pcclQuantZeroPointScale) {
+            q->scale = (r & 0x20u) ? 0.0 : 0.5;
+            q->zero_point = (r & 0x40u) ? 1000 : 0;
+        }
+        if (io.type == CCOIP_ACT_RING_RECV) ev.done.quant = *q;
     }
     ev.done.probe_bytes = (r & 0x20u) ? 0u : ((uint64_t)1 << 20);
     ev.done.duration_us = 1000u + r;
@@ -752,7 +763,8 @@ static void fz_submit(fz *f)
     default:
         break;
     }
-    if (W.ncmds < FZ_CMDS) W.cmds[W.ncmds++] = ev.cmd.cmd_id;
+    if (W.ncmds == FZ_CMDS) return; /* (never: the peer holds far fewer commands) */
+    W.cmds[W.ncmds++] = ev.cmd.cmd_id;
     fz_step(&ev, true);
 }
 

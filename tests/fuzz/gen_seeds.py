@@ -75,8 +75,12 @@ ring = [9, 0, 0, 0, 4, 0, 1, 4, 0, 0, 4, 0, 0, 0, 0x01, 0x00,  # plan: ring of 2
 w('peer', 'ring_two_wire', ring)
 ar = ring + [9, 3, 0x00, 0xA4, 4, 0, 0] + [7, 0, 0] * 16 + [4, 0, 1]
 w('peer', 'ring_two_allreduce', ar)
-arq = ring + [9, 3, 0x30, 0xA5, 4, 0, 0] + [7, 0, 0] * 12 + [8, 1, 0x20] + [7, 0, 0] * 8 + [4, 0, 0]
+arq = ring + [9, 3, 0x30, 0xA5, 4, 0, 0] + [7, 0, 0] * 10 + [4, 0, 1]
 w('peer', 'ring_two_allreduce_quant', arq)
+# Quantized, ZeroPointScale, the predecessor's metadata broken: abort, restore the buffer.
+w('peer', 'ring_two_allreduce_quant_bad_meta',
+  ring + [9, 3, 0x50, 0xA5, 4, 0, 0] + [7, 0, 0] * 3 + [8, 0, 0x20] + [7, 0, 0] * 6
+  + [4, 0, 0, 7, 0, 0])
 w('peer', 'ring_two_abort', ring + [9, 3, 0x01, 0xA4, 4, 0, 0, 7, 0, 0, 7, 0, 0x0F, 1, 0xF0, 6, 1,
                                     4, 0, 0])
 opt = admit1 + [9, 5, 4, 0, 0x01, 0x00, 7, 0, 0, 4, 0, 0x01, 0x00, 0x00, 4, 0, 1]
