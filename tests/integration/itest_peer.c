@@ -22,7 +22,8 @@
  * concurrent:   K steps of two truly concurrent async all-reduces, tags 2k+1
  *               and 2k+2: even indices issue 2k+1 then 2k+2, odd indices
  *               2k+2 then 2k+1 (opposite orders); both must complete with
- *               exact sums, each awaited within 20 s (no deadlock).
+ *               exact sums, each awaited within 20 s (no deadlock). Also
+ *               checks that a pool of 9 is pcclInvalidArgument.
  * optimize:     pcclOptimizeTopology (retried on pcclTopologyOptimizationFailed),
  *               then as normal.
  * sync:         shared state of two tensors ("a" int32, "b" float, C elements
@@ -225,8 +226,16 @@ int main(int argc, char **argv)
     memset(&params, 0, sizeof params);
     params.master_url = url;
     params.timeout_ms = 20000;
-    params.p2p_connection_pool_size = pool;
     pcclComm_t *comm = NULL;
+    if (strcmp(mode, "concurrent") == 0) {
+        /* Pools of 1..8 connections per neighbour; 9 is refused before anything happens. */
+        params.p2p_connection_pool_size = 9;
+        if (pcclCreateCommunicator(&params, &comm) != pcclInvalidArgument || comm != NULL) {
+            fprintf(stderr, "itest_peer %u: a pool of 9 was not refused\n", index);
+            return 2;
+        }
+    }
+    params.p2p_connection_pool_size = pool;
     if (pcclCreateCommunicator(&params, &comm) != pcclSuccess) return 2;
     pcclResult_t r = pcclConnect(comm);
     if (r != pcclSuccess) {
