@@ -25,6 +25,8 @@
 
 /** The connection id of the control connection to the master. */
 #define CCOIP_PEER_MASTER_CONN ((uint64_t)1)
+/** Largest p2p_pool_size (connections per ring neighbour). */
+#define CCOIP_P2P_POOL_MAX 8u
 /** Longest master URL / endpoint URL the peer stores. */
 #define CCOIP_URL_MAX 256u
 
@@ -38,7 +40,11 @@ typedef struct ccoip_peer_config {
     uint32_t master_port;
     /** Peer group (collectives and shared state are scoped to it). */
     uint32_t peer_group;
-    /** Connections per ring neighbour. Only 1 is supported for now (default 1). */
+    /**
+     * Connections per ring neighbour, 1 .. CCOIP_P2P_POOL_MAX (default 1). Each
+     * directed link uses min(dialer's, acceptor's) (agreed in the HELLO); an op
+     * with sequence number seq uses connection seq mod that size.
+     */
     uint32_t p2p_pool_size;
     /** Concurrent collective operations at most. Default 16. */
     uint32_t max_ops;
@@ -73,7 +79,7 @@ void ccoip_peer_config_default(ccoip_peer_config *cfg);
 /**
  * Allocates and initializes a peer. Zero fields of cfg take their defaults.
  * Returns pcclSuccess; pcclInvalidArgument for NULL cfg/out, a master_url
- * longer than CCOIP_URL_MAX - 1, no master endpoint, p2p_pool_size > 1;
+ * longer than CCOIP_URL_MAX - 1, no master endpoint, p2p_pool_size > CCOIP_P2P_POOL_MAX;
  * pcclSystemError when memory cannot be allocated.
  */
 pcclResult_t ccoip_peer_create(const ccoip_peer_config *cfg, uint64_t seed, ccoip_peer **out);

@@ -81,6 +81,10 @@
  *       PROBE_ACCEPT, drain PROBE_DATA, close; no CONN_UP to the core).
  *       CCOIP_ACT_PROBE measures one directed link; CCOIP_EV_PROBE_DONE
  *       reports it (done.result, done.probe_bytes, done.duration_us).
+ *   v4  (core, issues 6/7; no new event or action) p2p_pool_size 1..8: a peer
+ *       dials up to that many connections to the same successor endpoint
+ *       (HELLO chunk = index, step = pool size) and spreads ops over them;
+ *       drivers already treat every p2p connection on its own.
  */
 #ifndef CCOIP_SM_H
 #define CCOIP_SM_H

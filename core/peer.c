@@ -34,9 +34,9 @@ pcclResult_t ccoip_peer_create(const ccoip_peer_config *cfg, uint64_t seed, ccoi
     if (c.evict_ms == 0) c.evict_ms = d.evict_ms;
     if (c.max_message_bytes == 0) c.max_message_bytes = d.max_message_bytes;
     if (c.max_state_keys == 0) c.max_state_keys = d.max_state_keys;
-    if (c.max_ops > 4096u || c.max_world > CCOIP_RING_WORLD_MAX || c.p2p_pool_size != 1 ||
-        c.evict_ms <= c.heartbeat_ms || c.max_message_bytes > ((uint64_t)1 << 30) ||
-        c.max_state_keys > 65536u) {
+    if (c.max_ops > 4096u || c.max_world > CCOIP_RING_WORLD_MAX ||
+        c.p2p_pool_size > CCOIP_P2P_POOL_MAX || c.evict_ms <= c.heartbeat_ms ||
+        c.max_message_bytes > ((uint64_t)1 << 30) || c.max_state_keys > 65536u) {
         return pcclInvalidArgument;
     }
     if (c.action_queue_depth == 0) c.action_queue_depth = 64u * c.max_ops + 256u;
@@ -65,6 +65,8 @@ pcclResult_t ccoip_peer_create(const ccoip_peer_config *cfg, uint64_t seed, ccoi
     p->ring = calloc(c.max_world, sizeof(uint64_t));
     p->plan_ring = calloc(c.max_world, sizeof(uint64_t));
     p->ops = calloc(c.max_ops, sizeof(p_op));
+    p->acc_cap = P_ACC_MAX + 2u * (c.p2p_pool_size - 1u);
+    p->acc = calloc(p->acc_cap, sizeof(p_acc));
     p->arena_cap = ccoip_pb_arena_bound(c.max_message_bytes + CCOIP_CTRL_HEADER_BYTES);
     p->arena_mem = malloc((size_t)p->arena_cap);
     p->skeys = calloc(c.max_state_keys, sizeof(p_skey));
@@ -80,7 +82,7 @@ pcclResult_t ccoip_peer_create(const ccoip_peer_config *cfg, uint64_t seed, ccoi
         r = pcclSystemError;
     }
     if (p->calls == NULL || p->ring == NULL || p->plan_ring == NULL || p->ops == NULL ||
-        p->arena_mem == NULL || r != pcclSuccess) {
+        p->acc == NULL || p->arena_mem == NULL || r != pcclSuccess) {
         ccoip_peer_destroy(p);
         return r == pcclInvalidArgument ? r : pcclSystemError;
     }
@@ -96,6 +98,7 @@ void ccoip_peer_destroy(ccoip_peer *p)
     free(p->ring);
     free(p->plan_ring);
     free(p->ops);
+    free(p->acc);
     free(p->arena_mem);
     free(p->skeys);
     free(p->sync_sends);

@@ -10,7 +10,11 @@
 #include "ccoip_ring.h"
 #include "ccoip_sm_internal.h"
 
-/** Accepted p2p connections the peer tracks at once. */
+/**
+ * Accepted p2p connections the peer tracks at once: P_ACC_MAX for a pool of
+ * one, two more per extra pool connection (the current epoch's pool and one
+ * of the next epoch held), p->acc_cap in all.
+ */
 #define P_ACC_MAX 8u
 
 typedef enum p_state {
@@ -227,10 +231,19 @@ struct ccoip_peer {
     uint32_t succ_ip_len;
     uint32_t succ_port;
     char succ_url[CCOIP_URL_MAX];
-    uint64_t tx_conn;
-    p_tx_state tx_state;
-    uint64_t rx_conn; /**< the accepted link from the predecessor for plan_epoch */
-    p_acc acc[P_ACC_MAX];
+    uint32_t succ_url_len;
+    /*
+     * The link pools of plan_epoch (docs/protocol.md §8.1): tx_conn[k] dialled to
+     * the successor, rx_conn[k] accepted from the predecessor, k < CCOIP_P2P_POOL_MAX.
+     * tx_n / rx_n: the agreed pool sizes (0 until connection 0's HELLO_ACK / HELLO).
+     */
+    uint64_t tx_conn[CCOIP_P2P_POOL_MAX];
+    p_tx_state tx_state[CCOIP_P2P_POOL_MAX];
+    uint32_t tx_n;
+    uint64_t rx_conn[CCOIP_P2P_POOL_MAX];
+    uint32_t rx_n;
+    p_acc *acc; /* [acc_cap] */
+    uint32_t acc_cap;
 
     p_op *ops; /* [max_ops] */
 

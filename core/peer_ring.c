@@ -504,6 +504,19 @@ void p_ring_on_initiate_error(ccoip_peer *p, uint32_t i, pcclResult_t r)
     ring_finish(p, i);
 }
 
+/* Every connection of both pools of the current ring is up (docs/protocol.md §8.1). */
+static bool ring_links_up(const ccoip_peer *p)
+{
+    if (p->tx_n == 0 || p->rx_n == 0) return false;
+    for (uint32_t k = 0; k < p->tx_n; k++) {
+        if (p->tx_state[k] != PT_UP) return false;
+    }
+    for (uint32_t k = 0; k < p->rx_n; k++) {
+        if (p->rx_conn[k] == CCOIP_CONN_NONE) return false;
+    }
+    return true;
+}
+
 void p_ring_on_commence(ccoip_peer *p, uint32_t i, const ccoip_pb_master_to_peer *env)
 {
     const ccoip_pb_collective_commence *cc = &env->body.collective_commence;
@@ -516,7 +529,7 @@ void p_ring_on_commence(ccoip_peer *p, uint32_t i, const ccoip_pb_master_to_peer
     o->epoch = cc->epoch;
     o->world = cc->world_size;
     o->state = PO_RUNNING;
-    bool links = p->ring_n == 1 || (p->tx_state == PT_UP && p->rx_conn != CCOIP_CONN_NONE);
+    bool links = p->ring_n == 1 || ring_links_up(p);
     if (!p->ring_ready || cc->epoch != p->epoch || cc->world_size != p->ring_n || !links ||
         cc->world_size == 0) {
         /* Not the ring we have: nothing was touched; report the abort (§6.9 fence). */
@@ -528,8 +541,9 @@ void p_ring_on_commence(ccoip_peer *p, uint32_t i, const ccoip_pb_master_to_peer
         return;
     }
     o->rank = p->rank;
-    o->tx_conn = p->tx_conn;
-    o->rx_conn = p->rx_conn;
+    /* The pool spreads ops: seq mod the agreed size, the same on both ends of a link. */
+    o->tx_conn = p->ring_n == 1 ? CCOIP_CONN_NONE : p->tx_conn[o->seq % p->tx_n];
+    o->rx_conn = p->ring_n == 1 ? CCOIP_CONN_NONE : p->rx_conn[o->seq % p->rx_n];
     o->esize = ccoip_dtype_size(o->a.dtype);
     o->wsize = ring_quantized(o) ? ccoip_dtype_size(o->a.quant_dtype) : o->esize;
     uint64_t max_chunk = o->a.count / o->world + (o->a.count % o->world != 0 ? 1u : 0u);

@@ -3,6 +3,12 @@
  * TopologyPlan the peer drops the links of the previous epoch, dials its
  * ring successor (HELLO → HELLO_ACK) and accepts its predecessor, then
  * reports to the master. docs/core.md §3.3.
+ *
+ * Pools: connection 0's HELLO carries the dialer's p2p_pool_size in `step`
+ * (0 = 1) and its HELLO_ACK the agreed size min(dialer's, acceptor's), also
+ * 0 for 1; the dialer then dials connections 1 .. n-1 (HELLO `chunk` = the
+ * index) and reports once every one is acknowledged. A pool of one sends
+ * exactly the frames of a peer without pools.
  */
 #include <string.h>
 
@@ -34,10 +40,78 @@ static void wire_report(ccoip_peer *p, bool ok)
     p_send(p, &env);
 }
 
+/* The `step` of a HELLO / HELLO_ACK for a pool of n connections (0 means 1). */
+static uint32_t wire_pool_code(uint32_t n)
+{
+    return n > 1u ? n : 0u;
+}
+
+static uint32_t wire_pool_decode(uint32_t step)
+{
+    return step == 0 ? 1u : step;
+}
+
+/* Forgets conn as an accepted link of the pool; true when it was one. */
+static bool wire_rx_forget(ccoip_peer *p, uint64_t conn)
+{
+    if (conn == CCOIP_CONN_NONE) return false;
+    for (uint32_t k = 0; k < CCOIP_P2P_POOL_MAX; k++) {
+        if (p->rx_conn[k] == conn) {
+            p->rx_conn[k] = CCOIP_CONN_NONE;
+            return true;
+        }
+    }
+    return false;
+}
+
+static void wire_rx_clear(ccoip_peer *p)
+{
+    for (uint32_t k = 0; k < CCOIP_P2P_POOL_MAX; k++)
+        p->rx_conn[k] = CCOIP_CONN_NONE;
+    p->rx_n = 0;
+}
+
+static void wire_tx_close_all(ccoip_peer *p)
+{
+    for (uint32_t k = 0; k < CCOIP_P2P_POOL_MAX; k++) {
+        if (p->tx_conn[k] != CCOIP_CONN_NONE) wire_close(p, p->tx_conn[k]);
+        p->tx_conn[k] = CCOIP_CONN_NONE;
+        p->tx_state[k] = PT_NONE;
+    }
+    p->tx_n = 0;
+}
+
+/* The index of conn in the dialled pool, or CCOIP_P2P_POOL_MAX. */
+static uint32_t wire_tx_index(const ccoip_peer *p, uint64_t conn)
+{
+    if (conn == CCOIP_CONN_NONE) return CCOIP_P2P_POOL_MAX;
+    for (uint32_t k = 0; k < CCOIP_P2P_POOL_MAX; k++) {
+        if (p->tx_conn[k] == conn) return k;
+    }
+    return CCOIP_P2P_POOL_MAX;
+}
+
+/* Dials connection k of the pool to the plan's successor. */
+static void wire_dial(ccoip_peer *p, uint32_t k)
+{
+    ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CONNECT);
+    if (a == NULL) return;
+    p->tx_conn[k] = p->next_conn++;
+    p->tx_state[k] = PT_DIALING;
+    a->conn = p->tx_conn[k];
+    if (p->succ_url_len > 0) {
+        a->data = (const uint8_t *)p->succ_url;
+        a->len = p->succ_url_len;
+    }
+    if (p->succ_ip_len > 0) memcpy(a->ip, p->succ_ip, (size_t)p->succ_ip_len);
+    a->ip_len = p->succ_ip_len;
+    a->port = p->succ_port;
+}
+
 static void wire_acc_free(ccoip_peer *p, uint32_t i, bool close)
 {
     if (close) wire_close(p, p->acc[i].conn);
-    if (p->rx_conn == p->acc[i].conn) p->rx_conn = CCOIP_CONN_NONE;
+    wire_rx_forget(p, p->acc[i].conn);
     memset(&p->acc[i], 0, sizeof(p->acc[i]));
 }
 
@@ -46,7 +120,8 @@ static void wire_acc_check(ccoip_peer *p, uint32_t i)
 {
     p_acc *a = &p->acc[i];
     const ccoip_data_header *h = &a->hello;
-    if (h->kind != CCOIP_DATA_HELLO || h->seq != p->id || h->chunk != 0) {
+    if (h->kind != CCOIP_DATA_HELLO || h->seq != p->id || h->chunk >= CCOIP_P2P_POOL_MAX ||
+        h->step > CCOIP_P2P_POOL_MAX) {
         wire_acc_free(p, i, true);
         return;
     }
@@ -58,20 +133,31 @@ static void wire_acc_check(ccoip_peer *p, uint32_t i)
         a->state = PA_HELD;
         return;
     }
-    if (h->epoch != p->plan_epoch || h->tag != p->plan_pred || p->plan_n < 2 ||
-        p->rx_conn != CCOIP_CONN_NONE) {
+    uint32_t want = wire_pool_decode(h->step);
+    uint32_t n = want < p->cfg.p2p_pool_size ? want : p->cfg.p2p_pool_size;
+    bool ok = h->epoch == p->plan_epoch && h->tag == p->plan_pred && p->plan_n >= 2;
+    if (ok && h->chunk == 0) {
+        ok = p->rx_conn[0] == CCOIP_CONN_NONE;
+    } else if (ok) {
+        /* Connection 0 set the pool's size; the others follow its HELLO_ACK. */
+        ok = p->rx_n != 0 && h->chunk < p->rx_n && n == p->rx_n &&
+             p->rx_conn[h->chunk] == CCOIP_CONN_NONE;
+    }
+    if (!ok) {
         wire_acc_free(p, i, true);
         return;
     }
+    if (h->chunk == 0) p->rx_n = n;
     a->state = PA_UP;
     a->epoch = h->epoch;
-    p->rx_conn = a->conn;
+    p->rx_conn[h->chunk] = a->conn;
     ccoip_data_header ack;
     ccoip_data_header_init(&ack, CCOIP_DATA_HELLO_ACK);
     ack.epoch = h->epoch;
     ack.tag = h->tag;
     ack.seq = h->seq;
     ack.chunk = h->chunk;
+    ack.step = wire_pool_code(n);
     if (sm_send_data_header(&p->out, &p->lim, a->conn, &ack) != pcclSuccess) {
         p->out.overflow = true;
     }
@@ -79,13 +165,11 @@ static void wire_acc_check(ccoip_peer *p, uint32_t i)
 
 void p_wire_close_all(ccoip_peer *p)
 {
-    if (p->tx_conn != CCOIP_CONN_NONE) wire_close(p, p->tx_conn);
-    p->tx_conn = CCOIP_CONN_NONE;
-    p->tx_state = PT_NONE;
-    for (uint32_t i = 0; i < P_ACC_MAX; i++) {
+    wire_tx_close_all(p);
+    for (uint32_t i = 0; i < p->acc_cap; i++) {
         if (p->acc[i].state != PA_FREE) wire_acc_free(p, i, true);
     }
-    p->rx_conn = CCOIP_CONN_NONE;
+    wire_rx_clear(p);
     p->wiring = false;
     p->reported = false;
 }
@@ -132,16 +216,14 @@ void p_wire_on_plan(ccoip_peer *p, const ccoip_pb_topology_plan *plan)
     }
     /* The previous epoch's ring is gone: nothing of it completes (§6.9). */
     p_ring_on_link_lost(p, CCOIP_CONN_NONE);
-    if (p->tx_conn != CCOIP_CONN_NONE) wire_close(p, p->tx_conn);
-    p->tx_conn = CCOIP_CONN_NONE;
-    p->tx_state = PT_NONE;
-    for (uint32_t i = 0; i < P_ACC_MAX; i++) {
+    wire_tx_close_all(p);
+    for (uint32_t i = 0; i < p->acc_cap; i++) {
         if (p->acc[i].state == PA_UP ||
             (p->acc[i].state == PA_HELD && p->acc[i].hello.epoch < plan->epoch)) {
             wire_acc_free(p, i, true);
         }
     }
-    p->rx_conn = CCOIP_CONN_NONE;
+    wire_rx_clear(p);
     p->ring_ready = false;
     p->plan_epoch = plan->epoch;
     p->plan_n = n;
@@ -158,21 +240,14 @@ void p_wire_on_plan(ccoip_peer *p, const ccoip_pb_topology_plan *plan)
         wire_report(p, true);
         return;
     }
-    ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CONNECT);
-    if (a == NULL) return;
-    p->tx_conn = p->next_conn++;
-    p->tx_state = PT_DIALING;
-    a->conn = p->tx_conn;
-    if (ep->url.len > 0) {
-        memcpy(p->succ_url, ep->url.data, (size_t)ep->url.len);
-        p->succ_url[ep->url.len] = '\0';
-        a->data = (const uint8_t *)p->succ_url;
-        a->len = ep->url.len;
-    }
-    if (ep->ip.len > 0) memcpy(a->ip, ep->ip.data, (size_t)ep->ip.len);
-    a->ip_len = (uint32_t)ep->ip.len;
-    a->port = ep->port;
-    for (uint32_t i = 0; i < P_ACC_MAX; i++) {
+    p->succ_url_len = (uint32_t)ep->url.len;
+    if (ep->url.len > 0) memcpy(p->succ_url, ep->url.data, (size_t)ep->url.len);
+    p->succ_url[ep->url.len] = '\0';
+    p->succ_ip_len = (uint32_t)ep->ip.len;
+    if (ep->ip.len > 0) memcpy(p->succ_ip, ep->ip.data, (size_t)ep->ip.len);
+    p->succ_port = ep->port;
+    wire_dial(p, 0);
+    for (uint32_t i = 0; i < p->acc_cap; i++) {
         if (p->acc[i].state == PA_HELD && p->acc[i].hello.epoch == p->plan_epoch) {
             wire_acc_check(p, i);
         }
@@ -186,7 +261,7 @@ bool p_wire_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
             wire_close(p, ev->conn);
             return true;
         }
-        for (uint32_t i = 0; i < P_ACC_MAX; i++) {
+        for (uint32_t i = 0; i < p->acc_cap; i++) {
             if (p->acc[i].state == PA_FREE) {
                 p->acc[i].state = PA_WAIT_HELLO;
                 p->acc[i].conn = ev->conn;
@@ -198,31 +273,33 @@ bool p_wire_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
         wire_close(p, ev->conn);
         return true;
     }
-    if (ev->conn != p->tx_conn || p->tx_state != PT_DIALING) return false;
+    uint32_t k = wire_tx_index(p, ev->conn);
+    if (k >= CCOIP_P2P_POOL_MAX || p->tx_state[k] != PT_DIALING) return false;
     ccoip_data_header h;
     ccoip_data_header_init(&h, CCOIP_DATA_HELLO);
     h.epoch = p->plan_epoch;
     h.tag = p->id;
     h.seq = p->plan_succ;
-    h.chunk = 0;
-    if (sm_send_data_header(&p->out, &p->lim, p->tx_conn, &h) != pcclSuccess) {
+    h.chunk = k;
+    h.step = wire_pool_code(p->cfg.p2p_pool_size);
+    if (sm_send_data_header(&p->out, &p->lim, p->tx_conn[k], &h) != pcclSuccess) {
         p->out.overflow = true;
     }
-    p->tx_state = PT_HELLO_SENT;
+    p->tx_state[k] = PT_HELLO_SENT;
     return true;
 }
 
 bool p_wire_on_conn_closed(ccoip_peer *p, uint64_t conn)
 {
-    if (conn != CCOIP_CONN_NONE && conn == p->tx_conn) {
-        p->tx_conn = CCOIP_CONN_NONE;
-        bool was_up = p->tx_state == PT_UP;
-        p->tx_state = PT_NONE;
-        if (!was_up) wire_report(p, false);
+    uint32_t k = wire_tx_index(p, conn);
+    if (k < CCOIP_P2P_POOL_MAX) {
+        p->tx_conn[k] = CCOIP_CONN_NONE;
+        p->tx_state[k] = PT_NONE;
+        wire_report(p, false); /* nothing when the pool was already reported */
         p_ring_on_link_lost(p, conn);
         return true;
     }
-    for (uint32_t i = 0; i < P_ACC_MAX; i++) {
+    for (uint32_t i = 0; i < p->acc_cap; i++) {
         if (p->acc[i].state != PA_FREE && p->acc[i].conn == conn) {
             wire_acc_free(p, i, false);
             p_ring_on_link_lost(p, conn);
@@ -235,29 +312,42 @@ bool p_wire_on_conn_closed(ccoip_peer *p, uint64_t conn)
 bool p_wire_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t len)
 {
     ccoip_data_header h;
-    if (conn != CCOIP_CONN_NONE && conn == p->tx_conn) {
+    uint32_t k = wire_tx_index(p, conn);
+    if (k < CCOIP_P2P_POOL_MAX) {
         pcclResult_t r = ccoip_data_header_decode(data, len, &p->lim, &h);
-        if (r != pcclSuccess || len != CCOIP_DATA_HEADER_BYTES || p->tx_state != PT_HELLO_SENT ||
-            h.kind != CCOIP_DATA_HELLO_ACK || h.epoch != p->plan_epoch || h.tag != p->id ||
-            h.seq != p->plan_succ || h.chunk != 0) {
+        bool ok = r == pcclSuccess && len == CCOIP_DATA_HEADER_BYTES &&
+                  p->tx_state[k] == PT_HELLO_SENT && h.kind == CCOIP_DATA_HELLO_ACK &&
+                  h.epoch == p->plan_epoch && h.tag == p->id && h.seq == p->plan_succ &&
+                  h.chunk == k;
+        uint32_t n = ok ? wire_pool_decode(h.step) : 0;
+        if (ok) ok = k == 0 ? n <= p->cfg.p2p_pool_size : n == p->tx_n;
+        if (!ok) {
             sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: bad frame from successor, closing link",
                    p->id);
             wire_close(p, conn);
             p_wire_on_conn_closed(p, conn);
             return true;
         }
-        p->tx_state = PT_UP;
+        p->tx_state[k] = PT_UP;
+        if (k == 0) {
+            p->tx_n = n;
+            for (uint32_t j = 1; j < n; j++)
+                wire_dial(p, j);
+        }
+        for (uint32_t j = 0; j < p->tx_n; j++) {
+            if (p->tx_state[j] != PT_UP) return true;
+        }
         wire_report(p, true);
         return true;
     }
-    for (uint32_t i = 0; i < P_ACC_MAX; i++) {
+    for (uint32_t i = 0; i < p->acc_cap; i++) {
         p_acc *a = &p->acc[i];
         if (a->state == PA_FREE || a->conn != conn) continue;
         pcclResult_t r = ccoip_data_header_decode(data, len, &p->lim, &h);
         if (r != pcclSuccess || len != CCOIP_DATA_HEADER_BYTES || a->state != PA_WAIT_HELLO) {
             sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: bad frame on incoming conn %U, closing",
                    p->id, conn);
-            bool was_rx = p->rx_conn == conn;
+            bool was_rx = wire_rx_forget(p, conn);
             wire_acc_free(p, i, true);
             if (was_rx) p_ring_on_link_lost(p, conn);
             return true;

@@ -269,7 +269,7 @@ typedef struct pcclCommCreateParams_t {
     ccoip_socket_address_t master_address;
     /** Peer group: collectives and shared state are scoped to it. */
     uint32_t peer_group;
-    /** Connections per ring neighbour; 0 means 1. */
+    /** Connections per ring neighbour, 1..8 (0 means 1): concurrent all-reduces spread out. */
     uint32_t p2p_connection_pool_size;
 
     /* ---- fields pccl appends (not in PCCL 1.0) ---- */
@@ -413,7 +413,7 @@ PCCL_EXPORT pcclResult_t pcclGetBuildInfo(pcclBuildInfo_t *info);
  * (master_url included).
  * Returns pcclSuccess; pcclNotInitialized (pcclInit not called);
  * pcclInvalidArgument (NULL pointer, master_url too long, an invalid
- * master address, p2p_connection_pool_size above 1); pcclSystemError.
+ * master address, p2p_connection_pool_size above 8); pcclSystemError.
  */
 PCCL_EXPORT pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params,
                                                 pcclComm_t **comm_out);

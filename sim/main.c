@@ -6,7 +6,8 @@
  *            [--peers N] [--max-peers N] [--steps N] [--churn-ms T]
  *            [--join-rate R] [--leave-rate R] [--crash-rate R] [--hang-rate R]
  *            [--restart-rate R] [--loss PERMILLE] [--partitions N] [--clogs N]
- *            [--count N] [--tags N] [--not-in-place] [--seeds A:B] [--quiet]
+ *            [--count N] [--tags N] [--pool N] [--reverse-tags] [--not-in-place]
+ *            [--seeds A:B] [--quiet]
  *            [--groups N | --group-size N] [--churn-per-step BP] [--float]
  *            [--vote-timeout-ms T] [--evict-ms T] [--heartbeat-ms T] [--liveness-ms T]
  *            [--max-events N]
@@ -126,7 +127,8 @@ static void usage(FILE *f)
                "                [--peers N] [--max-peers N] [--steps N] [--churn-ms T]\n"
                "                [--join-rate R] [--leave-rate R] [--crash-rate R] [--hang-rate R]\n"
                "                [--restart-rate R] [--loss PERMILLE] [--partitions N] [--clogs N]\n"
-               "                [--count N] [--tags N] [--not-in-place] [--seeds A:B] [--quiet]\n"
+               "                [--count N] [--tags N] [--pool N] [--reverse-tags]\n"
+               "                [--not-in-place] [--seeds A:B] [--quiet]\n"
                "                [--shared-state] [--diverge-bp N] [--optimize-every N]\n"
                "                [--groups N | --group-size N] [--churn-per-step BP] [--float]\n"
                "                [--vote-timeout-ms T] [--evict-ms T] [--heartbeat-ms T]\n"
@@ -187,6 +189,7 @@ static const knob knobs[] = {
     K32("--clogs", clogs),
     K64("--count", count),
     K32("--tags", tags),
+    K32("--pool", p2p_pool_size),
     K32("--group-size", group_size),
     K32("--churn-per-step", churn_per_step_bp),
     K32("--diverge-bp", diverge_bp),
@@ -241,6 +244,8 @@ static int parse(cli *c, int argc, char **argv, uint64_t seed, bool apply)
             c->cfg.trace = true;
         } else if (strcmp(a, "--quiet") == 0) {
             c->quiet = true;
+        } else if (strcmp(a, "--reverse-tags") == 0) {
+            if (apply) c->cfg.reverse_tags = true;
         } else if (strcmp(a, "--not-in-place") == 0) {
             if (apply) c->cfg.in_place = false;
         } else if (strcmp(a, "--scenario") == 0) {
@@ -354,17 +359,22 @@ static int run_one(cli *c, int argc, char **argv, uint64_t seed, bool line_only)
     }
     sim_config *cfg = &c->cfg;
     if (line_only || c->quiet) cfg->log = NULL;
+    char pool_text[64] = "";
+    if (cfg->p2p_pool_size > 1u || cfg->reverse_tags) {
+        snprintf(pool_text, sizeof pool_text, " pool=%u%s", cfg->p2p_pool_size,
+                 cfg->reverse_tags ? " reverse_tags" : "");
+    }
     if (!line_only) {
         printf("pccl-sim seed=%" PRIu64 " peers=%u max_peers=%u steps=%u churn=%" PRIu64
                "ms rates/min: join=%u leave=%u crash=%u hang=%u restart=%u loss=%u‰ "
                "partitions=%u clogs=%u dtype=%d op=%d count=%" PRIu64 " tags=%u in_place=%d "
-               "quant=%d%s%s\n",
+               "quant=%d%s%s%s\n",
                cfg->seed, cfg->peers, cfg->max_peers, cfg->steps, cfg->churn_ns / 1000000u,
                cfg->join_per_min, cfg->leave_per_min, cfg->crash_per_min, cfg->hang_per_min,
                cfg->restart_per_min, cfg->loss_permille, cfg->partitions, cfg->clogs,
                (int)cfg->dtype, (int)cfg->op, cfg->count, cfg->tags, (int)cfg->in_place,
                (int)cfg->quant, c->scenario != NULL ? " scenario=" : "",
-               c->scenario != NULL ? c->scenario : "");
+               c->scenario != NULL ? c->scenario : "", pool_text);
         fflush(stdout);
     }
     sim_result r;

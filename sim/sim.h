@@ -124,6 +124,8 @@ typedef struct sim_config {
     pcclDataType_t quant_dtype;
     bool in_place;
     uint32_t tags; /**< Concurrent all-reduces per step (distinct tags), 1..4. */
+    /** Odd nodes issue a step's tags in reverse order (A: 0 1, B: 1 0; opposite orders). */
+    bool reverse_tags;
     uint64_t think_max_ns;
     /**
      * Shared state (the full reference loop): update topology -> sync shared
@@ -138,7 +140,7 @@ typedef struct sim_config {
     uint32_t heartbeat_ms;
     uint32_t evict_ms;
     uint32_t vote_timeout_ms;
-    uint32_t p2p_pool_size;
+    uint32_t p2p_pool_size; /**< Connections per ring neighbour (--pool), 1..8. */
 
     uint64_t liveness_bound_ns; /**< After churn_ns. */
     uint64_t max_events;        /**< Hard bound on fired events (a liveness failure). */

@@ -263,9 +263,10 @@ static void app_reduce_phase(sim_world *w, uint32_t node)
     }
     a->state = APP_REDUCING;
     a->outstanding = 0;
+    const bool reverse = w->cfg.reverse_tags && (node & 1u) != 0;
     for (uint32_t t = 0; t < w->cfg.tags && !w->failed; t++) {
         if (w->nodes[node].state != NODE_ALIVE) return;
-        app_start_allreduce(w, node, t);
+        app_start_allreduce(w, node, reverse ? w->cfg.tags - 1u - t : t);
     }
 }
 

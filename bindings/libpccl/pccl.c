@@ -81,7 +81,7 @@ PCCL_EXPORT pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *pa
 {
     if (!atomic_load(&g_initialized)) return pcclNotInitialized;
     if (params == NULL || comm_out == NULL) return pcclInvalidArgument;
-    if (params->p2p_connection_pool_size > 1u) return pcclInvalidArgument;
+    if (params->p2p_connection_pool_size > CCOIP_P2P_POOL_MAX) return pcclInvalidArgument;
     if (params->master_url == NULL && !addr_valid(&params->master_address)) {
         return pcclInvalidArgument;
     }
@@ -178,7 +178,7 @@ PCCL_EXPORT pcclResult_t pcclConnect(pcclComm_t *communicator)
         cfg.master_port = a->port;
     }
     cfg.peer_group = c->params.peer_group;
-    cfg.p2p_pool_size = 1;
+    cfg.p2p_pool_size = c->params.p2p_connection_pool_size; /* 0: 1 */
     cfg.heartbeat_ms = c->params.heartbeat_ms;
     if (cfg.heartbeat_ms > 0 && cfg.heartbeat_ms * 8u > 2000u) cfg.evict_ms = cfg.heartbeat_ms * 8u;
     pcclResult_t r = pt_peer_create(&cfg, bind_host_for(c), &c->d);

@@ -19,6 +19,7 @@
 #define H_MAX_POSTED  256u
 #define H_MAX_SLOTS   64u
 #define H_MAX_TENSORS 16u
+#define H_MAX_IO_TAGS 32u
 
 static void h_die(const char *what)
 {
@@ -37,6 +38,7 @@ typedef struct h_frame {
 
 typedef struct h_link {
     bool alive;
+    bool p2p;   /* dialled to a peer's p2p listener */
     int a_node; /* dialer */
     uint64_t a_conn;
     int b_node; /* acceptor */
@@ -101,7 +103,28 @@ typedef struct h_peer {
     uint32_t kill_on_send, sends;
     uint32_t kill_on_state_send, state_sends;
     uint32_t corrupt_state_sends; /* flip a byte in that many next non-empty STATE_SENDs */
+    /* The connection of the latest RING_SEND / RING_RECV per tag (smh_ring_conns). */
+    uint64_t io_tag[H_MAX_IO_TAGS], io_tx[H_MAX_IO_TAGS], io_rx[H_MAX_IO_TAGS];
+    uint32_t nio_tags;
 } h_peer;
+
+/* Records conn as the latest RING_SEND (tx) or RING_RECV connection of tag. */
+static void h_note_io(h_peer *hp, uint64_t tag, uint64_t conn, bool tx)
+{
+    uint32_t i = 0;
+    while (i < hp->nio_tags && hp->io_tag[i] != tag)
+        i++;
+    if (i == hp->nio_tags) {
+        if (hp->nio_tags == H_MAX_IO_TAGS) return;
+        hp->nio_tags++;
+        hp->io_tag[i] = tag;
+        hp->io_tx[i] = hp->io_rx[i] = CCOIP_CONN_NONE;
+    }
+    if (tx)
+        hp->io_tx[i] = conn;
+    else
+        hp->io_rx[i] = conn;
+}
 
 typedef struct h_ev {
     int node;
@@ -445,6 +468,7 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
         l->a_conn = a->conn;
         l->b_node = (int)target;
         l->b_conn = CCOIP_CONN_ACCEPTED_BASE + h->next_accept_conn++;
+        l->p2p = listener == CCOIP_LISTENER_P2P;
         ccoip_event ev;
         memset(&ev, 0, sizeof(ev));
         ev.type = CCOIP_EV_CONN_UP;
@@ -543,6 +567,7 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
         sl->tag = a->tag;
         sl->seq = a->seq;
         sl->has_tagseq = true;
+        h_note_io(hp, a->tag, a->conn, true);
         hp->sends++;
         if (hp->kill_on_send != 0 && hp->sends == hp->kill_on_send) {
             h_kill_peer_now(h, peer);
@@ -574,6 +599,7 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
         sl->tag = a->tag;
         sl->seq = a->seq;
         sl->has_tagseq = true;
+        h_note_io(hp, a->tag, a->conn, false);
         bool is_a;
         h_link *l = h_link_of(h, (int)peer, a->conn, &is_a);
         if (l == NULL || is_a) {
@@ -1125,6 +1151,33 @@ uint32_t smh_log_count(const smh *h, const char *needle)
 uint32_t smh_step_errors(const smh *h)
 {
     return h->step_errors;
+}
+
+void smh_set_pool(smh *h, uint32_t pool)
+{
+    h->pcfg.p2p_pool_size = pool;
+}
+
+uint32_t smh_p2p_links(const smh *h, uint32_t from, uint32_t to)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < h->nlinks; i++) {
+        const h_link *l = &h->links[i];
+        if (l->alive && l->p2p && l->a_node == (int)from && l->b_node == (int)to) n++;
+    }
+    return n;
+}
+
+bool smh_ring_conns(const smh *h, uint32_t peer, uint64_t tag, uint64_t *tx, uint64_t *rx)
+{
+    const h_peer *hp = &h->peers[peer];
+    for (uint32_t i = 0; i < hp->nio_tags; i++) {
+        if (hp->io_tag[i] != tag) continue;
+        *tx = hp->io_tx[i];
+        *rx = hp->io_rx[i];
+        return true;
+    }
+    return false;
 }
 
 bool smh_form_ring(smh *h, uint32_t n, uint32_t group)

@@ -88,6 +88,16 @@ uint32_t smh_notify_count(const smh *h, uint32_t peer, uint64_t cmd);
 /** Step results other than pcclSuccess (must stay 0 in a healthy run). */
 uint32_t smh_step_errors(const smh *h);
 
+/** p2p_pool_size of the peers added from now on. */
+void smh_set_pool(smh *h, uint32_t pool);
+/** Open p2p connections dialled by peer from to peer to (its ring successor). */
+uint32_t smh_p2p_links(const smh *h, uint32_t from, uint32_t to);
+/**
+ * The connections of peer's latest RING_SEND (*tx) and RING_RECV (*rx) of tag
+ * (CCOIP_CONN_NONE when it posted none); false when tag never ran there.
+ */
+bool smh_ring_conns(const smh *h, uint32_t peer, uint64_t tag, uint64_t *tx, uint64_t *rx);
+
 /** Connects peers 0..n-1 (peer 0 first, then the others admitted by peer 0's update). */
 bool smh_form_ring(smh *h, uint32_t n, uint32_t group);
 

@@ -8,7 +8,9 @@
  * with index < world size (the tests always kill the highest index).
  *
  *   itest_peer --url URL --index I --world N [--steps K] [--count C]
- *              [--mode normal|survivor|master-death] [--evict-ms E]
+ *              [--mode normal|survivor|master-death|...] [--evict-ms E] [--pool P]
+ *
+ * --pool P: p2p_connection_pool_size (0 = the default, 1).
  *
  * normal:       K exact all-reduces (blocking, async, in place), exit 0.
  * survivor:     all-reduces until one fails with pcclRankConnectionLost, or
@@ -17,6 +19,11 @@
  * victim:       K all-reduces, then SIGKILLs itself in the middle of the next.
  * master-death: all-reduces until one fails with pcclMasterConnectionFailed
  *               within E + 3000 ms; every later call fails the same way.
+ * concurrent:   K steps of two truly concurrent async all-reduces, tags 2k+1
+ *               and 2k+2: even indices issue 2k+1 then 2k+2, odd indices
+ *               2k+2 then 2k+1 (opposite orders); both must complete with
+ *               exact sums, each awaited within 20 s (no deadlock). Also
+ *               checks that a pool of 9 is pcclInvalidArgument.
  * optimize:     pcclOptimizeTopology (retried on pcclTopologyOptimizationFailed),
  *               then as normal.
  * sync:         shared state of two tensors ("a" int32, "b" float, C elements
@@ -192,7 +199,7 @@ int main(int argc, char **argv)
 {
     const char *url = NULL;
     const char *mode = "normal";
-    uint32_t index = 0, world = 2, steps = 5, evict_ms = 2000;
+    uint32_t index = 0, world = 2, steps = 5, evict_ms = 2000, pool = 0;
     uint64_t count = 1000;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--url") == 0)
@@ -209,6 +216,8 @@ int main(int argc, char **argv)
             mode = argv[i + 1];
         else if (strcmp(argv[i], "--evict-ms") == 0)
             evict_ms = (uint32_t)atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--pool") == 0)
+            pool = (uint32_t)atoi(argv[i + 1]);
     }
     if (url == NULL) return 2;
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -218,6 +227,15 @@ int main(int argc, char **argv)
     params.master_url = url;
     params.timeout_ms = 20000;
     pcclComm_t *comm = NULL;
+    if (strcmp(mode, "concurrent") == 0) {
+        /* Pools of 1..8 connections per neighbour; 9 is refused before anything happens. */
+        params.p2p_connection_pool_size = 9;
+        if (pcclCreateCommunicator(&params, &comm) != pcclInvalidArgument || comm != NULL) {
+            fprintf(stderr, "itest_peer %u: a pool of 9 was not refused\n", index);
+            return 2;
+        }
+    }
+    params.p2p_connection_pool_size = pool;
     if (pcclCreateCommunicator(&params, &comm) != pcclSuccess) return 2;
     pcclResult_t r = pcclConnect(comm);
     if (r != pcclSuccess) {
@@ -330,6 +348,48 @@ int main(int argc, char **argv)
         for (uint32_t o = 0; o < 3u; o++) {
             if (check(bufs[o], count, 100u + o, world) != 0) return 1;
             free(bufs[o]);
+        }
+        printf("DONE %u\n", index);
+    } else if (strcmp(mode, "concurrent") == 0) {
+        for (uint32_t k = 0; k < steps; k++) {
+            /* Op o (0, 1) has tag 2k+1+o and data of "step" 2k+o. */
+            const uint32_t ks[2] = {(2u * k) % 1000u, (2u * k + 1u) % 1000u};
+            fill(a, count, index, ks[0]);
+            fill(b, count, index, ks[1]);
+            pcclReduceDescriptor_t d[2] = {desc, desc};
+            d[0].tag = 2u * k + 1u;
+            d[1].tag = 2u * k + 2u;
+            pcclAsyncReduceOp_t h[2];
+            const uint32_t first = index % 2u; /* odd indices start with the second tag */
+            const uint64_t t0 = now_ms();
+            for (uint32_t n = 0; n < 2u; n++) {
+                const uint32_t o = n == 0 ? first : 1u - first;
+                r = pcclAllReduceAsync(o == 0 ? a : b, o == 0 ? a : b, &d[o], comm, &h[o]);
+                if (r != pcclSuccess) {
+                    fprintf(stderr, "itest_peer %u: step %u: async tag %llu: %d\n", index, k,
+                            (unsigned long long)d[o].tag, (int)r);
+                    return 1;
+                }
+            }
+            for (uint32_t o = 0; o < 2u; o++) {
+                pcclReduceInfo_t info;
+                memset(&info, 0, sizeof info);
+                r = pcclAwaitAsyncReduceTimeout(&h[o], 20000, &info);
+                if (r != pcclSuccess) {
+                    fprintf(stderr, "itest_peer %u: step %u: await tag %llu: %d\n", index, k,
+                            (unsigned long long)d[o].tag, (int)r);
+                    return r == pcclTimeout ? 3 : 1;
+                }
+                if (info.local_world_size != world) {
+                    fprintf(stderr, "itest_peer %u: local_world_size %u\n", index,
+                            info.local_world_size);
+                    return 1;
+                }
+            }
+            if (check(a, count, ks[0], world) != 0 || check(b, count, ks[1], world) != 0) return 1;
+            printf("CONCURRENT %u step %u tags %llu+%llu in %llu ms\n", index, k,
+                   (unsigned long long)d[first].tag, (unsigned long long)d[1u - first].tag,
+                   (unsigned long long)(now_ms() - t0));
         }
         printf("DONE %u\n", index);
     } else if (strcmp(mode, "survivor") == 0) {

@@ -2,10 +2,13 @@
 # Integration scenarios on 127.0.0.1 with real processes (ctest label
 # "integration"). Every wait is bounded; every process is killed on exit.
 #
-#   run.sh MASTER_BIN PEER_BIN SCENARIO [N]
+#   run.sh MASTER_BIN PEER_BIN SCENARIO [N] [POOL]
 #
 # Scenarios: allreduce N | kill-peer | stop-peer | kill-peer-mid-op | master-death | garbage |
-#            optimize N | sync | ipc-allreduce N | ipc-sync | tls-allreduce N
+#            optimize N | sync | concurrent N | ipc-allreduce N | ipc-sync | tls-allreduce N
+# POOL: every peer's p2p_connection_pool_size (default 0, i.e. 1).
+# concurrent: two async all-reduces per step issued in opposite tag orders by
+#             even and odd peers (4 MiB each): both complete with exact sums.
 # ipc-*: the master listens on ipc://$TMP/master.sock (peer links stay tcp).
 # tls-*: the master listens on tls+tcp://127.0.0.1:0 with a self-signed
 #        certificate made here by openssl (PCCL_TLS_CERT/KEY/CA); peers verify it.
@@ -14,6 +17,7 @@ MASTER=$1
 PEER=$2
 SCENARIO=$3
 N=${4:-2}
+POOL=${5:-0}
 # Eviction bound (ms); sanitizer runs may scale it (tsan.sh does).
 EVICT_MS=${PCCL_ITEST_EVICT_MS:-1000}
 TMP=$(mktemp -d)
@@ -77,7 +81,7 @@ start_master() {
 
 start_peer() { # index world mode steps count
   "$PEER" --url "$URL" --index "$1" --world "$2" --mode "$3" --steps "$4" --count "$5" \
-    --evict-ms $EVICT_MS >"$TMP/peer$1.out" 2>"$TMP/peer$1.log" &
+    --evict-ms $EVICT_MS --pool "$POOL" >"$TMP/peer$1.out" 2>"$TMP/peer$1.log" &
   PIDS+=($!)
   PEER_PID[$1]=$!
 }
@@ -202,6 +206,11 @@ optimize)
   wait_peers 0 $((N - 1)) || fail "optimize topology with $N peers"
   grep -h OPTIMIZED "$TMP"/peer*.out
   ;;
+concurrent)
+  for i in $(seq 0 $((N - 1))); do start_peer "$i" "$N" concurrent 4 1000000; done
+  wait_peers 0 $((N - 1)) || fail "concurrent all-reduces with $N peers, pool $POOL"
+  grep -h CONCURRENT "$TMP"/peer*.out
+  ;;
 sync)
   # 3 peers (peer 2 divergent), then a late joiner (index 3) after revision 1.
   for i in 0 1 2; do start_peer "$i" 3 sync 0 100000; done
@@ -221,4 +230,4 @@ if [[ "$SCENARIO" != master-death ]]; then
   kill -0 "$MPID" 2>/dev/null && fail "master ignored SIGTERM"
   wait "$MPID" || fail "master exited with an error after SIGTERM"
 fi
-echo "PASS: $MASTER_TRANSPORT $SCENARIO $N"
+echo "PASS: $MASTER_TRANSPORT $SCENARIO $N pool $POOL"

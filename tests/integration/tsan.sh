@@ -13,9 +13,10 @@
 #
 #   tests/integration/tsan.sh BUILD_DIR [SCENARIO...]
 #
-# SCENARIO: as run.sh takes them, one word with ':' for the argument
+# SCENARIO: as run.sh takes them, one word with ':' between the arguments
 # (default: allreduce:3 allreduce:4 kill-peer kill-peer-mid-op stop-peer
-# master-death sync optimize:3 garbage ipc-allreduce:3 tls-allreduce:2).
+# master-death sync optimize:3 garbage ipc-allreduce:3 tls-allreduce:2;
+# e.g. concurrent:3:2 runs "run.sh ... concurrent 3 2", a pool of 2).
 # Exit: 0 clean; 1 a scenario failed or a report was printed; 2 build failed.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -57,7 +58,7 @@ FAILED=0
 for sc in "${SCENARIOS[@]}"; do
   t=$SECONDS
   if "$HERE/run.sh" "$BUILD/master/ccoip_master" "$BUILD/tests/integration/itest_peer" \
-    ${sc/:/ } >"$REPORTS/run.log" 2>&1; then
+    ${sc//:/ } >"$REPORTS/run.log" 2>&1; then
     echo "tsan: $sc: PASS in $((SECONDS - t)) s"
   else
     echo "tsan: $sc: FAILED in $((SECONDS - t)) s"

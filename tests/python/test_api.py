@@ -347,8 +347,8 @@ def test_address_parsing():
     for bad in ("1.2.3.4:x", "1.2.3.4:70000", "[::1", 5):
         with pytest.raises(pccl.InvalidArgument):
             pccl.parse_address(bad)
-    with pytest.raises(pccl.InvalidArgument):  # the library rejects pool sizes above 1
-        pccl.Communicator("127.0.0.1:1", 0, p2p_connection_pool_size=2)
+    with pytest.raises(pccl.InvalidArgument):  # the library rejects pool sizes above 8
+        pccl.Communicator("127.0.0.1:1", 0, p2p_connection_pool_size=9)
 
 
 def test_dtype_mapping():

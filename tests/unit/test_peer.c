@@ -369,3 +369,164 @@ PTEST(peer, quantized_non_finite_is_invalid_argument_everywhere)
         smh_destroy(h);
     }
 }
+
+/* ------------------------------------------------------------------------ */
+/* Connection pools (docs/protocol.md §2, §8.1; issue 6/7)                   */
+/* ------------------------------------------------------------------------ */
+
+/* A ring 0 -> 1 -> ... -> n-1 -> 0 whose peer i has p2p_pool_size pools[i]. */
+static smh *world_pools(uint32_t n, const uint32_t *pools)
+{
+    ccoip_master_config mc;
+    ccoip_master_config_default(&mc);
+    smh *h = smh_create(&mc, NULL);
+    for (uint32_t i = 0; i < n; i++) {
+        smh_set_pool(h, pools[i]);
+        smh_add_peer(h, 0);
+    }
+    if (!smh_form_ring(h, n, 0)) {
+        smh_destroy(h);
+        return NULL;
+    }
+    return h;
+}
+
+#define PT_TAGS 5u
+#define PT_CNT  23u
+
+/*
+ * ntags concurrent uint32 sums (tag t+1, element k of peer i = (i+1)*(t+1)*1000 + k),
+ * peer i submitting them starting at tag (i mod ntags)+1 (orders differ between
+ * peers); every one must succeed with the exact sum.
+ */
+static void pool_concurrent_round(smh *h, uint32_t n, uint32_t ntags)
+{
+    static uint32_t x[SMH_MAX_PEERS][PT_TAGS][PT_CNT], y[SMH_MAX_PEERS][PT_TAGS][PT_CNT];
+    uint64_t c[SMH_MAX_PEERS][PT_TAGS];
+    for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t s = 0; s < ntags; s++) {
+            const uint32_t t = (s + i) % ntags;
+            for (uint32_t k = 0; k < PT_CNT; k++) {
+                x[i][t][k] = (i + 1u) * (t + 1u) * 1000u + k;
+                y[i][t][k] = 0xdeadbeefu;
+            }
+            ccoip_allreduce_args a = ar(t + 1u, PT_CNT, pcclUint32, pcclSum, false);
+            c[i][t] = smh_allreduce(h, i, &a, x[i][t], y[i][t]);
+        }
+    }
+    smh_run(h);
+    const uint32_t sum_i = n * (n + 1u) / 2u;
+    for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t t = 0; t < ntags; t++) {
+            pcclResult_t r;
+            PT_ASSERT(smh_done(h, i, c[i][t], &r) && r == pcclSuccess,
+                      "peer %u tag %u completes (r=%d)", i, t + 1u, (int)r);
+            for (uint32_t k = 0; k < PT_CNT; k++) {
+                PT_ASSERT(y[i][t][k] == sum_i * (t + 1u) * 1000u + n * k,
+                          "peer %u tag %u exact [%u]: %u", i, t + 1u, k, y[i][t][k]);
+            }
+        }
+    }
+}
+
+PTEST(peer, pool_spreads_concurrent_ops_over_connections)
+{
+    const uint32_t pools[3] = {3, 3, 3};
+    smh *h = world_pools(3, pools);
+    PT_ASSERT(h != NULL, "ring of 3 with pools of 3");
+    for (uint32_t i = 0; i < 3; i++) {
+        PT_ASSERT(smh_p2p_links(h, i, (i + 1u) % 3u) == 3, "3 connections %u -> %u (got %u)", i,
+                  (i + 1u) % 3u, smh_p2p_links(h, i, (i + 1u) % 3u));
+        PT_ASSERT(smh_p2p_links(h, (i + 1u) % 3u, i) == 0, "none backwards");
+    }
+    /* Three ops in three orders: consecutive seqs, so three different connections. */
+    pool_concurrent_round(h, 3, 3);
+    for (uint32_t i = 0; i < 3; i++) {
+        uint64_t tx[3], rx[3];
+        for (uint32_t t = 0; t < 3; t++) {
+            PT_ASSERT(smh_ring_conns(h, i, t + 1u, &tx[t], &rx[t]), "tag %u ran", t + 1u);
+            PT_ASSERT(tx[t] != CCOIP_CONN_NONE && rx[t] != CCOIP_CONN_NONE, "on links");
+        }
+        PT_ASSERT(tx[0] != tx[1] && tx[1] != tx[2] && tx[0] != tx[2],
+                  "peer %u sends the 3 ops on 3 connections", i);
+        PT_ASSERT(rx[0] != rx[1] && rx[1] != rx[2] && rx[0] != rx[2],
+                  "peer %u receives the 3 ops on 3 connections", i);
+    }
+    /* More concurrent ops than connections share them (seq mod 3). */
+    pool_concurrent_round(h, 3, 5);
+    PT_ASSERT(smh_step_errors(h) == 0, "no step errors");
+    smh_destroy(h);
+}
+
+PTEST(peer, pool_size_is_the_min_of_both_ends)
+{
+    /* Link i -> i+1 uses min(pool of i, pool of i+1). */
+    const uint32_t cases[3][4] = {{1, 3, 2, 0}, {4, 2, 3, 0}, {8, 8, 1, 0}};
+    for (uint32_t cs = 0; cs < 3; cs++) {
+        smh *h = world_pools(3, cases[cs]);
+        PT_ASSERT(h != NULL, "ring of 3, case %u", cs);
+        for (uint32_t i = 0; i < 3; i++) {
+            const uint32_t j = (i + 1u) % 3u;
+            const uint32_t want = cases[cs][i] < cases[cs][j] ? cases[cs][i] : cases[cs][j];
+            PT_ASSERT(smh_p2p_links(h, i, j) == want,
+                      "case %u: %u -> %u has %u connections (got %u)", cs, i, j, want,
+                      smh_p2p_links(h, i, j));
+        }
+        pool_concurrent_round(h, 3, 4);
+        PT_ASSERT(smh_step_errors(h) == 0, "no step errors");
+        smh_destroy(h);
+    }
+}
+
+PTEST(peer, pool_peer_killed_mid_ring_then_rewired)
+{
+    const uint32_t pools[4] = {2, 2, 2, 2};
+    smh *h = world_pools(4, pools);
+    PT_ASSERT(h != NULL, "ring of 4 with pools of 2");
+    int64_t x[4][2][13], orig[4][2][13];
+    uint64_t c[4][2];
+    for (uint32_t i = 0; i < 4; i++) {
+        for (uint32_t t = 0; t < 2; t++) {
+            for (uint32_t k = 0; k < 13; k++)
+                x[i][t][k] = orig[i][t][k] = (int64_t)(i * 1000u + t * 100u + k) - 500;
+        }
+    }
+    smh_kill_on_ring_send(h, 3, 3); /* dies in the middle of the reduce-scatter */
+    for (uint32_t i = 0; i < 4; i++) {
+        for (uint32_t s = 0; s < 2; s++) {
+            const uint32_t t = (s + i) % 2u;
+            ccoip_allreduce_args a = ar(t + 1u, 13, pcclInt64, pcclSum, true);
+            c[i][t] = smh_allreduce(h, i, &a, x[i][t], x[i][t]);
+        }
+    }
+    smh_run(h);
+    for (uint32_t i = 0; i < 3; i++) {
+        for (uint32_t t = 0; t < 2; t++) {
+            pcclResult_t r;
+            PT_ASSERT(smh_done(h, i, c[i][t], &r) && r == pcclRankConnectionLost,
+                      "survivor %u tag %u: pcclRankConnectionLost (r=%d)", i, t + 1u, (int)r);
+            PT_ASSERT(memcmp(x[i][t], orig[i][t], sizeof(x[i][t])) == 0, "restored");
+        }
+    }
+    for (uint32_t i = 0; i < 3; i++) {
+        PT_ASSERT(smh_p2p_links(h, i, (i + 1u) % 3u) == 2, "re-wired pool %u -> %u", i,
+                  (i + 1u) % 3u);
+    }
+    pool_concurrent_round(h, 3, 2);
+    PT_ASSERT(smh_step_errors(h) == 0, "no step errors");
+    smh_destroy(h);
+}
+
+PTEST(peer, pool_size_bounds)
+{
+    ccoip_peer_config pc;
+    ccoip_peer_config_default(&pc);
+    pc.master_url = "tcp://master";
+    ccoip_peer *p = NULL;
+    pc.p2p_pool_size = CCOIP_P2P_POOL_MAX;
+    PT_ASSERT(ccoip_peer_create(&pc, 1, &p) == pcclSuccess && p != NULL, "pool 8 accepted");
+    ccoip_peer_destroy(p);
+    p = NULL;
+    pc.p2p_pool_size = CCOIP_P2P_POOL_MAX + 1u;
+    PT_ASSERT(ccoip_peer_create(&pc, 1, &p) == pcclInvalidArgument && p == NULL, "pool 9 refused");
+}

@@ -93,7 +93,7 @@ impl Communicator {
 
     /// A communicator with options (`pcclCreateCommunicator`).
     /// Errors: `InvalidArgument` (an address that does not parse or resolve, a URL too long,
-    /// a pool size above 1), `SystemError`.
+    /// a pool size above 8), `SystemError`.
     pub fn with_options(master: &str, options: &CommOptions) -> Result<Communicator> {
         crate::init()?;
         let mut url = None;

@@ -196,7 +196,7 @@ fn bad_arguments_and_unconnected_calls() {
         Some(Error::InvalidArgument)
     );
     let bad_pool = CommOptions {
-        p2p_connection_pool_size: 2,
+        p2p_connection_pool_size: 9,
         ..Default::default()
     };
     assert_eq!(
