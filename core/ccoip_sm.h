@@ -81,7 +81,7 @@
  *       PROBE_ACCEPT, drain PROBE_DATA, close; no CONN_UP to the core).
  *       CCOIP_ACT_PROBE measures one directed link; CCOIP_EV_PROBE_DONE
  *       reports it (done.result, done.probe_bytes, done.duration_us).
- *   v4  (transport, issue 7; a hint only, drivers may ignore it) A RING_RECV
+ *   v5  (transport, issue 7; a hint only, drivers may ignore it) A RING_RECV
  *       with reduce = true announces the REDUCE the core will emit after its
  *       IO_DONE: dst = the RING_RECV's src span, src = its dst span, red_op,
  *       dtype, count. A driver may reduce the bytes into that span as they

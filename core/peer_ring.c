@@ -300,7 +300,7 @@ static void ring_rs_step(ccoip_peer *p, uint32_t i, uint32_t s)
         ring_span(i, CCOIP_REGION_RECV, st.send.offset * o->esize, st.send.count * o->esize), NULL,
         ring_span(i, CCOIP_REGION_SCRATCH, 0, st.recv.count * o->esize), POS_RS_IO);
     if (r != NULL) {
-        /* Announce the REDUCE ring_after_io will ask for (contract v4): a driver may fuse it. */
+        /* Announce the REDUCE ring_after_io will ask for (contract v5): a driver may fuse it. */
         r->reduce = true;
         r->red_op = o->a.op;
         r->count = st.recv.count;

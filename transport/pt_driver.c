@@ -221,13 +221,13 @@ typedef struct pt_slot {
     uint64_t backup_bytes;
     uint64_t epoch, tag, seq; /* key of the op's ring frames, from its ring actions */
     bool keyed;
-    uint8_t **tensors; /* CCOIP_REGION_TENSOR (sync commands), owned copy of the arrays */
-    uint64_t *tensor_bytes;
-    uint32_t ntensors;
-    /* A RING_RECV fused its announced REDUCE (ccoip_sm.h v4): that REDUCE completes at once. */
+    /* A RING_RECV fused its announced REDUCE (ccoip_sm.h v5): that REDUCE completes at once. */
     bool fused_valid;
     ccoip_action fused; /* the REDUCE it announced: red_op, dtype, count, dst, src */
     pcclResult_t fused_result;
+    uint8_t **tensors; /* CCOIP_REGION_TENSOR (sync commands), owned copy of the arrays */
+    uint64_t *tensor_bytes;
+    uint32_t ntensors;
 } pt_slot;
 
 typedef enum pt_cmd_state { CMD_FREE = 0, CMD_POSTED, CMD_DONE, CMD_ABANDONED } pt_cmd_state;
@@ -989,7 +989,7 @@ static void io_done_queue(pt_driver *d, pt_io *io, pcclResult_t r)
     q_core(d, &ev);
 }
 
-/* A RING_RECV that announces its REDUCE (ccoip_sm.h v4) over a link, whose
+/* A RING_RECV that announces its REDUCE (ccoip_sm.h v5) over a link, whose
  * one frame covers the whole span: the link reduces the payload into the
  * REDUCE's destination as it arrives (pt_tcp.h); SCRATCH is never written. */
 static void fuse_try(pt_driver *d, pt_conn *c, pt_io *io)
