@@ -23,17 +23,23 @@
 
 /* Bytes read per slice of a fused receive: fits L2 with the target's slice. */
 #define PT_TCP_SLICE ((uint64_t)256 << 10)
+/* Requests up to this size are first tried without blocking on the caller's
+ * thread: when the socket can take (or already holds) the bytes, they
+ * complete without waking the link's thread (small messages). */
+#define PT_TCP_INLINE ((uint64_t)64 << 10)
 
 typedef struct pt_tcp_dir {
     pthread_t thread;
     bool started;
     bool busy; /* a request is posted or under way */
-    /* send */
+    /* send: what is left of a then b; total is what the completion reports */
     const uint8_t *a, *b;
     uint64_t na, nb;
-    /* recv */
+    uint64_t total;
+    /* recv: dst[off .. want) is left */
     uint8_t *dst;
     uint64_t want;
+    uint64_t off;
     bool fused;
     pt_tcp_fuse fuse;
 } pt_tcp_dir;
@@ -147,8 +153,13 @@ static int stream_fd_dup(nng_stream *s)
 
 /* ---- threads ---- */
 
-static int write_all(int fd, const uint8_t *a, uint64_t na, const uint8_t *b, uint64_t nb)
+/* Writes a then b; with MSG_DONTWAIT stops at EAGAIN. Advances the pointers. */
+static int write_some(int fd, const uint8_t **pa, uint64_t *pna, const uint8_t **pb, uint64_t *pnb,
+                      int flags)
 {
+    const uint8_t *a = *pa, *b = *pb;
+    uint64_t na = *pna, nb = *pnb;
+    int rv = 0;
     while (na + nb > 0) {
         struct iovec iov[2];
         int n = 0;
@@ -166,10 +177,11 @@ static int write_all(int fd, const uint8_t *a, uint64_t na, const uint8_t *b, ui
         memset(&m, 0, sizeof m);
         m.msg_iov = iov;
         m.msg_iovlen = (size_t)n;
-        const ssize_t w = sendmsg(fd, &m, MSG_NOSIGNAL);
+        const ssize_t w = sendmsg(fd, &m, MSG_NOSIGNAL | flags);
         if (w < 0) {
             if (errno == EINTR) continue;
-            return errno != 0 ? errno : EIO;
+            rv = errno != 0 ? errno : EIO;
+            break;
         }
         uint64_t done = (uint64_t)w;
         const uint64_t fa = done < na ? done : na;
@@ -179,15 +191,27 @@ static int write_all(int fd, const uint8_t *a, uint64_t na, const uint8_t *b, ui
         b += done;
         nb -= done;
     }
-    return 0;
+    *pa = a;
+    *pna = na;
+    *pb = b;
+    *pnb = nb;
+    return rv;
 }
 
-/* Reads exactly n bytes; *got says how many arrived. 0, EOF (-1) or an errno. */
+static int read_flags(int fd, uint8_t *p, uint64_t n, uint64_t *got, int flags);
+
 static int read_all(int fd, uint8_t *p, uint64_t n, uint64_t *got)
+{
+    return read_flags(fd, p, n, got, 0);
+}
+
+/* Reads exactly n bytes (MSG_DONTWAIT: stops at EAGAIN); *got says how many arrived. 0, EOF (-1) or
+ * an errno. */
+static int read_flags(int fd, uint8_t *p, uint64_t n, uint64_t *got, int flags)
 {
     *got = 0;
     while (*got < n) {
-        const ssize_t r = recv(fd, p + *got, (size_t)(n - *got), 0);
+        const ssize_t r = recv(fd, p + *got, (size_t)(n - *got), flags);
         if (r == 0) return -1;
         if (r < 0) {
             if (errno == EINTR) continue;
@@ -207,14 +231,15 @@ static void *tx_main(void *arg)
             pthread_cond_wait(&l->cv, &l->mu);
         if (l->stop) break;
         const uint8_t *a = l->tx.a, *b = l->tx.b;
-        const uint64_t na = l->tx.na, nb = l->tx.nb;
+        uint64_t na = l->tx.na, nb = l->tx.nb;
+        const uint64_t total = l->tx.total;
         pthread_mutex_unlock(&l->mu);
-        const int err = write_all(l->fd, a, na, b, nb);
+        const int err = write_some(l->fd, &a, &na, &b, &nb, 0);
         pthread_mutex_lock(&l->mu);
         l->tx.busy = false;
         if (l->stop) break;
         pthread_mutex_unlock(&l->mu);
-        l->cb(l->arg, l->conn, true, err, err == 0 ? na + nb : 0);
+        l->cb(l->arg, l->conn, true, err, err == 0 ? total : 0);
         pthread_mutex_lock(&l->mu);
     }
     pthread_mutex_unlock(&l->mu);
@@ -254,14 +279,15 @@ static void *rx_main(void *arg)
             pthread_cond_wait(&l->cv, &l->mu);
         if (l->stop) break;
         uint8_t *dst = l->rx.dst;
-        const uint64_t want = l->rx.want;
+        const uint64_t want = l->rx.want, off = l->rx.off;
         const bool fused = l->rx.fused;
         const pt_tcp_fuse fuse = l->rx.fuse;
         pthread_mutex_unlock(&l->mu);
         uint64_t got = 0;
         pcclResult_t fr = pcclSuccess;
-        const int rv =
-            fused ? rx_fused(l, &fuse, want, &got, &fr) : read_all(l->fd, dst, want, &got);
+        const int rv = fused ? rx_fused(l, &fuse, want, &got, &fr)
+                             : read_all(l->fd, dst + off, want - off, &got);
+        if (!fused) got += off;
         pthread_mutex_lock(&l->mu);
         l->fuse_result = fr;
         l->rx.busy = false;
@@ -320,11 +346,20 @@ pt_tcp_link *pt_tcp_link_open(nng_stream *s, uint64_t conn, pt_tcp_cb cb, void *
 
 void pt_tcp_link_send(pt_tcp_link *l, const uint8_t *a, uint64_t na, const uint8_t *b, uint64_t nb)
 {
+    const uint64_t total = na + nb;
+    if (total <= PT_TCP_INLINE) {
+        const int err = write_some(l->fd, &a, &na, &b, &nb, MSG_DONTWAIT);
+        if (err == 0 || (err != EAGAIN && err != EWOULDBLOCK)) {
+            l->cb(l->arg, l->conn, true, err, err == 0 ? total : 0);
+            return;
+        }
+    }
     pthread_mutex_lock(&l->mu);
     l->tx.a = a;
     l->tx.na = na;
     l->tx.b = b;
     l->tx.nb = nb;
+    l->tx.total = total;
     l->tx.busy = true;
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
@@ -332,9 +367,26 @@ void pt_tcp_link_send(pt_tcp_link *l, const uint8_t *a, uint64_t na, const uint8
 
 void pt_tcp_link_recv(pt_tcp_link *l, uint8_t *dst, uint64_t want, const pt_tcp_fuse *fuse)
 {
+    uint64_t off = 0;
+    if (fuse == NULL && want <= PT_TCP_INLINE) {
+        const int rv = read_flags(l->fd, dst, want, &off, MSG_DONTWAIT);
+        if (rv == 0) {
+            l->cb(l->arg, l->conn, false, 0, want);
+            return;
+        }
+        if (rv == -1) {
+            l->cb(l->arg, l->conn, false, off == 0 ? 0 : ECONNRESET, 0); /* end of stream */
+            return;
+        }
+        if (rv != EAGAIN && rv != EWOULDBLOCK) {
+            l->cb(l->arg, l->conn, false, rv, 0);
+            return;
+        }
+    }
     pthread_mutex_lock(&l->mu);
     l->rx.dst = dst;
     l->rx.want = want;
+    l->rx.off = off;
     l->rx.fused = fuse != NULL;
     if (fuse != NULL) l->rx.fuse = *fuse;
     l->fuse_result = pcclSuccess;

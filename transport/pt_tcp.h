@@ -11,7 +11,9 @@
  * once it is complete, not per partial read or write. A receive may fuse a
  * reduction: the bytes are read into a small (L2-sized) scratch, slice by
  * slice, and reduced straight into the target (target op= bytes), so the
- * reduction of one slice overlaps the transfer of the next.
+ * reduction of one slice overlaps the transfer of the next. A small request
+ * is first tried without blocking on the caller's thread (MSG_DONTWAIT): what
+ * the socket takes or already holds costs no thread hand-off.
  *
  * pt_tcp_link_close shuts the socket down (waking a thread blocked in
  * read/write), joins both threads and closes the descriptor: when it
@@ -29,7 +31,9 @@
 typedef struct pt_tcp_link pt_tcp_link;
 
 /**
- * Completion of a link's send or receive, called on the link's thread.
+ * Completion of a link's send or receive, called on the link's thread, or
+ * on the caller's thread inside pt_tcp_link_send/recv when a small request
+ * (at most 64 KiB, not fused) completes at once without blocking.
  * err 0: count bytes were moved (all of them; a receive with count 0 is the
  * end of the stream). err != 0: the connection broke (errno value).
  */
