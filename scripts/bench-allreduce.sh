@@ -66,7 +66,7 @@ if [[ $QUICK -eq 1 ]]; then
   STEP=16
   LOAD_WAIT=5
   LOAD_WAIT_TOTAL=5
-  ITER_ARGS=(--warmup 1 --iters-min 3 --iters-max 50 --iter-bytes 64M)
+  ITER_ARGS=(--warmup 1 --iters-min 3 --iters-max 20 --iter-bytes 64M)
 fi
 SIZE_ARGS=(--min "$MIN" --max "$MAX" --step "$STEP")
 [[ -n "$OUT" ]] || OUT="$BUILD/allreduce-results/$(date -u +%Y%m%dT%H%M%SZ)"

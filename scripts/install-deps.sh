@@ -17,6 +17,9 @@ PACKAGES=(
   protobuf-compiler python3-protobuf
   # bindings (issue 8): Python (ctypes, numpy, torch, pytest, sklearn's digits), Go
   python3-numpy python3-pytest python3-torch python3-sklearn golang-go
+  python3-venv python3-pip python3-setuptools python3-wheel
+  # the TLS integration test makes a self-signed certificate
+  openssl
   # reference systems the all-reduce benchmark runs side by side (bench/)
   openmpi-bin libopenmpi-dev
 )

@@ -4,11 +4,13 @@
 #
 # Tiers and their budgets on a 2-core machine (the whole run stays < 30 min):
 #   format   clang-format check                               1 min
-#   native   gcc, -Werror, Release: unit + header + tidy       5 min
+#   native   gcc, -Werror, Release: unit + header + tidy + integration  8 min
 #   clang    clang, -Werror: build + unit tests                5 min
 #   asan     gcc, ASan+UBSan, -Werror: unit + simulation tests  8 min
 #   integration  ASan+UBSan: master + peer processes on 127.0.0.1  3 min
-#   wasm     emcc: unit tests, corpus, simulator under node    8 min
+#   soak     ASan+UBSan: 60 s churn soak + canary (ctest -L soak)  4 min
+#   tsan     clang TSan: runtime build + 11 integration scenarios  7 min
+#   wasm     emcc: unit tests, corpus, simulator under node    10 min
 #   bindings Go (go test), Rust (cargo test --offline), Python (pytest) and the
 #            cross-language ring, against the native tier's libpccl    10 min
 # Later tiers (simulation sweep) get their own budgets here.
@@ -53,7 +55,7 @@ export ROOT JOBS
 
 mkdir -p build
 tier format 60 "scripts/check-format.sh"
-tier native 300 "configure_build_test build/ci-native '-LE bindings' -DPCCL_WERROR=ON -DCMAKE_BUILD_TYPE=Release"
+tier native 480 "configure_build_test build/ci-native '-LE soak|bindings' -DPCCL_WERROR=ON -DCMAKE_BUILD_TYPE=Release"
 tier clang 300 "configure_build_test build/ci-clang '-L unit' -DPCCL_WERROR=ON \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Release"
 tier asan 480 "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -63,7 +65,12 @@ tier asan 480 "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_
 # ASan+UBSan, reusing the asan tier's build (its runtime targets included).
 tier integration 180 "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   cmake --build build/ci-asan -j $JOBS && ctest --test-dir build/ci-asan -j $JOBS -L integration"
-tier wasm 480 "NODE_PATH=/usr/share/nodejs configure_build_test build/ci-wasm '' -DPCCL_WERROR=ON \
+# A 60 s churn soak (SIGKILL/SIGSTOP/restart of random peers) and its canary.
+tier soak 240 "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  cmake --build build/ci-asan -j $JOBS && ctest --test-dir build/ci-asan -j $JOBS -L soak"
+# The runtime under ThreadSanitizer (clang): integration scenarios, no report in our code.
+tier tsan 420 "tests/integration/tsan.sh build/ci-tsan"
+tier wasm 600 "NODE_PATH=/usr/share/nodejs configure_build_test build/ci-wasm '' -DPCCL_WERROR=ON \
   -DCMAKE_TOOLCHAIN_FILE=/usr/share/emscripten/cmake/Modules/Platform/Emscripten.cmake \
   -DCMAKE_CROSSCOMPILING_EMULATOR=/usr/bin/node -DCMAKE_BUILD_TYPE=Release \
   -DPCCL_NATIVE_CORPUS=$ROOT/build/ci-native/tests/pccl_corpus"

@@ -228,7 +228,34 @@ typedef struct pt_slot {
     uint8_t **tensors; /* CCOIP_REGION_TENSOR (sync commands), owned copy of the arrays */
     uint64_t *tensor_bytes;
     uint32_t ntensors;
+    /* scratch/backup point into these, kept across ops (grown, never shrunk): fresh buffers per
+     * op cost a page fault and a zeroed page per 4 KiB above glibc's mmap threshold. */
+    uint8_t *cache_scratch, *cache_backup;
+    uint64_t cache_scratch_cap, cache_backup_cap;
 } pt_slot;
+
+/* Clears an op slot, keeping its buffer cache. */
+static void slot_reset(pt_slot *o)
+{
+    uint8_t *cs = o->cache_scratch, *cb = o->cache_backup;
+    uint64_t csc = o->cache_scratch_cap, cbc = o->cache_backup_cap;
+    memset(o, 0, sizeof *o);
+    o->cache_scratch = cs;
+    o->cache_backup = cb;
+    o->cache_scratch_cap = csc;
+    o->cache_backup_cap = cbc;
+}
+
+/* A buffer of at least n bytes from a slot's cache (NULL when out of memory). */
+static uint8_t *slot_cached(uint8_t **buf, uint64_t *cap, uint64_t n)
+{
+    if (*buf == NULL || *cap < n) {
+        free(*buf);
+        *buf = malloc((size_t)n);
+        *cap = *buf != NULL ? n : 0;
+    }
+    return *buf;
+}
 
 typedef enum pt_cmd_state { CMD_FREE = 0, CMD_POSTED, CMD_DONE, CMD_ABANDONED } pt_cmd_state;
 
@@ -423,11 +450,12 @@ static void snapshot(pt_driver *d)
         d->minfo.accepted = ccoip_master_num_accepted(d->m);
         d->minfo.pending = ccoip_master_num_pending(d->m);
     } else {
+        /* The world sizes pcclGetAttribute reports change only when an API call completes
+         * (cmd_done): between calls they stay what the last call saw, even if a peer leaves
+         * meanwhile (docs/semantics.md, "Attributes"). */
         d->pinfo.id = ccoip_peer_id(d->p);
-        d->pinfo.world_size = ccoip_peer_world_size(d->p);
         d->pinfo.accepted = ccoip_peer_is_accepted(d->p);
         d->pinfo.failed = ccoip_peer_is_failed(d->p);
-        ccoip_peer_world_info(d->p, &d->pinfo.world);
     }
     pthread_mutex_unlock(&d->mu);
 }
@@ -2141,7 +2169,7 @@ static void act_op_begin(pt_driver *d, const ccoip_action *a)
         return;
     }
     pt_slot *o = &d->slots[a->op_slot];
-    memset(o, 0, sizeof *o);
+    slot_reset(o);
     o->used = true;
     o->cmd_id = a->cmd_id;
     pthread_mutex_lock(&d->mu);
@@ -2165,8 +2193,8 @@ static void act_op_begin(pt_driver *d, const ccoip_action *a)
     pthread_mutex_unlock(&d->mu);
     o->scratch_bytes = a->scratch_bytes;
     o->backup_bytes = a->backup_bytes;
-    o->scratch = malloc((size_t)a->scratch_bytes + 1u);
-    o->backup = malloc((size_t)a->backup_bytes + 1u);
+    o->scratch = slot_cached(&o->cache_scratch, &o->cache_scratch_cap, a->scratch_bytes + 1u);
+    o->backup = slot_cached(&o->cache_backup, &o->cache_backup_cap, a->backup_bytes + 1u);
     if (o->scratch == NULL || o->backup == NULL) {
         pt_log(CCOIP_LOG_ERROR, d->who, "out of memory for op slot %u", a->op_slot);
         o->scratch_bytes = 0;
@@ -2184,11 +2212,9 @@ static void act_op_end(pt_driver *d, const ccoip_action *a)
         }
     }
     pt_slot *o = &d->slots[a->op_slot];
-    free(o->scratch);
-    free(o->backup);
     free(o->tensors);
     free(o->tensor_bytes);
-    memset(o, 0, sizeof *o);
+    slot_reset(o);
 }
 
 static void cmd_release(pt_cmd *c)
@@ -2422,8 +2448,8 @@ static void driver_shutdown(pt_driver *d)
     if (d->kstarted) pthread_join(d->kthread, NULL);
     d->kstarted = false;
     for (uint32_t s = 0; s < PT_MAX_SLOTS; s++) {
-        free(d->slots[s].scratch);
-        free(d->slots[s].backup);
+        free(d->slots[s].cache_scratch); /* scratch and backup point into these */
+        free(d->slots[s].cache_backup);
         free(d->slots[s].tensors);
         free(d->slots[s].tensor_bytes);
         memset(&d->slots[s], 0, sizeof d->slots[s]);

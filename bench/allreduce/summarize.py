@@ -65,7 +65,7 @@ def stat(values):
     return statistics.median(values), min(values), max(values)
 
 
-def cell(s, digits=2):
+def cell(s, digits=3):
     if s is None:
         return "n/a"
     med, lo, hi = s

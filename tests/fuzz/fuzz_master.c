@@ -4,7 +4,10 @@
  * an event (connection up/closed, time passing, raw bytes, or a well-formed
  * PeerToMaster frame built from the following bytes, so that the fuzzer
  * reaches deep states: hello, join, votes, p2p reports at the current
- * epoch, initiates, completions). Properties checked after every step:
+ * epoch, initiates, completions, shared-state sync votes with keys and
+ * sync done, topology optimization votes, bandwidth reports and done).
+ * Opcodes below 0xF0 keep their original meaning (op % 8); 0xF0..0xFF are
+ * the extended opcodes (see fz_extended). Properties checked after every step:
  *   - the step returns pcclSuccess or pcclInvalidArgument (for the events
  *     the master does not take); never pcclInternalError (no bound hit);
  *   - every SEND is one well-formed MasterToPeer control frame;
@@ -12,6 +15,8 @@
  *   - no assertion fires (remote input never reaches an assert).
  * Corpus: corpus/master/ (replayed by fuzz_replay_master with gcc).
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ccoip_frame.h"
@@ -35,6 +40,8 @@ static uint64_t fz_conn(fz *f)
 
 static uint8_t fz_arena[1 << 16];
 static uint8_t fz_frame[1 << 14];
+/* FUZZ_VERBOSE=1 prints every action (to check what a seed reaches). */
+static int fz_verbose = -1;
 
 static void fz_check_actions(ccoip_master *m)
 {
@@ -47,12 +54,17 @@ static void fz_check_actions(ccoip_master *m)
             ccoip_pb_arena_init(&arena, fz_arena, sizeof(fz_arena));
             FUZZ_CHECK(a.data != NULL && a.len >= CCOIP_CTRL_HEADER_BYTES);
             FUZZ_CHECK(ccoip_ctrl_decode_m2p(a.data, a.len, NULL, &arena, &env) == pcclSuccess);
+            if (fz_verbose)
+                fprintf(stderr, "SEND conn=%llx body=%d status=%d\n", (unsigned long long)a.conn,
+                        (int)env.body_case, (int)env.status);
             break;
         }
         case CCOIP_ACT_CLOSE:
+            if (fz_verbose) fprintf(stderr, "CLOSE conn=%llx\n", (unsigned long long)a.conn);
             break;
         case CCOIP_ACT_LOG:
             FUZZ_CHECK(a.data != NULL && a.data[a.len] == '\0');
+            if (fz_verbose) fprintf(stderr, "LOG %s\n", (const char *)a.data);
             break;
         default:
             FUZZ_CHECK(0); /* the master emits nothing else */
@@ -82,13 +94,139 @@ static void fz_send_frame(ccoip_master *m, uint64_t now, uint64_t conn,
     fz_step(m, &ev);
 }
 
+/* Shared-state key names, sorted bytewise (the master wants sorted, unique keys). */
+static const char *const fz_key_names[4] = {"bias", "step", "w.0", "w.1"};
+
+/*
+ * Extended opcodes 0xF0..0xFF (op & 7 picks the message):
+ *   0 SharedStateSyncVote: conn, revision, strategy, key mask, then per key
+ *     hash, dtype/count/allow_content_inequality byte
+ *   1 SharedStateSyncDone: conn, success
+ *   2 OptimizeTopologyVote: conn
+ *   3 BandwidthReport: conn, n, then per sample to_peer, bytes, duration
+ *   4 OptimizeTopologyDone: conn
+ *   5 Join with all three endpoint kinds: conn, port, group
+ *   6 SharedStateSyncVote with keys out of order or invalid: conn, variant
+ *   7 TIMER at the master's own deadline (whatever it is)
+ */
+static void fz_extended(ccoip_master *m, fz *f, uint64_t *now, ccoip_pb_peer_to_master *env,
+                        uint8_t op)
+{
+    ccoip_pb_shared_state_key keys[4];
+    ccoip_pb_bandwidth_sample smp[4];
+    ccoip_pb_endpoint eps[3];
+    uint64_t conn;
+    memset(keys, 0, sizeof(keys));
+    memset(smp, 0, sizeof(smp));
+    memset(eps, 0, sizeof(eps));
+    switch (op & 7u) {
+    case 0: {
+        conn = fz_conn(f);
+        env->body_case = CCOIP_PB_PEER_TO_MASTER_BODY_SYNC_VOTE;
+        env->body.sync_vote.revision = fz_byte(f) % 4u;
+        env->body.sync_vote.strategy = fz_byte(f) % 4; /* 3: unknown */
+        uint8_t mask = fz_byte(f);
+        uint64_t n = 0;
+        for (uint32_t k = 0; k < 4u; k++) {
+            if ((mask & (1u << k)) == 0) continue;
+            ccoip_pb_shared_state_key *key = &keys[n++];
+            uint8_t h = fz_byte(f);
+            uint8_t t = fz_byte(f);
+            key->name.data = (const uint8_t *)fz_key_names[k];
+            key->name.len = strlen(fz_key_names[k]);
+            key->hash = 0x1000u + h;
+            key->dtype = t % 12u;
+            key->count = 1u + ((t >> 4) & 3u);
+            key->allow_content_inequality = (t & 0x40u) != 0;
+        }
+        env->body.sync_vote.keys = keys;
+        env->body.sync_vote.keys_count = n;
+        break;
+    }
+    case 1:
+        conn = fz_conn(f);
+        env->body_case = CCOIP_PB_PEER_TO_MASTER_BODY_SYNC_DONE;
+        env->body.sync_done.success = (fz_byte(f) & 3u) != 0;
+        env->body.sync_done.rx_bytes = 16;
+        env->body.sync_done.tx_bytes = 16;
+        break;
+    case 2:
+        conn = fz_conn(f);
+        env->body_case = CCOIP_PB_PEER_TO_MASTER_BODY_OPTIMIZE_TOPOLOGY;
+        break;
+    case 3: {
+        conn = fz_conn(f);
+        uint64_t n = fz_byte(f) % 5u;
+        for (uint64_t i = 0; i < n; i++) {
+            uint8_t b = fz_byte(f);
+            smp[i].to_peer = 1u + (b & 7u);
+            smp[i].unreachable = (b & 0x80u) != 0;
+            smp[i].bytes = (b & 0x40u) ? 0u : ((uint64_t)1 + fz_byte(f)) << 14;
+            smp[i].duration_us = (uint64_t)fz_byte(f) * 97u;
+        }
+        env->call_id = 0; /* a notification */
+        env->body_case = CCOIP_PB_PEER_TO_MASTER_BODY_BANDWIDTH_REPORT;
+        env->body.bandwidth_report.samples = smp;
+        env->body.bandwidth_report.samples_count = n;
+        break;
+    }
+    case 4:
+        conn = fz_conn(f);
+        env->body_case = CCOIP_PB_PEER_TO_MASTER_BODY_OPTIMIZE_DONE;
+        break;
+    case 5: {
+        conn = fz_conn(f);
+        uint32_t port = 2000u + fz_byte(f);
+        for (uint32_t k = 0; k < 3u; k++) {
+            eps[k].kind = (int32_t)k;
+            eps[k].port = port + k;
+        }
+        env->body_case = CCOIP_PB_PEER_TO_MASTER_BODY_JOIN;
+        env->body.join.peer_group = fz_byte(f) % 2u;
+        env->body.join.endpoints = eps;
+        env->body.join.endpoints_count = 3;
+        break;
+    }
+    case 6: {
+        conn = fz_conn(f);
+        uint8_t v = fz_byte(f) % 4u;
+        env->body_case = CCOIP_PB_PEER_TO_MASTER_BODY_SYNC_VOTE;
+        env->body.sync_vote.revision = 1;
+        keys[0].name.data = (const uint8_t *)"w.1";
+        keys[0].name.len = 3;
+        keys[1].name.data = (const uint8_t *)(v == 0 ? "w.0" : "w.1"); /* unsorted / duplicate */
+        keys[1].name.len = 3;
+        keys[1].dtype = v == 2 ? 12 : 0;    /* unknown dtype */
+        keys[1].hash_type = v == 3 ? 1 : 0; /* unknown hash type */
+        env->body.sync_vote.keys = keys;
+        env->body.sync_vote.keys_count = 2;
+        break;
+    }
+    default: {
+        ccoip_event ev;
+        uint64_t d = ccoip_master_deadline_ns(m);
+        if (d == CCOIP_NO_DEADLINE || d <= *now) return;
+        *now = d;
+        memset(&ev, 0, sizeof(ev));
+        ev.type = CCOIP_EV_TIMER;
+        ev.now_ns = *now;
+        fz_step(m, &ev);
+        return;
+    }
+    }
+    fz_send_frame(m, *now, conn, env);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    if (fz_verbose < 0) fz_verbose = getenv("FUZZ_VERBOSE") != NULL;
     ccoip_master_config cfg;
     ccoip_master_config_default(&cfg);
     cfg.max_peers = 8;
     cfg.max_ops = 4;
     cfg.vote_timeout_ms = 3000;
+    cfg.max_message_bytes = 1u << 16; /* a smaller decode arena: faster runs */
+    cfg.max_state_keys = 3;           /* a vote with all 4 keys of fz_key_names is over the limit */
     ccoip_master *m = NULL;
     FUZZ_CHECK(ccoip_master_create(&cfg, 7, &m) == pcclSuccess);
     fz f = {data, size, 0};
@@ -107,6 +245,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         env.call_id = call++;
         uint64_t u64s[4];
         ccoip_pb_endpoint ep;
+        if (op >= 0xF0u) {
+            fz_extended(m, &f, &now, &env, op);
+            continue;
+        }
         switch (op % 8u) {
         case 0:
             ev.type = CCOIP_EV_CONN_UP;

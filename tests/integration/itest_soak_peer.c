@@ -3,11 +3,14 @@
  *
  *   itest_soak_peer --url URL --slot S --inc I --seed X --stop-file PATH
  *                   [--count C] [--timeout-ms T] [--max-s M] [--diverge-pct P]
+ *                   [--corrupt-permille Q]
  *
  * Loops like a training job until PATH exists: update topology, synchronize
  * the shared state (one int32 tensor "w" of C elements and the revision),
  * all-reduce (SUM, int32) exact integer data, then w = w * 1000003 + result
- * (wrapping) and revision + 1. Before a sync it sometimes (P percent)
+ * (wrapping) and revision + 1. --corrupt-permille (a canary, default 0)
+ * flips a bit of w after Q of 1000 syncs, as a broken sync would.
+ * Before a sync it sometimes (P percent)
  * perturbs one element of w without touching the revision: the sync must
  * repair (or elect) it, so every member ends the sync with the same state.
  *
@@ -161,7 +164,7 @@ int main(int argc, char **argv)
     memset(&s, 0, sizeof s);
     s.timeout_ms = 30000;
     const char *stop_file = NULL;
-    uint32_t slot = 0, inc = 0, max_s = 600, diverge_pct = 10;
+    uint32_t slot = 0, inc = 0, max_s = 600, diverge_pct = 10, corrupt_permille = 0;
     uint64_t seed = 1, count = 50021;
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *a = argv[i], *v = argv[i + 1];
@@ -183,6 +186,8 @@ int main(int argc, char **argv)
             max_s = (uint32_t)strtoul(v, NULL, 10);
         else if (strcmp(a, "--diverge-pct") == 0)
             diverge_pct = (uint32_t)strtoul(v, NULL, 10);
+        else if (strcmp(a, "--corrupt-permille") == 0)
+            corrupt_permille = (uint32_t)strtoul(v, NULL, 10);
     }
     if (s.url == NULL || stop_file == NULL || count < 2 || count > (1u << 24)) return 2;
     uint64_t rng = seed * 1000003u + slot * 1009u + inc;
@@ -269,6 +274,9 @@ int main(int argc, char **argv)
             continue;
         }
         const uint64_t rev = st.revision;
+        /* Canary (soak.py --canary): pretend the sync left this peer with a
+         * different state; the controller's cross-peer check must see it. */
+        if (corrupt_permille > 0 && rng_next(&rng) % 1000u < corrupt_permille) w[0] ^= 0x80u;
         OUT("S %llu %016llx %llu %llu", (unsigned long long)rev,
             (unsigned long long)state_hash(w, count, rev), (unsigned long long)si.rx_bytes,
             (unsigned long long)si.tx_bytes);

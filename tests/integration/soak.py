@@ -5,13 +5,15 @@ For --seconds (default 60, env PCCL_SOAK_SECONDS) a controller driven by a
 seeded RNG (--seed, env PCCL_SOAK_SEED, else the clock; always printed) picks
 random peers and SIGKILLs them (restarted after 0-2 s), or SIGSTOPs them for
 0.2-3 s (then SIGCONT, or SIGKILL and a restart), keeping at least two peers
-running. The peers loop: update topology, sync shared state, exact all-reduce,
+running, two of them holding the newest revision (the state lives only in
+the peers). The peers loop: update topology, sync shared state, exact all-reduce,
 revision + 1 (itest_soak_peer.c). Then a calm phase: every peer running,
 until every live peer has completed a common revision well past the churn.
 
 Fails (exit 1) on: any wrong all-reduce result (a peer's own exact check);
-two different state hashes, or two different (world size, contribution sum)
-pairs, reported for one revision; a running (not stopped) peer without
+two different (world size, contribution sum) pairs for one revision, or two
+peers entering one revision's all-reduce with different shared state (the
+hash of their last sync); a running (not stopped) peer without
 output for --hang-s seconds, a call returning pcclTimeout, a peer exiting on
 its own; no revision completed for --hang-s seconds; unexpected result codes;
 the calm phase or the stop exceeding their bounds; the master not exiting 0
@@ -23,6 +25,7 @@ import argparse
 import collections
 import os
 import random
+import select
 import shutil
 import signal
 import subprocess
@@ -59,6 +62,9 @@ def main():
     ap.add_argument("--count", type=int, default=50021)
     ap.add_argument("--hang-s", type=float, default=20.0)
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--canary", action="store_true",
+                    help="peers corrupt their state after 2%% of syncs: pass only if the "
+                         "divergence check reports it")
     args = ap.parse_args()
     scale = float(os.environ.get("PCCL_SOAK_SCALE", "1"))
     seed = args.seed
@@ -119,7 +125,9 @@ def main():
                 print("    " + l.rstrip())
 
     try:
-        line = master.stdout.readline().decode()
+        line = ""
+        if select.select([master.stdout], [], [], 10 * scale)[0]:
+            line = master.stdout.readline().decode()
         if not line.startswith("PORT "):
             fail(f"master did not report its port: {line!r}")
             return finish(failures, work, args, dump_logs)
@@ -132,6 +140,8 @@ def main():
                    "--seed", str(seed), "--stop-file", stop_file, "--count", str(args.count),
                    "--timeout-ms", str(timeout_ms),
                    "--max-s", str(int(args.seconds + 120 * scale + 60))]
+            if args.canary:
+                cmd += ["--corrupt-permille", "20"]
             p.proc = subprocess.Popen(
                 cmd, stdout=open(p.out_path, "w"),
                 stderr=open(os.path.join(work, f"peer{p.slot}.{p.inc}.log"), "w"), env=env)
@@ -202,10 +212,18 @@ def main():
             if now < next_action:
                 continue
             next_action = now + rng.uniform(0.3, 1.5) * scale
+            # The shared state lives only in the peers: killing or stopping
+            # every peer that holds the newest revision would legitimately
+            # restart the run from an older one (and a stopped holder, once
+            # continued, would then be ahead: REVISION_INCREMENT_VIOLATION).
+            # So at least two up-to-date peers (running, last all-reduce at
+            # the newest revision or the one before) always stay untouched.
             live = running()
-            if len(live) <= 2:
+            fresh = [p for p in live if last_r(p) >= last_progress[1] - 1]
+            candidates = [p for p in live if p not in fresh or len(fresh) > 2]
+            if len(live) <= 2 or not candidates:
                 continue
-            victim = rng.choice(live)
+            victim = rng.choice(candidates)
             what = rng.random()
             if what < 0.45:
                 victim.proc.kill()
@@ -304,24 +322,42 @@ def max_revision(peers):
 
 
 def analyze(work, fail):
+    """Cross-peer checks over every incarnation's output.
+
+    For each revision, every successful all-reduce must show the same (M, U)
+    and every peer that completed it must have entered it with the same
+    shared state: the hash its last sync printed. (Several sync rounds may
+    run at one revision when an all-reduce fails, and a peer that perturbed
+    its state before a re-sync may legitimately be elected then, so raw sync
+    hashes of one revision may differ between rounds; the state a training
+    step actually used may not.)
+    """
     hashes = collections.defaultdict(set)
+    synced = collections.defaultdict(set)
     reduces = collections.defaultdict(set)
     codes = collections.Counter()
     n_r = n_s = n_rx = n_reconnect = 0
     for n in sorted(os.listdir(work)):
         if not n.endswith(".out"):
             continue
+        last_s = None
         for l in read_lines(os.path.join(work, n)):
             f = l.split()
             if len(f) < 2:
                 continue
             tag = f[1]
             if tag == "S":
-                hashes[int(f[2])].add(f[3])
+                last_s = (int(f[2]), f[3])
+                synced[int(f[2])].add(f[3])
                 n_s += 1
                 n_rx += int(f[4]) > 0
             elif tag == "R":
-                reduces[int(f[2])].add((int(f[3]), int(f[4])))
+                rev = int(f[2])
+                reduces[rev].add((int(f[3]), int(f[4])))
+                if last_s is None or last_s[0] != rev:
+                    fail(f"{n}: all-reduce at revision {rev} without a sync at it: {l}")
+                else:
+                    hashes[rev].add(last_s[1])
                 n_r += 1
             elif tag == "F":
                 codes[f"{f[2]}:{f[3]}"] += 1
@@ -331,19 +367,30 @@ def analyze(work, fail):
                 fail(f"{n}: {l}")
     for rev, hs in sorted(hashes.items()):
         if len(hs) != 1:
-            fail(f"revision {rev}: {len(hs)} different state hashes {sorted(hs)}")
+            fail(f"revision {rev}: all-reduced from {len(hs)} different states {sorted(hs)}")
     for rev, ms in sorted(reduces.items()):
         if len(ms) != 1:
             fail(f"revision {rev}: different all-reduce results (M, U): {sorted(ms)}")
+    resynced = sum(1 for hs in synced.values() if len(hs) > 1)
     print(f"soak: {len(reduces)} revisions, {n_r} exact all-reduces, {n_s} syncs "
-          f"({n_rx} received state), {n_reconnect} reconnects after eviction; failed calls "
-          f"(retried): " + (", ".join(f"{k} x{v}" for k, v in sorted(codes.items())) or "none"),
-          flush=True)
+          f"({n_rx} received state; {resynced} revisions re-elected a state after a failed "
+          f"step), {n_reconnect} reconnects after eviction; failed calls (retried): "
+          + (", ".join(f"{k} x{v}" for k, v in sorted(codes.items())) or "none"), flush=True)
     if len(reduces) < 10:
         fail(f"only {len(reduces)} revisions completed")
 
 
 def finish(failures, work, args, dump_logs):
+    if args.canary:
+        caught = [f for f in failures if "different states" in f]
+        print(f"soak: canary: {len(caught)} divergences caught, "
+              f"{len(failures) - len(caught)} other failures")
+        shutil.rmtree(work, ignore_errors=True)
+        if caught and len(caught) == len(failures):
+            print("soak: PASS (the canary's divergence was caught)")
+            return 0
+        print("soak: FAILED (the canary was not caught, or something else failed)")
+        return 1
     if failures:
         dump_logs()
         print(f"soak: FAILED ({len(failures)} failures); logs in {work}")

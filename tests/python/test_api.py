@@ -461,3 +461,65 @@ def test_python_m_pccl_master(procs):
     c.close()
     pr.kill(signal.SIGTERM)
     assert pr.wait(20) == 0, pr.output()
+
+
+def connected_pair(master):
+    """Two communicators of this process admitted together (threads: connect blocks)."""
+    comms = [pccl.Communicator(f"127.0.0.1:{master.port}", 0, timeout_ms=20000) for _ in range(2)]
+    errors = []
+
+    def join(i):
+        try:
+            c = comms[i]
+            c.connect(n_attempts=3, retry_delay=0.1)
+            deadline = time.monotonic() + 20
+            while c.get_attribute(pccl.Attribute.GLOBAL_WORLD_SIZE) < 2:
+                assert time.monotonic() < deadline
+                c.update_topology()
+                time.sleep(0.01)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=join, args=(i,)) for i in range(2)]
+    threads[0].start()
+    time.sleep(0.1)
+    threads[1].start()
+    for t in threads:
+        t.join(30)
+    assert not errors and not any(t.is_alive() for t in threads), errors
+    return comms
+
+
+def test_async_wait_timeout_keeps_the_operation():
+    with pccl.MasterNode("127.0.0.1:0") as m:
+        m.run()
+        c0, c1 = connected_pair(m)
+        x0 = np.arange(100, dtype=np.int32)
+        x1 = np.arange(100, dtype=np.int32) * 10
+        h0 = c0.all_reduce_async(x0, x0, op=pccl.ReduceOp.SUM, tag=42)
+        # the other peer has not started tag 42: the wait times out, the op stays in flight
+        assert h0.wait(timeout_ms=200) == (False, pccl.Result.TIMEOUT, None)
+        assert not h0.done
+        with pytest.raises(pccl.InvalidArgument):  # the tag is still in flight
+            c0.all_reduce_async(x0, x0, tag=42)
+        t = threading.Thread(target=lambda: c1.all_reduce(x1, x1, op=pccl.ReduceOp.SUM, tag=42))
+        t.start()
+        ok, status, info = h0.wait()
+        t.join(20)
+        assert (ok, status, info.world_size) == (True, pccl.Result.SUCCESS, 2) and h0.done
+        assert h0.result().world_size == 2  # cached
+        assert np.array_equal(x0, np.arange(100, dtype=np.int32) * 11) and np.array_equal(x0, x1)
+        # the 3-argument and the strategy form of the shared-state sync
+        s0 = pccl.SharedState([pccl.TensorInfo("w", np.full(5, 3, np.float64))])
+        s1 = pccl.SharedState([pccl.TensorInfo("w", np.zeros(5, np.float64))])
+        res = {}
+        t = threading.Thread(target=lambda: res.setdefault(1, c1.sync_shared_state(
+            s1, strategy=pccl.SharedStateSyncStrategy.RECEIVE_ONLY)))
+        t.start()
+        res[0] = c0.sync_shared_state(s0)
+        t.join(20)
+        assert (res[0].tx_bytes, res[0].rx_bytes) == (40, 0)
+        assert (res[1].tx_bytes, res[1].rx_bytes) == (0, 40)
+        assert s1.tensor_infos[0].data.tolist() == [3.0] * 5
+        for c in (c0, c1):
+            c.close()

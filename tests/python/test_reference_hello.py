@@ -7,6 +7,8 @@ Edits (applied here, each to exactly one place of the verbatim text):
   * fix of the reference: it reads world_size before assigning it on the first
     iteration (UnboundLocalError); it is initialised from get_attribute right
     after connect().
+The scripts run under peers/start_together.py (not an edit): a start barrier after the
+imports, and an end barrier so that no peer leaves while another finishes its last step.
 """
 
 import ast
@@ -39,7 +41,15 @@ def run_reference(procs, tmp_path, port, script_name, attr):
     path = tmp_path / script_name
     path.write_text(patched)
     env = harness.child_env(PCCL_TEST_MASTER_PORT=port)
-    peers = [procs.python(f"peer{i}", path, env=env) for i in range(N_PEERS)]
+    go = tmp_path / "go"
+    peers = [procs.python(f"peer{i}", harness.HERE / "peers" / "start_together.py",
+                          [go, N_PEERS, path],
+                          env=env) for i in range(N_PEERS)]
+    # all peers connect at once: the first is accepted alone and sleeps 1 s (the reference's
+    # own logic), the others are admitted together by its next update_topology; no peer
+    # leaves before all are done (see peers/start_together.py)
+    assert harness.wait_for(lambda: all("READY" in p.output() for p in peers), 60), procs.dump()
+    go.touch()
     rcs = harness.wait_all(peers, 90)
     assert rcs == [0] * N_PEERS, procs.dump()
     results = []

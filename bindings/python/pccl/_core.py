@@ -605,12 +605,22 @@ class Communicator:
 
     # -- shared state --
 
-    def sync_shared_state(self, shared_state, strategy=SharedStateSyncStrategy.ENFORCE_POPULAR):
-        """Synchronizes shared_state (in place); returns SharedStateSyncInfo."""
+    def sync_shared_state(self, shared_state, strategy=None):
+        """Synchronizes shared_state (in place); returns SharedStateSyncInfo.
+
+        strategy: a SharedStateSyncStrategy; omitted, the 3-argument
+        pcclSynchronizeSharedState (ENFORCE_POPULAR) is called, otherwise
+        pcclSynchronizeSharedStateEx.
+        """
         if not isinstance(shared_state, SharedState):
             raise InvalidArgument(f"expected a SharedState, got {type(shared_state).__name__}")
         info = L.CSharedStateSyncInfo()
-        rc = L.lib().pcclSynchronizeSharedStateEx(self._handle(), ctypes.byref(shared_state._c),
+        lib = L.lib()
+        if strategy is None:
+            rc = lib.pcclSynchronizeSharedState(self._handle(), ctypes.byref(shared_state._c),
+                                                ctypes.byref(info))
+        else:
+            rc = lib.pcclSynchronizeSharedStateEx(self._handle(), ctypes.byref(shared_state._c),
                                                   int(SharedStateSyncStrategy(strategy)),
                                                   ctypes.byref(info))
         _check(rc, "pcclSynchronizeSharedState")
