@@ -83,15 +83,18 @@ static void opt_on_requests(ccoip_peer *p, const ccoip_pb_bandwidth_probe_reques
     for (uint64_t i = 0; i < rq->targets_count; i++) {
         const ccoip_pb_probe_target *t = &rq->targets[i];
         const ccoip_pb_endpoint *ep = &t->endpoint;
-        if (!t->has_endpoint || ep->url.len >= CCOIP_URL_MAX ||
-            (ep->url.len == 0 && ep->ip.len != 4 && ep->ip.len != 16) || ep->port > 65535u) {
+        /* An address is 0 (URL only, e.g. ipc://), 4 or 16 bytes, whatever the URL says;
+         * a target needs a URL or an address. */
+        const bool ip_ok = ep->ip.len == 0 || ep->ip.len == 4 || ep->ip.len == 16;
+        if (!t->has_endpoint || ep->url.len >= CCOIP_URL_MAX || !ip_ok ||
+            (ep->url.len == 0 && ep->ip.len == 0) || ep->port > 65535u) {
             p_fail(p, "bad probe target");
             return;
         }
         p_probe *d = &p->probes[i];
         memset(d, 0, sizeof(*d));
         d->peer_id = t->peer_id;
-        memcpy(d->ip, ep->ip.data, (size_t)ep->ip.len);
+        if (ep->ip.len > 0) memcpy(d->ip, ep->ip.data, (size_t)ep->ip.len);
         d->ip_len = (uint32_t)ep->ip.len;
         d->port = ep->port;
         d->url_len = (uint32_t)ep->url.len;

@@ -10,7 +10,11 @@
  * the extended opcodes (see fz_extended). Properties checked after every step:
  *   - the step returns pcclSuccess or pcclInvalidArgument (for the events
  *     the master does not take); never pcclInternalError (no bound hit);
- *   - every SEND is one well-formed MasterToPeer control frame;
+ *   - every SEND is one well-formed MasterToPeer control frame, and what a
+ *     peer would reject in a successful answer never comes (fz_check_m2p:
+ *     rings without duplicates naming the receiver once, probe targets
+ *     other than the receiver, sync verdicts with a distributor other than
+ *     the receiver when outdated, unique outdated keys, ...);
  *   - the deadline never lies in the past after a TIMER at it;
  *   - no assertion fires (remote input never reaches an assert).
  * Corpus: corpus/master/ (replayed by fuzz_replay_master with gcc).
@@ -43,6 +47,93 @@ static uint8_t fz_frame[1 << 14];
 /* FUZZ_VERBOSE=1 prints every action (to check what a seed reaches). */
 static int fz_verbose = -1;
 
+/* The peer id the master gave each connection (HelloResult), 0 when unknown. */
+static uint64_t fz_ids[8];
+
+static uint64_t *fz_id_of(uint64_t conn)
+{
+    uint64_t k = conn - CCOIP_CONN_ACCEPTED_BASE - 1u;
+    return k < 8u ? &fz_ids[k] : NULL;
+}
+
+/* A ring names every member once; the receiver (when its id is known) exactly once. */
+static void fz_check_ring(const uint64_t *ring, uint64_t n, uint64_t self)
+{
+    uint64_t seen = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        FUZZ_CHECK(ring[i] != 0);
+        for (uint64_t j = 0; j < i; j++)
+            FUZZ_CHECK(ring[j] != ring[i]);
+        if (ring[i] == self) seen++;
+    }
+    FUZZ_CHECK(self == 0 || seen == 1);
+}
+
+/* What a peer would reject in a successful answer is a master bug (docs/protocol.md §6). */
+static void fz_check_m2p(uint64_t conn, const ccoip_pb_master_to_peer *env)
+{
+    uint64_t *idp = fz_id_of(conn);
+    uint64_t self = idp != NULL ? *idp : 0;
+    if (env->status != CCOIP_PB_STATUS_SUCCESS) return;
+    switch (env->body_case) {
+    case CCOIP_PB_MASTER_TO_PEER_BODY_HELLO:
+        FUZZ_CHECK(env->body.hello.peer_id != 0);
+        if (idp != NULL) *idp = env->body.hello.peer_id;
+        break;
+    case CCOIP_PB_MASTER_TO_PEER_BODY_TOPOLOGY_PLAN: {
+        const ccoip_pb_topology_plan *pl = &env->body.topology_plan;
+        if (pl->unchanged) break;
+        FUZZ_CHECK(pl->ring_count >= 1);
+        fz_check_ring(pl->ring, pl->ring_count, self);
+        for (uint64_t k = 0; k < pl->neighbours_count; k++)
+            FUZZ_CHECK(pl->neighbours[k].peer_id != self || self == 0);
+        break;
+    }
+    case CCOIP_PB_MASTER_TO_PEER_BODY_TOPOLOGY_VERDICT:
+        if (env->body.topology_verdict.success) {
+            fz_check_ring(env->body.topology_verdict.ring, env->body.topology_verdict.ring_count,
+                          self);
+        }
+        break;
+    case CCOIP_PB_MASTER_TO_PEER_BODY_OPTIMIZE_VERDICT: {
+        const ccoip_pb_optimize_topology_verdict *v = &env->body.optimize_verdict;
+        if (v->success) FUZZ_CHECK(v->has_plan);
+        if (v->has_plan && !v->plan.unchanged)
+            fz_check_ring(v->plan.ring, v->plan.ring_count, self);
+        break;
+    }
+    case CCOIP_PB_MASTER_TO_PEER_BODY_PROBE_REQUESTS:
+        for (uint64_t k = 0; k < env->body.probe_requests.targets_count; k++) {
+            const ccoip_pb_probe_target *t = &env->body.probe_requests.targets[k];
+            FUZZ_CHECK(t->has_endpoint && t->peer_id != 0 && (self == 0 || t->peer_id != self));
+        }
+        break;
+    case CCOIP_PB_MASTER_TO_PEER_BODY_SYNC_VERDICT: {
+        const ccoip_pb_shared_state_sync_verdict *v = &env->body.sync_verdict;
+        FUZZ_CHECK(v->outdated == (v->outdated_keys_count > 0));
+        FUZZ_CHECK(v->outdated_keys_count <= 4u);
+        if (v->outdated) {
+            FUZZ_CHECK(v->has_distributor && v->distributor_peer != 0);
+            FUZZ_CHECK(self == 0 || v->distributor_peer != self);
+        }
+        for (uint64_t k = 0; k < v->outdated_keys_count; k++) {
+            FUZZ_CHECK(v->outdated_keys[k].name.len > 0 && v->outdated_keys[k].hash_type == 0);
+            for (uint64_t j = 0; j < k; j++) {
+                FUZZ_CHECK(v->outdated_keys[j].name.len != v->outdated_keys[k].name.len ||
+                           memcmp(v->outdated_keys[j].name.data, v->outdated_keys[k].name.data,
+                                  (size_t)v->outdated_keys[k].name.len) != 0);
+            }
+        }
+        break;
+    }
+    case CCOIP_PB_MASTER_TO_PEER_BODY_COLLECTIVE_COMMENCE:
+        FUZZ_CHECK(env->body.collective_commence.world_size >= 1);
+        break;
+    default:
+        break;
+    }
+}
+
 static void fz_check_actions(ccoip_master *m)
 {
     ccoip_action a;
@@ -57,6 +148,7 @@ static void fz_check_actions(ccoip_master *m)
             if (fz_verbose)
                 fprintf(stderr, "SEND conn=%llx body=%d status=%d\n", (unsigned long long)a.conn,
                         (int)env.body_case, (int)env.status);
+            fz_check_m2p(a.conn, &env);
             break;
         }
         case CCOIP_ACT_CLOSE:
@@ -74,6 +166,10 @@ static void fz_check_actions(ccoip_master *m)
 
 static void fz_step(ccoip_master *m, const ccoip_event *ev)
 {
+    if (ev->type == CCOIP_EV_CONN_UP || ev->type == CCOIP_EV_CONN_CLOSED) {
+        uint64_t *idp = fz_id_of(ev->conn);
+        if (idp != NULL) *idp = 0; /* a new connection (the harness reuses ids) */
+    }
     pcclResult_t r = ccoip_master_step(m, ev);
     FUZZ_CHECK(r == pcclSuccess || r == pcclInvalidArgument);
     fz_check_actions(m);
@@ -220,6 +316,7 @@ static void fz_extended(ccoip_master *m, fz *f, uint64_t *now, ccoip_pb_peer_to_
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (fz_verbose < 0) fz_verbose = getenv("FUZZ_VERBOSE") != NULL;
+    memset(fz_ids, 0, sizeof(fz_ids));
     ccoip_master_config cfg;
     ccoip_master_config_default(&cfg);
     cfg.max_peers = 8;

@@ -404,13 +404,12 @@ static uint64_t fz_pick_conn(fz *f)
 /* An endpoint: ip of 4 bytes mostly; sometimes a URL, none, or odd lengths. */
 static uint8_t fz_ipbuf[4096];
 /*
- * FUZZ_PEER_KNOWN_BUGS=1 generates the inputs of two open findings in
- * opt_on_requests (core/peer_optimize.c), which copies a probe target's ip
- * with memcpy(d->ip, ep->ip.data, ep->ip.len) whenever the target has a URL:
- *   - a URL plus an ip of more than 16 bytes overflows p_probe.ip[16];
- *   - a URL-only target (ip.data NULL, ip.len 0) is memcpy from NULL (UB).
- * Off by default so that fuzzing gets past them: odd ip lengths stay within
- * 1..16 bytes and URL-only probe targets also get a 4-byte ip.
+ * Endpoints include the inputs of two findings of this target, fixed in
+ * opt_on_requests (core/peer_optimize.c): a probe target with a URL plus an
+ * ip longer than 16 bytes overflowed p_probe.ip[16], and a URL-only target
+ * (ip.data NULL) was a memcpy from NULL. Their reproducers are in
+ * corpus/peer/ (peer_probe_target_*). FUZZ_PEER_NO_ODD_IPS=1 keeps odd ip
+ * lengths within 1..16 bytes and gives URL-only probe targets a 4-byte ip.
  */
 static int fz_known_bugs = -1;
 
@@ -746,7 +745,7 @@ static void fz_submit(fz *f)
             if ((mask & (1u << kk)) == 0) continue;
             keys[n].name = fz_names[kk];
             keys[n].dtype = (t & 0x80u) ? pcclFloat : pcclUint8;
-            keys[n].count = 1u + ((t >> kk) & 3u);
+            keys[n].count = 1u + (((uint32_t)t >> kk) & 3u);
             keys[n].allow_content_inequality = (mask & (0x10u << kk)) != 0;
             W.key_dtype[kk] = keys[n].dtype;
             W.key_count[kk] = keys[n].count;
@@ -895,7 +894,7 @@ static void fz_p2p_frame(fz *f)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (fz_verbose < 0) fz_verbose = getenv("FUZZ_VERBOSE") != NULL;
-    if (fz_known_bugs < 0) fz_known_bugs = getenv("FUZZ_PEER_KNOWN_BUGS") != NULL;
+    if (fz_known_bugs < 0) fz_known_bugs = getenv("FUZZ_PEER_NO_ODD_IPS") == NULL;
     ccoip_peer_config cfg;
     ccoip_peer_config_default(&cfg);
     static const uint8_t master_ip[4] = {10, 0, 0, 1};
