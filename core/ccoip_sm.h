@@ -85,6 +85,12 @@
  *       dials up to that many connections to the same successor endpoint
  *       (HELLO chunk = index, step = pool size) and spreads ops over them;
  *       drivers already treat every p2p connection on its own.
+ *   v5  (transport, issue 7; a hint only, drivers may ignore it) A RING_RECV
+ *       with reduce = true announces the REDUCE the core will emit after its
+ *       IO_DONE: dst = the RING_RECV's src span, src = its dst span, red_op,
+ *       dtype, count. A driver may reduce the bytes into that span as they
+ *       arrive instead of landing them in dst; it then completes that REDUCE
+ *       (same spans, op, type, count) without touching memory.
  */
 #ifndef CCOIP_SM_H
 #define CCOIP_SM_H

@@ -153,14 +153,15 @@ static void ring_abort(ccoip_peer *p, uint32_t i, pcclResult_t result, const cha
     ring_start_restore(p, i);
 }
 
-static void ring_io(ccoip_peer *p, uint32_t i, const ccoip_ring_step *st, ccoip_span_ref src,
-                    const ccoip_quant_meta *meta, ccoip_span_ref dst, p_op_sub sub)
+static ccoip_action *ring_io(ccoip_peer *p, uint32_t i, const ccoip_ring_step *st,
+                             ccoip_span_ref src, const ccoip_quant_meta *meta, ccoip_span_ref dst,
+                             p_op_sub sub)
 {
     p_op *o = &p->ops[i];
     o->sub = sub;
     ccoip_action *s = sm_out_push(&p->out, CCOIP_ACT_RING_SEND);
     ccoip_action *r = sm_out_push(&p->out, CCOIP_ACT_RING_RECV);
-    if (s == NULL || r == NULL) return;
+    if (s == NULL || r == NULL) return NULL;
     o->io_send = p->next_io++;
     o->io_recv = p->next_io++;
     s->io_id = o->io_send;
@@ -186,6 +187,7 @@ static void ring_io(ccoip_peer *p, uint32_t i, const ccoip_ring_step *st, ccoip_
     r->dtype = o->a.dtype;
     o->tx_bytes += src.length;
     o->rx_bytes += dst.length;
+    return r;
 }
 
 static ccoip_ring_step ring_step_of(const p_op *o)
@@ -293,9 +295,18 @@ static void ring_rs_step(ccoip_peer *p, uint32_t i, uint32_t s)
         a->quant.quant_type = o->a.quant_dtype;
         return;
     }
-    ring_io(p, i, &st,
-            ring_span(i, CCOIP_REGION_RECV, st.send.offset * o->esize, st.send.count * o->esize),
-            NULL, ring_span(i, CCOIP_REGION_SCRATCH, 0, st.recv.count * o->esize), POS_RS_IO);
+    ccoip_action *r = ring_io(
+        p, i, &st,
+        ring_span(i, CCOIP_REGION_RECV, st.send.offset * o->esize, st.send.count * o->esize), NULL,
+        ring_span(i, CCOIP_REGION_SCRATCH, 0, st.recv.count * o->esize), POS_RS_IO);
+    if (r != NULL) {
+        /* Announce the REDUCE ring_after_io will ask for (contract v5): a driver may fuse it. */
+        r->reduce = true;
+        r->red_op = o->a.op;
+        r->count = st.recv.count;
+        r->src =
+            ring_span(i, CCOIP_REGION_RECV, st.recv.offset * o->esize, st.recv.count * o->esize);
+    }
 }
 
 static bool ring_meta_ok(const p_op *o, const ccoip_quant_meta *m)

@@ -30,6 +30,7 @@
 #include "ccoip_reduce.h"
 #include "ccoip_trace.h"
 #include "pt.h"
+#include "pt_tcp.h"
 
 /* Bounds (STYLE.md: limits on everything). */
 #define PT_MAX_CONNS       1024u
@@ -175,6 +176,10 @@ typedef struct pt_conn {
     uint64_t rd_io; /* io_id the payload lands in */
     uint64_t max_recv_epoch;
     bool rd_ctrl; /* RD_PAYLOAD of a data connection lands in buf (STATE_REQUEST/RESPONSE) */
+    /* POSIX TCP data plane (pt_tcp.h): the stream's socket, taken over; NULL: nng I/O */
+    pt_tcp_link *link;
+    bool rd_fused; /* the payload under way is reduced into rd_fuse.target (link only) */
+    pt_tcp_fuse rd_fuse;
     /* bandwidth probes */
     pt_probe_role probe;
     uint64_t probe_io;
@@ -201,6 +206,7 @@ typedef struct pt_io {
     uint64_t got;
     uint32_t frames;
     ccoip_quant_meta quant;
+    bool fused; /* RING_RECV: its payload was reduced on arrival (pt_tcp.h) */
 } pt_io;
 
 typedef struct pt_slot {
@@ -215,6 +221,10 @@ typedef struct pt_slot {
     uint64_t backup_bytes;
     uint64_t epoch, tag, seq; /* key of the op's ring frames, from its ring actions */
     bool keyed;
+    /* A RING_RECV fused its announced REDUCE (ccoip_sm.h v5): that REDUCE completes at once. */
+    bool fused_valid;
+    ccoip_action fused; /* the REDUCE it announced: red_op, dtype, count, dst, src */
+    pcclResult_t fused_result;
     uint8_t **tensors; /* CCOIP_REGION_TENSOR (sync commands), owned copy of the arrays */
     uint64_t *tensor_bytes;
     uint32_t ntensors;
@@ -269,6 +279,8 @@ typedef struct pt_job {
     uint8_t *dst;
     const uint8_t *src;
     char name[CCOIP_STATE_NAME_MAX]; /* HASH: the key (copied: action bytes are borrowed) */
+    bool skip; /* a REDUCE already done by a fused receive: completes with skip_result */
+    pcclResult_t skip_result;
     struct pt_job *next;
 } pt_job;
 
@@ -391,6 +403,17 @@ static void cb_recv(void *arg)
 {
     pt_conn *c = arg;
     q_io_result(c, PT_EV_RECEIVED, c->recv_aio);
+}
+
+/* A POSIX TCP link finished a whole send or receive (pt_tcp.h): the same
+ * events as an nng aio's, one per request. */
+static void cb_link(void *arg, uint64_t conn, bool send, int err, uint64_t count)
+{
+    pt_ev *ev = ev_new(send ? PT_EV_SENT : PT_EV_RECEIVED);
+    ev->conn = conn;
+    ev->rv = err != 0 ? NNG_ECONNRESET : 0;
+    ev->count = count;
+    q_push((pt_driver *)arg, ev);
 }
 
 static void cb_dial(void *arg)
@@ -730,6 +753,8 @@ static void ios_fail_on_conn(pt_driver *d, uint64_t conn)
 /* Frees c: stops its aios (their callbacks have run when this returns). */
 static void conn_free(pt_driver *d, pt_conn *c)
 {
+    pt_tcp_link_close(c->link); /* its threads are joined: no buffer is touched any more */
+    c->link = NULL;
     if (c->s != NULL) nng_stream_close(c->s);
     if (c->dial_aio != NULL) {
         /* A dial that completed queued its stream in a DIALED event: that
@@ -820,8 +845,13 @@ static void send_kick(pt_driver *d, pt_conn *c)
         iov[n].iov_len = (size_t)(it->payload_len - off);
         n++;
     }
-    nng_aio_set_iov(c->send_aio, n, iov);
     c->send_busy = true;
+    if (c->link != NULL) {
+        pt_tcp_link_send(c->link, iov[0].iov_buf, iov[0].iov_len, n > 1 ? iov[1].iov_buf : NULL,
+                         n > 1 ? iov[1].iov_len : 0);
+        return;
+    }
+    nng_aio_set_iov(c->send_aio, n, iov);
     nng_stream_send(c->s, c->send_aio);
 }
 
@@ -867,6 +897,11 @@ static void on_sent(pt_driver *d, pt_conn *c, int rv, uint64_t count)
 
 static void recv_issue(pt_conn *c, uint8_t *dst, uint64_t want)
 {
+    if (c->link != NULL) {
+        c->recv_busy = true;
+        pt_tcp_link_recv(c->link, dst, want, NULL);
+        return;
+    }
     nng_iov iov;
     iov.iov_buf = dst;
     iov.iov_len = (size_t)want;
@@ -885,6 +920,9 @@ static void rd_next(pt_conn *c)
     case RD_PAYLOAD:
         if (c->data && c->rd_ctrl) {
             recv_issue(c, c->buf + CCOIP_DATA_HEADER_BYTES + c->rd_have, c->rd_want - c->rd_have);
+        } else if (c->data && c->rd_fused && c->rd_have == 0) {
+            c->recv_busy = true; /* the link reads it whole, reducing it as it arrives */
+            pt_tcp_link_recv(c->link, NULL, c->rd_want, &c->rd_fuse);
         } else if (c->data) {
             recv_issue(c, c->rd_dst + c->rd_have, c->rd_want - c->rd_have);
         } else {
@@ -907,6 +945,7 @@ static void rd_start_header(pt_conn *c)
     c->rd = RD_HDR;
     c->rd_have = 0;
     c->rd_ctrl = false;
+    c->rd_fused = false;
     c->hdr_want = c->data ? CCOIP_DATA_HEADER_BYTES : CCOIP_CTRL_HEADER_BYTES;
 }
 
@@ -978,6 +1017,27 @@ static void io_done_queue(pt_driver *d, pt_io *io, pcclResult_t r)
     q_core(d, &ev);
 }
 
+/* A RING_RECV that announces its REDUCE (ccoip_sm.h v5) over a link, whose
+ * one frame covers the whole span: the link reduces the payload into the
+ * REDUCE's destination as it arrives (pt_tcp.h); SCRATCH is never written. */
+static void fuse_try(pt_driver *d, pt_conn *c, pt_io *io)
+{
+    const ccoip_action *a = &io->act;
+    const ccoip_data_header *h = &c->dh;
+    if (!a->reduce || h->offset != 0 || h->length != a->dst.length || h->length == 0) return;
+    if (!ccoip_dtype_valid(a->dtype)) return;
+    const uint64_t esz = ccoip_dtype_size(a->dtype);
+    if (a->count == 0 || a->count * esz != h->length || a->src.length != h->length) return;
+    if (a->src.op_slot != a->op_slot || a->dst.op_slot != a->op_slot) return;
+    uint8_t *target = span_ptr(d, &a->src);
+    if (target == NULL) return;
+    c->rd_fused = true;
+    c->rd_fuse.target = target;
+    c->rd_fuse.op = a->red_op;
+    c->rd_fuse.dtype = a->dtype;
+    io->fused = true;
+}
+
 /* A ring frame header is in c->dh: land it, drop it, or hold it
  * (ccoip_sm.h, data connections). Returns false when c was closed. */
 static bool ring_dispatch(pt_driver *d, pt_conn *c)
@@ -1039,6 +1099,8 @@ static bool ring_dispatch(pt_driver *d, pt_conn *c)
     c->rd_have = 0;
     c->rd_want = h->length;
     c->rd_dst = dst + h->offset;
+    c->rd_fused = false;
+    if (c->link != NULL && exact->frames == 1) fuse_try(d, c, exact);
     if (h->length == 0) {
         if (exact->got >= exact->act.dst.length) io_done_queue(d, exact, pcclSuccess);
         rd_start_header(c);
@@ -1410,6 +1472,14 @@ static void on_received(pt_driver *d, pt_conn *c, int rv, uint64_t count)
             if (c == NULL) return;
         } else {
             pt_io *io = io_find(d, c->rd_io);
+            if (io != NULL && !io->done_queued && io->fused && c->rd_fused &&
+                io->slot < PT_MAX_SLOTS) {
+                /* The announced REDUCE is done: remember it (act_kernel completes it). */
+                pt_slot *o = &d->slots[io->slot];
+                o->fused_valid = true;
+                o->fused = io->act;
+                o->fused_result = pt_tcp_link_fuse_result(c->link);
+            }
             if (io != NULL && !io->done_queued) {
                 io->got += c->rd_want;
                 if (io->got >= io->act.dst.length) io_done_queue(d, io, pcclSuccess);
@@ -1437,6 +1507,11 @@ static void conn_up(pt_driver *d, pt_conn *c, nng_stream *s)
     c->s = s;
     c->up = true;
     nng_stream_set_bool(s, NNG_OPT_TCP_NODELAY, true);
+    if (c->data && c->probe == PROBE_NONE && !d->is_master && pt_tcp_enabled()) {
+        c->link = pt_tcp_link_open(s, c->id, cb_link, d); /* NULL: stays on nng */
+        pt_log(CCOIP_LOG_DEBUG, d->who, "connection %" PRIu64 ": %s data plane", c->id,
+               c->link != NULL ? "POSIX TCP" : "nng stream");
+    }
     rd_start_header(c);
     rd_next(c);
     send_kick(d, c);
@@ -1451,6 +1526,7 @@ static pcclResult_t kernel_exec(pt_driver *d, pt_job *j, ccoip_quant_meta *qout,
     const ccoip_action *a = &j->act;
     const uint64_t esz = ccoip_dtype_valid(a->dtype) ? ccoip_dtype_size(a->dtype) : 0;
     pcclResult_t r = pcclSuccess;
+    if (j->skip) return j->skip_result;
     switch (a->type) {
     case CCOIP_ACT_REDUCE:
     case CCOIP_ACT_FINALIZE: {
@@ -1969,6 +2045,27 @@ static void act_probe(pt_driver *d, const ccoip_action *a)
     probe_dial(d, a->conn, a->io_id, url, a->count, 0);
 }
 
+static bool span_eq(const ccoip_span_ref *x, const ccoip_span_ref *y)
+{
+    return x->op_slot == y->op_slot && x->region == y->region && x->offset == y->offset &&
+           x->length == y->length && x->tensor == y->tensor;
+}
+
+/* The REDUCE a fused RING_RECV announced (same spans, op, type, count) is already done. */
+static void fuse_match(pt_driver *d, pt_job *j)
+{
+    pt_slot *o = &d->slots[j->slot];
+    const ccoip_action *a = &j->act, *f = &o->fused;
+    if (!o->fused_valid) return;
+    o->fused_valid = false;
+    if (span_eq(&a->dst, &f->src) && span_eq(&a->src, &f->dst) && a->red_op == f->red_op &&
+        a->dtype == f->dtype && a->count == f->count) {
+        j->skip = true;
+        j->skip_result = o->fused_result;
+        pt_log(CCOIP_LOG_DEBUG, d->who, "REDUCE io %" PRIu64 " fused into its receive", j->io_id);
+    }
+}
+
 static void act_kernel(pt_driver *d, const ccoip_action *a)
 {
     pt_io *io = io_add(d, a, IO_KERNEL);
@@ -1994,6 +2091,7 @@ static void act_kernel(pt_driver *d, const ccoip_action *a)
     j->act = *a;
     j->dst = dst;
     j->src = src;
+    if (a->type == CCOIP_ACT_REDUCE && a->op_slot < PT_MAX_SLOTS) fuse_match(d, j);
     if (hash && a->len > 0) memcpy(j->name, a->data, (size_t)a->len);
     pthread_mutex_lock(&d->kmu);
     if (d->kq_tail != NULL) {
