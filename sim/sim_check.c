@@ -324,6 +324,52 @@ void check_m2p_recv(sim_world *w, uint32_t node, const uint8_t *frame, uint64_t 
     free(mem);
 }
 
+static uint64_t inrec_hash(uint64_t epoch, uint64_t seq)
+{
+    uint64_t z = seq ^ (epoch * 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
+    return z ^ (z >> 29);
+}
+
+/* The slot of (epoch, seq) in inrec_idx: its entry or the empty slot where it goes. */
+static uint32_t inrec_slot(const sim_world *w, uint64_t epoch, uint64_t seq)
+{
+    const uint32_t mask = w->inrec_idx_cap - 1u;
+    uint32_t i = (uint32_t)inrec_hash(epoch, seq) & mask;
+    for (;;) {
+        const uint32_t r = w->inrec_idx[i];
+        if (r == SIM_NONE32 || (w->inrecs[r].epoch == epoch && w->inrecs[r].seq == seq)) return i;
+        i = (i + 1u) & mask;
+    }
+}
+
+/* The latest record of (epoch, seq), or SIM_NONE32. */
+static uint32_t inrec_latest(const sim_world *w, uint64_t epoch, uint64_t seq)
+{
+    if (w->inrec_idx_cap == 0) return SIM_NONE32;
+    return w->inrec_idx[inrec_slot(w, epoch, seq)];
+}
+
+/* Indexes record r (the newest); false when out of memory. */
+static bool inrec_index(sim_world *w, uint32_t r)
+{
+    if ((uint64_t)(w->inrecs_len + 1u) * 2u > w->inrec_idx_cap) {
+        const uint32_t ncap = w->inrec_idx_cap == 0 ? 1024u : w->inrec_idx_cap * 2u;
+        uint32_t *idx = malloc((size_t)ncap * sizeof *idx);
+        if (idx == NULL) return false;
+        memset(idx, 0xff, (size_t)ncap * sizeof *idx);
+        free(w->inrec_idx);
+        w->inrec_idx = idx;
+        w->inrec_idx_cap = ncap;
+        for (uint32_t i = 0; i < r; i++) /* ascending: each key ends at its latest */
+            w->inrec_idx[inrec_slot(w, w->inrecs[i].epoch, w->inrecs[i].seq)] = i;
+    }
+    const uint32_t slot = inrec_slot(w, w->inrecs[r].epoch, w->inrecs[r].seq);
+    w->inrecs[r].prev = w->inrec_idx[slot];
+    w->inrec_idx[slot] = r;
+    return true;
+}
+
 static void inrec_add(sim_world *w, uint32_t node, uint64_t epoch, uint64_t seq,
                       const sim_appcmd *c)
 {
@@ -342,6 +388,11 @@ static void inrec_add(sim_world *w, uint32_t node, uint64_t epoch, uint64_t seq,
     r->seq = seq;
     r->node = node;
     r->peer_id = w->nodes[node].peer_id;
+    r->input = NULL;
+    if (!inrec_index(w, w->inrecs_len - 1u)) {
+        world_fail(w, SIM_CRASH, "out of memory (input index)");
+        return;
+    }
     const uint64_t bytes = c->count * w->elem_bytes;
     r->input = malloc((size_t)bytes + 1u);
     if (r->input == NULL) {
@@ -391,9 +442,8 @@ static bool reference(sim_world *w, uint64_t epoch, uint64_t seq, uint32_t world
                       uint8_t *out)
 {
     uint32_t k = 0;
-    for (uint32_t i = 0; i < w->inrecs_len; i++) {
-        if (w->inrecs[i].epoch == epoch && w->inrecs[i].seq == seq) k++;
-    }
+    for (uint32_t i = inrec_latest(w, epoch, seq); i != SIM_NONE32; i = w->inrecs[i].prev)
+        k++;
     if (k != world) {
         world_fail(w, SIM_CORRECTNESS,
                    "op (epoch %llu, seq %llu) completed with world %u but %u members ran it",
@@ -420,9 +470,15 @@ static bool reference_run(sim_world *w, uint64_t epoch, uint64_t seq, const sim_
     const pcclDataType_t dt = w->cfg.dtype;
     const uint64_t esz = w->elem_bytes;
     const uint64_t bytes = count * esz;
+    /* The op's records in the order they were made (the chain runs newest first). */
     uint32_t k = 0;
-    for (uint32_t i = 0; i < w->inrecs_len; i++) {
-        if (w->inrecs[i].epoch == epoch && w->inrecs[i].seq == seq) members[k++] = &w->inrecs[i];
+    for (uint32_t i = inrec_latest(w, epoch, seq); i != SIM_NONE32 && k < world;
+         i = w->inrecs[i].prev)
+        members[k++] = &w->inrecs[i];
+    for (uint32_t a = 0, b = k; a + 1u < b; a++, b--) {
+        const sim_inrec *t = members[a];
+        members[a] = members[b - 1u];
+        members[b - 1u] = t;
     }
     if (k != world) {
         world_fail(w, SIM_CORRECTNESS,
@@ -826,5 +882,6 @@ void check_free(sim_world *w)
     free(w->epoch_idx);
     free(w->oprecs);
     free(w->inrecs);
+    free(w->inrec_idx);
     free(w->commence_epoch_by_seq);
 }

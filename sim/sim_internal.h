@@ -254,6 +254,7 @@ typedef struct sim_inrec {
     uint64_t epoch, seq;
     uint64_t peer_id;
     uint32_t node;
+    uint32_t prev; /**< the previous record of the same (epoch, seq), or SIM_NONE32 */
     uint8_t *input;
 } sim_inrec;
 
@@ -316,6 +317,10 @@ typedef struct sim_world {
     uint32_t oprecs_len, oprecs_cap;
     sim_inrec *inrecs;
     uint32_t inrecs_len, inrecs_cap;
+    /* (epoch, seq) -> its latest inrec (open addressing, SIM_NONE32 empty): an op's members
+     * without a scan of every record ever made (quadratic over a 10,000-peer run). */
+    uint32_t *inrec_idx;
+    uint32_t inrec_idx_cap;
     uint64_t master_max_epoch_sent;
     uint64_t *commence_epoch_by_seq; /* indexed by seq (bounded) */
     uint64_t commence_cap;
