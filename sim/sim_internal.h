@@ -80,6 +80,7 @@ typedef struct sim_ep {
     uint64_t max_recv_epoch; /* newest epoch of a RING_RECV posted here */
     uint32_t *inbox;         /* FIFO: frames held until a RING_RECV matches (head-of-line) */
     uint32_t inbox_len;
+    uint32_t next_of_node; /* the node's next endpoint (creation order), SIM_NONE32 last */
 } sim_ep;
 
 typedef struct sim_frame {
@@ -188,6 +189,9 @@ typedef struct sim_app {
 } sim_app;
 
 typedef struct sim_node {
+    /* Its endpoints in creation order, as index + 1 (0: none), so a kill closes them without a
+     * walk over every endpoint of the run. */
+    uint32_t ep_first1, ep_last1;
     bool is_master;
     uint32_t host;
     uint32_t peer_index;

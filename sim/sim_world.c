@@ -239,6 +239,14 @@ static uint32_t ep_new(sim_world *w, uint32_t node, uint64_t id)
     w->eps[e].id = id;
     w->eps[e].other = SIM_NONE32;
     w->eps[e].state = EP_CONNECTING;
+    w->eps[e].next_of_node = SIM_NONE32;
+    sim_node *n = &w->nodes[node];
+    if (n->ep_last1 != 0) {
+        w->eps[n->ep_last1 - 1u].next_of_node = e;
+    } else {
+        n->ep_first1 = e + 1u;
+    }
+    n->ep_last1 = e + 1u;
     ep_map_insert(w, e);
     return e;
 }
@@ -1414,8 +1422,10 @@ void world_kill(sim_world *w, uint32_t node, bool graceful)
     n->died_ns = w->now;
     n->app.state = APP_GONE;
     node_recount(w, node);
-    /* The OS closes every socket of the process. */
-    for (uint32_t e = 0; e < w->eps_len; e++) {
+    /* The OS closes every socket of the process (in creation order, as a walk over all
+     * endpoints would). */
+    for (uint32_t e = n->ep_first1 - 1u; n->ep_first1 != 0 && e != SIM_NONE32;
+         e = w->eps[e].next_of_node) {
         if (w->eps[e].node == node && w->eps[e].state != EP_CLOSED) {
             w->eps[e].state = EP_CLOSED;
             ep_close_remote(w, e);
