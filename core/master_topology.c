@@ -4,6 +4,7 @@
  * loss, and the pending-peers query (§6.5). docs/core.md §2.2–2.3.
  */
 #include <assert.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "master_internal.h"
@@ -159,6 +160,12 @@ static bool topo_find_cycle(ccoip_master *m, const uint32_t *mem, uint32_t n, ui
     return false;
 }
 
+static int topo_cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
 /*
  * Builds the ring of every group among the in-phase peers. Returns
  * M_SLOT_NONE on success, or the slot to evict: the member of a group
@@ -168,28 +175,20 @@ static bool topo_find_cycle(ccoip_master *m, const uint32_t *mem, uint32_t n, ui
 static uint32_t topo_build_rings(ccoip_master *m)
 {
     uint32_t *mem = m->tmp_a, *cyc = m->tmp_b;
-    bool have_last = false;
-    uint32_t last_group = 0;
-    for (;;) {
-        /* The smallest group above last_group with an in-phase member. */
-        bool found = false;
-        uint32_t group = 0;
-        for (uint32_t i = 0; i < m->order_n; i++) {
-            const m_peer *p = &m->peers[m->order[i]];
-            if (!p->in_phase || (have_last && p->group <= last_group)) continue;
-            if (!found || p->group < group) {
-                group = p->group;
-                found = true;
-            }
-        }
-        if (!found) return M_SLOT_NONE;
-        have_last = true;
-        last_group = group;
+    /* In-phase peers by (group, position in order[]): each group's members in ascending id,
+     * groups ascending, in one pass and a sort (not two walks over every peer per group). */
+    uint64_t *keys = m->ids;
+    uint32_t nk = 0;
+    for (uint32_t i = 0; i < m->order_n; i++) {
+        const m_peer *p = &m->peers[m->order[i]];
+        if (p->in_phase) keys[nk++] = ((uint64_t)p->group << 32) | i;
+    }
+    qsort(keys, nk, sizeof(uint64_t), topo_cmp_u64);
+    for (uint32_t at = 0; at < nk;) {
+        const uint32_t group = (uint32_t)(keys[at] >> 32);
         uint32_t n = 0;
-        for (uint32_t i = 0; i < m->order_n; i++) {
-            const m_peer *p = &m->peers[m->order[i]];
-            if (p->in_phase && p->group == group) mem[n++] = m->order[i];
-        }
+        while (at < nk && (uint32_t)(keys[at] >> 32) == group)
+            mem[n++] = m->order[(uint32_t)keys[at++]];
         if (!topo_find_cycle(m, mem, n, cyc)) {
             uint32_t victim = M_SLOT_NONE, best = UINT32_MAX;
             for (uint32_t i = 0; i < n; i++) {
@@ -214,6 +213,7 @@ static uint32_t topo_build_rings(ccoip_master *m)
             p->pred = mem[cyc[(i + n - 1u) % n]];
         }
     }
+    return M_SLOT_NONE;
 }
 
 /* Ring ids of the group of slot (following succ from rank 0) into m->ids. */
