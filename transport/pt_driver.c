@@ -1446,25 +1446,15 @@ static void on_received(pt_driver *d, pt_conn *c, int rv, uint64_t count)
         /* fallthrough */
     case RD_PAYLOAD:
         if (c->rd_have < c->rd_want) break;
-        if (!c->data) {
+        if (!c->data || c->rd_ctrl) {
+            /* A whole control frame (control plane, or a data connection's control frame
+             * behind its data header) goes to the core as one RECV. */
             ccoip_event ev;
             memset(&ev, 0, sizeof ev);
             ev.type = CCOIP_EV_RECV;
             ev.conn = c->id;
             ev.data = c->buf;
-            ev.len = CCOIP_CTRL_HEADER_BYTES + c->rd_want;
-            const uint64_t id = c->id;
-            rd_start_header(c);
-            core_feed(d, &ev);
-            c = conn_find(d, id);
-            if (c == NULL) return;
-        } else if (c->rd_ctrl) {
-            ccoip_event ev;
-            memset(&ev, 0, sizeof ev);
-            ev.type = CCOIP_EV_RECV;
-            ev.conn = c->id;
-            ev.data = c->buf;
-            ev.len = CCOIP_DATA_HEADER_BYTES + c->rd_want;
+            ev.len = (c->data ? CCOIP_DATA_HEADER_BYTES : CCOIP_CTRL_HEADER_BYTES) + c->rd_want;
             const uint64_t id = c->id;
             rd_start_header(c);
             core_feed(d, &ev);
