@@ -53,9 +53,7 @@ static bool decode_m2p(const uint8_t *frame, uint64_t len, ccoip_pb_master_to_pe
 /* Rings by (epoch, group): an open-addressing index over w->epochs. */
 static uint64_t epoch_key_hash(uint64_t epoch, uint32_t group)
 {
-    uint64_t z = epoch * 0x9e3779b97f4a7c15ull ^ ((uint64_t)group << 32 | group);
-    z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
-    return z ^ (z >> 29);
+    return sim_pair_hash(epoch, group);
 }
 
 static sim_epochrec *epoch_find(sim_world *w, uint64_t epoch, uint32_t group)
@@ -324,18 +322,11 @@ void check_m2p_recv(sim_world *w, uint32_t node, const uint8_t *frame, uint64_t 
     free(mem);
 }
 
-static uint64_t inrec_hash(uint64_t epoch, uint64_t seq)
-{
-    uint64_t z = seq ^ (epoch * 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
-    return z ^ (z >> 29);
-}
-
 /* The slot of (epoch, seq) in inrec_idx: its entry or the empty slot where it goes. */
 static uint32_t inrec_slot(const sim_world *w, uint64_t epoch, uint64_t seq)
 {
     const uint32_t mask = w->inrec_idx_cap - 1u;
-    uint32_t i = (uint32_t)inrec_hash(epoch, seq) & mask;
+    uint32_t i = (uint32_t)sim_pair_hash(epoch, seq) & mask;
     for (;;) {
         const uint32_t r = w->inrec_idx[i];
         if (r == SIM_NONE32 || (w->inrecs[r].epoch == epoch && w->inrecs[r].seq == seq)) return i;

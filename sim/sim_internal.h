@@ -18,7 +18,16 @@
 #include "sim_rng.h"
 #include "sim_trace.h"
 
-#define SIM_NONE32  UINT32_MAX
+#define SIM_NONE32 UINT32_MAX
+
+/* Hash of a key pair for the simulator's open-addressing indexes (endpoints by (node, id),
+ * rings by (epoch, group), op inputs by (epoch, seq)); lookups compare whole keys. */
+static inline uint64_t sim_pair_hash(uint64_t a, uint64_t b)
+{
+    uint64_t z = b ^ (a * 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
+    return z ^ (z >> 29);
+}
 #define SIM_MAX_OPS 8u /**< Collective op slots per peer (ccoip_peer_config.max_ops). */
 /* Slots the driver maps: max_ops collectives + the shared-state sync (max_ops, max_ops + 1). */
 #define SIM_OP_SLOTS   (SIM_MAX_OPS + 2u)

@@ -179,9 +179,7 @@ bool world_push(sim_world *w, uint64_t t, uint32_t kind, uint32_t node, uint64_t
 
 static uint64_t ep_hash(uint32_t node, uint64_t id)
 {
-    uint64_t z = id ^ ((uint64_t)node * 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
-    return z ^ (z >> 29);
+    return sim_pair_hash(node, id);
 }
 
 static uint32_t ep_lookup(const sim_world *w, uint32_t node, uint64_t id)
