@@ -27,22 +27,38 @@ static uint64_t coll_key_hash(uint32_t group, uint64_t tag)
     return z ^ (z >> 29);
 }
 
-/* The op of (group, tag) in state st (and with seq, for a running one); a tag may have a
- * running op whose members still complete and a voting one for its next use. */
+/* The next op of (group, tag) in the index from probe position *at on (advanced past it), or
+ * OP_NONE at the end of the probe chain; a tag may have a running op whose members still
+ * complete and a voting one for its next use. */
+static uint32_t coll_probe(const ccoip_master *m, uint32_t group, uint64_t tag, uint32_t *at)
+{
+    const uint32_t mask = m->op_index_cap - 1u;
+    for (;; *at = (*at + 1u) & mask) {
+        const uint32_t op = m->op_index[*at];
+        if (op == OP_NONE) return OP_NONE;
+        if (m->ops[op].group == group && m->ops[op].tag == tag) {
+            *at = (*at + 1u) & mask;
+            return op;
+        }
+    }
+}
+
+static uint32_t coll_probe_start(const ccoip_master *m, uint32_t group, uint64_t tag)
+{
+    return (uint32_t)coll_key_hash(group, tag) & (m->op_index_cap - 1u);
+}
+
+/* The op of (group, tag) in state st (and with seq, for a running one). */
 static uint32_t coll_find(const ccoip_master *m, uint32_t group, uint64_t tag, m_op_state st,
                           uint64_t seq)
 {
     if (m->op_index_cap == 0) return OP_NONE;
-    const uint32_t mask = m->op_index_cap - 1u;
-    for (uint32_t i = (uint32_t)coll_key_hash(group, tag) & mask;; i = (i + 1u) & mask) {
-        const uint32_t op = m->op_index[i];
-        if (op == OP_NONE) return OP_NONE;
-        const m_op *o = &m->ops[op];
-        if (o->group == group && o->tag == tag && o->state == st &&
-            (st != MOP_RUNNING || o->seq == seq)) {
-            return op;
-        }
+    uint32_t at = coll_probe_start(m, group, tag);
+    for (uint32_t op = coll_probe(m, group, tag, &at); op != OP_NONE;
+         op = coll_probe(m, group, tag, &at)) {
+        if (m->ops[op].state == st && (st != MOP_RUNNING || m->ops[op].seq == seq)) return op;
     }
+    return OP_NONE;
 }
 
 /* True if slot is in a running op of (group, tag) and has not completed it yet. */
@@ -182,15 +198,14 @@ static m_op_member *coll_mem(ccoip_master *m, uint32_t op, uint32_t slot)
 static bool coll_running_member(ccoip_master *m, uint32_t group, uint64_t tag, uint32_t slot)
 {
     if (m->op_index_cap == 0 || m->peers[slot].n_ops == 0) return false;
-    const uint32_t mask = m->op_index_cap - 1u;
-    for (uint32_t i = (uint32_t)coll_key_hash(group, tag) & mask;; i = (i + 1u) & mask) {
-        const uint32_t op = m->op_index[i];
-        if (op == OP_NONE) return false;
-        const m_op *o = &m->ops[op];
-        if (o->group != group || o->tag != tag || o->state != MOP_RUNNING) continue;
+    uint32_t at = coll_probe_start(m, group, tag);
+    for (uint32_t op = coll_probe(m, group, tag, &at); op != OP_NONE;
+         op = coll_probe(m, group, tag, &at)) {
+        if (m->ops[op].state != MOP_RUNNING) continue;
         const m_op_member *mm = coll_mem(m, op, slot);
         if (mm != NULL && (mm->flags & MOM_MEMBER) && !(mm->flags & MOM_COMPLETED)) return true;
     }
+    return false;
 }
 
 /* Adds slot to op (it must not be there); NULL on allocation failure. */
