@@ -106,6 +106,12 @@ pcclResult_t ccoip_master_create(const ccoip_master_config *cfg, uint64_t seed, 
     m->conn_map = malloc((size_t)m->conn_cap * sizeof(uint32_t));
     if (m->conn_map != NULL) memset(m->conn_map, 0xff, (size_t)m->conn_cap * sizeof(uint32_t));
     m->live_next = CCOIP_NO_DEADLINE;
+    m->lq_key = calloc((size_t)np, sizeof(uint64_t));
+    m->lq = calloc((size_t)np, sizeof(uint32_t));
+    m->lq_pos = malloc((size_t)np * sizeof(uint32_t));
+    m->lq_due = calloc((size_t)np, sizeof(uint32_t));
+    m->lq_ids = calloc((size_t)np, sizeof(uint64_t));
+    if (m->lq_pos != NULL) memset(m->lq_pos, 0xff, (size_t)np * sizeof(uint32_t));
     m->w_gid = calloc((size_t)np, sizeof(uint32_t));
     m->w_cnt = calloc((size_t)np, sizeof(uint32_t));
     m->w_map = malloc((size_t)m->conn_cap * sizeof(uint32_t));
@@ -114,7 +120,8 @@ pcclResult_t ccoip_master_create(const ccoip_master_config *cfg, uint64_t seed, 
     if (m->skeys == NULL || m->sgroups == NULL || m->popular == NULL || m->tmp_d == NULL ||
         m->okeys == NULL || m->bw == NULL || m->tsp_cost == NULL || m->tsp_tour == NULL ||
         m->tsp_work == NULL || m->targets == NULL || m->conn_map == NULL || m->w_gid == NULL ||
-        m->w_cnt == NULL || m->w_map == NULL) {
+        m->w_cnt == NULL || m->w_map == NULL || m->lq_key == NULL || m->lq == NULL ||
+        m->lq_pos == NULL || m->lq_due == NULL || m->lq_ids == NULL) {
         r = pcclSystemError;
     }
     if (m->peers == NULL || m->order == NULL || m->unreach == NULL || m->ids == NULL ||
@@ -156,6 +163,11 @@ void ccoip_master_destroy(ccoip_master *m)
     free(m->w_gid);
     free(m->w_cnt);
     free(m->w_map);
+    free(m->lq_key);
+    free(m->lq);
+    free(m->lq_pos);
+    free(m->lq_due);
+    free(m->lq_ids);
     free(m);
 }
 
@@ -385,6 +397,76 @@ uint32_t m_slot_by_id(const ccoip_master *m, uint64_t id)
     return (s != M_SLOT_NONE && m->peers[s].id == id) ? s : M_SLOT_NONE;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Liveness deadlines (m->lq: a min-heap on (key, slot))                     */
+/* ------------------------------------------------------------------------ */
+
+/* The slot's earliest liveness deadline as master_live_scan acts on it: silence for a slot saying
+ * hello, silence or a heartbeat to send for a peer with an id. */
+static uint64_t live_deadline(const ccoip_master *m, uint32_t s)
+{
+    const m_peer *p = &m->peers[s];
+    uint64_t d = sm_add_sat(p->last_recv_ns, sm_ms(m->cfg.evict_ms));
+    if (p->state >= MP_NEW) {
+        uint64_t h = sm_add_sat(p->last_send_ns, sm_ms(m->cfg.heartbeat_ms));
+        if (h < d) d = h;
+    }
+    return d;
+}
+
+static bool live_less(const ccoip_master *m, uint32_t a, uint32_t b)
+{
+    if (m->lq_key[a] != m->lq_key[b]) return m->lq_key[a] < m->lq_key[b];
+    return a < b;
+}
+
+static void live_place(ccoip_master *m, uint32_t i, uint32_t s)
+{
+    m->lq[i] = s;
+    m->lq_pos[s] = i;
+}
+
+static void live_sift(ccoip_master *m, uint32_t i)
+{
+    const uint32_t s = m->lq[i];
+    while (i > 0) {
+        const uint32_t up = (i - 1u) / 2u;
+        if (!live_less(m, s, m->lq[up])) break;
+        live_place(m, i, m->lq[up]);
+        i = up;
+    }
+    for (;;) {
+        uint32_t c = 2u * i + 1u;
+        if (c >= m->lq_len) break;
+        if (c + 1u < m->lq_len && live_less(m, m->lq[c + 1u], m->lq[c])) c++;
+        if (!live_less(m, m->lq[c], s)) break;
+        live_place(m, i, m->lq[c]);
+        i = c;
+    }
+    live_place(m, i, s);
+}
+
+/* Keys slot s with d (inserting it if it is not in the heap). */
+static void live_set(ccoip_master *m, uint32_t s, uint64_t d)
+{
+    m->lq_key[s] = d;
+    if (m->lq_pos[s] == M_SLOT_NONE) {
+        live_place(m, m->lq_len++, s);
+    }
+    live_sift(m, m->lq_pos[s]);
+}
+
+static void live_remove(ccoip_master *m, uint32_t s)
+{
+    const uint32_t i = m->lq_pos[s];
+    if (i == M_SLOT_NONE) return;
+    m->lq_pos[s] = M_SLOT_NONE;
+    const uint32_t last = m->lq[--m->lq_len];
+    if (i == m->lq_len) return;
+    live_place(m, i, last);
+    live_sift(m, i);
+}
+
 /* Slots still saying hello have no id and are not in order[]; they are iterated by slot. */
 
 static void master_remove(ccoip_master *m, uint32_t slot)
@@ -412,6 +494,7 @@ static void master_remove(ccoip_master *m, uint32_t slot)
         master_clear_unreachable(m, slot);
     }
     conn_map_remove(m, slot);
+    live_remove(m, slot);
     memset(p, 0, sizeof(*p));
     p->state = MP_FREE;
 }
@@ -471,6 +554,7 @@ static void master_on_hello(ccoip_master *m, uint32_t slot, const ccoip_pb_peer_
     env.body.hello.evict_ms = m->cfg.evict_ms;
     m_send(m, slot, &env);
     m_live_touch(m, sm_add_sat(p->last_send_ns, sm_ms(m->cfg.heartbeat_ms)));
+    live_set(m, slot, live_deadline(m, slot));
     sm_log(&m->out, CCOIP_LOG_INFO, "master: conn %U is peer %U", p->conn, p->id);
 }
 
@@ -644,35 +728,64 @@ void m_live_touch(ccoip_master *m, uint64_t t)
  * deadline: before it nothing is due and the scan is skipped; a scan handles every due peer and
  * makes live_next exact again.
  */
+static int live_cmp_slot(const void *a, const void *b)
+{
+    const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int live_cmp_u64(const void *a, const void *b)
+{
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 static void master_live_scan(ccoip_master *m)
 {
     uint64_t evict = sm_ms(m->cfg.evict_ms), hb = sm_ms(m->cfg.heartbeat_ms);
     if (m->now < m->live_next) return;
-    /* Connections still saying hello (no id yet). */
-    for (uint32_t s = 0; s < m->cfg.max_peers; s++) {
-        m_peer *p = &m->peers[s];
-        if (p->state == MP_HELLO && m->now >= sm_add_sat(p->last_recv_ns, evict)) {
-            m_evict(m, s, CCOIP_PB_REASON_HEARTBEAT_TIMEOUT, "no hello in time");
+    /* The due slots: keys are lower bounds, so a stale key on top is re-keyed, a due slot taken
+     * out (put back below with its new deadline). */
+    uint32_t n_due = 0;
+    while (m->lq_len > 0 && m->lq_key[m->lq[0]] <= m->now) {
+        const uint32_t s = m->lq[0];
+        const uint64_t d = live_deadline(m, s);
+        if (d > m->now) {
+            live_set(m, s, d);
+        } else {
+            live_remove(m, s);
+            m->lq_due[n_due++] = s;
         }
     }
-    /* Peers in ascending id; an eviction removes the current entry of order[]. */
-    for (uint32_t i = 0; i < m->order_n;) {
-        uint32_t s = m->order[i];
+    /* Act in the order a walk over every slot would: slots still saying hello by slot, then
+     * peers in ascending id. Deadlines only move later, so no other slot becomes due meanwhile;
+     * each condition is checked again when its slot's turn comes. */
+    uint32_t n_hello = 0;
+    for (uint32_t i = 0; i < n_due; i++) {
+        if (m->peers[m->lq_due[i]].state == MP_HELLO) {
+            const uint32_t t = m->lq_due[n_hello];
+            m->lq_due[n_hello++] = m->lq_due[i];
+            m->lq_due[i] = t;
+        }
+    }
+    qsort(m->lq_due, n_hello, sizeof(uint32_t), live_cmp_slot);
+    for (uint32_t i = n_hello; i < n_due; i++)
+        m->lq_ids[i - n_hello] = m->peers[m->lq_due[i]].id;
+    qsort(m->lq_ids, n_due - n_hello, sizeof(uint64_t), live_cmp_u64);
+    for (uint32_t i = n_hello; i < n_due; i++)
+        m->lq_due[i] = m_slot_by_id(m, m->lq_ids[i - n_hello]);
+    for (uint32_t i = 0; i < n_due; i++) {
+        const uint32_t s = m->lq_due[i];
         m_peer *p = &m->peers[s];
-        if (m->now >= sm_add_sat(p->last_recv_ns, evict)) {
-            uint64_t id = p->id;
-            m_evict(m, s, CCOIP_PB_REASON_HEARTBEAT_TIMEOUT, "silent for evict_ms");
-            /* Resume after id (evictions only remove entries). */
-            uint32_t lo = 0, hi = m->order_n;
-            while (lo < hi) {
-                uint32_t mid = lo + (hi - lo) / 2u;
-                if (m->peers[m->order[mid]].id <= id) {
-                    lo = mid + 1u;
-                } else {
-                    hi = mid;
-                }
+        if (p->state == MP_FREE) continue;
+        if (i < n_hello) {
+            if (p->state == MP_HELLO && m->now >= sm_add_sat(p->last_recv_ns, evict)) {
+                m_evict(m, s, CCOIP_PB_REASON_HEARTBEAT_TIMEOUT, "no hello in time");
             }
-            i = lo;
+            continue;
+        }
+        if (m->now >= sm_add_sat(p->last_recv_ns, evict)) {
+            m_evict(m, s, CCOIP_PB_REASON_HEARTBEAT_TIMEOUT, "silent for evict_ms");
             continue;
         }
         if (m->now >= sm_add_sat(p->last_send_ns, hb)) {
@@ -682,20 +795,22 @@ static void master_live_scan(ccoip_master *m)
             env.body.heartbeat.counter = ++p->hb_counter;
             m_send(m, s, &env);
         }
-        i++;
     }
-    uint64_t d = CCOIP_NO_DEADLINE;
-    for (uint32_t s = 0; s < m->cfg.max_peers; s++) {
-        const m_peer *p = &m->peers[s];
-        if (p->state == MP_FREE) continue;
-        uint64_t e = sm_add_sat(p->last_recv_ns, evict);
-        if (e < d) d = e;
-        if (p->state >= MP_NEW) {
-            uint64_t h = sm_add_sat(p->last_send_ns, hb);
-            if (h < d) d = h;
+    for (uint32_t i = 0; i < n_due; i++) {
+        const uint32_t s = m->lq_due[i];
+        if (m->peers[s].state != MP_FREE) live_set(m, s, live_deadline(m, s));
+    }
+    /* live_next exact again: re-key stale tops until the top's key is its deadline. */
+    m->live_next = CCOIP_NO_DEADLINE;
+    while (m->lq_len > 0) {
+        const uint32_t s = m->lq[0];
+        const uint64_t d = live_deadline(m, s);
+        if (d == m->lq_key[s]) {
+            m->live_next = d;
+            break;
         }
+        live_set(m, s, d);
     }
-    m->live_next = d;
 }
 
 static void master_timers(ccoip_master *m)
@@ -778,6 +893,7 @@ pcclResult_t ccoip_master_step(ccoip_master *m, const ccoip_event *ev)
         conn_map_insert(m, slot);
         m_live_touch(m, sm_add_sat(m->now, sm_ms(m->cfg.heartbeat_ms)));
         m_live_touch(m, sm_add_sat(m->now, sm_ms(m->cfg.evict_ms)));
+        live_set(m, slot, live_deadline(m, slot));
         if (ev->remote_ip_len == 4 || ev->remote_ip_len == 16) {
             memcpy(p->ip, ev->remote_ip, ev->remote_ip_len);
             p->ip_len = ev->remote_ip_len;

@@ -242,6 +242,15 @@ struct ccoip_master {
     uint32_t sg_hi;        /**< sgroups[sg_hi..] were never used */
     /* Liveness: a lower bound of the earliest heartbeat/silence deadline (docs/core.md §2.3). */
     uint64_t live_next;
+    /* Every used slot in a binary min-heap on (deadline key, slot): a key is a lower bound of the
+     * slot's deadline (sends and receives only move deadlines later and are not re-keyed), so a
+     * liveness scan visits the due slots and the stale keys on top, never every slot. */
+    uint64_t *lq_key; /**< [max_peers] key of slot s while it is in the heap */
+    uint32_t *lq;     /**< [max_peers] heap of slots */
+    uint32_t *lq_pos; /**< [max_peers] slot -> heap index, M_SLOT_NONE when not in it */
+    uint32_t lq_len;
+    uint32_t *lq_due; /**< [max_peers] scratch: the due slots of one scan */
+    uint64_t *lq_ids; /**< [max_peers] scratch: their ids, sorted */
     /* conn -> slot index, open addressing with linear probing, conn_cap = 2^k >= 2 max_peers. */
     uint32_t *conn_map;
     uint32_t conn_cap;
