@@ -1,21 +1,28 @@
 /*
- * sim_heap.c — binary min-heap on (time, seq) (sim_heap.h).
+ * sim_heap.c — 4-ary min-heap on (time, seq) (sim_heap.h).
  */
 #include "sim_heap.h"
 
 #include <stdlib.h>
 
-static bool heap_less(const sim_heap_item *a, const sim_heap_item *b)
+static inline bool entry_less(const sim_heap_entry *a, const sim_heap_entry *b)
 {
     if (a->time_ns != b->time_ns) return a->time_ns < b->time_ns;
-    return a->seq < b->seq;
+    return a->key < b->key;
+}
+
+static void entry_out(const sim_heap_entry *e, sim_heap_item *out)
+{
+    out->time_ns = e->time_ns;
+    out->seq = e->key >> SIM_HEAP_PAYLOAD_BITS;
+    out->payload = e->key & SIM_HEAP_PAYLOAD_MAX;
 }
 
 bool sim_heap_init(sim_heap *h, uint64_t max_items)
 {
     h->len = 0;
     h->cap = 256;
-    h->max_items = max_items;
+    h->max_items = max_items < SIM_HEAP_PAYLOAD_MAX + 1u ? max_items : SIM_HEAP_PAYLOAD_MAX + 1u;
     h->next_seq = 0;
     h->items = malloc((size_t)h->cap * sizeof *h->items);
     return h->items != NULL;
@@ -30,19 +37,22 @@ void sim_heap_deinit(sim_heap *h)
 
 bool sim_heap_push(sim_heap *h, uint64_t time_ns, uint64_t payload)
 {
-    if (h->len >= h->max_items) return false;
+    if (h->len >= h->max_items || payload > SIM_HEAP_PAYLOAD_MAX ||
+        h->next_seq >= (UINT64_C(1) << (64u - SIM_HEAP_PAYLOAD_BITS))) {
+        return false;
+    }
     if (h->len == h->cap) {
         const uint64_t ncap = h->cap * 2u;
-        sim_heap_item *n = realloc(h->items, (size_t)ncap * sizeof *n);
+        sim_heap_entry *n = realloc(h->items, (size_t)ncap * sizeof *n);
         if (n == NULL) return false;
         h->items = n;
         h->cap = ncap;
     }
-    sim_heap_item it = {time_ns, h->next_seq++, payload};
+    const sim_heap_entry it = {time_ns, (h->next_seq++ << SIM_HEAP_PAYLOAD_BITS) | payload};
     uint64_t i = h->len++;
     while (i > 0) {
-        const uint64_t parent = (i - 1u) / 2u;
-        if (!heap_less(&it, &h->items[parent])) break;
+        const uint64_t parent = (i - 1u) / 4u;
+        if (!entry_less(&it, &h->items[parent])) break;
         h->items[i] = h->items[parent];
         i = parent;
     }
@@ -53,25 +63,30 @@ bool sim_heap_push(sim_heap *h, uint64_t time_ns, uint64_t payload)
 bool sim_heap_peek(const sim_heap *h, sim_heap_item *out)
 {
     if (h->len == 0) return false;
-    *out = h->items[0];
+    entry_out(&h->items[0], out);
     return true;
 }
 
 bool sim_heap_pop(sim_heap *h, sim_heap_item *out)
 {
     if (h->len == 0) return false;
-    *out = h->items[0];
-    const sim_heap_item last = h->items[--h->len];
+    entry_out(&h->items[0], out);
+    const sim_heap_entry last = h->items[--h->len];
+    const uint64_t n = h->len;
+    sim_heap_entry *a = h->items;
     uint64_t i = 0;
     for (;;) {
-        const uint64_t l = 2u * i + 1u;
-        if (l >= h->len) break;
-        uint64_t c = l;
-        if (l + 1u < h->len && heap_less(&h->items[l + 1u], &h->items[l])) c = l + 1u;
-        if (!heap_less(&h->items[c], &last)) break;
-        h->items[i] = h->items[c];
+        const uint64_t first = 4u * i + 1u;
+        if (first >= n) break;
+        uint64_t c = first;
+        const uint64_t end = first + 4u < n ? first + 4u : n;
+        for (uint64_t k = first + 1u; k < end; k++) {
+            if (entry_less(&a[k], &a[c])) c = k;
+        }
+        if (!entry_less(&a[c], &last)) break;
+        a[i] = a[c];
         i = c;
     }
-    if (h->len > 0) h->items[i] = last;
+    if (n > 0) a[i] = last;
     return true;
 }

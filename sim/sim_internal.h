@@ -92,6 +92,12 @@ typedef struct sim_ep {
     uint32_t next_of_node; /* the node's next endpoint (creation order), SIM_NONE32 last */
 } sim_ep;
 
+typedef struct sim_ep_slot {
+    uint64_t id;
+    uint32_t node;
+    uint32_t e; /* SIM_NONE32: empty */
+} sim_ep_slot;
+
 typedef struct sim_frame {
     bool used;
     bool is_data;
@@ -109,12 +115,17 @@ typedef struct sim_frame {
 typedef enum sim_io_kind { IO_SEND = 1, IO_RECV = 2, IO_KERNEL = 3, IO_PROBE = 4 } sim_io_kind;
 
 typedef struct sim_io {
+    /* The first 64 bytes are what the scans over a node's I/Os read (io_find, ep_pump): copies of
+     * the action's matching fields, so a scan touches one cache line per I/O. */
     uint64_t io_id;
     sim_io_kind kind;
+    uint32_t ep;            /* IO_SEND / IO_RECV */
+    bool delivered;         /* IO_RECV: the data is in place, IO_DONE scheduled */
+    ccoip_action_type type; /* act.type */
     uint32_t op_slot;
-    uint32_t ep; /* IO_SEND / IO_RECV */
+    uint32_t chunk, step;     /* act.chunk, act.step */
+    uint64_t epoch, tag, seq; /* act.epoch, act.tag, act.seq */
     ccoip_action act;
-    bool delivered; /* IO_RECV: the data is in place, IO_DONE scheduled */
     pcclResult_t result;
     ccoip_quant_meta quant_in;
     ccoip_quant_meta quant_out;
@@ -301,13 +312,17 @@ typedef struct sim_world {
     uint32_t ev_free;
 
     sim_node *nodes;
+    uint8_t *node_st; /* nodes[i].state, one byte each */
+    uint32_t *grave;  /* nodes killed since the last event, to release (bury_dead) */
+    uint32_t grave_len, grave_cap;
     uint32_t num_nodes, cap_nodes;
     uint32_t num_peers_created;
 
     sim_ep *eps;
     uint32_t eps_len, eps_cap;
-    /* (node, id) -> endpoint: open addressing, linear probing */
-    uint32_t *ep_map;
+    /* (node, id) -> endpoint: open addressing, linear probing; keys kept in the slots, so a
+     * probe touches no endpoint */
+    sim_ep_slot *ep_map;
     uint64_t ep_map_cap;
     uint64_t next_accept_id;
 

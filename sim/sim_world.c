@@ -186,9 +186,9 @@ static uint32_t ep_lookup(const sim_world *w, uint32_t node, uint64_t id)
 {
     const uint64_t mask = w->ep_map_cap - 1u;
     for (uint64_t i = ep_hash(node, id) & mask;; i = (i + 1u) & mask) {
-        const uint32_t e = w->ep_map[i];
-        if (e == SIM_NONE32) return SIM_NONE32;
-        if (w->eps[e].node == node && w->eps[e].id == id) return e;
+        const sim_ep_slot *sl = &w->ep_map[i];
+        if (sl->e == SIM_NONE32) return SIM_NONE32;
+        if (sl->node == node && sl->id == id) return sl->e;
     }
 }
 
@@ -196,9 +196,9 @@ static void ep_map_insert(sim_world *w, uint32_t e)
 {
     const uint64_t mask = w->ep_map_cap - 1u;
     uint64_t i = ep_hash(w->eps[e].node, w->eps[e].id) & mask;
-    while (w->ep_map[i] != SIM_NONE32)
+    while (w->ep_map[i].e != SIM_NONE32)
         i = (i + 1u) & mask;
-    w->ep_map[i] = e;
+    w->ep_map[i] = (sim_ep_slot){w->eps[e].id, w->eps[e].node, e};
 }
 
 static uint32_t ep_new(sim_world *w, uint32_t node, uint64_t id)
@@ -219,7 +219,7 @@ static uint32_t ep_new(sim_world *w, uint32_t node, uint64_t id)
     }
     if ((uint64_t)(w->eps_len + 1u) * 2u > w->ep_map_cap) {
         const uint64_t ncap = w->ep_map_cap * 2u;
-        uint32_t *m = malloc((size_t)ncap * sizeof *m);
+        sim_ep_slot *m = malloc((size_t)ncap * sizeof *m);
         if (m == NULL) {
             world_fail(w, SIM_CRASH, "out of memory (endpoint map)");
             return SIM_NONE32;
@@ -325,7 +325,15 @@ static uint64_t frame_send(sim_world *w, uint32_t src, uint32_t f)
 
 static bool node_runs(const sim_world *w, uint32_t node)
 {
-    return node < w->num_nodes && w->nodes[node].state == NODE_ALIVE;
+    return node < w->num_nodes && w->node_st[node] == (uint8_t)NODE_ALIVE;
+}
+
+/* A node's state, mirrored in w->node_st (one byte per node, so the checks on every event do not
+ * miss the cache on the node's own record). */
+static void node_set_state(sim_world *w, uint32_t node, sim_node_state st)
+{
+    w->nodes[node].state = st;
+    w->node_st[node] = (uint8_t)st;
 }
 
 static void host_ip(uint32_t host, uint8_t ip[4])
@@ -380,6 +388,12 @@ static sim_io *io_add(sim_world *w, sim_node *n, uint64_t io_id, sim_io_kind kin
     io->op_slot = act->op_slot;
     io->ep = SIM_NONE32;
     io->act = *act;
+    io->type = act->type;
+    io->chunk = act->chunk;
+    io->step = act->step;
+    io->epoch = act->epoch;
+    io->tag = act->tag;
+    io->seq = act->seq;
     io->result = pcclSuccess;
     return io;
 }
@@ -765,8 +779,8 @@ static void ep_pump(sim_world *w, uint32_t e)
             for (uint32_t i = 0; i < n->ios_len; i++) {
                 sim_io *io = &n->ios[i];
                 if (io->kind == IO_RECV && io->ep == e && !io->delivered &&
-                    io->act.type == CCOIP_ACT_STATE_RECV && io->act.tag == fr->tag &&
-                    io->act.seq == fr->seq && io->act.chunk == fr->chunk) {
+                    io->type == CCOIP_ACT_STATE_RECV && io->tag == fr->tag && io->seq == fr->seq &&
+                    io->chunk == fr->chunk) {
                     st = io;
                     break;
                 }
@@ -795,13 +809,13 @@ static void ep_pump(sim_world *w, uint32_t e)
         for (uint32_t i = 0; i < n->ios_len; i++) {
             sim_io *io = &n->ios[i];
             if (io->kind != IO_RECV || io->ep != e || io->delivered ||
-                io->act.type != CCOIP_ACT_RING_RECV) {
+                io->type != CCOIP_ACT_RING_RECV) {
                 continue;
             }
-            if (io->act.epoch != fr->epoch || io->act.tag != fr->tag || io->act.seq != fr->seq) {
+            if (io->epoch != fr->epoch || io->tag != fr->tag || io->seq != fr->seq) {
                 continue;
             }
-            if (io->act.chunk == fr->chunk && io->act.step == fr->step) {
+            if (io->chunk == fr->chunk && io->step == fr->step) {
                 exact = io;
                 break;
             }
@@ -1340,7 +1354,7 @@ static uint32_t node_new(sim_world *w, bool is_master, uint32_t host)
     memset(n, 0, sizeof *n);
     n->is_master = is_master;
     n->host = host;
-    n->state = NODE_ALIVE;
+    node_set_state(w, idx, NODE_ALIVE);
     n->timer_at = CCOIP_NO_DEADLINE;
     n->rng = sim_rng_fork(&w->rng, idx);
     const uint64_t seed = sim_rng_next(&n->rng);
@@ -1416,7 +1430,16 @@ void world_kill(sim_world *w, uint32_t node, bool graceful)
     sim_node *n = &w->nodes[node];
     if (n->state == NODE_DEAD) return;
     if (!graceful) w->res->crashes++;
-    n->state = NODE_DEAD;
+    node_set_state(w, node, NODE_DEAD);
+    if (w->grave_len == w->grave_cap) {
+        const uint32_t ncap = w->grave_cap == 0 ? 64u : 2u * w->grave_cap;
+        uint32_t *g = realloc(w->grave, (size_t)ncap * sizeof *g);
+        if (g != NULL) {
+            w->grave = g;
+            w->grave_cap = ncap;
+        }
+    }
+    if (w->grave_len < w->grave_cap) w->grave[w->grave_len++] = node;
     n->died_ns = w->now;
     n->app.state = APP_GONE;
     node_recount(w, node);
@@ -1567,7 +1590,7 @@ static void churn_fire(sim_world *w, uint32_t kind)
     case CHURN_HANG:
         p = pick_peer(w, NODE_ALIVE);
         if (p != SIM_NONE32) {
-            w->nodes[p].state = NODE_HUNG;
+            node_set_state(w, p, NODE_HUNG);
             node_recount(w, p);
             w->res->hangs++;
         }
@@ -1613,7 +1636,7 @@ static void script_fire(sim_world *w, uint32_t i)
         break;
     case SIM_SCRIPT_HANG:
         if (w->nodes[node].state == NODE_ALIVE) {
-            w->nodes[node].state = NODE_HUNG;
+            node_set_state(w, node, NODE_HUNG);
             node_recount(w, node);
             w->res->hangs++;
         }
@@ -1806,22 +1829,44 @@ static bool all_done(const sim_world *w)
     return w->quiet && w->undone == 0 && w->live >= 2u;
 }
 
+/* Frees a node's state machine and buffers (idempotent). */
+static void node_release(sim_world *w, uint32_t i)
+{
+    sim_node *n = &w->nodes[i];
+    if (n->m != NULL) w->vt->destroy(n->m, n->is_master);
+    n->m = NULL;
+    for (uint32_t s = 0; s < SIM_OP_SLOTS; s++)
+        opbuf_release(&n->ops[s]);
+    free(n->ios);
+    n->ios = NULL;
+    n->ios_len = n->ios_cap = 0;
+    for (uint32_t c = 0; c < SIM_MAX_TAGS; c++) {
+        sim_appcmd *ac = &n->app.cmds[c];
+        free(ac->input);
+        if (ac->sendbuf != ac->input) free(ac->sendbuf);
+        if (ac->recvbuf != ac->sendbuf) free(ac->recvbuf);
+        if (ac->pre != ac->input) free(ac->pre);
+        ac->input = ac->sendbuf = ac->recvbuf = ac->pre = NULL;
+    }
+}
+
+/* Dead processes never run again: their memory goes back between events (not inside
+ * world_kill, which may run inside the dying node's own step), unless the node records a
+ * trace. A 10,000-peer run replaces about as many processes as it starts. */
+static void bury_dead(sim_world *w)
+{
+    for (uint32_t k = 0; k < w->grave_len; k++) {
+        const uint32_t i = w->grave[k];
+        if (w->nodes[i].rec == NULL) node_release(w, i);
+    }
+    w->grave_len = 0;
+}
+
 static void world_free(sim_world *w)
 {
-    for (uint32_t i = 0; i < w->num_nodes; i++) {
-        sim_node *n = &w->nodes[i];
-        if (n->m != NULL) w->vt->destroy(n->m, n->is_master);
-        for (uint32_t s = 0; s < SIM_OP_SLOTS; s++)
-            opbuf_release(&n->ops[s]);
-        free(n->ios);
-        for (uint32_t c = 0; c < SIM_MAX_TAGS; c++) {
-            sim_appcmd *ac = &n->app.cmds[c];
-            free(ac->input);
-            if (ac->sendbuf != ac->input) free(ac->sendbuf);
-            if (ac->recvbuf != ac->sendbuf) free(ac->recvbuf);
-            if (ac->pre != ac->input) free(ac->pre);
-        }
-    }
+    for (uint32_t i = 0; i < w->num_nodes; i++)
+        node_release(w, i);
+    free(w->grave);
     for (uint32_t f = 0; f < w->frames_len; f++) {
         if (w->frames[f].used) free(w->frames[f].bytes);
     }
@@ -1837,6 +1882,7 @@ static void world_free(sim_world *w)
     free(w->eps);
     free(w->ep_map);
     free(w->nodes);
+    free(w->node_st);
     free(w->evs);
     sim_heap_deinit(&w->heap);
     sim_net_deinit(&w->net);
@@ -1878,6 +1924,7 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
     w->evs = malloc(w->evs_cap * sizeof *w->evs);
     w->cap_nodes = w->cfg.max_peers + 1u;
     w->nodes = calloc(w->cap_nodes, sizeof *w->nodes);
+    w->node_st = calloc(w->cap_nodes, 1);
     w->eps_cap = 256;
     w->eps = malloc(w->eps_cap * sizeof *w->eps);
     w->ep_map_cap = 1024;
@@ -1891,10 +1938,10 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
     w->host_node = malloc((size_t)w->host_node_cap * sizeof *w->host_node);
     if (w->host_node != NULL)
         memset(w->host_node, 0xff, (size_t)w->host_node_cap * sizeof *w->host_node);
-    const bool ok = w->host_node != NULL && w->evs != NULL && w->nodes != NULL && w->eps != NULL &&
-                    w->ep_map != NULL && w->frames != NULL && w->frame_free != NULL &&
-                    sim_heap_init(&w->heap, 1u << 24) &&
-                    sim_net_init(&w->net, w->cap_nodes + 1u, 1024u);
+    const bool ok =
+        w->host_node != NULL && w->evs != NULL && w->nodes != NULL && w->node_st != NULL &&
+        w->eps != NULL && w->ep_map != NULL && w->frames != NULL && w->frame_free != NULL &&
+        sim_heap_init(&w->heap, 1u << 24) && sim_net_init(&w->net, w->cap_nodes + 1u, 1024u);
     if (!ok) {
         world_fail(w, SIM_CRASH, "out of memory at start");
     } else {
@@ -1943,6 +1990,7 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
         w->evs[it.payload].a = w->ev_free;
         w->ev_free = (uint32_t)it.payload;
         fire(w, &ev);
+        if (w->grave_len > 0) bury_dead(w);
         if (w->res->events > w->cfg.max_events) {
             world_fail(w, SIM_LIVENESS, "more than %llu events",
                        (unsigned long long)w->cfg.max_events);
