@@ -31,35 +31,34 @@ typedef enum m_peer_state {
 } m_peer_state;
 
 typedef struct m_peer {
+    /* The fields the walks over all peers read come first (one cache line per peer). */
     m_peer_state state;
-    uint64_t id;
-    uint64_t conn;
     uint32_t group;
-    uint8_t ip[16];
-    uint32_t ip_len;
-    m_endpoint ep[M_ENDPOINT_KINDS];
-    uint64_t last_recv_ns;
-    uint64_t last_send_ns;
-    uint64_t hb_counter;
-    /* Topology vote (§6.3). */
-    bool topo_voted;
-    bool topo_accept;
-    uint64_t topo_call;
-    /* Pending-peers vote (§6.5). */
-    bool pend_voted;
-    uint64_t pend_call;
-    /* P2P phase (§6.4). */
-    bool in_phase;
-    bool reported;
-    bool report_ok;
-    uint64_t report_call;
+    uint64_t id;
+    bool in_phase;    /**< P2P phase (§6.4) */
+    bool rewire;      /**< its group lost its ring: in the next REWIRE phase (docs/core.md §2.2) */
+    bool reported;    /**< P2P phase */
+    bool report_ok;   /**< P2P phase */
+    bool topo_voted;  /**< Topology vote (§6.3). */
+    bool topo_accept; /**< Topology vote (§6.3). */
+    bool pend_voted;  /**< Pending-peers vote (§6.5). */
+    uint8_t sync_st;  /**< MS_*: shared-state sync (§6.7, master_state.c) */
+    uint8_t opt_st;   /**< MO_*: topology optimization (§6.6, master_optimize.c) */
+    bool opt_failed;  /**< a probe of this round failed or is missing */
     /* Ring position in the current (or planned) ring of its group. */
     uint32_t rank;
     uint32_t ring_size;
-    uint32_t pred; /**< slot index */
-    uint32_t succ; /**< slot index */
-    /* Shared-state sync (§6.7, master_state.c). */
-    uint8_t sync_st; /**< MS_* */
+    uint32_t pred;       /**< slot index */
+    uint32_t succ;       /**< slot index */
+    uint32_t n_ops;      /**< collective ops it has a member record in (limit max_ops) */
+    uint64_t ring_epoch; /**< epoch of the last ring it was admitted to (its group's epoch) */
+    uint64_t conn;
+    uint64_t last_recv_ns;
+    uint64_t last_send_ns;
+    uint64_t hb_counter;
+    uint64_t topo_call;
+    uint64_t pend_call;
+    uint64_t report_call;
     uint64_t sync_call;
     uint64_t sync_rev;
     int32_t sync_strategy;
@@ -67,14 +66,10 @@ typedef struct m_peer {
     bool sync_ok;
     uint32_t sync_load; /**< receivers assigned to this distributor */
     uint32_t sync_dist; /**< slot of its distributor (ASSIGNED receivers), else M_SLOT_NONE */
-    /* Topology optimization (§6.6, master_optimize.c). */
-    uint8_t opt_st; /**< MO_* */
     uint64_t opt_call;
-    bool opt_failed; /**< a probe of this round failed or is missing */
-    uint32_t n_ops;  /**< collective ops it has a member record in (limit max_ops) */
-    /* Scoped re-wiring (docs/core.md §2.2). */
-    bool rewire;         /**< its group lost its ring: in the next REWIRE phase */
-    uint64_t ring_epoch; /**< epoch of the last ring it was admitted to (its group's epoch) */
+    uint8_t ip[16];
+    uint32_t ip_len;
+    m_endpoint ep[M_ENDPOINT_KINDS];
 } m_peer;
 
 #define MO_NONE    0u

@@ -28,7 +28,8 @@ static inline uint64_t sim_pair_hash(uint64_t a, uint64_t b)
     z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
     return z ^ (z >> 29);
 }
-#define SIM_MAX_OPS 8u /**< Collective op slots per peer (ccoip_peer_config.max_ops). */
+#define SIM_EP_CACHE 8u /**< Endpoint lookups cached per node (a power of two). */
+#define SIM_MAX_OPS  8u /**< Collective op slots per peer (ccoip_peer_config.max_ops). */
 /* Slots the driver maps: max_ops collectives + the shared-state sync (max_ops, max_ops + 1). */
 #define SIM_OP_SLOTS   (SIM_MAX_OPS + 2u)
 #define SIM_STATE_KEYS 3u /**< Shared-state keys of the workload. */
@@ -212,6 +213,9 @@ typedef struct sim_node {
     /* Its endpoints in creation order, as index + 1 (0: none), so a kill closes them without a
      * walk over every endpoint of the run. */
     uint32_t ep_first1, ep_last1;
+    /* Recently looked-up connections: id -> endpoint + 1 (0: empty), slot id % SIM_EP_CACHE. */
+    uint64_t epc_id[SIM_EP_CACHE];
+    uint32_t epc_e1[SIM_EP_CACHE];
     bool is_master;
     uint32_t host;
     uint32_t peer_index;

@@ -182,13 +182,24 @@ static uint64_t ep_hash(uint32_t node, uint64_t id)
     return sim_pair_hash(node, id);
 }
 
-static uint32_t ep_lookup(const sim_world *w, uint32_t node, uint64_t id)
+static uint32_t ep_lookup(sim_world *w, uint32_t node, uint64_t id)
 {
+    /* A node uses a handful of connections at a time: a small cache in the node first
+     * (endpoints are never removed, so a cached (id, endpoint) stays true). */
+    sim_node *n = node < w->num_nodes ? &w->nodes[node] : NULL;
+    const uint32_t c = (uint32_t)(id & (SIM_EP_CACHE - 1u));
+    if (n != NULL && n->epc_e1[c] != 0 && n->epc_id[c] == id) return n->epc_e1[c] - 1u;
     const uint64_t mask = w->ep_map_cap - 1u;
     for (uint64_t i = ep_hash(node, id) & mask;; i = (i + 1u) & mask) {
         const sim_ep_slot *sl = &w->ep_map[i];
         if (sl->e == SIM_NONE32) return SIM_NONE32;
-        if (sl->node == node && sl->id == id) return sl->e;
+        if (sl->node == node && sl->id == id) {
+            if (n != NULL) {
+                n->epc_id[c] = id;
+                n->epc_e1[c] = sl->e + 1u;
+            }
+            return sl->e;
+        }
     }
 }
 
