@@ -235,6 +235,7 @@ typedef struct sim_node {
     uint64_t slot_busy_until[SIM_OP_SLOTS]; /* kernels of a slot complete in order */
     uint64_t cancelled[32][3];              /* (epoch, tag, seq) of cancelled ops, a ring */
     uint32_t cancelled_next;
+    uint64_t cancelled_max_epoch; /* the newest epoch in cancelled[] */
     sim_app app;
     sim_rng rng;
     uint64_t died_ns;

@@ -710,7 +710,10 @@ static void act_ring_send(sim_world *w, uint32_t node, const ccoip_action *a)
 
 static bool op_cancelled(const sim_node *n, const sim_frame *f)
 {
-    for (uint32_t i = 0; i < 32u; i++) {
+    /* Only the entries written so far, and none when the frame is newer than all of them. */
+    if (n->cancelled_next == 0 || f->epoch > n->cancelled_max_epoch) return false;
+    const uint32_t used = n->cancelled_next < 32u ? n->cancelled_next : 32u;
+    for (uint32_t i = 0; i < used; i++) {
         if (n->cancelled[i][0] == f->epoch && n->cancelled[i][1] == f->tag &&
             n->cancelled[i][2] == f->seq && (f->epoch | f->tag | f->seq) != 0) {
             return true;
@@ -1037,6 +1040,7 @@ static void act_cancel(sim_world *w, uint32_t node, const ccoip_action *a)
         const sim_opbuf *o = &n->ops[a->op_slot];
         uint64_t *k = n->cancelled[n->cancelled_next++ % 32u];
         k[0] = o->epoch;
+        if (o->epoch > n->cancelled_max_epoch) n->cancelled_max_epoch = o->epoch;
         k[1] = o->tag;
         k[2] = o->seq;
     }
