@@ -8,7 +8,8 @@
  * Layout (scale, issue 5): a 4-ary heap of 16-byte entries, seq and payload
  * packed into one word (seq << 24 | payload; seq < 2^40), so the four
  * children of a node share one cache line. (time, seq) is a total order, so
- * the pop order is the same as any other heap's.
+ * the pop order is the same as any other heap's. Items for the time of the
+ * last pop (zero-delay events) wait in a FIFO instead of the heap.
  */
 #ifndef SIM_HEAP_H
 #define SIM_HEAP_H
@@ -36,6 +37,12 @@ typedef struct sim_heap {
     uint64_t cap; /**< Grows on demand up to max_items. */
     uint64_t max_items;
     uint64_t next_seq;
+    /* Items pushed for the time of the last pop skip the heap: they are later in (time, seq)
+     * than everything popped and than each other, so a FIFO beside the heap keeps the order
+     * (a pop takes the smaller of the FIFO's head and the heap's top). */
+    uint64_t last_time;
+    sim_heap_entry *fifo; /**< ring of fifo_cap entries (a power of two) */
+    uint64_t fifo_head, fifo_len, fifo_cap;
 } sim_heap;
 
 /** Initializes an empty heap holding at most max_items (at most 2^24). Returns false when out of

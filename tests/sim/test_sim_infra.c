@@ -87,6 +87,50 @@ static void test_heap(void)
     }
     CHECK(n == 20000, "popped %" PRIu64, n);
     sim_heap_deinit(&h);
+
+    /* A simulation's pattern: pops interleaved with pushes at the popped time (the FIFO beside
+     * the heap), later times and earlier ones; checked against a naive reference queue. */
+    enum { REF_MAX = 4096 };
+    static uint64_t ref_t[REF_MAX], ref_s[REF_MAX];
+    uint64_t ref_n = 0, seq = 0;
+    sim_rng_seed(&r, 5);
+    CHECK(sim_heap_init(&h, 100000), "init 2");
+    for (uint64_t i = 0; i < 64; i++) {
+        const uint64_t t = sim_rng_below(&r, 50);
+        CHECK(sim_heap_push(&h, t, seq), "push");
+        ref_t[ref_n] = t;
+        ref_s[ref_n++] = seq++;
+    }
+    uint64_t popped = 0;
+    while (ref_n > 0) {
+        uint64_t best = 0;
+        for (uint64_t k = 1; k < ref_n; k++) {
+            if (ref_t[k] < ref_t[best] || (ref_t[k] == ref_t[best] && ref_s[k] < ref_s[best]))
+                best = k;
+        }
+        CHECK(sim_heap_pop(&h, &it), "pop %" PRIu64, popped);
+        CHECK(it.time_ns == ref_t[best] && it.seq == ref_s[best] && it.payload == ref_s[best],
+              "pop %" PRIu64 ": got (%" PRIu64 ", %" PRIu64 ") want (%" PRIu64 ", %" PRIu64 ")",
+              popped, it.time_ns, it.seq, ref_t[best], ref_s[best]);
+        ref_t[best] = ref_t[ref_n - 1u];
+        ref_s[best] = ref_s[ref_n - 1u];
+        ref_n--;
+        popped++;
+        /* 0-3 new items: mostly at the popped time, some later, some before it. */
+        const uint64_t k = sim_rng_below(&r, 4);
+        for (uint64_t j = 0; j < k && popped < 3000 && ref_n + 1u < REF_MAX; j++) {
+            const uint64_t c = sim_rng_below(&r, 10);
+            uint64_t t = it.time_ns;
+            if (c >= 6) t += 1u + sim_rng_below(&r, 20);
+            if (c == 0 && t > 0) t -= 1u;
+            CHECK(sim_heap_push(&h, t, seq), "push");
+            ref_t[ref_n] = t;
+            ref_s[ref_n++] = seq++;
+        }
+    }
+    CHECK(!sim_heap_pop(&h, &it), "empty at the end");
+    CHECK(popped > 1000, "the pattern ran (%" PRIu64 " pops)", popped);
+    sim_heap_deinit(&h);
     CHECK(sim_heap_init(&h, 2), "init small");
     CHECK(sim_heap_push(&h, 1, 1) && sim_heap_push(&h, 1, 2), "push 2");
     CHECK(!sim_heap_push(&h, 1, 3), "bound is enforced");
