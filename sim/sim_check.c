@@ -607,6 +607,13 @@ void check_allreduce_notify(sim_world *w, uint32_t node, sim_appcmd *c, const cc
                            (unsigned long long)first_diff(ref, c->recvbuf, bytes));
             }
             free(ref);
+            /* Every member ran the op (its inputs were all recorded at its first ring action,
+             * before any member could complete): the inputs are no longer needed. */
+            for (uint32_t i = inrec_latest(w, c->epoch, c->seq); i != SIM_NONE32;
+                 i = w->inrecs[i].prev) {
+                free(w->inrecs[i].input);
+                w->inrecs[i].input = NULL;
+            }
         } else if (memcmp(r->result, c->recvbuf, (size_t)bytes) != 0) {
             world_fail(w, SIM_CORRECTNESS,
                        "node %u: op (epoch %llu, seq %llu) is not bit-identical to another "

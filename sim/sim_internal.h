@@ -89,7 +89,7 @@ typedef struct sim_ep {
     bool pumping;
     uint64_t max_recv_epoch; /* newest epoch of a RING_RECV posted here */
     uint32_t *inbox;         /* FIFO: frames held until a RING_RECV matches (head-of-line) */
-    uint32_t inbox_len;
+    uint32_t inbox_len, inbox_cap;
     uint32_t next_of_node; /* the node's next endpoint (creation order), SIM_NONE32 last */
 } sim_ep;
 

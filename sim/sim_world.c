@@ -907,9 +907,16 @@ static void deliver(sim_world *w, uint32_t f)
         frame_free(w, f);
         return;
     }
-    if (ep->inbox == NULL) {
-        ep->inbox = malloc(SIM_INBOX_MAX * sizeof *ep->inbox);
-        if (ep->inbox == NULL) {
+    if (ep->inbox_len == ep->inbox_cap) {
+        /* Grown on demand: most connections never hold more than a few frames, and a long run
+         * makes millions of connections. */
+        const uint32_t ncap = ep->inbox_cap == 0 ? 4u : 2u * ep->inbox_cap;
+        uint32_t *x = realloc(ep->inbox, ncap * sizeof *ep->inbox);
+        if (x != NULL) {
+            ep->inbox = x;
+            ep->inbox_cap = ncap;
+        }
+        if (x == NULL) {
             world_fail(w, SIM_CRASH, "out of memory (inbox)");
             return;
         }
@@ -1872,7 +1879,20 @@ static void bury_dead(sim_world *w)
 {
     for (uint32_t k = 0; k < w->grave_len; k++) {
         const uint32_t i = w->grave[k];
-        if (w->nodes[i].rec == NULL) node_release(w, i);
+        if (w->nodes[i].rec != NULL) continue;
+        node_release(w, i);
+        /* Frames its closed connections still hold are never delivered. */
+        const sim_node *n = &w->nodes[i];
+        for (uint32_t e = n->ep_first1 - 1u; n->ep_first1 != 0 && e != SIM_NONE32;
+             e = w->eps[e].next_of_node) {
+            sim_ep *ep = &w->eps[e];
+            if (ep->node != i) continue;
+            for (uint32_t j = 0; j < ep->inbox_len; j++)
+                frame_free(w, ep->inbox[j]);
+            free(ep->inbox);
+            ep->inbox = NULL;
+            ep->inbox_len = ep->inbox_cap = 0;
+        }
     }
     w->grave_len = 0;
 }
