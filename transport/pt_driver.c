@@ -45,6 +45,12 @@
 #define PT_PROBE_TRIES     50u
 #define PT_NO_SLOT         UINT32_MAX
 
+/* Kernels of at most this many bytes run on the driver thread when the kernel
+ * worker is idle (issue 7, small messages): a hand-off to the worker and back
+ * costs more than the kernel. Receives of at most this size are not fused
+ * (their payload is then usually read at once, without waking a link thread). */
+#define PT_INLINE_BYTES ((uint64_t)64 << 10)
+
 /* ------------------------------------------------------------------------ */
 /* Logging and time                                                         */
 /* ------------------------------------------------------------------------ */
@@ -1025,6 +1031,7 @@ static void fuse_try(pt_driver *d, pt_conn *c, pt_io *io)
     const ccoip_action *a = &io->act;
     const ccoip_data_header *h = &c->dh;
     if (!a->reduce || h->offset != 0 || h->length != a->dst.length || h->length == 0) return;
+    if (h->length <= PT_INLINE_BYTES) return; /* small: read inline, reduced inline */
     if (!ccoip_dtype_valid(a->dtype)) return;
     const uint64_t esz = ccoip_dtype_size(a->dtype);
     if (a->count == 0 || a->count * esz != h->length || a->src.length != h->length) return;
@@ -1497,7 +1504,7 @@ static void conn_up(pt_driver *d, pt_conn *c, nng_stream *s)
     c->s = s;
     c->up = true;
     nng_stream_set_bool(s, NNG_OPT_TCP_NODELAY, true);
-    if (c->data && c->probe == PROBE_NONE && !d->is_master && pt_tcp_enabled()) {
+    if (c->probe == PROBE_NONE && pt_tcp_enabled()) {
         c->link = pt_tcp_link_open(s, c->id, cb_link, d); /* NULL: stays on nng */
         pt_log(CCOIP_LOG_DEBUG, d->who, "connection %" PRIu64 ": %s data plane", c->id,
                c->link != NULL ? "POSIX TCP" : "nng stream");
@@ -2084,6 +2091,20 @@ static void act_kernel(pt_driver *d, const ccoip_action *a)
     if (a->type == CCOIP_ACT_REDUCE && a->op_slot < PT_MAX_SLOTS) fuse_match(d, j);
     if (hash && a->len > 0) memcpy(j->name, a->data, (size_t)a->len);
     pthread_mutex_lock(&d->kmu);
+    const uint64_t kbytes = a->src.length > a->dst.length ? a->src.length : a->dst.length;
+    if (d->kq_head == NULL && d->kcur == NULL && kbytes <= PT_INLINE_BYTES) {
+        /* Small, and nothing of any slot queued before it: run it here, in queue order. */
+        d->kcur_cancel = false;
+        pthread_mutex_unlock(&d->kmu);
+        ccoip_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.type = CCOIP_EV_KERNEL_DONE;
+        ev.done.io_id = j->io_id;
+        ev.done.result = kernel_exec(d, j, &ev.done.quant_out, &ev.done.hash);
+        free(j);
+        q_core(d, &ev);
+        return;
+    }
     if (d->kq_tail != NULL) {
         d->kq_tail->next = j;
     } else {
