@@ -530,3 +530,87 @@ PTEST(peer, pool_size_bounds)
     pc.p2p_pool_size = CCOIP_P2P_POOL_MAX + 1u;
     PT_ASSERT(ccoip_peer_create(&pc, 1, &p) == pcclInvalidArgument && p == NULL, "pool 9 refused");
 }
+
+/* Issue 7, docs/protocol.md §6.8.1: in a settled ring every all-reduce starts optimistically (no
+ * commence); many back-to-back small ops, alternating in place, are all exact. */
+PTEST(peer, optimistic_back_to_back_exact)
+{
+    smh *h = world_of(3);
+    PT_ASSERT(h != NULL, "ring of 3");
+    int32_t x[3][64], y[3][64];
+    for (uint32_t k = 0; k < 40; k++) {
+        const bool in_place = k % 2u == 1u;
+        uint64_t c[3];
+        for (uint32_t i = 0; i < 3; i++) {
+            for (uint32_t j = 0; j < 64; j++)
+                x[i][j] = (int32_t)((i + 1u) * (k + 1u) + j);
+            ccoip_allreduce_args a = ar(k % 5u, 64, pcclInt32, pcclSum, in_place);
+            c[i] = smh_allreduce(h, i, &a, x[i], in_place ? x[i] : y[i]);
+        }
+        smh_run(h);
+        for (uint32_t i = 0; i < 3; i++) {
+            pcclResult_t r;
+            PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclSuccess, "op %u on %u (r=%d)", k, i,
+                      (int)r);
+            const int32_t *out = in_place ? x[i] : y[i];
+            for (uint32_t j = 0; j < 64; j++)
+                PT_ASSERT(out[j] == (int32_t)(6u * (k + 1u) + 3u * j), "op %u exact", k);
+        }
+    }
+    for (uint32_t i = 0; i < 3; i++) {
+        PT_ASSERT(ccoip_peer_optimistic_starts(smh_peer(h, i)) == 40,
+                  "peer %u started all 40 optimistically (%llu)", i,
+                  (unsigned long long)ccoip_peer_optimistic_starts(smh_peer(h, i)));
+    }
+    PT_ASSERT(smh_step_errors(h) == 0, "no step errors");
+    smh_destroy(h);
+}
+
+/* Back-to-back optimistic ops, one peer killed mid-ring: the survivors' op fails retryably with
+ * the in-place input restored bit-exactly, every later op is exact on the shrunken ring, and
+ * the optimistic start resumes in the new epoch. */
+PTEST(peer, optimistic_kill_mid_stream_exact)
+{
+    smh *h = world_of(4);
+    PT_ASSERT(h != NULL, "ring of 4");
+    smh_kill_on_ring_send(h, 3, 6u * 5u + 2u); /* inside its 6th op (6 sends per op at N = 4) */
+    int64_t x[4][29], orig[4][29];
+    uint32_t alive = 4, lost = 0, after = 0;
+    for (uint32_t k = 0; k < 30 && after < 10; k++) {
+        uint64_t c[4];
+        for (uint32_t i = 0; i < alive; i++) {
+            for (uint32_t j = 0; j < 29; j++)
+                x[i][j] = orig[i][j] = (int64_t)(i + 1u) * 1000003 * (k + 1u) - (int64_t)j;
+            ccoip_allreduce_args a = ar(7, 29, pcclInt64, pcclSum, true);
+            c[i] = smh_allreduce(h, i, &a, x[i], x[i]);
+        }
+        smh_run(h);
+        if (alive == 4 && k >= 5) alive = 3; /* peer 3 died in op 5 */
+        for (uint32_t i = 0; i < alive; i++) {
+            pcclResult_t r;
+            uint32_t world;
+            PT_ASSERT(smh_done_ex(h, i, c[i], &r, &world, NULL), "op %u done on %u", k, i);
+            PT_ASSERT(smh_notify_count(h, i, c[i]) == 1, "exactly one NOTIFY");
+            if (r == pcclRankConnectionLost) {
+                PT_ASSERT(memcmp(x[i], orig[i], sizeof(x[i])) == 0, "op %u restored on %u", k, i);
+                if (i == 0) lost++;
+                continue;
+            }
+            PT_ASSERT(r == pcclSuccess, "op %u on %u: r=%d", k, i, (int)r);
+            for (uint32_t j = 0; j < 29; j++) {
+                int64_t want = 0;
+                for (uint32_t m = 0; m < world; m++)
+                    want += orig[m][j];
+                PT_ASSERT(x[i][j] == want, "op %u exact on %u (world %u)", k, i, world);
+            }
+            if (i == 0 && world == 3) after++;
+        }
+    }
+    PT_ASSERT(lost >= 1, "the kill was seen (%u)", lost);
+    PT_ASSERT(after == 10, "10 exact ops on the shrunken ring (%u)", after);
+    PT_ASSERT(ccoip_peer_optimistic_starts(smh_peer(h, 0)) >= 5 + 10,
+              "optimistic before and after the re-wire (%llu)",
+              (unsigned long long)ccoip_peer_optimistic_starts(smh_peer(h, 0)));
+    PT_ASSERT(smh_step_errors(h) == 0, "no step errors");
+    smh_destroy(h);
+}
