@@ -14,14 +14,17 @@
 #include <inttypes.h>
 #include <nng/nng.h>
 #include <nng/supplemental/tls/tls.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ccoip_dtype.h"
 #include "ccoip_frame.h"
@@ -312,6 +315,12 @@ struct pt_driver {
     pthread_cond_t cv_ev;
     pthread_cond_t cv_cmd;
     pt_ev *q_head, *q_tail;
+    /* The driver thread waits in ppoll (parked small receives, pt_tcp.h) instead of on cv_ev:
+     * q_push then also writes efd (guarded by mu). efd < 0: no parking. */
+    bool polling;
+    int efd;
+    struct pollfd pfd[PT_MAX_CONNS + 1];
+    pt_conn *pconn[PT_MAX_CONNS];
     bool stop;
     bool started;
     bool running;
@@ -364,6 +373,10 @@ static void q_push(pt_driver *d, pt_ev *ev)
     }
     d->q_tail = ev;
     pthread_cond_signal(&d->cv_ev);
+    if (d->polling) {
+        const uint64_t one = 1;
+        (void)!write(d->efd, &one, sizeof one);
+    }
     pthread_mutex_unlock(&d->mu);
 }
 
@@ -1506,6 +1519,7 @@ static void conn_up(pt_driver *d, pt_conn *c, nng_stream *s)
     nng_stream_set_bool(s, NNG_OPT_TCP_NODELAY, true);
     if (c->probe == PROBE_NONE && pt_tcp_enabled()) {
         c->link = pt_tcp_link_open(s, c->id, cb_link, d); /* NULL: stays on nng */
+        if (c->link != NULL && d->efd >= 0) pt_tcp_link_set_park(c->link, true);
         pt_log(CCOIP_LOG_DEBUG, d->who, "connection %" PRIu64 ": %s data plane", c->id,
                c->link != NULL ? "POSIX TCP" : "nng stream");
     }
@@ -2491,6 +2505,49 @@ static void driver_shutdown(pt_driver *d)
     pthread_mutex_unlock(&d->mu);
 }
 
+/* Waits (mu held, released meanwhile) in ppoll on efd and the parked links' sockets, at most
+ * until deadline dl; returns how many parked links became readable (d->pconn[0 .. n)). -1 when no
+ * link is parked (the caller waits on cv_ev instead). */
+static int wait_parked(pt_driver *d, uint64_t dl, uint64_t now)
+{
+    if (d->efd < 0) return -1;
+    uint32_t n = 0;
+    d->pfd[0].fd = d->efd;
+    d->pfd[0].events = POLLIN;
+    for (uint32_t i = 0; i < d->nconns; i++) {
+        pt_conn *c = d->conns[i];
+        if (c->link == NULL || !pt_tcp_link_parked(c->link)) continue;
+        d->pconn[n] = c;
+        d->pfd[n + 1u].fd = pt_tcp_link_fd(c->link);
+        d->pfd[n + 1u].events = POLLIN;
+        n++;
+    }
+    if (n == 0) return -1;
+    d->polling = true;
+    pthread_mutex_unlock(&d->mu);
+    struct timespec ts, *tsp = NULL;
+    if (dl != CCOIP_NO_DEADLINE) {
+        const uint64_t left = dl - now;
+        ts.tv_sec = (time_t)(left / 1000000000u);
+        ts.tv_nsec = (long)(left % 1000000000u);
+        tsp = &ts;
+    }
+    for (uint32_t k = 0; k <= n; k++)
+        d->pfd[k].revents = 0;
+    const int rc = ppoll(d->pfd, (nfds_t)n + 1u, tsp, NULL);
+    pthread_mutex_lock(&d->mu);
+    d->polling = false;
+    uint64_t drain;
+    while (read(d->efd, &drain, sizeof drain) > 0) {
+    }
+    if (rc <= 0) return 0;
+    int ready = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        if (d->pfd[k + 1u].revents != 0) d->pconn[ready++] = d->pconn[k];
+    }
+    return ready;
+}
+
 static void *driver_main(void *arg)
 {
     pt_driver *d = arg;
@@ -2500,11 +2557,16 @@ static void *driver_main(void *arg)
     core_feed(d, &start);
     for (;;) {
         pthread_mutex_lock(&d->mu);
+        int ready = 0;
         for (;;) {
             if (d->stop || d->q_head != NULL) break;
             const uint64_t dl = core_deadline(d);
             const uint64_t now = pt_now_ns();
             if (dl != CCOIP_NO_DEADLINE && dl <= now) break;
+            ready = wait_parked(d, dl, now);
+            if (ready > 0) break;
+            if (ready == 0) continue;
+            ready = 0;
             if (dl == CCOIP_NO_DEADLINE) {
                 pthread_cond_wait(&d->cv_ev, &d->mu);
             } else {
@@ -2518,6 +2580,13 @@ static void *driver_main(void *arg)
         if (d->stop) {
             pthread_mutex_unlock(&d->mu);
             break;
+        }
+        if (ready > 0) {
+            /* Continue the readable parked receives here: completions are queued. */
+            pthread_mutex_unlock(&d->mu);
+            for (int k = 0; k < ready; k++)
+                pt_tcp_link_poll(d->pconn[k]->link);
+            continue;
         }
         pt_ev *ev = d->q_head;
         if (ev != NULL) {
@@ -2582,12 +2651,16 @@ static pt_driver *driver_alloc(bool is_master)
     pthread_mutex_init(&d->kmu, NULL);
     pthread_cond_init(&d->kcv, NULL);
     pthread_cond_init(&d->kcv_idle, NULL);
+    /* PCCL_DRIVER_POLL=0: small receives go to the link threads (A/B comparisons). */
+    const char *pe = getenv("PCCL_DRIVER_POLL");
+    d->efd = pe != NULL && strcmp(pe, "0") == 0 ? -1 : eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     snprintf(d->who, sizeof d->who, is_master ? "master" : "peer");
     return d;
 }
 
 static void driver_free(pt_driver *d)
 {
+    if (d->efd >= 0) close(d->efd);
     pthread_mutex_destroy(&d->mu);
     pthread_cond_destroy(&d->cv_ev);
     pthread_cond_destroy(&d->cv_cmd);
@@ -2702,6 +2775,10 @@ void pt_driver_stop(pt_driver *d)
     pthread_mutex_lock(&d->mu);
     d->stop = true;
     pthread_cond_signal(&d->cv_ev);
+    if (d->polling) {
+        const uint64_t one = 1;
+        (void)!write(d->efd, &one, sizeof one);
+    }
     pthread_mutex_unlock(&d->mu);
 }
 
