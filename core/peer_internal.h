@@ -80,6 +80,9 @@ typedef enum p_op_sub {
     POS_OWN_DEQUANT,
     POS_AG_IO,
     POS_AG_DEQUANT,
+    POS_SG_IO,  /**< small all-reduce: all-gather step (ccoip_ring_use_gather) */
+    POS_SG_SUM, /**< small all-reduce: reducing the inputs in rank order */
+    POS_SG_FIN, /**< small all-reduce: AVG division */
     POS_RESTORE
 } p_op_sub;
 

@@ -198,6 +198,67 @@ static ccoip_action *ring_io(ccoip_peer *p, uint32_t i, const ccoip_ring_step *s
     return r;
 }
 
+static void ring_done(ccoip_peer *p, uint32_t i);
+
+/* The small all-reduce (ccoip_ring_use_gather). */
+static bool ring_gather(const p_op *o)
+{
+    return ccoip_ring_use_gather(o->a.count * o->esize, o->world, ring_quantized(o));
+}
+
+/* Rank k's input: its SCRATCH slot, or our own input (BACKUP in place, else SEND). */
+static ccoip_span_ref gather_input(const p_op *o, uint32_t i, uint32_t k)
+{
+    const uint64_t bytes = o->a.count * o->esize;
+    if (k == o->rank) {
+        return ring_span(i, o->a.in_place ? CCOIP_REGION_BACKUP : CCOIP_REGION_SEND, 0, bytes);
+    }
+    return ring_span(i, CCOIP_REGION_SCRATCH, (uint64_t)k * bytes, bytes);
+}
+
+static void gather_step(ccoip_peer *p, uint32_t i, uint32_t t)
+{
+    p_op *o = &p->ops[i];
+    o->step = t;
+    ccoip_ring_step st;
+    memset(&st, 0, sizeof st);
+    st.send_chunk = (o->rank + o->world - t % o->world) % o->world;
+    st.recv_chunk = (o->rank + 2u * o->world - t % o->world - 1u) % o->world;
+    ring_io(p, i, &st, gather_input(o, i, st.send_chunk), NULL, gather_input(o, i, st.recv_chunk),
+            POS_SG_IO);
+}
+
+/* Kernel k of the rank-order reduction: k = 0 copies rank 0's input into RECV. */
+static void gather_sum(ccoip_peer *p, uint32_t i, uint32_t k)
+{
+    p_op *o = &p->ops[i];
+    o->step = k;
+    const uint64_t bytes = o->a.count * o->esize;
+    ccoip_action *a = ring_kernel(p, i, k == 0 ? CCOIP_ACT_COPY : CCOIP_ACT_REDUCE, POS_SG_SUM);
+    if (a == NULL) return;
+    a->src = gather_input(o, i, k);
+    a->dst = ring_span(i, CCOIP_REGION_RECV, 0, bytes);
+    a->count = o->a.count;
+}
+
+static void gather_after_sum(ccoip_peer *p, uint32_t i)
+{
+    p_op *o = &p->ops[i];
+    if (o->step + 1u < o->world) {
+        gather_sum(p, i, o->step + 1u);
+        return;
+    }
+    if (o->a.op == pcclAvg) {
+        ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_FINALIZE, POS_SG_FIN);
+        if (a == NULL) return;
+        a->dst = ring_span(i, CCOIP_REGION_RECV, 0, o->a.count * o->esize);
+        a->count = o->a.count;
+        a->divisor = o->world;
+        return;
+    }
+    ring_done(p, i);
+}
+
 static ccoip_ring_step ring_step_of(const p_op *o)
 {
     ccoip_ring_step st;
@@ -326,6 +387,14 @@ static bool ring_meta_ok(const p_op *o, const ccoip_quant_meta *m)
 static void ring_after_io(ccoip_peer *p, uint32_t i)
 {
     p_op *o = &p->ops[i];
+    if (o->sub == POS_SG_IO) {
+        if (o->step + 2u < o->world) {
+            gather_step(p, i, o->step + 1u);
+        } else {
+            gather_sum(p, i, 0);
+        }
+        return;
+    }
     ccoip_ring_step st = ring_step_of(o);
     bool q = ring_quantized(o);
     if (q && !ring_meta_ok(o, &o->recv_meta)) {
@@ -370,7 +439,9 @@ static void ring_after_kernel(ccoip_peer *p, uint32_t i, const ccoip_done *d)
     p_op *o = &p->ops[i];
     switch (o->sub) {
     case POS_INIT_COPY:
-        if (o->world == 1) {
+        if (ring_gather(o)) {
+            gather_step(p, i, 0);
+        } else if (o->world == 1) {
             ring_after_rs(p, i);
         } else {
             ring_rs_step(p, i, 0);
@@ -416,12 +487,19 @@ static void ring_after_kernel(ccoip_peer *p, uint32_t i, const ccoip_done *d)
         o->fwd_meta = o->recv_meta;
         ring_ag_next(p, i);
         return;
+    case POS_SG_SUM:
+        gather_after_sum(p, i);
+        return;
+    case POS_SG_FIN:
+        ring_done(p, i);
+        return;
     case POS_RESTORE:
         ring_after_restore(p, i);
         return;
     case POS_NONE:
     case POS_RS_IO:
     case POS_AG_IO:
+    case POS_SG_IO:
         break;
     }
 }
@@ -633,6 +711,7 @@ static void ring_begin(ccoip_peer *p, uint32_t i)
     b->op_slot = i;
     b->scratch_bytes =
         o->world == 1 ? 0 : (ring_quantized(o) ? 2u * o->half : max_chunk * o->esize);
+    if (ring_gather(o)) b->scratch_bytes = (uint64_t)o->world * bytes; /* one slot per rank */
     b->backup_bytes = o->a.in_place ? bytes : 0;
     o->begun = true;
     ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_COPY, POS_INIT_COPY);

@@ -516,6 +516,16 @@ static bool reference_run(sim_world *w, uint64_t epoch, uint64_t seq, const sim_
         }
         memcpy(bufs[r], src->input, (size_t)bytes);
     }
+    if (ccoip_ring_use_gather(bytes, k, false)) {
+        /* The small all-reduce: every member reduces the inputs in rank (ring) order. */
+        memcpy(out, bufs[0], (size_t)bytes);
+        for (uint32_t r = 1; r < k; r++)
+            ccoip_reduce_inplace(w->cfg.op, dt, out, bufs[r], count);
+        if (w->cfg.op == pcclAvg) ccoip_reduce_finalize_avg(dt, out, count, k);
+        for (uint32_t r = 0; r < k; r++)
+            free(bufs[r]);
+        return true;
+    }
     const uint32_t steps = ccoip_ring_num_steps(k);
     for (uint32_t s = 0; s < steps; s++) {
         if (s == k - 1u && w->cfg.op == pcclAvg) {
