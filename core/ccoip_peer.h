@@ -138,6 +138,13 @@ typedef struct ccoip_world_info {
  * peer_group equals ccoip_peer_world_size.
  */
 void ccoip_peer_world_info(const ccoip_peer *p, ccoip_world_info *out);
+/**
+ * All-reduces this peer started optimistically (docs/protocol.md §6.8.1: the ring ran from the
+ * initiate, without waiting for the master's commence), and those that joined an optimistic
+ * ring through a commence with seq 0.
+ */
+uint64_t ccoip_peer_optimistic_starts(const ccoip_peer *p);
+uint64_t ccoip_peer_optimistic_joins(const ccoip_peer *p);
 /** The op slot a SYNC_SHARED_STATE command occupies (tensors); scratch is this + 1. */
 uint32_t ccoip_peer_sync_slot(const ccoip_peer *p);
 

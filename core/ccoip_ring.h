@@ -76,4 +76,18 @@ pcclResult_t ccoip_ring_step_get(uint64_t count, uint32_t world, uint32_t rank, 
  */
 uint64_t ccoip_ring_elements_sent(uint64_t count, uint32_t world, uint32_t rank);
 
+/**
+ * Small all-reduce (issue 7, docs/semantics.md §5): when it holds, the members run an all-gather
+ * of whole inputs instead of the ring (N − 1 steps instead of 2·(N − 1)): in step t rank r sends
+ * the input of rank (r − t) mod N and receives that of rank (r − t − 1) mod N (frame chunk = that
+ * rank); then every member reduces the N inputs in rank order 0, 1, ..., N − 1 (AVG: then / N),
+ * so every member ends bit-identical. Unquantized, at most 32 KiB per input and at most 64 KiB
+ * moved per member (measured on loopback: beyond, the ring is faster).
+ */
+static inline bool ccoip_ring_use_gather(uint64_t bytes, uint32_t world, bool quantized)
+{
+    return world >= 2u && !quantized && bytes > 0 && bytes <= ((uint64_t)32 << 10) &&
+           bytes <= ((uint64_t)64 << 10) / (world - 1u);
+}
+
 #endif /* CCOIP_RING_H */

@@ -439,16 +439,62 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
     }
     mm->flags = MOM_VOTED;
     mm->call = call;
+    mm->opt_epoch = ci->optimistic_epoch;
     m->ops[op].n_voted++;
     m->ops[op].anchor = slot;
     coll_mark_dirty(m, op);
+}
+
+/* An optimistic member's completion (seq 0, §6.8.1): the running op of (group, tag) it has not
+ * completed yet, else the voting op it started optimistically (the completion is kept until the
+ * vote resolves). False when it matches neither: the op was refused meanwhile (the refusal
+ * answered the member's initiate; its completion crossed it and is dropped). */
+static bool coll_complete_optimistic(ccoip_master *m, uint32_t slot, uint64_t call,
+                                     const ccoip_pb_collective_complete *cc, uint32_t *running)
+{
+    const m_peer *p = &m->peers[slot];
+    *running = OP_NONE;
+    if (m->op_index_cap == 0) return false;
+    uint32_t at = coll_probe_start(m, p->group, cc->tag);
+    for (uint32_t op = coll_probe(m, p->group, cc->tag, &at); op != OP_NONE;
+         op = coll_probe(m, p->group, cc->tag, &at)) {
+        m_op_member *mm = coll_mem(m, op, slot);
+        if (mm == NULL) continue;
+        if (m->ops[op].state == MOP_RUNNING && (mm->flags & MOM_MEMBER) &&
+            !(mm->flags & MOM_COMPLETED)) {
+            *running = op;
+            return true;
+        }
+        if (m->ops[op].state == MOP_VOTING && (mm->flags & MOM_VOTED) && mm->opt_epoch != 0 &&
+            !(mm->flags & MOM_EARLY)) {
+            mm->flags |= MOM_EARLY;
+            mm->done_call = call;
+            if (cc->aborted) {
+                mm->flags |= MOM_EARLY_AB;
+                if (cc->reason == CCOIP_PB_REASON_NON_FINITE) mm->flags |= MOM_EARLY_NF;
+                m_mark_rewire(m, p->group); /* its ring failed: a link broke (as below) */
+            }
+            return true;
+        }
+    }
+    return false;
 }
 
 void m_coll_on_complete(ccoip_master *m, uint32_t slot, uint64_t call,
                         const ccoip_pb_collective_complete *cc)
 {
     m_peer *p = m_peer_at(m, slot);
-    uint32_t i = coll_find(m, p->group, cc->tag, MOP_RUNNING, cc->seq);
+    uint32_t i = OP_NONE;
+    if (cc->seq == 0) {
+        if (!coll_complete_optimistic(m, slot, call, cc, &i)) {
+            sm_log(&m->out, CCOIP_LOG_INFO,
+                   "master: completion of refused optimistic op tag %U dropped", cc->tag);
+            return;
+        }
+        if (i == OP_NONE) return; /* kept until the vote resolves */
+    } else {
+        i = coll_find(m, p->group, cc->tag, MOP_RUNNING, cc->seq);
+    }
     if (i != OP_NONE) {
         m_op *o = &m->ops[i];
         m_op_member *mm = coll_mem(m, i, slot);
@@ -561,13 +607,32 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
     uint32_t required = a->ring_size;
     if (o->n_voted < required) return false;
     uint64_t ring_epoch = a->ring_epoch;
+    /* Optimistic members (§6.8.1) already run the ring of their epoch: the op succeeds only if
+     * every member does so in the group's current epoch. Otherwise it is aborted: with the
+     * first early abort's reason, else REASON_EPOCH_CHANGED. */
+    bool any_opt = false, opt_here = false;
+    int32_t abort_reason = 0;
+    for (uint32_t k = 0; k < o->mem_n; k++) {
+        const m_op_member *mm = &o->mem[k];
+        if (!(mm->flags & MOM_VOTED)) continue;
+        if (mm->opt_epoch == 0) continue;
+        any_opt = true;
+        if (mm->opt_epoch == ring_epoch) opt_here = true;
+        if ((mm->flags & MOM_EARLY_AB) && abort_reason == 0) {
+            abort_reason =
+                (mm->flags & MOM_EARLY_NF) ? CCOIP_PB_REASON_NON_FINITE : CCOIP_PB_REASON_PEER_LOST;
+        }
+        if (mm->opt_epoch != ring_epoch && abort_reason == 0) {
+            abort_reason = CCOIP_PB_REASON_EPOCH_CHANGED;
+        }
+    }
     int32_t status = CCOIP_PB_STATUS_SUCCESS, reason = CCOIP_PB_REASON_UNSPECIFIED;
     if (o->mismatch) {
         status = CCOIP_PB_STATUS_INVALID_USAGE;
         reason = CCOIP_PB_REASON_COLLECTIVE_MISMATCH;
     } else if (required < m->cfg.min_collective_world) {
         status = CCOIP_PB_STATUS_TOO_FEW_PEERS;
-    } else {
+    } else if (!any_opt) {
         if (*can_commence < 0) *can_commence = m_topo_vote_complete(m) ? 0 : 1;
         if (*can_commence == 0) return false; /* wait for the topology vote */
     }
@@ -582,6 +647,9 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
                                             : "too few peers");
             }
         }
+        /* Optimistic members cancelled a ring of this epoch: its frames are keyed by (epoch,
+         * tag) only, so the group gets a new epoch before the tag is used again. */
+        if (opt_here) m_mark_rewire(m, o->group);
         coll_free(m, i);
         return true;
     }
@@ -598,12 +666,36 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
     for (uint32_t k = 0; k < o->mem_n; k++) {
         m_op_member *mm = &o->mem[k];
         if (!(mm->flags & MOM_VOTED)) continue;
+        if (abort_reason != 0 && mm->opt_epoch == 0) {
+            /* The op is already lost: a member that waits for the commence gets the outcome as
+             * the answer to its initiate and never sends a frame (which no other member would
+             * expect: it would be held forever). Same result as the verdict gives the rest. */
+            m_answer_status(m, mm->slot, mm->call,
+                            abort_reason == CCOIP_PB_REASON_NON_FINITE
+                                ? CCOIP_PB_STATUS_INVALID_ARGUMENT
+                                : CCOIP_PB_STATUS_RANK_CONNECTION_LOST,
+                            abort_reason, "collective aborted before it commenced");
+            coll_mem_remove(m, i, mm);
+            k--;
+            continue;
+        }
+        if (mm->opt_epoch != 0) {
+            /* Already running: no commence; a completion that came early counts now. */
+            const bool early = (mm->flags & MOM_EARLY) != 0;
+            mm->flags = (uint8_t)(MOM_MEMBER | (early ? MOM_COMPLETED : 0u));
+            mm->call = early ? mm->done_call : 0;
+            o->n_member++;
+            if (early) o->n_done++;
+            continue;
+        }
         ccoip_pb_master_to_peer env;
         memset(&env, 0, sizeof(env));
         env.call_id = mm->call;
         env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_COLLECTIVE_COMMENCE;
         env.body.collective_commence.tag = o->tag;
-        env.body.collective_commence.seq = o->seq;
+        /* Members that wait for the commence join an optimistic ring of this epoch: seq 0
+         * tells them to key its frames by (epoch, tag) as the others do (§6.8.1). */
+        env.body.collective_commence.seq = opt_here ? 0 : o->seq;
         env.body.collective_commence.epoch = o->epoch;
         env.body.collective_commence.world_size = required;
         m_send(m, mm->slot, &env);
@@ -613,6 +705,12 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
     }
     o->n_voted = 0;
     o->anchor = M_SLOT_NONE;
+    if (o->n_done > 0) coll_arm(m, i);
+    if (abort_reason != 0) {
+        coll_abort(m, i, abort_reason);
+        if (opt_here) m_mark_rewire(m, o->group);
+    }
+    coll_try_finish(m, i);
     return true;
 }
 

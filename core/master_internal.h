@@ -107,8 +107,10 @@ typedef struct m_sgroup {
 
 /** One member of a collective operation; an op's members are kept sorted by peer id. */
 typedef struct m_op_member {
-    uint64_t id;   /**< the peer's id (sort key) */
-    uint64_t call; /**< initiate call (voting) or complete call (running) */
+    uint64_t id;        /**< the peer's id (sort key) */
+    uint64_t call;      /**< initiate call (voting) or complete call (running) */
+    uint64_t opt_epoch; /**< optimistic start (protocol §6.8.1): its ring's epoch; 0: none */
+    uint64_t done_call; /**< MOM_EARLY: the completion call that came while voting */
     uint32_t slot;
     uint8_t flags;
 } m_op_member;
@@ -117,6 +119,9 @@ typedef struct m_op_member {
 #define MOM_VOTED     0x02u /**< initiated (voting) */
 #define MOM_COMPLETED 0x04u /**< sent collective_complete */
 #define MOM_VERDICT   0x08u /**< its one verdict was sent */
+#define MOM_EARLY     0x10u /**< optimistic: completed while the op was voting */
+#define MOM_EARLY_AB  0x20u /**< ... and reported an abort */
+#define MOM_EARLY_NF  0x40u /**< ... with REASON_NON_FINITE */
 
 typedef enum m_op_state { MOP_FREE = 0, MOP_VOTING = 1, MOP_RUNNING = 2 } m_op_state;
 

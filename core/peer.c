@@ -331,6 +331,7 @@ static void peer_on_verdict(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
     if (ok) {
         p->epoch = p->plan_epoch;
         p->ring_ready = true;
+        p->opt_off = false;
         p->rank = p->plan_rank;
         p->ring_n = p->plan_n;
         memcpy(p->ring, p->plan_ring, (size_t)p->plan_n * sizeof(uint64_t));
@@ -767,6 +768,16 @@ bool ccoip_peer_is_failed(const ccoip_peer *p)
 uint32_t ccoip_peer_world_size(const ccoip_peer *p)
 {
     return p->world;
+}
+
+uint64_t ccoip_peer_optimistic_starts(const ccoip_peer *p)
+{
+    return p != NULL ? p->opt_starts : 0;
+}
+
+uint64_t ccoip_peer_optimistic_joins(const ccoip_peer *p)
+{
+    return p != NULL ? p->opt_joins : 0;
 }
 
 uint32_t ccoip_peer_sync_slot(const ccoip_peer *p)

@@ -80,6 +80,9 @@ typedef enum p_op_sub {
     POS_OWN_DEQUANT,
     POS_AG_IO,
     POS_AG_DEQUANT,
+    POS_SG_IO,  /**< small all-reduce: all-gather step (ccoip_ring_use_gather) */
+    POS_SG_SUM, /**< small all-reduce: reducing the inputs in rank order */
+    POS_SG_FIN, /**< small all-reduce: AVG division */
     POS_RESTORE
 } p_op_sub;
 
@@ -112,6 +115,12 @@ typedef struct p_op {
     int32_t abort_reason;   /**< reported in CollectiveComplete (REASON_NON_FINITE or 0) */
     bool complete_sent;
     bool restored; /**< the abort path (restore) already ran */
+    /**
+     * Started optimistically (docs/protocol.md §6.8.1): the ring runs since the initiate,
+     * its frames carry seq 0, the completion seq 0; the master sends no commence.
+     */
+    bool optimistic;
+    bool refused; /**< optimistic, and the master refused the initiate (o->result says why) */
     uint64_t tx_bytes;
     uint64_t rx_bytes;
     pcclResult_t result; /**< what the NOTIFY will say */
@@ -216,6 +225,10 @@ struct ccoip_peer {
     uint32_t rank;
     uint64_t *ring; /* [max_world] */
     uint32_t ring_n;
+    /** An op of this epoch aborted: no optimistic start until the next epoch (§6.8.1). */
+    bool opt_off;
+    uint64_t opt_starts; /**< ccoip_peer_optimistic_starts */
+    uint64_t opt_joins;  /**< ccoip_peer_optimistic_joins */
 
     /* The plan being wired. */
     uint64_t plan_epoch;

@@ -99,6 +99,11 @@ static void ring_after_restore(ccoip_peer *p, uint32_t i)
     p_op *o = &p->ops[i];
     o->restored = true;
     o->sub = POS_NONE;
+    if (o->refused) {
+        /* The refusal answered the initiate: the op's one outcome, nothing to report. */
+        ring_finish(p, i);
+        return;
+    }
     if (!ring_master_alive(p) || o->complete_sent) {
         ring_finish(p, i);
         return;
@@ -116,6 +121,9 @@ static void ring_after_restore(ccoip_peer *p, uint32_t i)
 static void ring_start_restore(ccoip_peer *p, uint32_t i)
 {
     p_op *o = &p->ops[i];
+    /* Frames of an optimistic op are keyed by (epoch, tag): after an abort, wait for the next
+     * epoch (the master re-wires the group) before starting optimistically again (§6.8.1). */
+    if (o->begun && o->epoch == p->epoch) p->opt_off = true;
     o->state = PO_RESTORING;
     if (o->begun && o->a.in_place && !p->cfg.canary_skip_restore) {
         uint64_t bytes = o->a.count * o->esize;
@@ -188,6 +196,67 @@ static ccoip_action *ring_io(ccoip_peer *p, uint32_t i, const ccoip_ring_step *s
     o->tx_bytes += src.length;
     o->rx_bytes += dst.length;
     return r;
+}
+
+static void ring_done(ccoip_peer *p, uint32_t i);
+
+/* The small all-reduce (ccoip_ring_use_gather). */
+static bool ring_gather(const p_op *o)
+{
+    return ccoip_ring_use_gather(o->a.count * o->esize, o->world, ring_quantized(o));
+}
+
+/* Rank k's input: its SCRATCH slot, or our own input (BACKUP in place, else SEND). */
+static ccoip_span_ref gather_input(const p_op *o, uint32_t i, uint32_t k)
+{
+    const uint64_t bytes = o->a.count * o->esize;
+    if (k == o->rank) {
+        return ring_span(i, o->a.in_place ? CCOIP_REGION_BACKUP : CCOIP_REGION_SEND, 0, bytes);
+    }
+    return ring_span(i, CCOIP_REGION_SCRATCH, (uint64_t)k * bytes, bytes);
+}
+
+static void gather_step(ccoip_peer *p, uint32_t i, uint32_t t)
+{
+    p_op *o = &p->ops[i];
+    o->step = t;
+    ccoip_ring_step st;
+    memset(&st, 0, sizeof st);
+    st.send_chunk = (o->rank + o->world - t % o->world) % o->world;
+    st.recv_chunk = (o->rank + 2u * o->world - t % o->world - 1u) % o->world;
+    ring_io(p, i, &st, gather_input(o, i, st.send_chunk), NULL, gather_input(o, i, st.recv_chunk),
+            POS_SG_IO);
+}
+
+/* Kernel k of the rank-order reduction: k = 0 copies rank 0's input into RECV. */
+static void gather_sum(ccoip_peer *p, uint32_t i, uint32_t k)
+{
+    p_op *o = &p->ops[i];
+    o->step = k;
+    const uint64_t bytes = o->a.count * o->esize;
+    ccoip_action *a = ring_kernel(p, i, k == 0 ? CCOIP_ACT_COPY : CCOIP_ACT_REDUCE, POS_SG_SUM);
+    if (a == NULL) return;
+    a->src = gather_input(o, i, k);
+    a->dst = ring_span(i, CCOIP_REGION_RECV, 0, bytes);
+    a->count = o->a.count;
+}
+
+static void gather_after_sum(ccoip_peer *p, uint32_t i)
+{
+    p_op *o = &p->ops[i];
+    if (o->step + 1u < o->world) {
+        gather_sum(p, i, o->step + 1u);
+        return;
+    }
+    if (o->a.op == pcclAvg) {
+        ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_FINALIZE, POS_SG_FIN);
+        if (a == NULL) return;
+        a->dst = ring_span(i, CCOIP_REGION_RECV, 0, o->a.count * o->esize);
+        a->count = o->a.count;
+        a->divisor = o->world;
+        return;
+    }
+    ring_done(p, i);
 }
 
 static ccoip_ring_step ring_step_of(const p_op *o)
@@ -318,6 +387,14 @@ static bool ring_meta_ok(const p_op *o, const ccoip_quant_meta *m)
 static void ring_after_io(ccoip_peer *p, uint32_t i)
 {
     p_op *o = &p->ops[i];
+    if (o->sub == POS_SG_IO) {
+        if (o->step + 2u < o->world) {
+            gather_step(p, i, o->step + 1u);
+        } else {
+            gather_sum(p, i, 0);
+        }
+        return;
+    }
     ccoip_ring_step st = ring_step_of(o);
     bool q = ring_quantized(o);
     if (q && !ring_meta_ok(o, &o->recv_meta)) {
@@ -362,7 +439,9 @@ static void ring_after_kernel(ccoip_peer *p, uint32_t i, const ccoip_done *d)
     p_op *o = &p->ops[i];
     switch (o->sub) {
     case POS_INIT_COPY:
-        if (o->world == 1) {
+        if (ring_gather(o)) {
+            gather_step(p, i, 0);
+        } else if (o->world == 1) {
             ring_after_rs(p, i);
         } else {
             ring_rs_step(p, i, 0);
@@ -408,12 +487,19 @@ static void ring_after_kernel(ccoip_peer *p, uint32_t i, const ccoip_done *d)
         o->fwd_meta = o->recv_meta;
         ring_ag_next(p, i);
         return;
+    case POS_SG_SUM:
+        gather_after_sum(p, i);
+        return;
+    case POS_SG_FIN:
+        ring_done(p, i);
+        return;
     case POS_RESTORE:
         ring_after_restore(p, i);
         return;
     case POS_NONE:
     case POS_RS_IO:
     case POS_AG_IO:
+    case POS_SG_IO:
         break;
     }
 }
@@ -459,6 +545,17 @@ bool p_ring_on_done(ccoip_peer *p, const ccoip_event *ev)
     return false;
 }
 
+static void ring_begin(ccoip_peer *p, uint32_t i);
+static bool ring_links_up(const ccoip_peer *p);
+
+/* A settled ring of at least two members whose links are all up: an op may start at once
+ * (docs/protocol.md §6.8.1). */
+static bool ring_can_start(const ccoip_peer *p)
+{
+    return p->state == PS_ACCEPTED && p->ring_ready && !p->wiring && !p->reported && !p->opt_off &&
+           p->ring_n >= 2 && ring_links_up(p);
+}
+
 pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
 {
     const ccoip_allreduce_args *a = &cmd->allreduce;
@@ -501,12 +598,48 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
     env.body.collective_initiate.quant_algorithm = (int32_t)a->quant_algorithm;
     env.body.collective_initiate.quant_dtype =
         a->quant_algorithm == pcclQuantNone ? 0 : (int32_t)a->quant_dtype;
+    const bool optimistic = ring_can_start(p);
+    if (optimistic) env.body.collective_initiate.optimistic_epoch = p->epoch;
     p_send(p, &env);
+    if (optimistic) {
+        /* Optimistic start: the ring runs now, keyed by (epoch, tag) with seq 0; the master
+         * only votes on the parameters and the outcome (§6.8.1). */
+        o->optimistic = true;
+        p->opt_starts++;
+        o->seq = 0;
+        o->epoch = p->epoch;
+        o->world = p->ring_n;
+        o->state = PO_RUNNING;
+        ring_begin(p, free_slot);
+    }
     return pcclSuccess;
 }
 
 void p_ring_on_initiate_error(ccoip_peer *p, uint32_t i, pcclResult_t r)
 {
+    if (i < p->cfg.max_ops && p->ops[i].optimistic && p->ops[i].state != PO_FREE &&
+        !p->ops[i].refused) {
+        /* Refused (mismatch, too few peers) while the ring ran: stop it, give the input back,
+         * report the refusal's result; no completion follows (§6.8.1). */
+        p_op *o = &p->ops[i];
+        o->refused = true;
+        switch (o->state) {
+        case PO_RUNNING:
+            ring_abort(p, i, r, "initiate refused");
+            return;
+        case PO_COMPLETING:
+            o->result = r;
+            if (o->restored) {
+                ring_finish(p, i);
+            } else {
+                ring_start_restore(p, i);
+            }
+            return;
+        default:
+            o->result = r; /* restoring: finishes after the restore */
+            return;
+        }
+    }
     if (i >= p->cfg.max_ops || p->ops[i].state != PO_INITIATING) {
         p_fail(p, "initiate answer for no op");
         return;
@@ -537,6 +670,9 @@ void p_ring_on_commence(ccoip_peer *p, uint32_t i, const ccoip_pb_master_to_peer
     }
     p_op *o = &p->ops[i];
     o->seq = cc->seq;
+    /* seq 0: others started it optimistically; its frames are keyed by (epoch, tag). */
+    o->optimistic = cc->seq == 0;
+    if (o->optimistic) p->opt_joins++;
     o->epoch = cc->epoch;
     o->world = cc->world_size;
     o->state = PO_RUNNING;
@@ -551,10 +687,19 @@ void p_ring_on_commence(ccoip_peer *p, uint32_t i, const ccoip_pb_master_to_peer
         ring_after_restore(p, i);
         return;
     }
+    ring_begin(p, i);
+}
+
+/* Starts the ring of op i (epoch, world and seq set): OP_BEGIN and the first kernel. */
+static void ring_begin(ccoip_peer *p, uint32_t i)
+{
+    p_op *o = &p->ops[i];
     o->rank = p->rank;
-    /* The pool spreads ops: seq mod the agreed size, the same on both ends of a link. */
-    o->tx_conn = p->ring_n == 1 ? CCOIP_CONN_NONE : p->tx_conn[o->seq % p->tx_n];
-    o->rx_conn = p->ring_n == 1 ? CCOIP_CONN_NONE : p->rx_conn[o->seq % p->rx_n];
+    /* The pool spreads ops: seq (an optimistic op: its tag) mod the agreed size, the same on
+     * both ends of a link. */
+    const uint64_t key = o->optimistic ? o->a.tag : o->seq;
+    o->tx_conn = p->ring_n == 1 ? CCOIP_CONN_NONE : p->tx_conn[key % p->tx_n];
+    o->rx_conn = p->ring_n == 1 ? CCOIP_CONN_NONE : p->rx_conn[key % p->rx_n];
     o->esize = ccoip_dtype_size(o->a.dtype);
     o->wsize = ring_quantized(o) ? ccoip_dtype_size(o->a.quant_dtype) : o->esize;
     uint64_t max_chunk = o->a.count / o->world + (o->a.count % o->world != 0 ? 1u : 0u);
@@ -566,6 +711,7 @@ void p_ring_on_commence(ccoip_peer *p, uint32_t i, const ccoip_pb_master_to_peer
     b->op_slot = i;
     b->scratch_bytes =
         o->world == 1 ? 0 : (ring_quantized(o) ? 2u * o->half : max_chunk * o->esize);
+    if (ring_gather(o)) b->scratch_bytes = (uint64_t)o->world * bytes; /* one slot per rank */
     b->backup_bytes = o->a.in_place ? bytes : 0;
     o->begun = true;
     ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_COPY, POS_INIT_COPY);
@@ -587,7 +733,7 @@ void p_ring_on_verdict(ccoip_peer *p, const ccoip_pb_collective_verdict *v)
         if (o->state != PO_RUNNING && o->state != PO_RESTORING && o->state != PO_COMPLETING) {
             continue;
         }
-        if (o->seq != v->seq || o->a.tag != v->tag) continue;
+        if (o->a.tag != v->tag || (!o->optimistic && o->seq != v->seq)) continue;
         if (o->verdict_known) {
             sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: second verdict for tag %U seq %U ignored",
                    p->id, v->tag, v->seq);

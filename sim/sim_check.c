@@ -165,6 +165,7 @@ void check_m2p_sent(sim_world *w, uint32_t dst_node, const uint8_t *frame, uint6
     case CCOIP_PB_MASTER_TO_PEER_BODY_COLLECTIVE_COMMENCE: {
         const ccoip_pb_collective_commence *c = &m.body.collective_commence;
         epoch = c->epoch;
+        if (c->seq == 0) break; /* joins an optimistic ring (§6.8.1): no seq of its own */
         if (c->seq >= (uint64_t)1 << 24) {
             world_fail(w, SIM_CRASH, "collective seq %llu beyond the checker's table",
                        (unsigned long long)c->seq);
@@ -407,12 +408,24 @@ void check_ring_action(sim_world *w, uint32_t node, const ccoip_action *act)
         c->commenced = true;
         c->epoch = act->epoch;
         c->seq = act->seq;
+        if (act->seq == 0) {
+            /* An optimistic op: its ring frames carry seq 0, keyed by (epoch, tag). The
+             * checker numbers it (group, tag, n-th use in the epoch), high bit set. */
+            const uint32_t t = (uint32_t)(act->tag % SIM_MAX_TAGS);
+            if (n->opt_epoch[t] != act->epoch) {
+                n->opt_epoch[t] = act->epoch;
+                n->opt_uses[t] = 0;
+            }
+            n->opt_uses[t]++;
+            c->seq = ((uint64_t)1 << 63) | ((uint64_t)n->group << 40) |
+                     ((act->tag & 0xffffu) << 24) | n->opt_uses[t];
+        }
         if (act->tag != c->tag) {
             world_fail(w, SIM_CORRECTNESS, "node %u: op of tag %u runs ring frames of tag %llu",
                        node, c->tag, (unsigned long long)act->tag);
             return;
         }
-        inrec_add(w, node, act->epoch, act->seq, c);
+        inrec_add(w, node, act->epoch, c->seq, c);
         return;
     }
     if (o->epoch != act->epoch || o->seq != act->seq || o->tag != act->tag) {
@@ -502,6 +515,16 @@ static bool reference_run(sim_world *w, uint64_t epoch, uint64_t seq, const sim_
             return false;
         }
         memcpy(bufs[r], src->input, (size_t)bytes);
+    }
+    if (ccoip_ring_use_gather(bytes, k, false)) {
+        /* The small all-reduce: every member reduces the inputs in rank (ring) order. */
+        memcpy(out, bufs[0], (size_t)bytes);
+        for (uint32_t r = 1; r < k; r++)
+            ccoip_reduce_inplace(w->cfg.op, dt, out, bufs[r], count);
+        if (w->cfg.op == pcclAvg) ccoip_reduce_finalize_avg(dt, out, count, k);
+        for (uint32_t r = 0; r < k; r++)
+            free(bufs[r]);
+        return true;
     }
     const uint32_t steps = ccoip_ring_num_steps(k);
     for (uint32_t s = 0; s < steps; s++) {

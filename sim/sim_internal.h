@@ -232,6 +232,10 @@ typedef struct sim_node {
     uint64_t last_commence_seq[SIM_MAX_TAGS];
     uint64_t last_commence_epoch[SIM_MAX_TAGS];
     bool commence_seen[SIM_MAX_TAGS];
+    /* Optimistic ops (ring seq 0, docs/protocol.md §6.8.1): the checker's own op number,
+     * (epoch, tag, n-th use of the tag in that epoch), the same on every member. */
+    uint64_t opt_epoch[SIM_MAX_TAGS];
+    uint32_t opt_uses[SIM_MAX_TAGS];
     uint64_t slot_busy_until[SIM_OP_SLOTS]; /* kernels of a slot complete in order */
     uint64_t cancelled[32][3];              /* (epoch, tag, seq) of cancelled ops, a ring */
     uint32_t cancelled_next;

@@ -14,14 +14,18 @@
 #include <inttypes.h>
 #include <nng/nng.h>
 #include <nng/supplemental/tls/tls.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ccoip_dtype.h"
 #include "ccoip_frame.h"
@@ -44,6 +48,12 @@
 #define PT_DISCARD_BYTES   65536u
 #define PT_PROBE_TRIES     50u
 #define PT_NO_SLOT         UINT32_MAX
+
+/* Kernels of at most this many bytes run on the driver thread when the kernel
+ * worker is idle (issue 7, small messages): a hand-off to the worker and back
+ * costs more than the kernel. Receives of at most this size are not fused
+ * (their payload is then usually read at once, without waking a link thread). */
+#define PT_INLINE_BYTES ((uint64_t)64 << 10)
 
 /* ------------------------------------------------------------------------ */
 /* Logging and time                                                         */
@@ -191,6 +201,7 @@ typedef struct pt_conn {
     bool probe_sent_all;
     char probe_url[300];
     uint8_t discard[PT_DISCARD_BYTES];
+    bool ep_added; /* its socket is registered in the driver's epoll set */
 } pt_conn;
 
 typedef enum pt_io_kind { IO_SEND = 1, IO_RECV, IO_KERNEL } pt_io_kind;
@@ -306,6 +317,22 @@ struct pt_driver {
     pthread_cond_t cv_ev;
     pthread_cond_t cv_cmd;
     pt_ev *q_head, *q_tail;
+    /* Waiting (issue 7): with epfd >= 0 the driving thread waits in epoll_wait on efd (written
+     * by q_push while someone polls; guarded by mu) and the sockets of parked small receives
+     * (pt_tcp.h; one-shot, armed when a receive parks, data.u64 = conn id). epfd < 0: cv_ev.
+     * The baton: one thread at a time steps the core and runs its actions ("owned by the
+     * driver thread" below means: by the baton holder). busy: an application thread holds it
+     * to step its all-reduce SUBMIT itself (the queue being empty); the driver thread yields
+     * meanwhile (cv_baton). */
+    uint32_t polling;
+    int efd;
+    int epfd;
+    bool busy;
+    uint64_t deferred[64]; /* parked links found readable while busy, for the driver thread */
+    uint32_t ndeferred;
+    bool core_started; /* START was stepped: others may take the baton */
+    bool api_submit;   /* PCCL_API_SUBMIT=0: every SUBMIT goes through the queue */
+    pthread_cond_t cv_baton;
     bool stop;
     bool started;
     bool running;
@@ -357,8 +384,26 @@ static void q_push(pt_driver *d, pt_ev *ev)
         d->q_head = ev;
     }
     d->q_tail = ev;
-    pthread_cond_signal(&d->cv_ev);
+    pthread_cond_broadcast(&d->cv_ev);
+    if (d->polling > 0) {
+        const uint64_t one = 1;
+        (void)!write(d->efd, &one, sizeof one);
+    }
     pthread_mutex_unlock(&d->mu);
+}
+
+/* Arms the one-shot epoll registration of c's socket when its small receive parked. */
+static void park_arm(pt_driver *d, pt_conn *c)
+{
+    if (d->epfd < 0 || c->link == NULL || !pt_tcp_link_parked(c->link)) return;
+    struct epoll_event e;
+    memset(&e, 0, sizeof e);
+    e.events = EPOLLIN | EPOLLONESHOT;
+    e.data.u64 = c->id;
+    const int fd = pt_tcp_link_fd(c->link);
+    if (epoll_ctl(d->epfd, c->ep_added ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &e) == 0) {
+        c->ep_added = true;
+    }
 }
 
 static pt_ev *ev_new(pt_ev_type type)
@@ -753,6 +798,9 @@ static void ios_fail_on_conn(pt_driver *d, uint64_t conn)
 /* Frees c: stops its aios (their callbacks have run when this returns). */
 static void conn_free(pt_driver *d, pt_conn *c)
 {
+    if (c->ep_added && c->link != NULL) {
+        (void)epoll_ctl(d->epfd, EPOLL_CTL_DEL, pt_tcp_link_fd(c->link), NULL);
+    }
     pt_tcp_link_close(c->link); /* its threads are joined: no buffer is touched any more */
     c->link = NULL;
     if (c->s != NULL) nng_stream_close(c->s);
@@ -900,6 +948,7 @@ static void recv_issue(pt_conn *c, uint8_t *dst, uint64_t want)
     if (c->link != NULL) {
         c->recv_busy = true;
         pt_tcp_link_recv(c->link, dst, want, NULL);
+        park_arm(c->d, c);
         return;
     }
     nng_iov iov;
@@ -1025,6 +1074,7 @@ static void fuse_try(pt_driver *d, pt_conn *c, pt_io *io)
     const ccoip_action *a = &io->act;
     const ccoip_data_header *h = &c->dh;
     if (!a->reduce || h->offset != 0 || h->length != a->dst.length || h->length == 0) return;
+    if (h->length <= PT_INLINE_BYTES) return; /* small: read inline, reduced inline */
     if (!ccoip_dtype_valid(a->dtype)) return;
     const uint64_t esz = ccoip_dtype_size(a->dtype);
     if (a->count == 0 || a->count * esz != h->length || a->src.length != h->length) return;
@@ -1497,8 +1547,9 @@ static void conn_up(pt_driver *d, pt_conn *c, nng_stream *s)
     c->s = s;
     c->up = true;
     nng_stream_set_bool(s, NNG_OPT_TCP_NODELAY, true);
-    if (c->data && c->probe == PROBE_NONE && !d->is_master && pt_tcp_enabled()) {
+    if (c->probe == PROBE_NONE && pt_tcp_enabled()) {
         c->link = pt_tcp_link_open(s, c->id, cb_link, d); /* NULL: stays on nng */
+        if (c->link != NULL && d->epfd >= 0) pt_tcp_link_set_park(c->link, true);
         pt_log(CCOIP_LOG_DEBUG, d->who, "connection %" PRIu64 ": %s data plane", c->id,
                c->link != NULL ? "POSIX TCP" : "nng stream");
     }
@@ -2084,6 +2135,20 @@ static void act_kernel(pt_driver *d, const ccoip_action *a)
     if (a->type == CCOIP_ACT_REDUCE && a->op_slot < PT_MAX_SLOTS) fuse_match(d, j);
     if (hash && a->len > 0) memcpy(j->name, a->data, (size_t)a->len);
     pthread_mutex_lock(&d->kmu);
+    const uint64_t kbytes = a->src.length > a->dst.length ? a->src.length : a->dst.length;
+    if (d->kq_head == NULL && d->kcur == NULL && kbytes <= PT_INLINE_BYTES) {
+        /* Small, and nothing of any slot queued before it: run it here, in queue order. */
+        d->kcur_cancel = false;
+        pthread_mutex_unlock(&d->kmu);
+        ccoip_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.type = CCOIP_EV_KERNEL_DONE;
+        ev.done.io_id = j->io_id;
+        ev.done.result = kernel_exec(d, j, &ev.done.quant_out, &ev.done.hash);
+        free(j);
+        q_core(d, &ev);
+        return;
+    }
     if (d->kq_tail != NULL) {
         d->kq_tail->next = j;
     } else {
@@ -2470,47 +2535,101 @@ static void driver_shutdown(pt_driver *d)
     pthread_mutex_unlock(&d->mu);
 }
 
-static void *driver_main(void *arg)
+typedef enum pt_work { W_NONE = 0, W_EVENT, W_TIMER, W_READY, W_STOP } pt_work;
+
+/* The driver thread waits (mu held; released while sleeping) until there is work: a queued
+ * event, the core's deadline, readable parked links (their ids in ready[0 .. *nready)), stop;
+ * W_NONE when it woke without work (the caller asks again), also without consuming anything
+ * while an application thread holds the baton. */
+static pt_work wait_work(pt_driver *d, uint64_t *ready, uint32_t *nready)
 {
-    pt_driver *d = arg;
-    ccoip_event start;
-    memset(&start, 0, sizeof start);
-    start.type = CCOIP_EV_START;
-    core_feed(d, &start);
-    for (;;) {
-        pthread_mutex_lock(&d->mu);
-        for (;;) {
-            if (d->stop || d->q_head != NULL) break;
-            const uint64_t dl = core_deadline(d);
-            const uint64_t now = pt_now_ns();
-            if (dl != CCOIP_NO_DEADLINE && dl <= now) break;
-            if (dl == CCOIP_NO_DEADLINE) {
-                pthread_cond_wait(&d->cv_ev, &d->mu);
-            } else {
-                /* cv_ev uses CLOCK_MONOTONIC (driver_alloc). */
-                struct timespec ts;
-                ts.tv_sec = (time_t)(dl / 1000000000u);
-                ts.tv_nsec = (long)(dl % 1000000000u);
-                pthread_cond_timedwait(&d->cv_ev, &d->mu, &ts);
-            }
+    *nready = 0;
+    if (d->stop) return W_STOP;
+    if (d->busy) return W_NONE; /* an application thread steps its SUBMIT */
+    if (d->ndeferred > 0) {
+        for (uint32_t k = 0; k < d->ndeferred; k++)
+            ready[k] = d->deferred[k];
+        *nready = d->ndeferred;
+        d->ndeferred = 0;
+        return W_READY;
+    }
+    if (d->q_head != NULL) return W_EVENT;
+    const uint64_t dl = core_deadline(d);
+    const uint64_t now = pt_now_ns();
+    if (dl != CCOIP_NO_DEADLINE && dl <= now) return W_TIMER;
+    const uint64_t wdl = dl;
+    if (d->epfd < 0) {
+        if (wdl == CCOIP_NO_DEADLINE) {
+            pthread_cond_wait(&d->cv_ev, &d->mu);
+        } else {
+            /* cv_ev uses CLOCK_MONOTONIC (driver_alloc). */
+            struct timespec ts;
+            ts.tv_sec = (time_t)(wdl / 1000000000u);
+            ts.tv_nsec = (long)(wdl % 1000000000u);
+            pthread_cond_timedwait(&d->cv_ev, &d->mu, &ts);
         }
-        if (d->stop) {
-            pthread_mutex_unlock(&d->mu);
-            break;
+        return W_NONE;
+    }
+    int timeout = -1;
+    if (wdl != CCOIP_NO_DEADLINE) {
+        const uint64_t ms = (wdl - now + 999999u) / 1000000u;
+        timeout = ms > 1000000u ? 1000000 : (int)ms;
+    }
+    struct epoll_event ev[64];
+    d->polling++;
+    pthread_mutex_unlock(&d->mu);
+    const int n = epoll_wait(d->epfd, ev, 64, timeout);
+    pthread_mutex_lock(&d->mu);
+    d->polling--;
+    bool wake = false;
+    for (int k = 0; k < n; k++) {
+        if (ev[k].data.u64 == 0) {
+            wake = true;
+        } else {
+            ready[(*nready)++] = ev[k].data.u64;
         }
-        pt_ev *ev = d->q_head;
-        if (ev != NULL) {
-            d->q_head = ev->next;
-            if (d->q_head == NULL) d->q_tail = NULL;
+    }
+    if (d->busy) {
+        /* An application thread holds the baton (and the connections): keep what fired for
+         * later (one-shot: it fires once), drain nothing. */
+        for (uint32_t k = 0; k < *nready && d->ndeferred < 64u; k++)
+            d->deferred[d->ndeferred++] = ready[k];
+        *nready = 0;
+        return W_NONE;
+    }
+    if (wake) {
+        uint64_t drain;
+        while (read(d->efd, &drain, sizeof drain) > 0) {
         }
-        pthread_mutex_unlock(&d->mu);
-        if (ev == NULL) {
-            ccoip_event t;
-            memset(&t, 0, sizeof t);
-            t.type = CCOIP_EV_TIMER;
-            core_feed(d, &t);
-            continue;
+    }
+    return *nready > 0 ? W_READY : W_NONE;
+}
+
+/* Does one unit of work (mu held on entry, released during the work, held on return). */
+static void do_work(pt_driver *d, pt_work w, const uint64_t *ready, uint32_t nready)
+{
+    d->busy = true;
+    pt_ev *ev = NULL;
+    if (w == W_EVENT) {
+        ev = d->q_head;
+        d->q_head = ev->next;
+        if (d->q_head == NULL) d->q_tail = NULL;
+    }
+    pthread_mutex_unlock(&d->mu);
+    if (w == W_READY) {
+        /* Continue the readable parked receives here: completions are queued. */
+        for (uint32_t k = 0; k < nready; k++) {
+            pt_conn *c = conn_find(d, ready[k]);
+            if (c == NULL || c->link == NULL) continue;
+            pt_tcp_link_poll(c->link);
+            park_arm(d, c);
         }
+    } else if (w == W_TIMER) {
+        ccoip_event t;
+        memset(&t, 0, sizeof t);
+        t.type = CCOIP_EV_TIMER;
+        core_feed(d, &t);
+    } else if (ev != NULL) {
         pt_conn *c;
         switch (ev->type) {
         case PT_EV_ACCEPTED:
@@ -2535,6 +2654,37 @@ static void *driver_main(void *arg)
         }
         free(ev);
     }
+    pthread_mutex_lock(&d->mu);
+    d->busy = false;
+}
+
+static void *driver_main(void *arg)
+{
+    pt_driver *d = arg;
+    ccoip_event start;
+    memset(&start, 0, sizeof start);
+    start.type = CCOIP_EV_START;
+    core_feed(d, &start);
+    uint64_t ready[64];
+    uint32_t nready = 0;
+    pthread_mutex_lock(&d->mu);
+    d->core_started = true;
+    for (;;) {
+        if (d->stop) {
+            while (d->busy) /* an application thread finishes its SUBMIT */
+                pthread_cond_wait(&d->cv_baton, &d->mu);
+            break;
+        }
+        if (d->busy) {
+            pthread_cond_wait(&d->cv_baton, &d->mu);
+            continue;
+        }
+        const pt_work w = wait_work(d, ready, &nready);
+        if (w == W_STOP) break;
+        if (w == W_NONE) continue;
+        do_work(d, w, ready, nready);
+    }
+    pthread_mutex_unlock(&d->mu);
     driver_shutdown(d);
     return NULL;
 }
@@ -2557,16 +2707,40 @@ static pt_driver *driver_alloc(bool is_master)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&d->cv_ev, &ca);
     pthread_cond_init(&d->cv_cmd, &ca);
+    pthread_cond_init(&d->cv_baton, &ca);
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&d->kmu, NULL);
     pthread_cond_init(&d->kcv, NULL);
     pthread_cond_init(&d->kcv_idle, NULL);
+    const char *ad = getenv("PCCL_API_SUBMIT");
+    d->api_submit = ad == NULL || strcmp(ad, "0") != 0;
+    /* PCCL_DRIVER_POLL=0: small receives go to the link threads (A/B comparisons). */
+    const char *pe = getenv("PCCL_DRIVER_POLL");
+    d->efd = -1;
+    d->epfd = -1;
+    if (pe == NULL || strcmp(pe, "0") != 0) {
+        d->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        d->epfd = epoll_create1(EPOLL_CLOEXEC);
+        struct epoll_event e;
+        memset(&e, 0, sizeof e);
+        e.events = EPOLLIN;
+        e.data.u64 = 0; /* never a connection id */
+        if (d->efd < 0 || d->epfd < 0 || epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->efd, &e) != 0) {
+            if (d->efd >= 0) close(d->efd);
+            if (d->epfd >= 0) close(d->epfd);
+            d->efd = -1;
+            d->epfd = -1;
+        }
+    }
     snprintf(d->who, sizeof d->who, is_master ? "master" : "peer");
     return d;
 }
 
 static void driver_free(pt_driver *d)
 {
+    if (d->efd >= 0) close(d->efd);
+    if (d->epfd >= 0) close(d->epfd);
+    pthread_cond_destroy(&d->cv_baton);
     pthread_mutex_destroy(&d->mu);
     pthread_cond_destroy(&d->cv_ev);
     pthread_cond_destroy(&d->cv_cmd);
@@ -2680,7 +2854,12 @@ void pt_driver_stop(pt_driver *d)
     if (d == NULL) return;
     pthread_mutex_lock(&d->mu);
     d->stop = true;
-    pthread_cond_signal(&d->cv_ev);
+    pthread_cond_broadcast(&d->cv_ev);
+    pthread_cond_broadcast(&d->cv_baton);
+    if (d->polling > 0) {
+        const uint64_t one = 1;
+        (void)!write(d->efd, &one, sizeof one);
+    }
     pthread_mutex_unlock(&d->mu);
 }
 
@@ -2753,13 +2932,26 @@ static pcclResult_t cmd_submit(pt_driver *d, ccoip_cmd *cmd, void *sendbuf, void
     c->ntensors = ntensors;
     c->keys_mem = keys_mem;
     cmd->cmd_id = c->cmd_id;
-    pthread_mutex_unlock(&d->mu);
     ccoip_event ev;
     memset(&ev, 0, sizeof ev);
     ev.type = CCOIP_EV_SUBMIT;
     ev.cmd = *cmd;
-    q_core(d, &ev);
     *handle = idx;
+    if (d->epfd >= 0 && d->api_submit && cmd->type == CCOIP_CMD_ALL_REDUCE && d->core_started &&
+        !d->busy && d->q_head == NULL) {
+        /* Issue 7: the calling thread takes the baton and steps its SUBMIT itself (initiate
+         * and the first ring sends go out from here); nothing queued is overtaken. */
+        d->busy = true;
+        pthread_mutex_unlock(&d->mu);
+        core_feed(d, &ev);
+        pthread_mutex_lock(&d->mu);
+        d->busy = false;
+        pthread_cond_broadcast(&d->cv_baton);
+        pthread_mutex_unlock(&d->mu);
+        return pcclSuccess;
+    }
+    pthread_mutex_unlock(&d->mu);
+    q_core(d, &ev);
     return pcclSuccess;
 }
 

@@ -57,6 +57,11 @@ struct pt_tcp_link {
     pt_tcp_dir tx, rx;
     pcclResult_t fuse_result;
     uint8_t *scratch; /* PT_TCP_SLICE bytes, the receiver's */
+    /* Parking (pt_tcp_link_set_park): touched only by the thread that issues receives. */
+    bool can_park;
+    bool parked;
+    uint8_t *pk_dst;
+    uint64_t pk_want, pk_off;
 };
 
 bool pt_tcp_enabled(void)
@@ -446,6 +451,13 @@ void pt_tcp_link_recv(pt_tcp_link *l, uint8_t *dst, uint64_t want, const pt_tcp_
             l->cb(l->arg, l->conn, false, rv, 0);
             return;
         }
+        if (l->can_park) {
+            l->parked = true;
+            l->pk_dst = dst;
+            l->pk_want = want;
+            l->pk_off = off;
+            return;
+        }
     }
     pthread_mutex_lock(&l->mu);
     l->rx.dst = dst;
@@ -457,6 +469,39 @@ void pt_tcp_link_recv(pt_tcp_link *l, uint8_t *dst, uint64_t want, const pt_tcp_
     l->rx.busy = true;
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
+}
+
+void pt_tcp_link_set_park(pt_tcp_link *l, bool on)
+{
+    l->can_park = on;
+}
+
+bool pt_tcp_link_parked(const pt_tcp_link *l)
+{
+    return l->parked;
+}
+
+int pt_tcp_link_fd(const pt_tcp_link *l)
+{
+    return l->fd;
+}
+
+void pt_tcp_link_poll(pt_tcp_link *l)
+{
+    if (!l->parked) return;
+    uint64_t got = 0;
+    const int rv =
+        read_flags(l->fd, l->pk_dst + l->pk_off, l->pk_want - l->pk_off, &got, MSG_DONTWAIT);
+    l->pk_off += got;
+    if (rv == EAGAIN || rv == EWOULDBLOCK) return; /* still parked */
+    l->parked = false;
+    if (rv == 0) {
+        l->cb(l->arg, l->conn, false, 0, l->pk_want);
+    } else if (rv == -1) {
+        l->cb(l->arg, l->conn, false, l->pk_off == 0 ? 0 : ECONNRESET, 0); /* end of stream */
+    } else {
+        l->cb(l->arg, l->conn, false, rv, 0);
+    }
 }
 
 pcclResult_t pt_tcp_link_fuse_result(pt_tcp_link *l)

@@ -66,6 +66,19 @@ void pt_tcp_link_send(pt_tcp_link *l, const uint8_t *a, uint64_t na, const uint8
  */
 void pt_tcp_link_recv(pt_tcp_link *l, uint8_t *dst, uint64_t want, const pt_tcp_fuse *fuse);
 
+/**
+ * Parking (issue 7, small messages): with parking on, a small receive (at
+ * most 64 KiB, not fused) that finds no bytes does not wake the receiver
+ * thread; it is parked instead, and the caller (the driver thread, which
+ * polls pt_tcp_link_fd for POLLIN) continues it with pt_tcp_link_poll, which
+ * never blocks and completes it through the callback on the caller's thread.
+ * Only the thread that issues receives may call these.
+ */
+void pt_tcp_link_set_park(pt_tcp_link *l, bool on);
+bool pt_tcp_link_parked(const pt_tcp_link *l);
+int pt_tcp_link_fd(const pt_tcp_link *l);
+void pt_tcp_link_poll(pt_tcp_link *l);
+
 /** The result of the last fused reduction (valid after its completion). */
 pcclResult_t pt_tcp_link_fuse_result(pt_tcp_link *l);
 

@@ -4495,6 +4495,10 @@ static pcclResult_t size_collective_initiate(const ccoip_pb_collective_initiate 
     if (m->quant_dtype != 0) {
         PB_TRY(pb_add(&s, pb_tag_size(6u) + pb_varint_size(pb_enum_wire(m->quant_dtype))));
     }
+    /* 7: optimistic_epoch */
+    if (m->optimistic_epoch != 0) {
+        PB_TRY(pb_add(&s, pb_tag_size(7u) + pb_varint_size(m->optimistic_epoch)));
+    }
     *out = s;
     return pcclSuccess;
 }
@@ -4530,6 +4534,11 @@ static pcclResult_t write_collective_initiate(const ccoip_pb_collective_initiate
     if (m->quant_dtype != 0) {
         PB_TRY(pb_put_tag(e, 6u, PB_WT_VARINT));
         PB_TRY(pb_put_varint(e, pb_enum_wire(m->quant_dtype)));
+    }
+    /* 7: optimistic_epoch */
+    if (m->optimistic_epoch != 0) {
+        PB_TRY(pb_put_tag(e, 7u, PB_WT_VARINT));
+        PB_TRY(pb_put_varint(e, m->optimistic_epoch));
     }
     return pcclSuccess;
 }
@@ -4573,6 +4582,11 @@ static pcclResult_t dec_collective_initiate(pb_dec *d, const uint8_t *p, uint64_
         case 6u: { /* quant_dtype */
             PB_TRY(pb_mark(&seen, 5u));
             PB_TRY(pb_scalar_enum(p, n, &pos, wt, &out->quant_dtype));
+            break;
+        }
+        case 7u: { /* optimistic_epoch */
+            PB_TRY(pb_mark(&seen, 6u));
+            PB_TRY(pb_scalar_u64(p, n, &pos, wt, &out->optimistic_epoch));
             break;
         }
         default:

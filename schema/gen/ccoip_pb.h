@@ -590,6 +590,12 @@ struct ccoip_pb_collective_initiate {
     int32_t quant_algorithm;
     /* ccoip_pb_data_type. */
     int32_t quant_dtype;
+    /*
+     * Optimistic start (docs/protocol.md §6.8.1): non-zero when the peer already runs the ring in
+     * this epoch of its group (ring frames keyed by seq 0); the master then sends no
+     * CollectiveCommence to it. 0: waits for the commence.
+     */
+    uint64_t optimistic_epoch;
 };
 
 /* CollectiveCommence (ccoip.proto). Answer to CollectiveInitiate: run the ring now. */
@@ -607,6 +613,7 @@ struct ccoip_pb_collective_commence {
  */
 struct ccoip_pb_collective_complete {
     uint64_t tag;
+    /* 0: an optimistically started op (matched by tag, §6.8.1) */
     uint64_t seq;
     bool aborted;
     /* ccoip_pb_reason. when aborted: REASON_NON_FINITE, else REASON_UNSPECIFIED (a link broke) */

@@ -175,7 +175,7 @@ static const uint8_t golden_bytes_25[] = {
 
 /* CollectiveInitiate */
 static const uint8_t golden_bytes_26[] = {
-    0x08, 0x11, 0x10, 0x80, 0x80, 0x40, 0x18, 0x0a, 0x20, 0x01, 0x28, 0x01,
+    0x08, 0x11, 0x10, 0x80, 0x80, 0x40, 0x18, 0x0a, 0x20, 0x01, 0x28, 0x01, 0x38, 0x0c,
 };
 
 /* CollectiveCommence */
@@ -303,8 +303,8 @@ static const uint8_t golden_bytes_47[] = {
 
 /* PeerToMaster.collective_initiate */
 static const uint8_t golden_bytes_48[] = {
-    0x08, 0x0b, 0x10, 0xf8, 0x55, 0xd2, 0x01, 0x0c, 0x08, 0x11, 0x10, 0x80, 0x80, 0x40, 0x18, 0x0a,
-    0x20, 0x01, 0x28, 0x01,
+    0x08, 0x0b, 0x10, 0xf8, 0x55, 0xd2, 0x01, 0x0e, 0x08, 0x11, 0x10, 0x80, 0x80, 0x40, 0x18, 0x0a,
+    0x20, 0x01, 0x28, 0x01, 0x38, 0x0c,
 };
 
 /* PeerToMaster.collective_complete */
@@ -431,7 +431,7 @@ static const golden_vector golden_vectors[] = {
     {"SharedStateSyncVerdict", "ccoip.SharedStateSyncVerdict", golden_bytes_23, 48u},
     {"SharedStateSyncDone", "ccoip.SharedStateSyncDone", golden_bytes_24, 8u},
     {"SharedStateSyncDoneVerdict", "ccoip.SharedStateSyncDoneVerdict", golden_bytes_25, 2u},
-    {"CollectiveInitiate", "ccoip.CollectiveInitiate", golden_bytes_26, 12u},
+    {"CollectiveInitiate", "ccoip.CollectiveInitiate", golden_bytes_26, 14u},
     {"CollectiveCommence", "ccoip.CollectiveCommence", golden_bytes_27, 8u},
     {"CollectiveComplete", "ccoip.CollectiveComplete", golden_bytes_28, 6u},
     {"CollectiveVerdict", "ccoip.CollectiveVerdict", golden_bytes_29, 8u},
@@ -453,7 +453,7 @@ static const golden_vector golden_vectors[] = {
     {"PeerToMaster.optimize_done", "ccoip.PeerToMaster", golden_bytes_45, 8u},
     {"PeerToMaster.sync_vote", "ccoip.PeerToMaster", golden_bytes_46, 73u},
     {"PeerToMaster.sync_done", "ccoip.PeerToMaster", golden_bytes_47, 16u},
-    {"PeerToMaster.collective_initiate", "ccoip.PeerToMaster", golden_bytes_48, 20u},
+    {"PeerToMaster.collective_initiate", "ccoip.PeerToMaster", golden_bytes_48, 22u},
     {"PeerToMaster.collective_complete", "ccoip.PeerToMaster", golden_bytes_49, 14u},
     {"PeerToMaster.heartbeat", "ccoip.PeerToMaster", golden_bytes_50, 13u},
     {"PeerToMaster.leave", "ccoip.PeerToMaster", golden_bytes_51, 10u},

@@ -203,6 +203,7 @@ static pcclResult_t gs_collective_initiate(uint8_t *buf, uint64_t cap, uint64_t 
     m.op = CCOIP_PB_RED_OP_AVG;
     m.quant_algorithm = CCOIP_PB_QUANT_ALGORITHM_MIN_MAX;
     m.quant_dtype = CCOIP_PB_DATA_TYPE_UINT8;
+    m.optimistic_epoch = 12;
     return ccoip_pb_collective_initiate_encode(&m, buf, cap, len_out);
 }
 

@@ -74,7 +74,7 @@ typedef struct h_slot {
     uint8_t *backup;
     uint64_t backup_bytes;
     uint32_t gen;
-    uint64_t tag, seq;
+    uint64_t epoch, tag, seq; /* an optimistic op's frames differ only by epoch (seq 0) */
     bool has_tagseq;
 } h_slot;
 
@@ -88,7 +88,7 @@ typedef struct h_posted {
 } h_posted;
 
 typedef struct h_cancelled {
-    uint64_t tag, seq;
+    uint64_t epoch, tag, seq;
 } h_cancelled;
 
 typedef struct h_peer {
@@ -359,7 +359,10 @@ static void h_match_dir(smh *h, h_link *l, bool to_b)
         h_frame *f = &(*framesp)[0];
         bool drop = false, matched = false;
         for (uint32_t c = 0; c < hp->ncancelled; c++) {
-            if (hp->cancelled[c].tag == f->tag && hp->cancelled[c].seq == f->seq) drop = true;
+            if ((f->state || hp->cancelled[c].epoch == f->epoch) &&
+                hp->cancelled[c].tag == f->tag && hp->cancelled[c].seq == f->seq) {
+                drop = true;
+            }
         }
         for (uint32_t i = 0; i < hp->nposted && !drop; i++) {
             h_posted *pr = &hp->posted[i];
@@ -381,7 +384,10 @@ static void h_match_dir(smh *h, h_link *l, bool to_b)
             if (pr->epoch == f->epoch && pr->tag == f->tag && pr->seq == f->seq &&
                 pr->step == f->step) {
                 if (pr->chunk != f->chunk || pr->dst.length != f->len) {
-                    h_die("ring frame does not fit its RING_RECV");
+                    /* A protocol violation (e.g. an optimistic ring of members that disagree
+                     * on the count): the connection closes, its I/O fails (ccoip_sm.h). */
+                    h_link_break(h, l, -1);
+                    return;
                 }
                 memcpy(h_region(h, (uint32_t)node, &pr->dst), f->bytes, (size_t)f->len);
                 h_push_done(h, (uint32_t)node, CCOIP_EV_IO_DONE, pr->io_id, pr->slot, pcclSuccess,
@@ -544,6 +550,7 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
             }
         }
         if (sl->has_tagseq && hp->ncancelled < 256u) {
+            hp->cancelled[hp->ncancelled].epoch = sl->epoch;
             hp->cancelled[hp->ncancelled].tag = sl->tag;
             hp->cancelled[hp->ncancelled].seq = sl->seq;
             hp->ncancelled++;
@@ -564,6 +571,7 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
         return;
     case CCOIP_ACT_RING_SEND: {
         h_slot *sl = &hp->slots[a->op_slot];
+        sl->epoch = a->epoch;
         sl->tag = a->tag;
         sl->seq = a->seq;
         sl->has_tagseq = true;
@@ -596,6 +604,7 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
     }
     case CCOIP_ACT_RING_RECV: {
         h_slot *sl = &hp->slots[a->op_slot];
+        sl->epoch = a->epoch;
         sl->tag = a->tag;
         sl->seq = a->seq;
         sl->has_tagseq = true;
@@ -624,6 +633,7 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
     }
     case CCOIP_ACT_STATE_SEND: {
         h_slot *sl = &hp->slots[a->op_slot];
+        sl->epoch = a->epoch;
         sl->tag = a->tag;
         sl->seq = a->seq;
         sl->has_tagseq = true;
@@ -657,6 +667,7 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
     }
     case CCOIP_ACT_STATE_RECV: {
         h_slot *sl = &hp->slots[a->op_slot];
+        sl->epoch = a->epoch;
         sl->tag = a->tag;
         sl->seq = a->seq;
         sl->has_tagseq = true;

@@ -19,6 +19,11 @@
  * victim:       K all-reduces, then SIGKILLs itself in the middle of the next.
  * master-death: all-reduces until one fails with pcclMasterConnectionFailed
  *               within E + 3000 ms; every later call fails the same way.
+ * mismatch:     K steps of small exact all-reduces; at every third step the peer
+ *               with index 0 gives a count one smaller (in place, so the
+ *               optimistic ring of docs/protocol.md §6.8.1 has already run on
+ *               the others): every peer must get pcclInvalidUsage and find its
+ *               in-place buffer bit-exactly as before; the other steps exact.
  * concurrent:   K steps of two truly concurrent async all-reduces, tags 2k+1
  *               and 2k+2: even indices issue 2k+1 then 2k+2, odd indices
  *               2k+2 then 2k+1 (opposite orders); both must complete with
@@ -392,6 +397,43 @@ int main(int argc, char **argv)
                    (unsigned long long)(now_ms() - t0));
         }
         printf("DONE %u\n", index);
+    } else if (strcmp(mode, "mismatch") == 0) {
+        int32_t *keep = malloc((size_t)(count > 0 ? count : 1u) * sizeof *keep);
+        if (keep == NULL) return 2;
+        uint32_t refused = 0;
+        for (uint32_t k = 0; k < steps; k++) {
+            fill(a, count, index, k % 1000u);
+            memcpy(keep, a, (size_t)count * sizeof *a);
+            pcclReduceDescriptor_t d = desc;
+            d.tag = k;
+            const bool bad = k % 3u == 1u;
+            if (bad && index == 0 && count > 0) d.count = count - 1u;
+            r = pcclAllReduce(a, a, &d, comm, NULL);
+            if (bad) {
+                if (r != pcclInvalidUsage) {
+                    fprintf(stderr, "itest_peer %u: step %u: mismatch gave %d\n", index, k, (int)r);
+                    return 1;
+                }
+                if (memcmp(a, keep, (size_t)count * sizeof *a) != 0) {
+                    fprintf(stderr, "itest_peer %u: step %u: buffer not restored\n", index, k);
+                    return 1;
+                }
+                refused++;
+                continue;
+            }
+            /* Right after a refusal the group may be re-wiring: a retryable loss is allowed. */
+            for (uint32_t t = 0; r == pcclRankConnectionLost && t < 20u; t++) {
+                memcpy(a, keep, (size_t)count * sizeof *a);
+                r = pcclAllReduce(a, a, &d, comm, NULL);
+            }
+            if (r != pcclSuccess) {
+                fprintf(stderr, "itest_peer %u: step %u: all-reduce %d\n", index, k, (int)r);
+                return 1;
+            }
+            if (check(a, count, k % 1000u, world) != 0) return 1;
+        }
+        free(keep);
+        printf("DONE %u refused %u\n", index, refused);
     } else if (strcmp(mode, "survivor") == 0) {
         uint32_t after = 0;
         bool lost = false;
@@ -440,19 +482,28 @@ int main(int argc, char **argv)
             fill(a, count, index, k % 1000u);
             desc.tag = k;
             if (k == steps) {
-                /* Die only once the operation has commenced on every member:
-                 * the first thing a commenced out-of-place all-reduce does is
-                 * copy the send buffer into the receive buffer, so b[0]
-                 * leaving its sentinel proves the ring has started. (A racy
-                 * read, but of plain int32 memory, in a test.) */
-                const int32_t sentinel = a[0] ^ 0x5a5a5a5a;
-                b[0] = sentinel;
+                /* Die only once the operation runs on every member. Since the
+                 * optimistic start (docs/protocol.md §6.8.1) the victim's own ring
+                 * starts before the others initiate, so it waits until the first
+                 * element of some chunk holds the full sum over all members: the
+                 * reduce-scatter has then carried every member's data around the
+                 * ring (and about half of the 64 MiB ring is still to run). A racy
+                 * read, but of plain int32 memory, in a test. */
+                b[0] = a[0] ^ 0x5a5a5a5a;
                 pcclAsyncReduceOp_t h;
                 r = pcclAllReduceAsync(a, b, &desc, comm, &h);
                 if (r != pcclSuccess) return 1;
+                const uint32_t s = world * (world + 1u) / 2u;
+                const uint64_t base = count / world, rem = count % world;
                 const uint64_t t_wait = now_ms();
-                while (peek_racy(b) == sentinel && now_ms() - t_wait < 20000u) {
-                    sleep_ms(1);
+                for (bool full = false; !full && now_ms() - t_wait < 20000u;) {
+                    for (uint64_t c = 0; c < world && !full; c++) {
+                        const uint64_t j = c * base + (c < rem ? c : rem);
+                        const int32_t want =
+                            (int32_t)((k % 1000u + 1u) * s + world * (uint32_t)(j % 1000u));
+                        if (j < count && peek_racy(b + j) == want) full = true;
+                    }
+                    if (!full) sleep_ms(1);
                 }
                 sleep_ms(2);
                 printf("DYING %u at step %u\n", index, k);

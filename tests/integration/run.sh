@@ -4,7 +4,8 @@
 #
 #   run.sh MASTER_BIN PEER_BIN SCENARIO [N] [POOL]
 #
-# Scenarios: allreduce N | kill-peer | stop-peer | kill-peer-mid-op | master-death | garbage |
+# Scenarios: allreduce N | kill-peer | kill-peer-small N | mismatch N | stop-peer | kill-peer-mid-op |
+#            master-death | garbage |
 #            optimize N | sync | concurrent N | ipc-allreduce N | ipc-sync | tls-allreduce N
 # POOL: every peer's p2p_connection_pool_size (default 0, i.e. 1).
 # concurrent: two async all-reduces per step issued in opposite tag orders by
@@ -165,6 +166,26 @@ stop-peer)
   wait_peers 0 1 || fail "survivors"
   grep -h -E "LOST|SHRUNK" "$TMP"/peer[01].out
   kill -9 "${PEER_PID[2]}" 2>/dev/null
+  ;;
+kill-peer-small)
+  # Issue 7's small-message path (optimistic start, inline kernels): back-to-back
+  # 4 KiB all-reduces with exact sums; the peer with the highest index is
+  # SIGKILLed mid-stream; the survivors see the loss (or a shrunken ring) and
+  # then run 300 more exact ones.
+  for i in $(seq 0 $((N - 2))); do start_peer "$i" "$N" survivor 300 1024; done
+  start_peer $((N - 1)) "$N" survivor 1000000 1024
+  wait_line "$TMP/peer$((N - 1)).out" REDUCING 20 || fail "victim never reduced"
+  sleep 0.5
+  kill -9 "${PEER_PID[$((N - 1))]}"
+  wait_peers 0 $((N - 2)) || fail "survivors"
+  grep -h -E "LOST|SHRUNK" "$TMP"/peer*.out
+  ;;
+mismatch)
+  for i in $(seq 0 $((N - 1))); do start_peer "$i" "$N" mismatch 30 1024; done
+  wait_peers 0 $((N - 1)) || fail "peers"
+  grep -h DONE "$TMP"/peer*.out
+  [[ $(grep -c "refused 10" "$TMP"/peer*.out | awk -F: '{s += $2} END {print s}') -eq $N ]] \
+    || fail "not every peer saw 10 refusals"
   ;;
 kill-peer-mid-op)
   # The victim dies inside its 4th all-reduce: the survivors' copy of that

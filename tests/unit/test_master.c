@@ -107,6 +107,49 @@ PTEST(master, mismatched_parameters_invalid_usage_everywhere)
     smh_destroy(h);
 }
 
+/* docs/protocol.md §6.8.1: mismatched parameters on the optimistic path (the rings already ran,
+ * in place) give every member pcclInvalidUsage with its buffer restored bit-exactly; the group
+ * is re-wired, and a matching retry is exact. */
+PTEST(master, optimistic_mismatch_in_place_restored)
+{
+    smh *h = smh_create(NULL, NULL);
+    PT_ASSERT(smh_form_ring(h, 3, 0), "ring of 3 formed");
+    const uint64_t e0 = ccoip_master_epoch(smh_master(h));
+    int32_t x[3][40], orig[3][40];
+    uint64_t c[3];
+    for (uint32_t i = 0; i < 3; i++) {
+        for (uint32_t j = 0; j < 40; j++)
+            x[i][j] = orig[i][j] = (int32_t)(100u * i + j);
+        ccoip_allreduce_args args = ar_args(9, i == 2 ? 36 : 40, pcclInt32, pcclSum);
+        args.in_place = true;
+        c[i] = smh_allreduce(h, i, &args, x[i], x[i]);
+    }
+    smh_run(h);
+    for (uint32_t i = 0; i < 3; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclInvalidUsage,
+                  "peer %u gets pcclInvalidUsage (r=%d)", i, (int)r);
+        PT_ASSERT(smh_notify_count(h, i, c[i]) == 1, "exactly one NOTIFY");
+        PT_ASSERT(memcmp(x[i], orig[i], sizeof(x[i])) == 0, "peer %u restored bit-exactly", i);
+        PT_ASSERT(ccoip_peer_optimistic_starts(smh_peer(h, i)) == 1, "peer %u was optimistic", i);
+    }
+    PT_ASSERT(ccoip_master_epoch(smh_master(h)) > e0, "the group was re-wired");
+    for (uint32_t i = 0; i < 3; i++) {
+        ccoip_allreduce_args args = ar_args(9, 40, pcclInt32, pcclSum);
+        args.in_place = true;
+        c[i] = smh_allreduce(h, i, &args, x[i], x[i]);
+    }
+    smh_run(h);
+    for (uint32_t i = 0; i < 3; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclSuccess, "retry ok on %u (r=%d)", i, (int)r);
+        for (uint32_t j = 0; j < 40; j++)
+            PT_ASSERT(x[i][j] == (int32_t)(300u + 3u * j), "retry exact on %u", i);
+    }
+    PT_ASSERT(smh_step_errors(h) == 0, "no step errors");
+    smh_destroy(h);
+}
+
 PTEST(master, too_few_peers)
 {
     smh *h = smh_create(NULL, NULL);

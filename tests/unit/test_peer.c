@@ -11,6 +11,8 @@
 
 #include "ccoip_master.h"
 #include "ccoip_peer.h"
+#include "ccoip_reduce.h"
+#include "ccoip_ring.h"
 #include "ptest.h"
 #include "ring_exec.h"
 #include "sm_harness.h"
@@ -529,4 +531,165 @@ PTEST(peer, pool_size_bounds)
     p = NULL;
     pc.p2p_pool_size = CCOIP_P2P_POOL_MAX + 1u;
     PT_ASSERT(ccoip_peer_create(&pc, 1, &p) == pcclInvalidArgument && p == NULL, "pool 9 refused");
+}
+
+/* Issue 7, docs/protocol.md §6.8.1: in a settled ring every all-reduce starts optimistically (no
+ * commence); many back-to-back small ops, alternating in place, are all exact. */
+PTEST(peer, optimistic_back_to_back_exact)
+{
+    smh *h = world_of(3);
+    PT_ASSERT(h != NULL, "ring of 3");
+    int32_t x[3][64], y[3][64];
+    for (uint32_t k = 0; k < 40; k++) {
+        const bool in_place = k % 2u == 1u;
+        uint64_t c[3];
+        for (uint32_t i = 0; i < 3; i++) {
+            for (uint32_t j = 0; j < 64; j++)
+                x[i][j] = (int32_t)((i + 1u) * (k + 1u) + j);
+            ccoip_allreduce_args a = ar(k % 5u, 64, pcclInt32, pcclSum, in_place);
+            c[i] = smh_allreduce(h, i, &a, x[i], in_place ? x[i] : y[i]);
+        }
+        smh_run(h);
+        for (uint32_t i = 0; i < 3; i++) {
+            pcclResult_t r;
+            PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclSuccess, "op %u on %u (r=%d)", k, i,
+                      (int)r);
+            const int32_t *out = in_place ? x[i] : y[i];
+            for (uint32_t j = 0; j < 64; j++)
+                PT_ASSERT(out[j] == (int32_t)(6u * (k + 1u) + 3u * j), "op %u exact", k);
+        }
+    }
+    for (uint32_t i = 0; i < 3; i++) {
+        PT_ASSERT(ccoip_peer_optimistic_starts(smh_peer(h, i)) == 40,
+                  "peer %u started all 40 optimistically (%llu)", i,
+                  (unsigned long long)ccoip_peer_optimistic_starts(smh_peer(h, i)));
+    }
+    PT_ASSERT(smh_step_errors(h) == 0, "no step errors");
+    smh_destroy(h);
+}
+
+/* Back-to-back optimistic ops, one peer killed mid-ring: the survivors' op fails retryably with
+ * the in-place input restored bit-exactly, every later op is exact on the shrunken ring, and
+ * the optimistic start resumes in the new epoch. */
+PTEST(peer, optimistic_kill_mid_stream_exact)
+{
+    smh *h = world_of(4);
+    PT_ASSERT(h != NULL, "ring of 4");
+    /* Inside its 6th op: the small all-reduce sends 3 frames per op at N = 4, the ring 6. */
+    const uint32_t per_op = ccoip_ring_use_gather(29u * 8u, 4, false) ? 3u : 6u;
+    smh_kill_on_ring_send(h, 3, per_op * 5u + 2u);
+    int64_t x[4][29], orig[4][29];
+    uint32_t alive = 4, lost = 0, after = 0;
+    for (uint32_t k = 0; k < 30 && after < 10; k++) {
+        uint64_t c[4];
+        for (uint32_t i = 0; i < alive; i++) {
+            for (uint32_t j = 0; j < 29; j++)
+                x[i][j] = orig[i][j] = (int64_t)(i + 1u) * 1000003 * (k + 1u) - (int64_t)j;
+            ccoip_allreduce_args a = ar(7, 29, pcclInt64, pcclSum, true);
+            c[i] = smh_allreduce(h, i, &a, x[i], x[i]);
+        }
+        smh_run(h);
+        if (alive == 4 && k >= 5) alive = 3; /* peer 3 died in op 5 */
+        for (uint32_t i = 0; i < alive; i++) {
+            pcclResult_t r;
+            uint32_t world;
+            PT_ASSERT(smh_done_ex(h, i, c[i], &r, &world, NULL), "op %u done on %u", k, i);
+            PT_ASSERT(smh_notify_count(h, i, c[i]) == 1, "exactly one NOTIFY");
+            if (r == pcclRankConnectionLost) {
+                PT_ASSERT(memcmp(x[i], orig[i], sizeof(x[i])) == 0, "op %u restored on %u", k, i);
+                if (i == 0) lost++;
+                continue;
+            }
+            PT_ASSERT(r == pcclSuccess, "op %u on %u: r=%d", k, i, (int)r);
+            for (uint32_t j = 0; j < 29; j++) {
+                int64_t want = 0;
+                for (uint32_t m = 0; m < world; m++)
+                    want += orig[m][j];
+                PT_ASSERT(x[i][j] == want, "op %u exact on %u (world %u)", k, i, world);
+            }
+            if (i == 0 && world == 3) after++;
+        }
+    }
+    PT_ASSERT(lost >= 1, "the kill was seen (%u)", lost);
+    PT_ASSERT(after == 10, "10 exact ops on the shrunken ring (%u)", after);
+    PT_ASSERT(ccoip_peer_optimistic_starts(smh_peer(h, 0)) >= 5 + 10,
+              "optimistic before and after the re-wire (%llu)",
+              (unsigned long long)ccoip_peer_optimistic_starts(smh_peer(h, 0)));
+    PT_ASSERT(smh_step_errors(h) == 0, "no step errors");
+    smh_destroy(h);
+}
+
+/* The small all-reduce (ccoip_ring_use_gather): float SUM and AVG, in place and not, are
+ * bit-identical on every member and equal to the inputs reduced in ring (rank) order, computed
+ * here with the same kernels; a size above the threshold still runs the ring (checked too). */
+PTEST(peer, small_allreduce_rank_order_bit_identical)
+{
+    for (uint32_t n = 2; n <= 4; n++) {
+        smh *h = world_of(n);
+        PT_ASSERT(h != NULL, "ring of %u", n);
+        uint64_t ring[4];
+        PT_ASSERT(ccoip_master_ring(smh_master(h), 0, ring, 4) == n, "ring read");
+        uint32_t rank_of[4];
+        for (uint32_t i = 0; i < n; i++) {
+            for (uint32_t r = 0; r < n; r++) {
+                if (ring[r] == ccoip_peer_id(smh_peer(h, i))) rank_of[i] = r;
+            }
+        }
+        test_rng rng;
+        test_rng_seed(&rng, 77u + n);
+        for (uint32_t v = 0; v < 4; v++) {
+            const pcclRedOp_t op = v % 2u == 0 ? pcclSum : pcclAvg;
+            const bool in_place = v >= 2u;
+            enum { CNT = 1000 };
+            static float x[4][CNT], y[4][CNT], in[4][CNT], want[CNT];
+            PT_ASSERT(ccoip_ring_use_gather(CNT * 4u, n, false), "4000 bytes take the small path");
+            for (uint32_t i = 0; i < n; i++) {
+                for (uint32_t j = 0; j < CNT; j++) {
+                    x[i][j] = in[i][j] =
+                        (float)((int32_t)test_rng_below(&rng, 2000001u) - 1000000) /
+                        (float)(1u + test_rng_below(&rng, 997u));
+                }
+            }
+            /* Rank order: the member of rank 0 first. */
+            for (uint32_t r = 0; r < n; r++) {
+                for (uint32_t i = 0; i < n; i++) {
+                    if (rank_of[i] != r) continue;
+                    if (r == 0) {
+                        memcpy(want, in[i], sizeof want);
+                    } else {
+                        ccoip_reduce_inplace(op, pcclFloat, (uint8_t *)want, (const uint8_t *)in[i],
+                                             CNT);
+                    }
+                }
+            }
+            if (op == pcclAvg) ccoip_reduce_finalize_avg(pcclFloat, (uint8_t *)want, CNT, n);
+            /* The order matters for these floats: the reverse order gives other bits. */
+            static float alt[CNT];
+            memcpy(alt, in[n - 1u], sizeof alt);
+            for (uint32_t i = n - 1u; i-- > 0;)
+                ccoip_reduce_inplace(pcclSum, pcclFloat, (uint8_t *)alt, (const uint8_t *)in[i],
+                                     CNT);
+            if (op == pcclAvg) ccoip_reduce_finalize_avg(pcclFloat, (uint8_t *)alt, CNT, n);
+            /* (Two inputs commute exactly: only from three on does the order show in the bits.) */
+            if (n >= 3)
+                PT_ASSERT(memcmp(alt, want, sizeof want) != 0, "the data is order-sensitive");
+            uint64_t c[4];
+            for (uint32_t i = 0; i < n; i++) {
+                ccoip_allreduce_args a = ar(3, CNT, pcclFloat, op, in_place);
+                c[i] = smh_allreduce(h, i, &a, x[i], in_place ? x[i] : y[i]);
+            }
+            smh_run(h);
+            for (uint32_t i = 0; i < n; i++) {
+                pcclResult_t r;
+                PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclSuccess, "n=%u v=%u on %u", n, v, i);
+                PT_ASSERT(memcmp(in_place ? x[i] : y[i], want, sizeof want) == 0,
+                          "n=%u v=%u: member %u is the rank-order reduction bit for bit", n, v, i);
+            }
+        }
+        smh_destroy(h);
+    }
+    PT_ASSERT(!ccoip_ring_use_gather((uint64_t)64 << 10, 2, false), "64 KiB at N=2 runs the ring");
+    PT_ASSERT(!ccoip_ring_use_gather((uint64_t)24 << 10, 4, false), "24 KiB at N=4 runs the ring");
+    PT_ASSERT(ccoip_ring_use_gather((uint64_t)32 << 10, 3, false), "32 KiB at N=3 does not");
+    PT_ASSERT(!ccoip_ring_use_gather(4096, 4, true), "quantized runs the ring");
 }
