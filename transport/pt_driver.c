@@ -302,8 +302,14 @@ typedef struct pt_listener {
     nng_aio *aio;
 } pt_listener;
 
+/* The master gives at most this many peer connections their own POSIX TCP link (two threads
+ * each); the rest stay on nng streams, so a master of thousands of peers does not run thousands
+ * of threads. Small groups get the low-latency control path. */
+#define PT_MASTER_MAX_LINKS 64u
+
 struct pt_driver {
     bool is_master;
+    uint32_t n_links; /* connections on a POSIX TCP link */
     ccoip_master *m;
     ccoip_peer *p;
     char who[48];
@@ -801,6 +807,7 @@ static void conn_free(pt_driver *d, pt_conn *c)
     if (c->ep_added && c->link != NULL) {
         (void)epoll_ctl(d->epfd, EPOLL_CTL_DEL, pt_tcp_link_fd(c->link), NULL);
     }
+    if (c->link != NULL) d->n_links--;
     pt_tcp_link_close(c->link); /* its threads are joined: no buffer is touched any more */
     c->link = NULL;
     if (c->s != NULL) nng_stream_close(c->s);
@@ -1547,8 +1554,10 @@ static void conn_up(pt_driver *d, pt_conn *c, nng_stream *s)
     c->s = s;
     c->up = true;
     nng_stream_set_bool(s, NNG_OPT_TCP_NODELAY, true);
-    if (c->probe == PROBE_NONE && pt_tcp_enabled()) {
+    if (c->probe == PROBE_NONE && pt_tcp_enabled() &&
+        (!d->is_master || d->n_links < PT_MASTER_MAX_LINKS)) {
         c->link = pt_tcp_link_open(s, c->id, cb_link, d); /* NULL: stays on nng */
+        if (c->link != NULL) d->n_links++;
         if (c->link != NULL && d->epfd >= 0) pt_tcp_link_set_park(c->link, true);
         pt_log(CCOIP_LOG_DEBUG, d->who, "connection %" PRIu64 ": %s data plane", c->id,
                c->link != NULL ? "POSIX TCP" : "nng stream");
