@@ -210,23 +210,29 @@ typedef struct sim_app {
 } sim_app;
 
 typedef struct sim_node {
-    /* Its endpoints in creation order, as index + 1 (0: none), so a kill closes them without a
-     * walk over every endpoint of the run. */
-    uint32_t ep_first1, ep_last1;
+    /* What every event of the node reads comes first (one cache line). */
+    void *m;
+    uint8_t *rec; /* trace recording (NULL: off) */
+    sim_io *ios;
+    uint32_t ios_len, ios_cap;
+    uint64_t timer_gen;
+    uint64_t timer_at;
+    sim_node_state state;
+    bool is_master;
+    bool counted_live;   /* counted in sim_world.live */
+    bool counted_undone; /* counted in sim_world.undone */
+    uint32_t cancelled_next;
+    uint64_t cancelled_max_epoch; /* the newest epoch in cancelled[] */
     /* Recently looked-up connections: id -> endpoint + 1 (0: empty), slot id % SIM_EP_CACHE. */
     uint64_t epc_id[SIM_EP_CACHE];
     uint32_t epc_e1[SIM_EP_CACHE];
-    bool is_master;
+    /* Its endpoints in creation order, as index + 1 (0: none), so a kill closes them without a
+     * walk over every endpoint of the run. */
+    uint32_t ep_first1, ep_last1;
     uint32_t host;
     uint32_t peer_index;
-    sim_node_state state;
-    void *m;
-    uint64_t timer_gen;
-    uint64_t timer_at;
     uint32_t ports[3];
     sim_opbuf ops[SIM_OP_SLOTS];
-    sim_io *ios;
-    uint32_t ios_len, ios_cap;
     uint64_t peer_id; /* from HelloResult (0: unknown) */
     uint64_t max_epoch_seen;
     uint64_t last_commence_seq[SIM_MAX_TAGS];
@@ -238,16 +244,12 @@ typedef struct sim_node {
     uint32_t opt_uses[SIM_MAX_TAGS];
     uint64_t slot_busy_until[SIM_OP_SLOTS]; /* kernels of a slot complete in order */
     uint64_t cancelled[32][3];              /* (epoch, tag, seq) of cancelled ops, a ring */
-    uint32_t cancelled_next;
-    uint64_t cancelled_max_epoch; /* the newest epoch in cancelled[] */
     sim_app app;
     sim_rng rng;
     uint64_t died_ns;
     bool evicted;
     uint32_t group;
     uint64_t inherited_steps; /* per-step churn: steps of the process this one replaced */
-    bool counted_live;        /* counted in sim_world.live */
-    bool counted_undone;      /* counted in sim_world.undone */
     /* shared-state checkers: from the master's verdicts to this peer */
     uint64_t sync_popular;   /* SYNC_VERDICT.popular_revision */
     uint64_t sync_expect_rx; /* bytes of the keys the verdict told it to fetch */
@@ -259,7 +261,6 @@ typedef struct sim_node {
     uint64_t verdict_epoch; /* epoch of the last successful TopologyVerdict it received */
     bool sync_retry;        /* a sync failed retryably; the next success is a retry */
     /* trace recording */
-    uint8_t *rec;
     uint64_t rec_len, rec_cap;
     uint64_t rec_events;
     uint64_t rec_polled; /* actions polled since the last record */
