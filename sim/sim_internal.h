@@ -102,6 +102,8 @@ typedef struct sim_ep_slot {
 typedef struct sim_frame {
     bool used;
     bool is_data;
+    bool torn;     /* its sender cancelled it mid-write: never delivered */
+    bool is_state; /* a STATE_DATA frame (matched on tag, seq, chunk) */
     uint32_t dst_ep;
     uint32_t src_node;
     uint8_t *bytes;
@@ -109,8 +111,6 @@ typedef struct sim_frame {
     uint64_t epoch, tag, seq;
     uint32_t chunk, step;
     ccoip_quant_meta quant;
-    bool torn;     /* its sender cancelled it mid-write: never delivered */
-    bool is_state; /* a STATE_DATA frame (matched on tag, seq, chunk) */
 } sim_frame;
 
 typedef enum sim_io_kind { IO_SEND = 1, IO_RECV = 2, IO_KERNEL = 3, IO_PROBE = 4 } sim_io_kind;
