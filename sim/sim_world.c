@@ -1065,7 +1065,10 @@ static void act_cancel(sim_world *w, uint32_t node, const ccoip_action *a)
         }
         io_remove(n, i);
     }
-    for (uint32_t e = 0; e < w->eps_len; e++) {
+    /* Its endpoints in creation order (index order, as a walk over every endpoint would; ones
+     * made meanwhile are appended and visited too). */
+    for (uint32_t e = n->ep_first1 - 1u; n->ep_first1 != 0 && e != SIM_NONE32;
+         e = w->eps[e].next_of_node) {
         if (w->eps[e].node == node && w->eps[e].inbox_len > 0) ep_pump(w, e);
     }
 }
