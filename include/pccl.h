@@ -207,7 +207,18 @@ typedef enum pcclAttribute_t {
     /** Accepted peers in the largest peer group. */
     PCCL_ATTRIBUTE_LARGEST_PEER_GROUP_WORLD_SIZE = 4,
     /** Alias used by PCCL's documentation: the caller's peer group world size. */
-    PCCL_ATTRIBUTE_CURRENT_WORLD_SIZE = PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE
+    PCCL_ATTRIBUTE_CURRENT_WORLD_SIZE = PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE,
+    /**
+     * pccl extension: tensor bytes this communicator's runtime copied in memory
+     * (memcpy/memmove, beyond what the sockets moved) since it was created,
+     * modulo 2^31 (the low 31 bits; the difference of two reads modulo 2^31 is
+     * exact while less than 2 GiB were copied between them). Which copies
+     * count: docs/benchmarks.md, "copied_bytes". Updated when an all-reduce or
+     * shared-state synchronization completes.
+     */
+    PCCL_ATTRIBUTE_COPIED_BYTES = 5,
+    /** pccl extension: the copied-byte count divided by 2^31 (its high bits). */
+    PCCL_ATTRIBUTE_COPIED_BYTES_HIGH = 6
 } pcclAttribute_t;
 
 /** How a peer takes part in shared-state synchronization (PCCL 1.0). */

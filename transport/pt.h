@@ -112,6 +112,8 @@ typedef struct pt_peer_info {
     bool accepted;
     bool failed;
     ccoip_world_info world; /**< Membership counts of the last verdict (ccoip_peer_world_info). */
+    /** Tensor bytes copied in memory (COPY kernels) since creation, as of the last NOTIFY. */
+    uint64_t copied_bytes;
 } pt_peer_info;
 
 /** Copies the latest peer snapshot. */

@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -368,6 +369,9 @@ struct pt_driver {
     uint64_t last_now;
     bool core_broken;
     struct pt_trace *trace; /* PCCL_TRACE: NULL when off (or after a write failure) */
+    /* Tensor bytes the COPY kernel moved with memmove since creation (docs/benchmarks.md,
+     * "copied_bytes"): added by whichever thread runs the kernel, published to pinfo at NOTIFY. */
+    _Atomic uint64_t copied_bytes;
 
     /* guarded by mu */
     pt_cmd cmds[PT_MAX_CMDS];
@@ -1606,6 +1610,7 @@ static pcclResult_t kernel_exec(pt_driver *d, pt_job *j, ccoip_quant_meta *qout,
             const uint64_t n =
                 a->src.length - i < PT_SLICE_BYTES ? a->src.length - i : PT_SLICE_BYTES;
             memmove(j->dst + i, j->src + i, (size_t)n);
+            atomic_fetch_add_explicit(&d->copied_bytes, n, memory_order_relaxed);
         }
         break;
     case CCOIP_ACT_QUANTIZE: {
@@ -2304,6 +2309,9 @@ static void act_notify(pt_driver *d, const ccoip_action *a)
     d->pinfo.failed = ccoip_peer_is_failed(d->p);
     ccoip_peer_world_info(d->p, &d->pinfo.world);
     d->pinfo.world.peer_group = a->world_size;
+    /* Every kernel of the op completed before the core notified (KERNEL_DONE is queued after
+     * the kernel's bytes were counted). */
+    d->pinfo.copied_bytes = atomic_load_explicit(&d->copied_bytes, memory_order_relaxed);
     for (uint32_t i = 0; i < PT_MAX_CMDS; i++) {
         pt_cmd *c = &d->cmds[i];
         if (c->state == CMD_FREE || c->cmd_id != a->cmd_id) continue;

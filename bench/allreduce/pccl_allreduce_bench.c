@@ -25,12 +25,14 @@
  *
  * Peer 0 prints one row per size (the format all three systems share, see
  * docs/benchmarks.md):
- *   size count iters time_us min_us max_us algbw busbw tx_bytes
+ *   size count iters time_us min_us max_us algbw busbw tx_bytes copied_bytes
  * time_us is the median of peer 0's per-operation wall times (an all-reduce
  * completes on a peer only once all peers contributed), algbw = size /
  * time (GB/s, 1e9), busbw = algbw * 2(N-1)/N (the nccl-tests convention),
  * tx_bytes = the bytes peer 0 sent in the last timed operation, as reported
- * by pcclReduceInfo_t.
+ * by pcclReduceInfo_t, copied_bytes = the tensor bytes peer 0's runtime
+ * copied in memory during that operation (PCCL_ATTRIBUTE_COPIED_BYTES read
+ * before and after it, outside the timed region; docs/benchmarks.md).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
@@ -243,6 +245,15 @@ static int wait_for_world(pcclComm_t *comm, const options *o)
     }
 }
 
+/* PCCL_ATTRIBUTE_COPIED_BYTES: the copied-byte count modulo 2^31. */
+static int copied_low(pcclComm_t *comm, uint32_t *out)
+{
+    int v = 0;
+    if (pcclGetAttribute(comm, PCCL_ATTRIBUTE_COPIED_BYTES, &v) != pcclSuccess || v < 0) return 1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
 static int run_size(pcclComm_t *comm, const options *o, uint64_t bytes, float *send, float *recv,
                     double *times, uint64_t *tag)
 {
@@ -265,6 +276,7 @@ static int run_size(pcclComm_t *comm, const options *o, uint64_t bytes, float *s
     desc.quantization_options.quantized_datatype = o->quant->type;
 
     pcclReduceInfo_t info;
+    uint32_t copied = 0; /* bytes copied by the last timed operation (< 2 GiB: mod 2^31 exact) */
     const uint64_t total = (uint64_t)o->warmup + iters + 1u;
     for (uint64_t k = 0; k < total; k++) {
         const bool timed = k >= o->warmup && k < o->warmup + iters;
@@ -272,6 +284,8 @@ static int run_size(pcclComm_t *comm, const options *o, uint64_t bytes, float *s
         if (checked) memset(recv, 0xff, (size_t)bytes); /* NaN poison */
         memset(&info, 0, sizeof info);
         desc.tag = (*tag)++;
+        uint32_t c0 = 0;
+        if (timed && copied_low(comm, &c0) != 0) return 1;
         const double t0 = now_us();
         const pcclResult_t r = pcclAllReduce(send, recv, &desc, comm, &info);
         const double dt = now_us() - t0;
@@ -285,7 +299,12 @@ static int run_size(pcclComm_t *comm, const options *o, uint64_t bytes, float *s
                     o->index, info.local_world_size, o->world);
             return 1;
         }
-        if (timed) times[k - o->warmup] = dt;
+        if (timed) {
+            times[k - o->warmup] = dt;
+            uint32_t c1 = 0;
+            if (copied_low(comm, &c1) != 0) return 1;
+            copied = (c1 - c0) & 0x7fffffffu;
+        }
         if (checked && verify(recv, count, o->world, quantized, o->index, bytes) != 0) return 1;
         if (k + 2u == total && o->index == 0) {
             /* The last timed operation's statistics. */
@@ -295,9 +314,9 @@ static int run_size(pcclComm_t *comm, const options *o, uint64_t bytes, float *s
             const double algbw = (double)bytes / (med * 1e-6) / 1e9;
             const double busbw = algbw * 2.0 * (double)(o->world - 1u) / (double)o->world;
             printf("%12" PRIu64 " %11" PRIu64 " %6" PRIu64 " %11.1f %11.1f %11.1f %8.3f %8.3f "
-                   "%12" PRIu64 "\n",
+                   "%12" PRIu64 " %12" PRIu32 "\n",
                    bytes, count, iters, med, times[0], times[iters - 1u], algbw, busbw,
-                   info.tx_bytes);
+                   info.tx_bytes, copied);
         }
     }
     return 0;
@@ -334,8 +353,8 @@ int main(int argc, char **argv)
 
     if (o.index == 0) {
         printf("# system pccl N %u quant %s warmup %u\n", o.world, o.quant->name, o.warmup);
-        printf("# %10s %11s %6s %11s %11s %11s %8s %8s %12s\n", "size", "count", "iters", "time_us",
-               "min_us", "max_us", "algbw", "busbw", "tx_bytes");
+        printf("# %10s %11s %6s %11s %11s %11s %8s %8s %12s %12s\n", "size", "count", "iters",
+               "time_us", "min_us", "max_us", "algbw", "busbw", "tx_bytes", "copied_bytes");
     }
     uint64_t tag = 1;
     for (uint64_t bytes = o.min_bytes; bytes <= o.max_bytes && rc == 0; bytes *= o.step) {

@@ -6,7 +6,7 @@
 RAW_DIR holds one file per run, named N<n>_<system>_r<round>.txt, where
 <system> is pccl, ompi, gloo or pccl-<quant>; each holds the rows the
 benchmarks print (size count iters time_us min_us max_us algbw busbw
-tx_bytes) and '#' comment lines; a line '# load <1-min loadavg>' records the
+tx_bytes, and pccl adds copied_bytes) and '#' comment lines; a line '# load <1-min loadavg>' records the
 load when the run started. For every (N, size, system) the per-run medians are
 combined: the table shows the median over rounds and the spread (min..max)
 over rounds. Ratios are ratios of those medians. Standard library only.
@@ -28,7 +28,8 @@ def fmt_size(b):
 
 
 def load_runs(raw):
-    """Returns runs[(n, system)][size] = list of (busbw, time_us, tx_bytes), loads, failures."""
+    """Returns runs[(n, system)][size] = list of (busbw, time_us, tx_bytes, copied_bytes),
+    loads, failures (copied_bytes None where the row has no 10th column)."""
     runs, loads, failures = {}, [], []
     name_re = re.compile(r"^N(\d+)_([a-z0-9-]+)_r(\d+)\.txt$")
     for fn in sorted(os.listdir(raw)):
@@ -53,7 +54,9 @@ def load_runs(raw):
                 size = int(parts[0])
                 time_us, busbw = float(parts[3]), float(parts[7])
                 tx = None if parts[8] == "-" else int(parts[8])
-                runs.setdefault((n, system), {}).setdefault(size, []).append((busbw, time_us, tx))
+                cp = int(parts[9]) if len(parts) >= 10 and parts[9] != "-" else None
+                runs.setdefault((n, system), {}).setdefault(size, []).append(
+                    (busbw, time_us, tx, cp))
         if not done:
             failures.append(fn)
     return runs, loads, failures
@@ -107,6 +110,15 @@ def main():
         vals = [r[2] for r in rows or [] if r[2] is not None]
         return statistics.median(vals) if vals else None
 
+    def copied(n, system, size):
+        rows = runs.get((n, system), {}).get(size)
+        vals = [r[3] for r in rows or [] if r[3] is not None]
+        return statistics.median(vals) if vals else None
+
+    def ccell(n, system, size):
+        c = copied(n, system, size)
+        return "n/a" if c is None else f"{c / size:.2f}"
+
     print(f"Rounds per system: up to {rounds}. busbw in GB/s (1e9 B/s), nccl-tests convention "
           "busbw = size/time × 2(N−1)/N; cells are the median over rounds (min–max over rounds) "
           "of each run's median time.")
@@ -116,14 +128,18 @@ def main():
     print()
     print("### Bus bandwidth, all sizes")
     print()
-    print("| N | size | pccl busbw | Open MPI busbw | Gloo busbw | pccl/OMPI | pccl/Gloo |")
-    print("|---|---|---|---|---|---|---|")
+    print("pccl copied/size: tensor bytes peer 0's runtime copied in memory per operation "
+          "(copied_bytes, PCCL_ATTRIBUTE_COPIED_BYTES) over the operation's size.")
+    print()
+    print("| N | size | pccl busbw | Open MPI busbw | Gloo busbw | pccl/OMPI | pccl/Gloo | "
+          "pccl copied/size |")
+    print("|---|---|---|---|---|---|---|---|")
     for n in ns:
         sizes = sorted({sz for s in SYSTEMS for sz in runs.get((n, s), {})})
         for sz in sizes:
             p, o, g = (busbw(n, s, sz) for s in SYSTEMS)
             print(f"| {n} | {fmt_size(sz)} | {cell(p)} | {cell(o)} | {cell(g)} | "
-                  f"{rcell(ratio(p, o))} | {rcell(ratio(p, g))} |")
+                  f"{rcell(ratio(p, o))} | {rcell(ratio(p, g))} | {ccell(n, 'pccl', sz)} |")
     print()
     print("### Issue 7 targets")
     print()
@@ -160,8 +176,8 @@ def main():
               "(pcclReduceInfo_t.tx_bytes).")
         print()
         print("| N | size | quant | busbw | unquantized busbw | tx bytes | unquantized tx "
-              "bytes | tx ratio |")
-        print("|---|---|---|---|---|---|---|---|")
+              "bytes | tx ratio | copied/size |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for n in ns:
             for q in quants:
                 for sz in sorted(runs.get((n, q), {})):
@@ -170,7 +186,7 @@ def main():
                     tr = f"{t / t0:.3f}" if t is not None and t0 else "n/a"
                     print(f"| {n} | {fmt_size(sz)} | {q[5:]} | {cell(b)} | {cell(b0)} | "
                           f"{'n/a' if t is None else int(t)} | {'n/a' if t0 is None else int(t0)} "
-                          f"| {tr} |")
+                          f"| {tr} | {ccell(n, q, sz)} |")
     if failures:
         print()
         print("Runs that did not finish (no '# done' line): " + ", ".join(failures))

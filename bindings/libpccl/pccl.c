@@ -276,6 +276,13 @@ PCCL_EXPORT pcclResult_t pcclGetAttribute(const pcclComm_t *communicator, pcclAt
         *p_attribute_out = (int)(info.world.num_peer_groups > 0 ? info.world.num_peer_groups
                                                                 : (group > 0 ? 1u : 0u));
         return pcclSuccess;
+    case PCCL_ATTRIBUTE_COPIED_BYTES:
+        *p_attribute_out = (int)(info.copied_bytes & 0x7fffffffu);
+        return pcclSuccess;
+    case PCCL_ATTRIBUTE_COPIED_BYTES_HIGH:
+        *p_attribute_out =
+            info.copied_bytes >> 31 > 0x7fffffffu ? 0x7fffffff : (int)(info.copied_bytes >> 31);
+        return pcclSuccess;
     }
     return pcclInvalidArgument;
 }

@@ -24,6 +24,9 @@ class Attribute(enum.IntEnum):
     # aliases of PEER_GROUP_WORLD_SIZE: PCCL's documentation and its Python package
     CURRENT_WORLD_SIZE = 2
     LOCAL_WORLD_SIZE = 2
+    # pccl extensions: tensor bytes copied in memory, low 31 bits and the bits above
+    COPIED_BYTES = 5
+    COPIED_BYTES_HIGH = 6
 
 
 class SharedStateSyncStrategy(enum.IntEnum):
