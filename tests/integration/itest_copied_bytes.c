@@ -10,6 +10,10 @@
  *   ring, out of place: S (SEND -> RECV initial copy)
  *   ring, in place:     S (RECV -> BACKUP)
  *   small, either:      2S (that initial copy + the first summand copied into RECV)
+ * Then a shared-state sync (revision 0, tensors "a" equal, "b" differs on
+ * peer 1, which syncs RECEIVE_ONLY while peer 0 is SEND_ONLY): peer 1's
+ * counter grows by exactly b's bytes (landed in scratch, then copied into
+ * the tensor), peer 0's by 0.
  * Unknown attribute 7 stays pcclInvalidArgument. Exit 0 ok, 1 wrong, 2 setup.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -98,6 +102,62 @@ static int run_op(pcclComm_t *comm, peer_arg *pa, uint32_t count, bool in_place,
     return rc;
 }
 
+#define STATE_COUNT 4096u
+
+static int run_sync(pcclComm_t *comm, peer_arg *pa)
+{
+    static int32_t as[WORLD][STATE_COUNT];
+    static float bs[WORLD][STATE_COUNT];
+    int32_t *a = as[pa->index];
+    float *b = bs[pa->index];
+    const bool divergent = pa->index == 1u;
+    for (uint32_t j = 0; j < STATE_COUNT; j++) {
+        a[j] = (int32_t)j;
+        b[j] = divergent ? -1.0f : (float)j * 0.5f;
+    }
+    pcclTensorInfo_t infos[2];
+    memset(infos, 0, sizeof infos);
+    infos[0].name = "a";
+    infos[0].data = a;
+    infos[0].count = STATE_COUNT;
+    infos[0].datatype = pcclInt32;
+    infos[1].name = "b";
+    infos[1].data = b;
+    infos[1].count = STATE_COUNT;
+    infos[1].datatype = pcclFloat;
+    pcclSharedState_t st;
+    memset(&st, 0, sizeof st);
+    st.count = 2;
+    st.infos = infos;
+    pcclSharedStateSyncInfo_t info;
+    memset(&info, 0, sizeof info);
+    uint64_t c0 = 0, c1 = 0;
+    if (!copied(comm, &c0)) return 1;
+    const pcclResult_t r =
+        pcclSynchronizeSharedState(comm, &st,
+                                   divergent ? PCCL_SHARED_STATE_SYNC_STRATEGY_RECEIVE_ONLY
+                                             : PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY,
+                                   &info);
+    if (r != pcclSuccess) {
+        snprintf(pa->msg, sizeof pa->msg, "sync failed: %d", (int)r);
+        return 1;
+    }
+    for (uint32_t j = 0; j < STATE_COUNT; j++) {
+        if (a[j] != (int32_t)j || b[j] != (float)j * 0.5f) {
+            snprintf(pa->msg, sizeof pa->msg, "shared state element %u", j);
+            return 1;
+        }
+    }
+    const uint64_t want = divergent ? STATE_COUNT * 4u : 0u;
+    if (!copied(comm, &c1) || c1 - c0 != want || info.rx_bytes != want) {
+        snprintf(pa->msg, sizeof pa->msg,
+                 "sync: copied %" PRIu64 " bytes, received %" PRIu64 ", want %" PRIu64, c1 - c0,
+                 info.rx_bytes, want);
+        return 1;
+    }
+    return 0;
+}
+
 static void *peer_main(void *arg)
 {
     peer_arg *pa = arg;
@@ -144,6 +204,7 @@ static void *peer_main(void *arg)
                  2u * ring + 4u * small);
         rc = 1;
     }
+    if (rc == 0) rc = run_sync(comm, pa);
     if (pcclDestroyCommunicator(comm) != pcclSuccess && rc == 0) rc = 1;
     pa->rc = rc;
     return NULL;
