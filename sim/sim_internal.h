@@ -212,9 +212,11 @@ typedef struct sim_app {
 typedef struct sim_node {
     /* What every event of the node reads comes first (one cache line). */
     void *m;
-    uint8_t *rec; /* trace recording (NULL: off) */
-    sim_io *ios;
-    uint32_t ios_len, ios_cap;
+    uint8_t *rec;      /* trace recording (NULL: off) */
+    uint32_t *ios;     /* pending I/Os in walk order: indexes into io_pool */
+    sim_io *io_pool;   /* ios_cap records */
+    uint32_t *io_free; /* free records of io_pool (a stack) */
+    uint32_t ios_len, ios_cap, io_free_len;
     uint64_t timer_gen;
     uint64_t timer_at;
     sim_node_state state;

@@ -355,12 +355,21 @@ static void host_ip(uint32_t host, uint8_t ip[4])
     ip[3] = (uint8_t)host;
 }
 
+/* A node's pending I/Os: n->ios lists record indexes into n->io_pool in the order the driver
+ * walks them (a removal moves the last entry into the gap); records stay put, so a removal
+ * copies 4 bytes instead of a whole record. */
+static sim_io *io_at(sim_node *n, uint32_t i)
+{
+    return &n->io_pool[n->ios[i]];
+}
+
 static sim_io *io_find(sim_node *n, uint64_t io_id, uint32_t *idx_out)
 {
     for (uint32_t i = 0; i < n->ios_len; i++) {
-        if (n->ios[i].io_id == io_id) {
+        sim_io *io = io_at(n, i);
+        if (io->io_id == io_id) {
             if (idx_out != NULL) *idx_out = i;
-            return &n->ios[i];
+            return io;
         }
     }
     return NULL;
@@ -368,6 +377,7 @@ static sim_io *io_find(sim_node *n, uint64_t io_id, uint32_t *idx_out)
 
 static void io_remove(sim_node *n, uint32_t idx)
 {
+    n->io_free[n->io_free_len++] = n->ios[idx];
     n->ios[idx] = n->ios[--n->ios_len];
 }
 
@@ -384,15 +394,24 @@ static sim_io *io_add(sim_world *w, sim_node *n, uint64_t io_id, sim_io_kind kin
             world_fail(w, SIM_CRASH, "more than 4096 pending I/Os on one node");
             return NULL;
         }
-        sim_io *x = realloc(n->ios, (size_t)ncap * sizeof *x);
-        if (x == NULL) {
+        sim_io *x = realloc(n->io_pool, (size_t)ncap * sizeof *x);
+        if (x != NULL) n->io_pool = x;
+        uint32_t *y = realloc(n->ios, (size_t)ncap * sizeof *y);
+        if (y != NULL) n->ios = y;
+        uint32_t *z = realloc(n->io_free, (size_t)ncap * sizeof *z);
+        if (z != NULL) n->io_free = z;
+        if (x == NULL || y == NULL || z == NULL) {
             world_fail(w, SIM_CRASH, "out of memory (ios)");
             return NULL;
         }
-        n->ios = x;
+        /* The new records are free (the pool is full exactly when the list is). */
+        for (uint32_t r = ncap; r-- > n->ios_cap;)
+            n->io_free[n->io_free_len++] = r;
         n->ios_cap = ncap;
     }
-    sim_io *io = &n->ios[n->ios_len++];
+    const uint32_t rec = n->io_free[--n->io_free_len];
+    n->ios[n->ios_len++] = rec;
+    sim_io *io = &n->io_pool[rec];
     memset(io, 0, sizeof *io);
     io->io_id = io_id;
     io->kind = kind;
@@ -468,7 +487,7 @@ static void ios_fail_on_ep(sim_world *w, uint32_t node, uint32_t e)
 {
     sim_node *n = &w->nodes[node];
     for (uint32_t i = 0; i < n->ios_len; i++) {
-        sim_io *io = &n->ios[i];
+        sim_io *io = io_at(n, i);
         if ((io->kind == IO_SEND || io->kind == IO_RECV) && io->ep == e && !io->delivered) {
             io->delivered = true;
             io->result = pcclRankConnectionLost;
@@ -791,7 +810,7 @@ static void ep_pump(sim_world *w, uint32_t e)
         if (fr->is_state) {
             sim_io *st = NULL;
             for (uint32_t i = 0; i < n->ios_len; i++) {
-                sim_io *io = &n->ios[i];
+                sim_io *io = io_at(n, i);
                 if (io->kind == IO_RECV && io->ep == e && !io->delivered &&
                     io->type == CCOIP_ACT_STATE_RECV && io->tag == fr->tag && io->seq == fr->seq &&
                     io->chunk == fr->chunk) {
@@ -821,7 +840,7 @@ static void ep_pump(sim_world *w, uint32_t e)
         sim_io *exact = NULL;
         sim_io *same_op = NULL;
         for (uint32_t i = 0; i < n->ios_len; i++) {
-            sim_io *io = &n->ios[i];
+            sim_io *io = io_at(n, i);
             if (io->kind != IO_RECV || io->ep != e || io->delivered ||
                 io->type != CCOIP_ACT_RING_RECV) {
                 continue;
@@ -1052,7 +1071,7 @@ static void act_cancel(sim_world *w, uint32_t node, const ccoip_action *a)
         k[2] = o->seq;
     }
     for (uint32_t i = 0; i < n->ios_len;) {
-        sim_io *io = &n->ios[i];
+        sim_io *io = io_at(n, i);
         if (io->op_slot != a->op_slot) {
             i++;
             continue;
@@ -1138,7 +1157,7 @@ static void act_op_end(sim_world *w, uint32_t node, const ccoip_action *a)
         return;
     }
     for (uint32_t i = 0; i < n->ios_len;) {
-        if (n->ios[i].op_slot == a->op_slot && n->ios[i].kind == IO_KERNEL) {
+        if (io_at(n, i)->op_slot == a->op_slot && io_at(n, i)->kind == IO_KERNEL) {
             io_remove(n, i);
         } else {
             i++;
@@ -1863,8 +1882,12 @@ static void node_release(sim_world *w, uint32_t i)
     for (uint32_t s = 0; s < SIM_OP_SLOTS; s++)
         opbuf_release(&n->ops[s]);
     free(n->ios);
+    free(n->io_pool);
+    free(n->io_free);
     n->ios = NULL;
-    n->ios_len = n->ios_cap = 0;
+    n->io_pool = NULL;
+    n->io_free = NULL;
+    n->ios_len = n->ios_cap = n->io_free_len = 0;
     for (uint32_t c = 0; c < SIM_MAX_TAGS; c++) {
         sim_appcmd *ac = &n->app.cmds[c];
         free(ac->input);
