@@ -204,6 +204,10 @@ pub const PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE: pcclAttribute_t = 2;
 pub const PCCL_ATTRIBUTE_NUM_DISTINCT_PEER_GROUPS: pcclAttribute_t = 3;
 pub const PCCL_ATTRIBUTE_LARGEST_PEER_GROUP_WORLD_SIZE: pcclAttribute_t = 4;
 pub const PCCL_ATTRIBUTE_CURRENT_WORLD_SIZE: pcclAttribute_t = PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE;
+/// pccl extension: tensor bytes copied in memory since creation, modulo 2^31.
+pub const PCCL_ATTRIBUTE_COPIED_BYTES: pcclAttribute_t = 5;
+/// pccl extension: tensor bytes copied in memory since creation, divided by 2^31.
+pub const PCCL_ATTRIBUTE_COPIED_BYTES_HIGH: pcclAttribute_t = 6;
 
 /// `pcclSharedStateSyncStrategy_t`.
 pub type pcclSharedStateSyncStrategy_t = c_uint;
