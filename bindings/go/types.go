@@ -163,6 +163,12 @@ const (
 	LargestPeerGroupWorldSize Attribute = 4
 	// CurrentWorldSize is PCCL's documented alias of PeerGroupWorldSize.
 	CurrentWorldSize = PeerGroupWorldSize
+	// CopiedBytes (pccl extension) is the number of tensor bytes the runtime
+	// copied in memory since the communicator was created, modulo 2^31
+	// (docs/benchmarks.md, "copied_bytes").
+	CopiedBytes Attribute = 5
+	// CopiedBytesHigh (pccl extension) is that count divided by 2^31.
+	CopiedBytesHigh Attribute = 6
 )
 
 // SyncStrategy is a pcclSharedStateSyncStrategy_t.
