@@ -1868,6 +1868,40 @@ static void supervise(sim_world *w)
     }
 }
 
+/* Liveness phase, peer groups: a peer left alone in its group (the others crashed or never got
+ * in) can never complete a collective (TOO_FEW_PEERS) however long it runs. When one is still
+ * short of its steps 5 s after churn stopped, the supervisor starts a partner in its group, as
+ * an operator would. Checked with the progress checker (every 100 ms simulated). */
+static void supervise_groups(sim_world *w)
+{
+    if (w->now < w->quiet_ns + 5u * SIM_SEC || w->undone == 0) return;
+    uint32_t *cnt = calloc(w->num_nodes + 1u, sizeof *cnt);
+    uint32_t *lone = calloc(w->num_nodes + 1u, sizeof *lone);
+    if (cnt == NULL || lone == NULL) {
+        free(cnt);
+        free(lone);
+        return;
+    }
+    for (uint32_t i = 1; i < w->num_nodes; i++) {
+        const sim_node *n = &w->nodes[i];
+        if (n->state == NODE_ALIVE && n->group <= w->num_nodes) {
+            cnt[n->group]++;
+            lone[n->group] = i;
+        }
+    }
+    const uint32_t groups = w->num_nodes + 1u;
+    for (uint32_t g = 0; g < groups && w->num_peers_created < w->cfg.max_peers; g++) {
+        if (cnt[g] != 1u || !w->nodes[lone[g]].counted_undone) continue;
+        world_log(w, "supervisor: peer %u is alone in group %u: starting a partner",
+                  w->nodes[lone[g]].peer_index, g);
+        w->spawn_group = g;
+        (void)world_spawn_peer(w, SIM_NONE32);
+        w->spawn_group = SIM_NONE32;
+    }
+    free(cnt);
+    free(lone);
+}
+
 static bool all_done(const sim_world *w)
 {
     return w->quiet && w->undone == 0 && w->live >= 2u;
@@ -2058,6 +2092,7 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
         }
         supervise(w);
         if (w->quiet && w->now >= w->next_progress_ns) {
+            supervise_groups(w);
             check_progress(w);
             w->next_progress_ns = w->now + 100u * SIM_MS;
         }
