@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "itest_common.h"
 #include "pccl.h"
 
 #define WORLD       2u
@@ -116,19 +117,8 @@ static int run_sync(pcclComm_t *comm, peer_arg *pa)
         b[j] = divergent ? -1.0f : (float)j * 0.5f;
     }
     pcclTensorInfo_t infos[2];
-    memset(infos, 0, sizeof infos);
-    infos[0].name = "a";
-    infos[0].data = a;
-    infos[0].count = STATE_COUNT;
-    infos[0].datatype = pcclInt32;
-    infos[1].name = "b";
-    infos[1].data = b;
-    infos[1].count = STATE_COUNT;
-    infos[1].datatype = pcclFloat;
     pcclSharedState_t st;
-    memset(&st, 0, sizeof st);
-    st.count = 2;
-    st.infos = infos;
+    itest_state_ab(&st, infos, a, b, STATE_COUNT);
     pcclSharedStateSyncInfo_t info;
     memset(&info, 0, sizeof info);
     uint64_t c0 = 0, c1 = 0;
@@ -214,18 +204,8 @@ int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (pcclInit() != pcclSuccess) return 2;
-    pcclMasterCreateParams_t mp;
-    memset(&mp, 0, sizeof mp);
-    mp.listen_url = "tcp://127.0.0.1:0";
-    mp.heartbeat_ms = 100;
-    mp.evict_ms = 2000;
-    mp.vote_timeout_ms = 10000;
     pcclMasterInstance_t *m = NULL;
-    uint16_t port = 0;
-    if (pcclCreateMasterEx(&mp, &m, &port) != pcclSuccess || pcclRunMaster(m) != pcclSuccess) {
-        return 2;
-    }
-    snprintf(g_url, sizeof g_url, "tcp://127.0.0.1:%u", (unsigned)port);
+    if (itest_start_master(&m, g_url, sizeof g_url) != 0) return 2;
     pthread_t th[WORLD];
     peer_arg pa[WORLD];
     memset(pa, 0, sizeof pa);

@@ -50,6 +50,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "itest_common.h"
 #include "pccl.h"
 
 static uint64_t now_ms(void)
@@ -129,19 +130,8 @@ static int run_sync(pcclComm_t *comm, uint32_t index, uint32_t world, uint64_t c
     float *b = calloc((size_t)(count > 0 ? count : 1u), sizeof *b);
     if (a == NULL || b == NULL) return 2;
     pcclTensorInfo_t infos[2];
-    memset(infos, 0, sizeof infos);
-    infos[0].name = "a";
-    infos[0].data = a;
-    infos[0].count = count;
-    infos[0].datatype = pcclInt32;
-    infos[1].name = "b";
-    infos[1].data = b;
-    infos[1].count = count;
-    infos[1].datatype = pcclFloat;
     pcclSharedState_t st;
-    memset(&st, 0, sizeof st);
-    st.count = 2;
-    st.infos = infos;
+    itest_state_ab(&st, infos, a, b, count);
     int rc = 0;
     if (late) {
         /* Zeroed tensors, revision 0: everything comes from a distributor. */

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "itest_common.h"
 #include "pccl.h"
 
 #define WORLD 2u
@@ -78,18 +79,8 @@ int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (pcclInit() != pcclSuccess) return 2;
-    pcclMasterCreateParams_t mp;
-    memset(&mp, 0, sizeof mp);
-    mp.listen_url = "tcp://127.0.0.1:0";
-    mp.heartbeat_ms = 100;
-    mp.evict_ms = 2000;
-    mp.vote_timeout_ms = 10000;
     pcclMasterInstance_t *m = NULL;
-    uint16_t port = 0;
-    if (pcclCreateMasterEx(&mp, &m, &port) != pcclSuccess || pcclRunMaster(m) != pcclSuccess) {
-        return 2;
-    }
-    snprintf(g_url, sizeof g_url, "tcp://127.0.0.1:%u", (unsigned)port);
+    if (itest_start_master(&m, g_url, sizeof g_url) != 0) return 2;
     pthread_t th[WORLD];
     uint32_t idx[WORLD];
     for (uint32_t i = 0; i < WORLD; i++) {

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "itest_common.h"
 #include "pccl.h"
 
 static uint64_t now_ms(void)
@@ -84,19 +85,8 @@ static int sync_state(pcclComm_t *comm, uint32_t index, uint32_t world, uint64_t
         b[j] = divergent ? -1.0f : (float)j * 0.5f;
     }
     pcclTensorInfo_t infos[2];
-    memset(infos, 0, sizeof infos);
-    infos[0].name = "a";
-    infos[0].data = a;
-    infos[0].count = count;
-    infos[0].datatype = pcclInt32;
-    infos[1].name = "b";
-    infos[1].data = b;
-    infos[1].count = count;
-    infos[1].datatype = pcclFloat;
     pcclSharedState_t st;
-    memset(&st, 0, sizeof st);
-    st.count = 2;
-    st.infos = infos;
+    itest_state_ab(&st, infos, a, b, count);
     pcclSharedStateSyncInfo_t info;
     memset(&info, 0, sizeof info);
     int rc = 0;
