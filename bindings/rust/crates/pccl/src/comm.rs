@@ -199,6 +199,22 @@ impl Communicator {
         Ok(v)
     }
 
+    /// Tensor bytes this communicator's runtime has copied in memory beyond what the sockets
+    /// moved, since it was created (`PCCL_ATTRIBUTE_COPIED_BYTES` and `_HIGH`, docs/core.md
+    /// §3.6); updated when an API call completes.
+    pub fn copied_bytes(&self) -> Result<u64> {
+        let p = self.ptr()?;
+        let mut lo: c_int = 0;
+        let mut hi: c_int = 0;
+        // SAFETY: as in are_peers_pending.
+        check(unsafe { sys::pcclGetAttribute(p, sys::PCCL_ATTRIBUTE_COPIED_BYTES, &mut lo) })?;
+        // SAFETY: as in are_peers_pending.
+        check(unsafe {
+            sys::pcclGetAttribute(p, sys::PCCL_ATTRIBUTE_COPIED_BYTES_HIGH, &mut hi)
+        })?;
+        Ok(((hi.max(0) as u64) << 31) | lo.max(0) as u64)
+    }
+
     /// The caller's peer group's world size ([`Attribute::PeerGroupWorldSize`]).
     pub fn world_size(&self) -> Result<u32> {
         self.attribute(Attribute::PeerGroupWorldSize)

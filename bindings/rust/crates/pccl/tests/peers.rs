@@ -273,11 +273,15 @@ fn pending_peers_are_admitted_and_topology_optimized() {
                     assert_eq!(c.world_size().unwrap(), 3);
                     let send: Vec<i32> = (0..COUNT).map(|j| contribution(i, 4, j)).collect();
                     let mut out = vec![0i32; COUNT];
+                    let copied_before = c.copied_bytes().unwrap();
                     let info = c.all_reduce(&send, &mut out, ReduceOp::Sum).unwrap();
                     assert_eq!(info.local_world_size, 3);
                     for j in 0..COUNT {
                         assert_eq!(out[j], expected_sum(3, 4, j));
                     }
+                    // 4,000 bytes at N = 3 take the small path: 2 x S copied (docs/benchmarks.md).
+                    let copied = c.copied_bytes().unwrap() - copied_before;
+                    assert_eq!(copied, 2 * (COUNT * 4) as u64);
                 })
             })
             .collect();
