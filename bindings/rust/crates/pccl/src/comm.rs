@@ -209,9 +209,7 @@ impl Communicator {
         // SAFETY: as in are_peers_pending.
         check(unsafe { sys::pcclGetAttribute(p, sys::PCCL_ATTRIBUTE_COPIED_BYTES, &mut lo) })?;
         // SAFETY: as in are_peers_pending.
-        check(unsafe {
-            sys::pcclGetAttribute(p, sys::PCCL_ATTRIBUTE_COPIED_BYTES_HIGH, &mut hi)
-        })?;
+        check(unsafe { sys::pcclGetAttribute(p, sys::PCCL_ATTRIBUTE_COPIED_BYTES_HIGH, &mut hi) })?;
         Ok(((hi.max(0) as u64) << 31) | lo.max(0) as u64)
     }
 
