@@ -6,9 +6,11 @@
 #ifndef ITEST_COMMON_H
 #define ITEST_COMMON_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "pccl.h"
 
@@ -47,6 +49,41 @@ static inline void itest_state_ab(pcclSharedState_t *st, pcclTensorInfo_t infos[
     memset(st, 0, sizeof *st);
     st->count = 2;
     st->infos = infos;
+}
+
+static inline void itest_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Creates a communicator for url, connects it and updates the topology until its group has
+ * world peers (at most ~1,500 tries). Returns 0 with *out set, or 2 (*out may still need
+ * pcclDestroyCommunicator when not NULL). */
+static inline int itest_connect_group(const char *url, uint32_t world, pcclComm_t **out)
+{
+    pcclCommCreateParams_t params;
+    memset(&params, 0, sizeof params);
+    params.master_url = url;
+    params.timeout_ms = 20000;
+    *out = NULL;
+    if (pcclCreateCommunicator(&params, out) != pcclSuccess) return 2;
+    pcclComm_t *comm = *out;
+    int rc = pcclConnect(comm) == pcclSuccess ? 0 : 2;
+    int ws = 0;
+    for (int tries = 0; rc == 0; tries++) {
+        if (pcclGetAttribute(comm, PCCL_ATTRIBUTE_CURRENT_WORLD_SIZE, &ws) != pcclSuccess ||
+            tries > 1500) {
+            rc = 2;
+            break;
+        }
+        if ((uint32_t)ws >= world) break;
+        bool pending = false;
+        if (pcclArePeersPending(comm, &pending) == pcclSuccess && !pending) itest_sleep_ms(10);
+        const pcclResult_t r = pcclUpdateTopology(comm);
+        if (r != pcclSuccess && r != pcclUpdateTopologyFailed) rc = 2;
+    }
+    return rc;
 }
 
 #endif /* ITEST_COMMON_H */

@@ -35,12 +35,6 @@
 
 static char g_url[64];
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* The full 62-bit count from the two attributes; returns false on an error. */
 static bool copied(pcclComm_t *comm, uint64_t *out)
 {
@@ -151,28 +145,11 @@ static int run_sync(pcclComm_t *comm, peer_arg *pa)
 static void *peer_main(void *arg)
 {
     peer_arg *pa = arg;
-    pcclCommCreateParams_t params;
-    memset(&params, 0, sizeof params);
-    params.master_url = g_url;
-    params.timeout_ms = 20000;
     pcclComm_t *comm = NULL;
-    if (pcclCreateCommunicator(&params, &comm) != pcclSuccess) {
+    int rc = itest_connect_group(g_url, WORLD, &comm);
+    if (comm == NULL) {
         pa->rc = 2;
         return NULL;
-    }
-    int rc = pcclConnect(comm) == pcclSuccess ? 0 : 2;
-    int ws = 0;
-    for (int tries = 0; rc == 0; tries++) {
-        if (pcclGetAttribute(comm, PCCL_ATTRIBUTE_CURRENT_WORLD_SIZE, &ws) != pcclSuccess ||
-            tries > 1500) {
-            rc = 2;
-            break;
-        }
-        if ((uint32_t)ws >= WORLD) break;
-        bool pending = false;
-        if (pcclArePeersPending(comm, &pending) == pcclSuccess && !pending) sleep_ms(10);
-        const pcclResult_t r = pcclUpdateTopology(comm);
-        if (r != pcclSuccess && r != pcclUpdateTopologyFailed) rc = 2;
     }
     uint64_t c = 1;
     if (rc == 0 && (!copied(comm, &c) || c != 0)) {

@@ -21,37 +21,14 @@
 
 static char g_url[64];
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static void *peer_main(void *arg)
 {
     const uint32_t index = *(const uint32_t *)arg;
     static int32_t bufs[WORLD][2][COUNT];
     int32_t *a = bufs[index][0], *b = bufs[index][1];
-    pcclCommCreateParams_t params;
-    memset(&params, 0, sizeof params);
-    params.master_url = g_url;
-    params.timeout_ms = 20000;
     pcclComm_t *comm = NULL;
-    if (pcclCreateCommunicator(&params, &comm) != pcclSuccess) return (void *)2;
-    intptr_t rc = pcclConnect(comm) == pcclSuccess ? 0 : 2;
-    int ws = 0;
-    for (int tries = 0; rc == 0; tries++) {
-        if (pcclGetAttribute(comm, PCCL_ATTRIBUTE_CURRENT_WORLD_SIZE, &ws) != pcclSuccess ||
-            tries > 1500) {
-            rc = 2;
-            break;
-        }
-        if ((uint32_t)ws >= WORLD) break;
-        bool pending = false;
-        if (pcclArePeersPending(comm, &pending) == pcclSuccess && !pending) sleep_ms(10);
-        const pcclResult_t r = pcclUpdateTopology(comm);
-        if (r != pcclSuccess && r != pcclUpdateTopologyFailed) rc = 2;
-    }
+    intptr_t rc = itest_connect_group(g_url, WORLD, &comm);
+    if (comm == NULL) return (void *)2;
     pcclReduceDescriptor_t desc;
     memset(&desc, 0, sizeof desc);
     desc.count = COUNT;
