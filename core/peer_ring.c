@@ -714,6 +714,12 @@ static void ring_begin(ccoip_peer *p, uint32_t i)
     if (ring_gather(o)) b->scratch_bytes = (uint64_t)o->world * bytes; /* one slot per rank */
     b->backup_bytes = o->a.in_place ? bytes : 0;
     o->begun = true;
+    if (ring_gather(o) && !o->a.in_place) {
+        /* The small all-reduce writes RECV only with its rank-order sum (whose first kernel
+         * copies rank 0's input into it): copying SEND there first would be a wasted copy. */
+        gather_step(p, i, 0);
+        return;
+    }
     ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_COPY, POS_INIT_COPY);
     if (a == NULL) return;
     if (o->a.in_place) {
