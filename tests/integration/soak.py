@@ -63,8 +63,10 @@ def main():
     ap.add_argument("--hang-s", type=float, default=20.0)
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--canary", action="store_true",
-                    help="peers corrupt their state after 2%% of syncs: pass only if the "
-                         "divergence check reports it")
+                    help="peers corrupt their state after some syncs (--corrupt-permille): "
+                         "pass only if the divergence check reports it")
+    ap.add_argument("--corrupt-permille", type=int, default=20,
+                    help="canary: per-mille of syncs after which a peer corrupts its state")
     args = ap.parse_args()
     scale = float(os.environ.get("PCCL_SOAK_SCALE", "1"))
     seed = args.seed
@@ -141,7 +143,7 @@ def main():
                    "--timeout-ms", str(timeout_ms),
                    "--max-s", str(int(args.seconds + 120 * scale + 60))]
             if args.canary:
-                cmd += ["--corrupt-permille", "20"]
+                cmd += ["--corrupt-permille", str(args.corrupt_permille)]
             p.proc = subprocess.Popen(
                 cmd, stdout=open(p.out_path, "w"),
                 stderr=open(os.path.join(work, f"peer{p.slot}.{p.inc}.log"), "w"), env=env)
