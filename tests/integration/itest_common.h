@@ -33,6 +33,16 @@ static inline int itest_start_master(pcclMasterInstance_t **m, char *url, size_t
     return 0;
 }
 
+/* The content of the sync tests' keys: a[j] = j everywhere; b[j] = j / 2, or -1 on the peer
+ * whose state diverges (the one the sync must repair). */
+static inline void itest_fill_ab(int32_t *a, float *b, uint64_t count, bool divergent)
+{
+    for (uint64_t j = 0; j < count; j++) {
+        a[j] = (int32_t)j;
+        b[j] = divergent ? -1.0f : (float)j * 0.5f;
+    }
+}
+
 /* The shared state of the sync tests: key "a" (int32) and key "b" (float), count each. */
 static inline void itest_state_ab(pcclSharedState_t *st, pcclTensorInfo_t infos[2], int32_t *a,
                                   float *b, uint64_t count)

@@ -107,10 +107,7 @@ static int run_sync(pcclComm_t *comm, peer_arg *pa)
     int32_t *a = as[pa->index];
     float *b = bs[pa->index];
     const bool divergent = pa->index == 1u;
-    for (uint32_t j = 0; j < STATE_COUNT; j++) {
-        a[j] = (int32_t)j;
-        b[j] = divergent ? -1.0f : (float)j * 0.5f;
-    }
+    itest_fill_ab(a, b, STATE_COUNT, divergent);
     pcclTensorInfo_t infos[2];
     pcclSharedState_t st;
     itest_state_ab(&st, infos, a, b, STATE_COUNT);

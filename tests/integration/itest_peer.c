@@ -80,15 +80,6 @@ static int check(const int32_t *out, uint64_t count, uint32_t k, uint32_t member
     return 0;
 }
 
-/* Shared state of the sync scenarios: a[j] = j, b[j] = j / 2 (divergent: -1). */
-static void state_fill(int32_t *a, float *b, uint64_t count, bool divergent)
-{
-    for (uint64_t j = 0; j < count; j++) {
-        a[j] = (int32_t)j;
-        b[j] = divergent ? -1.0f : (float)j * 0.5f;
-    }
-}
-
 static int state_check(const int32_t *a, const float *b, uint64_t count, uint32_t index)
 {
     for (uint64_t j = 0; j < count; j++) {
@@ -139,7 +130,7 @@ static int run_sync(pcclComm_t *comm, uint32_t index, uint32_t world, uint64_t c
         if (rc == 0) rc = state_check(a, b, count, index);
     } else {
         const bool divergent = index == world - 1u;
-        state_fill(a, b, count, divergent);
+        itest_fill_ab(a, b, count, divergent);
         rc = sync_once(comm, &st, index, divergent ? count * 4u : 0u, 0, "SYNCED0");
         if (rc == 0) rc = state_check(a, b, count, index);
         st.revision++;

@@ -80,10 +80,7 @@ static int sync_state(pcclComm_t *comm, uint32_t index, uint32_t world, uint64_t
     float *b = malloc((size_t)count * sizeof *b);
     if (a == NULL || b == NULL) return 2;
     const bool divergent = index == world - 1u;
-    for (uint64_t j = 0; j < count; j++) {
-        a[j] = (int32_t)j;
-        b[j] = divergent ? -1.0f : (float)j * 0.5f;
-    }
+    itest_fill_ab(a, b, count, divergent);
     pcclTensorInfo_t infos[2];
     pcclSharedState_t st;
     itest_state_ab(&st, infos, a, b, count);
