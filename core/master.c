@@ -171,6 +171,18 @@ void ccoip_master_destroy(ccoip_master *m)
     free(m);
 }
 
+int m_cmp_u32(const void *a, const void *b)
+{
+    const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+int m_cmp_u64(const void *a, const void *b)
+{
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
 m_peer *m_peer_at(ccoip_master *m, uint32_t slot)
 {
     assert(slot < m->cfg.max_peers);
@@ -728,18 +740,6 @@ void m_live_touch(ccoip_master *m, uint64_t t)
  * deadline: before it nothing is due and the scan is skipped; a scan handles every due peer and
  * makes live_next exact again.
  */
-static int live_cmp_slot(const void *a, const void *b)
-{
-    const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static int live_cmp_u64(const void *a, const void *b)
-{
-    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void master_live_scan(ccoip_master *m)
 {
     uint64_t evict = sm_ms(m->cfg.evict_ms), hb = sm_ms(m->cfg.heartbeat_ms);
@@ -768,10 +768,10 @@ static void master_live_scan(ccoip_master *m)
             m->lq_due[i] = t;
         }
     }
-    qsort(m->lq_due, n_hello, sizeof(uint32_t), live_cmp_slot);
+    qsort(m->lq_due, n_hello, sizeof(uint32_t), m_cmp_u32);
     for (uint32_t i = n_hello; i < n_due; i++)
         m->lq_ids[i - n_hello] = m->peers[m->lq_due[i]].id;
-    qsort(m->lq_ids, n_due - n_hello, sizeof(uint64_t), live_cmp_u64);
+    qsort(m->lq_ids, n_due - n_hello, sizeof(uint64_t), m_cmp_u64);
     for (uint32_t i = n_hello; i < n_due; i++)
         m->lq_due[i] = m_slot_by_id(m, m->lq_ids[i - n_hello]);
     for (uint32_t i = 0; i < n_due; i++) {

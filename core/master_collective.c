@@ -580,12 +580,6 @@ static uint64_t coll_world_sig(const ccoip_master *m)
     return h | 1u; /* never 0: 0 asks for a full pass */
 }
 
-static int coll_cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* One voting op: commence, refuse, or wait. True if it changed. */
 static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
 {
@@ -737,7 +731,7 @@ bool m_coll_progress(ccoip_master *m)
     }
     if (m->op_dirty_n == 0) return false;
     /* The ops that changed, in op order (the order a full pass takes). */
-    qsort(m->op_dirty, m->op_dirty_n, sizeof(uint32_t), coll_cmp_u32);
+    qsort(m->op_dirty, m->op_dirty_n, sizeof(uint32_t), m_cmp_u32);
     uint32_t n = m->op_dirty_n;
     m->op_dirty_n = 0;
     for (uint32_t k = 0; k < n; k++) {
@@ -793,7 +787,7 @@ void m_coll_timers(ccoip_master *m)
         if (t->due_ns > m->now) break;
         if (coll_timer_live(m, t)) due[got++] = t->op;
     }
-    qsort(due, got, sizeof(uint32_t), coll_cmp_u32);
+    qsort(due, got, sizeof(uint32_t), m_cmp_u32);
     for (uint32_t k = 0; k < got; k++) {
         const m_op *o = &m->ops[due[k]];
         if (o->state == MOP_FREE || !o->has_first ||

@@ -272,6 +272,9 @@ struct ccoip_master {
 uint32_t m_next_by_id(const ccoip_master *m, uint64_t after_id);
 uint32_t m_slot_by_id(const ccoip_master *m, uint64_t id);
 m_peer *m_peer_at(ccoip_master *m, uint32_t slot);
+/** qsort comparators of uint32_t / uint64_t, ascending. */
+int m_cmp_u32(const void *a, const void *b);
+int m_cmp_u64(const void *a, const void *b);
 void m_send(ccoip_master *m, uint32_t slot, ccoip_pb_master_to_peer *env);
 void m_answer_status(ccoip_master *m, uint32_t slot, uint64_t call, int32_t status, int32_t reason,
                      const char *detail);

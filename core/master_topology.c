@@ -160,12 +160,6 @@ static bool topo_find_cycle(ccoip_master *m, const uint32_t *mem, uint32_t n, ui
     return false;
 }
 
-static int topo_cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /*
  * Builds the ring of every group among the in-phase peers. Returns
  * M_SLOT_NONE on success, or the slot to evict: the member of a group
@@ -183,7 +177,7 @@ static uint32_t topo_build_rings(ccoip_master *m)
         const m_peer *p = &m->peers[m->order[i]];
         if (p->in_phase) keys[nk++] = ((uint64_t)p->group << 32) | i;
     }
-    qsort(keys, nk, sizeof(uint64_t), topo_cmp_u64);
+    qsort(keys, nk, sizeof(uint64_t), m_cmp_u64);
     for (uint32_t at = 0; at < nk;) {
         const uint32_t group = (uint32_t)(keys[at] >> 32);
         uint32_t n = 0;
