@@ -91,6 +91,14 @@
  *       dtype, count. A driver may reduce the bytes into that span as they
  *       arrive instead of landing them in dst; it then completes that REDUCE
  *       (same spans, op, type, count) without touching memory.
+ *   v6  (core, issue 7) REDUCE with base.length > 0: dst = base op src
+ *       (base: same length as dst, read only; may equal dst, may not
+ *       otherwise overlap it); base.length == 0 keeps dst = dst op src. A
+ *       RING_RECV with reduce = true announces the base too (its `base`).
+ *       An out-of-place, unquantized ring all-reduce no longer copies SEND
+ *       into RECV first: its reduce-scatter sends its own chunk from SEND
+ *       and reduces each received chunk as RECV = SEND op received (the
+ *       all-gather then fills the rest of RECV), so no byte is copied.
  */
 #ifndef CCOIP_SM_H
 #define CCOIP_SM_H
@@ -259,7 +267,8 @@ typedef enum ccoip_action_type {
     CCOIP_ACT_RING_SEND = 6,
     /** Receive a data frame whose header matches into a buffer span. IO_DONE follows. */
     CCOIP_ACT_RING_RECV = 7,
-    /** dst = dst op src over count elements. KERNEL_DONE follows. */
+    /** dst = dst op src over count elements, or dst = base op src when base.length > 0 (v6).
+     * KERNEL_DONE follows. */
     CCOIP_ACT_REDUCE = 8,
     /** dst = src, bytes. KERNEL_DONE follows. */
     CCOIP_ACT_COPY = 9,
@@ -382,6 +391,7 @@ typedef struct ccoip_action {
     uint32_t step;
     ccoip_quant_meta quant; /**< RING_SEND / DEQUANTIZE: metadata of the codes. */
     /* REDUCE / DEQUANTIZE. */
+    ccoip_span_ref base; /**< REDUCE (and RING_RECV announcing one): dst = base op src (v6). */
     pcclRedOp_t red_op;
     pcclDataType_t dtype;
     uint64_t count; /**< Elements. */

@@ -26,6 +26,24 @@ static ccoip_span_ref ring_span(uint32_t slot, ccoip_region region, uint64_t off
     return r;
 }
 
+static bool ring_gather(const p_op *o);
+
+/* An out-of-place, unquantized ring over two or more peers copies nothing (ccoip_sm.h v6): the
+ * reduce-scatter reads its own contribution from SEND (the first send, and the base of every
+ * reduction: each chunk is reduced into RECV exactly once) and the all-gather fills the rest. */
+static bool ring_zero_copy(const p_op *o)
+{
+    return !o->a.in_place && !ring_quantized(o) && o->world > 1 && !ring_gather(o);
+}
+
+/* The base of the reduce-scatter's reduction of the chunk at elements [off, off + count). */
+static ccoip_span_ref ring_rs_base(const p_op *o, uint32_t i, uint64_t off, uint64_t count)
+{
+    ccoip_span_ref none = {0};
+    if (!ring_zero_copy(o)) return none;
+    return ring_span(i, CCOIP_REGION_SEND, off * o->esize, count * o->esize);
+}
+
 static ccoip_action *ring_kernel(ccoip_peer *p, uint32_t i, ccoip_action_type t, p_op_sub sub)
 {
     p_op *o = &p->ops[i];
@@ -364,17 +382,20 @@ static void ring_rs_step(ccoip_peer *p, uint32_t i, uint32_t s)
         a->quant.quant_type = o->a.quant_dtype;
         return;
     }
-    ccoip_action *r = ring_io(
-        p, i, &st,
-        ring_span(i, CCOIP_REGION_RECV, st.send.offset * o->esize, st.send.count * o->esize), NULL,
-        ring_span(i, CCOIP_REGION_SCRATCH, 0, st.recv.count * o->esize), POS_RS_IO);
+    /* Zero-copy: the first send is this peer's own chunk, straight from SEND. */
+    const ccoip_region from = s == 0 && ring_zero_copy(o) ? CCOIP_REGION_SEND : CCOIP_REGION_RECV;
+    ccoip_action *r =
+        ring_io(p, i, &st, ring_span(i, from, st.send.offset * o->esize, st.send.count * o->esize),
+                NULL, ring_span(i, CCOIP_REGION_SCRATCH, 0, st.recv.count * o->esize), POS_RS_IO);
     if (r != NULL) {
-        /* Announce the REDUCE ring_after_io will ask for (contract v5): a driver may fuse it. */
+        /* Announce the REDUCE ring_after_io will ask for (contract v5, v6): a driver may fuse it.
+         */
         r->reduce = true;
         r->red_op = o->a.op;
         r->count = st.recv.count;
         r->src =
             ring_span(i, CCOIP_REGION_RECV, st.recv.offset * o->esize, st.recv.count * o->esize);
+        r->base = ring_rs_base(o, i, st.recv.offset, st.recv.count);
     }
 }
 
@@ -416,6 +437,7 @@ static void ring_after_io(ccoip_peer *p, uint32_t i)
             a->reduce = true;
         } else {
             a->src = ring_span(i, CCOIP_REGION_SCRATCH, 0, st.recv.count * o->esize);
+            a->base = ring_rs_base(o, i, st.recv.offset, st.recv.count);
         }
         return;
     }
@@ -718,6 +740,10 @@ static void ring_begin(ccoip_peer *p, uint32_t i)
         /* The small all-reduce writes RECV only with its rank-order sum (whose first kernel
          * copies rank 0's input into it): copying SEND there first would be a wasted copy. */
         gather_step(p, i, 0);
+        return;
+    }
+    if (ring_zero_copy(o)) {
+        ring_rs_step(p, i, 0);
         return;
     }
     ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_COPY, POS_INIT_COPY);

@@ -535,7 +535,16 @@ static void kernel_run(sim_world *w, uint32_t node, sim_io *io)
                        (unsigned long long)a->count);
             return;
         }
-        r = ccoip_reduce_inplace(a->red_op, a->dtype, dst, src, a->count);
+        if (a->base.length > 0) { /* dst = base op src (ccoip_sm.h v6) */
+            const uint8_t *base = span_ptr(w, node, &a->base);
+            if (base == NULL || a->base.length != a->dst.length) {
+                world_fail(w, SIM_CRASH, "node %u: REDUCE base span invalid", node);
+                return;
+            }
+            r = ccoip_reduce(a->red_op, a->dtype, dst, base, src, a->count);
+        } else {
+            r = ccoip_reduce_inplace(a->red_op, a->dtype, dst, src, a->count);
+        }
         if ((w->cfg.canary & SIM_CANARY_CORRUPT_REDUCE) && w->corrupt_done == 0 && a->count > 0) {
             dst[0] ^= 1u;
             w->corrupt_done = 1;

@@ -290,6 +290,7 @@ typedef struct pt_job {
     ccoip_action act;
     uint8_t *dst;
     const uint8_t *src;
+    const uint8_t *base; /* REDUCE with a base (ccoip_sm.h v6): dst = base op src; else NULL */
     char name[CCOIP_STATE_NAME_MAX]; /* HASH: the key (copied: action bytes are borrowed) */
     bool skip; /* a REDUCE already done by a fused receive: completes with skip_result */
     pcclResult_t skip_result;
@@ -1092,8 +1093,15 @@ static void fuse_try(pt_driver *d, pt_conn *c, pt_io *io)
     if (a->src.op_slot != a->op_slot || a->dst.op_slot != a->op_slot) return;
     uint8_t *target = span_ptr(d, &a->src);
     if (target == NULL) return;
+    const uint8_t *base = NULL;
+    if (a->base.length > 0) {
+        if (a->base.length != h->length || a->base.op_slot != a->op_slot) return;
+        base = span_ptr(d, &a->base);
+        if (base == NULL) return;
+    }
     c->rd_fused = true;
     c->rd_fuse.target = target;
+    c->rd_fuse.base = base;
     c->rd_fuse.op = a->red_op;
     c->rd_fuse.dtype = a->dtype;
     io->fused = true;
@@ -1592,7 +1600,10 @@ static pcclResult_t kernel_exec(pt_driver *d, pt_job *j, ccoip_quant_meta *qout,
             pthread_mutex_unlock(&d->kmu);
             if (cancel) return pcclSuccess;
             const uint64_t n = a->count - i < per ? a->count - i : per;
-            if (a->type == CCOIP_ACT_REDUCE) {
+            if (a->type == CCOIP_ACT_REDUCE && j->base != NULL) {
+                r = ccoip_reduce(a->red_op, a->dtype, j->dst + i * esz, j->base + i * esz,
+                                 j->src + i * esz, n);
+            } else if (a->type == CCOIP_ACT_REDUCE) {
                 r = ccoip_reduce_inplace(a->red_op, a->dtype, j->dst + i * esz, j->src + i * esz,
                                          n);
             } else {
@@ -2113,8 +2124,8 @@ static void fuse_match(pt_driver *d, pt_job *j)
     const ccoip_action *a = &j->act, *f = &o->fused;
     if (!o->fused_valid) return;
     o->fused_valid = false;
-    if (span_eq(&a->dst, &f->src) && span_eq(&a->src, &f->dst) && a->red_op == f->red_op &&
-        a->dtype == f->dtype && a->count == f->count) {
+    if (span_eq(&a->dst, &f->src) && span_eq(&a->src, &f->dst) && span_eq(&a->base, &f->base) &&
+        a->red_op == f->red_op && a->dtype == f->dtype && a->count == f->count) {
         j->skip = true;
         j->skip_result = o->fused_result;
         pt_log(CCOIP_LOG_DEBUG, d->who, "REDUCE io %" PRIu64 " fused into its receive", j->io_id);
@@ -2129,7 +2140,10 @@ static void act_kernel(pt_driver *d, const ccoip_action *a)
     const bool hash = a->type == CCOIP_ACT_HASH;
     uint8_t *dst = hash ? span_ptr(d, &a->src) : span_ptr(d, &a->dst);
     const uint8_t *src = a->type == CCOIP_ACT_FINALIZE || hash ? dst : span_ptr(d, &a->src);
-    if (j == NULL || dst == NULL || src == NULL || (hash && a->len >= CCOIP_STATE_NAME_MAX)) {
+    const bool has_base = a->type == CCOIP_ACT_REDUCE && a->base.length > 0;
+    const uint8_t *base = has_base ? span_ptr(d, &a->base) : NULL;
+    if (j == NULL || dst == NULL || src == NULL || (has_base && base == NULL) ||
+        (has_base && a->base.length != a->dst.length) || (hash && a->len >= CCOIP_STATE_NAME_MAX)) {
         pt_log(CCOIP_LOG_ERROR, d->who, "kernel io %" PRIu64 ": bad span", a->io_id);
         free(j);
         io->done_queued = true;
@@ -2146,6 +2160,7 @@ static void act_kernel(pt_driver *d, const ccoip_action *a)
     j->act = *a;
     j->dst = dst;
     j->src = src;
+    j->base = base;
     if (a->type == CCOIP_ACT_REDUCE && a->op_slot < PT_MAX_SLOTS) fuse_match(d, j);
     if (hash && a->len > 0) memcpy(j->name, a->data, (size_t)a->len);
     pthread_mutex_lock(&d->kmu);

@@ -330,7 +330,10 @@ static int rx_fused(pt_tcp_link *l, const pt_tcp_fuse *f, uint64_t want, uint64_
             *got += g;
             return err;
         }
-        if (fr == pcclSuccess) {
+        if (fr == pcclSuccess && f->base != NULL) {
+            fr = ccoip_reduce(f->op, f->dtype, f->target + *got, f->base + *got, l->scratch,
+                              n / esz);
+        } else if (fr == pcclSuccess) {
             fr = ccoip_reduce_inplace(f->op, f->dtype, f->target + *got, l->scratch, n / esz);
         }
         *got += n;

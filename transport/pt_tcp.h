@@ -39,9 +39,11 @@ typedef struct pt_tcp_link pt_tcp_link;
  */
 typedef void (*pt_tcp_cb)(void *arg, uint64_t conn, bool send, int err, uint64_t count);
 
-/** A reduction fused into a receive: target[0 .. want) op= received bytes. */
+/** A reduction fused into a receive: target[0 .. want) op= received bytes, or, with base,
+ * target = base op received bytes (ccoip_sm.h v6). */
 typedef struct pt_tcp_fuse {
     uint8_t *target;
+    const uint8_t *base; /* NULL: target itself */
     pcclRedOp_t op;
     pcclDataType_t dtype;
 } pt_tcp_fuse;

@@ -309,6 +309,16 @@ static pcclResult_t reduce_args(const void *sendbuff, const void *recvbuff,
     const uint64_t esz = ccoip_dtype_size(dt);
     if ((uint64_t)desc->count > (UINT64_MAX / 4u) / esz) return pcclInvalidArgument;
     if (desc->count > 0 && (sendbuff == NULL || recvbuff == NULL)) return pcclInvalidArgument;
+    if (sendbuff != recvbuff && desc->count > 0) {
+        /* Out of place, the ring reads SEND while it writes RECV (no initial copy,
+         * docs/semantics.md §5): the buffers must be the same or disjoint. */
+        const uintptr_t s = (uintptr_t)sendbuff, r = (uintptr_t)recvbuff;
+        const uint64_t n = (uint64_t)desc->count * esz;
+        if ((s < r && r - s < n) || (r < s && s - r < n)) {
+            pt_log(CCOIP_LOG_ERROR, "pccl", "all-reduce: send and receive buffers overlap");
+            return pcclInvalidArgument;
+        }
+    }
     memset(out, 0, sizeof *out);
     out->tag = desc->tag;
     out->count = desc->count;

@@ -734,8 +734,15 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
         return;
     }
     case CCOIP_ACT_REDUCE: {
-        pcclResult_t r = ccoip_reduce_inplace(a->red_op, a->dtype, h_region(h, peer, &a->dst),
-                                              h_region(h, peer, &a->src), a->count);
+        pcclResult_t r;
+        if (a->base.length > 0) { /* dst = base op src (ccoip_sm.h v6) */
+            if (a->base.length != a->dst.length) h_die("REDUCE base length differs from dst");
+            r = ccoip_reduce(a->red_op, a->dtype, h_region(h, peer, &a->dst),
+                             h_region(h, peer, &a->base), h_region(h, peer, &a->src), a->count);
+        } else {
+            r = ccoip_reduce_inplace(a->red_op, a->dtype, h_region(h, peer, &a->dst),
+                                     h_region(h, peer, &a->src), a->count);
+        }
         h_push_done(h, peer, CCOIP_EV_KERNEL_DONE, a->io_id, a->op_slot, r, NULL, NULL);
         return;
     }

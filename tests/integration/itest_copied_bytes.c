@@ -7,7 +7,7 @@
  * the small path (S = 4 KiB: all-gather + local reduction, docs/semantics.md
  * §5) and on the ring (S = 1 MiB), checks every result exactly and the
  * counter's growth per operation exactly:
- *   ring, out of place: S (SEND -> RECV initial copy)
+ *   ring, out of place: 0 (SEND is the base of the reduce-scatter: ccoip_sm.h v6)
  *   ring, in place:     S (RECV -> BACKUP)
  *   small, out of place: S (the first summand copied into RECV; no initial copy)
  *   small, in place:     2S (RECV -> BACKUP + the first summand copied into RECV)
@@ -15,7 +15,10 @@
  * peer 1, which syncs RECEIVE_ONLY while peer 0 is SEND_ONLY): peer 1's
  * counter grows by exactly b's bytes (landed in scratch, then copied into
  * the tensor), peer 0's by 0.
- * Unknown attribute 7 stays pcclInvalidArgument. Exit 0 ok, 1 wrong, 2 setup.
+ * Out of place, the send buffer must come back untouched; send and receive
+ * buffers that overlap without being equal are pcclInvalidArgument (nothing
+ * copied, nothing sent). Unknown attribute 7 stays pcclInvalidArgument. Exit 0 ok, 1 wrong, 2
+ * setup.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
@@ -84,6 +87,9 @@ static int run_op(pcclComm_t *comm, peer_arg *pa, uint32_t count, bool in_place,
         if (recv[j] != (int32_t)(3u * (1u + j % 1000u))) {
             snprintf(pa->msg, sizeof pa->msg, "wrong sum at %u: %d", j, recv[j]);
             rc = 1;
+        } else if (!in_place && send[j] != (int32_t)((pa->index + 1u) * (1u + j % 1000u))) {
+            snprintf(pa->msg, sizeof pa->msg, "send buffer written at %u: %d", j, send[j]);
+            rc = 1;
         }
     }
     if (rc == 0 && (!copied(comm, &c1) || c1 - c0 != want_copied)) {
@@ -96,6 +102,35 @@ static int run_op(pcclComm_t *comm, peer_arg *pa, uint32_t count, bool in_place,
     free(send);
     free(recv);
     return rc;
+}
+
+/* Send and receive buffers overlapping (not equal), either way round: pcclInvalidArgument
+ * before anything runs (both peers see it locally, nothing goes to the master). */
+static int run_overlap(pcclComm_t *comm, peer_arg *pa)
+{
+    static int32_t bufs[WORLD][64];
+    int32_t *b = bufs[pa->index];
+    pcclReduceDescriptor_t desc;
+    memset(&desc, 0, sizeof desc);
+    desc.count = 32;
+    desc.op = pcclSum;
+    desc.tag = 9;
+    desc.src_descriptor.datatype = pcclInt32;
+    desc.quantization_options.quantized_datatype = pcclInt32;
+    uint64_t c0 = 0, c1 = 0;
+    if (!copied(comm, &c0)) return 1;
+    const pcclResult_t r1 = pcclAllReduce(b, b + 31, &desc, comm, NULL);
+    const pcclResult_t r2 = pcclAllReduce(b + 1, b, &desc, comm, NULL);
+    if (r1 != pcclInvalidArgument || r2 != pcclInvalidArgument) {
+        snprintf(pa->msg, sizeof pa->msg, "overlapping buffers: %d and %d, want %d", (int)r1,
+                 (int)r2, (int)pcclInvalidArgument);
+        return 1;
+    }
+    if (!copied(comm, &c1) || c1 != c0) {
+        snprintf(pa->msg, sizeof pa->msg, "overlapping buffers copied %" PRIu64 " bytes", c1 - c0);
+        return 1;
+    }
+    return 0;
 }
 
 #define STATE_COUNT 4096u
@@ -159,14 +194,14 @@ static void *peer_main(void *arg)
         snprintf(pa->msg, sizeof pa->msg, "attribute 7 accepted");
         rc = 1;
     }
+    if (rc == 0) rc = run_overlap(comm, pa);
     const uint64_t small = SMALL_COUNT * 4u, ring = RING_COUNT * 4u;
-    if (rc == 0) rc = run_op(comm, pa, RING_COUNT, false, 1, ring);
+    if (rc == 0) rc = run_op(comm, pa, RING_COUNT, false, 1, 0);
     if (rc == 0) rc = run_op(comm, pa, RING_COUNT, true, 2, ring);
     if (rc == 0) rc = run_op(comm, pa, SMALL_COUNT, false, 3, small);
     if (rc == 0) rc = run_op(comm, pa, SMALL_COUNT, true, 4, 2u * small);
-    if (rc == 0 && (!copied(comm, &c) || c != 2u * ring + 3u * small)) {
-        snprintf(pa->msg, sizeof pa->msg, "total %" PRIu64 ", want %" PRIu64, c,
-                 2u * ring + 3u * small);
+    if (rc == 0 && (!copied(comm, &c) || c != ring + 3u * small)) {
+        snprintf(pa->msg, sizeof pa->msg, "total %" PRIu64 ", want %" PRIu64, c, ring + 3u * small);
         rc = 1;
     }
     if (rc == 0) rc = run_sync(comm, pa);
