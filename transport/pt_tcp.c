@@ -23,7 +23,9 @@
 #include "ccoip_reduce.h"
 
 /* Bytes read per slice of a fused receive: fits L2 with the target's slice. */
+#ifndef PT_TCP_SLICE
 #define PT_TCP_SLICE ((uint64_t)256 << 10)
+#endif
 /* Requests up to this size are first tried without blocking on the caller's
  * thread: when the socket can take (or already holds) the bytes, they
  * complete without waking the link's thread (small messages). */
