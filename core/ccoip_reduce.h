@@ -48,6 +48,17 @@ pcclResult_t ccoip_reduce(pcclRedOp_t op, pcclDataType_t dt, void *dst, const vo
                           const void *b, uint64_t count);
 
 /**
+ * The small all-reduce's rank-order reduction (ccoip_sm.h v7): dst = x_0 op
+ * x_1 op ... op x_{n-1}, evaluated left to right, where x_k is slots + k *
+ * count elements, except x_own = own. dst must not overlap any input. With
+ * n == 1, dst = x_0. Bit-identical to a copy of x_0 followed by n - 1
+ * ccoip_reduce_inplace(dst, x_k) calls. Returns pcclInvalidArgument for an
+ * unknown op or dtype, n == 0 or own >= n (nothing written then).
+ */
+pcclResult_t ccoip_reduce_gather(pcclRedOp_t op, pcclDataType_t dt, void *dst, const void *slots,
+                                 const void *own, uint32_t own_index, uint32_t n, uint64_t count);
+
+/**
  * Finalizes an AVG: dst[i] = dst[i] / n (see the header comment for the
  * exact integer and float rules). Returns pcclInvalidArgument for an unknown
  * dtype or n == 0.

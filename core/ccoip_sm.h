@@ -99,6 +99,9 @@
  *       into RECV first: its reduce-scatter sends its own chunk from SEND
  *       and reduces each received chunk as RECV = SEND op received (the
  *       all-gather then fills the rest of RECV), so no byte is copied.
+ *   v7  (core, issues 5/7) CCOIP_ACT_GATHER_REDUCE: the small all-reduce's
+ *       rank-order reduction of all inputs in one kernel (was a COPY and
+ *       N - 1 REDUCEs, each a KERNEL_DONE round trip); nothing is copied.
  */
 #ifndef CCOIP_SM_H
 #define CCOIP_SM_H
@@ -316,7 +319,15 @@ typedef enum ccoip_action_type {
      * closes. `tag` = the target's peer id. CCOIP_EV_PROBE_DONE follows (result
      * pcclRankConnectionFailed when it could not connect or was cut off).
      */
-    CCOIP_ACT_PROBE = 20
+    CCOIP_ACT_PROBE = 20,
+    /**
+     * The small all-reduce's reduction (v7): dst (count elements of dtype) =
+     * x_0 op x_1 op ... op x_{divisor-1}, left to right (rank order), by
+     * ccoip_reduce_gather, where x_k is the k-th of `divisor` consecutive
+     * slots of dst.length bytes in `base`, except x_chunk = src (this peer's
+     * own input). AVG is not divided here (FINALIZE follows). KERNEL_DONE follows.
+     */
+    CCOIP_ACT_GATHER_REDUCE = 21
 } ccoip_action_type;
 
 /** Buffers of one collective operation, named by region. */
@@ -391,7 +402,8 @@ typedef struct ccoip_action {
     uint32_t step;
     ccoip_quant_meta quant; /**< RING_SEND / DEQUANTIZE: metadata of the codes. */
     /* REDUCE / DEQUANTIZE. */
-    ccoip_span_ref base; /**< REDUCE (and RING_RECV announcing one): dst = base op src (v6). */
+    ccoip_span_ref base; /**< REDUCE (and RING_RECV announcing one): dst = base op src (v6);
+                          *   GATHER_REDUCE: the inputs' slots (v7). */
     pcclRedOp_t red_op;
     pcclDataType_t dtype;
     uint64_t count; /**< Elements. */

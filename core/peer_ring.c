@@ -246,26 +246,24 @@ static void gather_step(ccoip_peer *p, uint32_t i, uint32_t t)
             POS_SG_IO);
 }
 
-/* Kernel k of the rank-order reduction: k = 0 copies rank 0's input into RECV. */
-static void gather_sum(ccoip_peer *p, uint32_t i, uint32_t k)
+/* The rank-order reduction of every input into RECV, one kernel (contract v7). */
+static void gather_sum(ccoip_peer *p, uint32_t i)
 {
     p_op *o = &p->ops[i];
-    o->step = k;
     const uint64_t bytes = o->a.count * o->esize;
-    ccoip_action *a = ring_kernel(p, i, k == 0 ? CCOIP_ACT_COPY : CCOIP_ACT_REDUCE, POS_SG_SUM);
+    ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_GATHER_REDUCE, POS_SG_SUM);
     if (a == NULL) return;
-    a->src = gather_input(o, i, k);
+    a->src = gather_input(o, i, o->rank);
+    a->base = ring_span(i, CCOIP_REGION_SCRATCH, 0, (uint64_t)o->world * bytes);
     a->dst = ring_span(i, CCOIP_REGION_RECV, 0, bytes);
     a->count = o->a.count;
+    a->chunk = o->rank;
+    a->divisor = o->world;
 }
 
 static void gather_after_sum(ccoip_peer *p, uint32_t i)
 {
     p_op *o = &p->ops[i];
-    if (o->step + 1u < o->world) {
-        gather_sum(p, i, o->step + 1u);
-        return;
-    }
     if (o->a.op == pcclAvg) {
         ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_FINALIZE, POS_SG_FIN);
         if (a == NULL) return;
@@ -412,7 +410,7 @@ static void ring_after_io(ccoip_peer *p, uint32_t i)
         if (o->step + 2u < o->world) {
             gather_step(p, i, o->step + 1u);
         } else {
-            gather_sum(p, i, 0);
+            gather_sum(p, i);
         }
         return;
     }
@@ -737,8 +735,8 @@ static void ring_begin(ccoip_peer *p, uint32_t i)
     b->backup_bytes = o->a.in_place ? bytes : 0;
     o->begun = true;
     if (ring_gather(o) && !o->a.in_place) {
-        /* The small all-reduce writes RECV only with its rank-order sum (whose first kernel
-         * copies rank 0's input into it): copying SEND there first would be a wasted copy. */
+        /* The small all-reduce writes RECV only with its rank-order sum (one GATHER_REDUCE
+         * reading every input where it lies): copying SEND there first would be a waste. */
         gather_step(p, i, 0);
         return;
     }

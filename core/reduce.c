@@ -456,6 +456,28 @@ pcclResult_t ccoip_reduce(pcclRedOp_t op, pcclDataType_t dt, void *dst, const vo
     return pcclSuccess;
 }
 
+pcclResult_t ccoip_reduce_gather(pcclRedOp_t op, pcclDataType_t dt, void *dst, const void *slots,
+                                 const void *own, uint32_t own_index, uint32_t n, uint64_t count)
+{
+    const reduce_kernel *k = kernel_for(op, dt);
+    if (k == NULL || n == 0 || own_index >= n) return pcclInvalidArgument;
+    if (count == 0) return pcclSuccess;
+    const uint64_t bytes = count * k->elem_size;
+    const unsigned char *s = slots;
+    const unsigned char *x0 = own_index == 0 ? (const unsigned char *)own : s;
+    if (n == 1) {
+        memmove(dst, x0, (size_t)bytes);
+        return pcclSuccess;
+    }
+    const unsigned char *x1 = own_index == 1 ? (const unsigned char *)own : s + bytes;
+    pcclResult_t r = ccoip_reduce(op, dt, dst, x0, x1, count);
+    for (uint32_t j = 2; j < n && r == pcclSuccess; j++) {
+        r = ccoip_reduce_inplace(op, dt, dst, j == own_index ? own : s + (uint64_t)j * bytes,
+                                 count);
+    }
+    return r;
+}
+
 /* ------------------------------------------------------------------------ */
 /* AVG finalization                                                         */
 /* ------------------------------------------------------------------------ */

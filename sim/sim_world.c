@@ -550,6 +550,17 @@ static void kernel_run(sim_world *w, uint32_t node, sim_io *io)
             w->corrupt_done = 1;
         }
         break;
+    case CCOIP_ACT_GATHER_REDUCE: {
+        const uint8_t *slots = span_ptr(w, node, &a->base);
+        if (esz == 0 || slots == NULL || a->divisor == 0 || a->count * esz != a->dst.length ||
+            a->src.length != a->dst.length || a->base.length / a->divisor != a->dst.length) {
+            world_fail(w, SIM_CRASH, "node %u: GATHER_REDUCE spans invalid", node);
+            return;
+        }
+        r = ccoip_reduce_gather(a->red_op, a->dtype, dst, slots, src, a->chunk, a->divisor,
+                                a->count);
+        break;
+    }
     case CCOIP_ACT_FINALIZE:
         if (esz == 0 || a->count * esz > a->dst.length) {
             world_fail(w, SIM_CRASH, "node %u: FINALIZE of %llu elements beyond its span", node,
@@ -1060,7 +1071,8 @@ static void act_kernel(sim_world *w, uint32_t node, const ccoip_action *a)
      * emission order, and the completions are reported in that order, at
      * about 4 GB/s plus a microsecond each. */
     kernel_run(w, node, io);
-    const uint64_t bytes = a->dst.length > a->src.length ? a->dst.length : a->src.length;
+    uint64_t bytes = a->dst.length > a->src.length ? a->dst.length : a->src.length;
+    if (a->base.length > bytes) bytes = a->base.length; /* GATHER_REDUCE reads every slot */
     const uint32_t slot = a->op_slot < SIM_OP_SLOTS ? a->op_slot : 0;
     uint64_t t = w->now > n->slot_busy_until[slot] ? w->now : n->slot_busy_until[slot];
     t += 1000u + bytes / 4u;
@@ -1218,6 +1230,7 @@ static void act_run(sim_world *w, uint32_t node, const ccoip_action *a)
     case CCOIP_ACT_DEQUANTIZE:
     case CCOIP_ACT_FINALIZE:
     case CCOIP_ACT_HASH:
+    case CCOIP_ACT_GATHER_REDUCE:
         act_kernel(w, node, a);
         break;
     case CCOIP_ACT_CANCEL:

@@ -1640,6 +1640,14 @@ static pcclResult_t kernel_exec(pt_driver *d, pt_job *j, ccoip_quant_meta *qout,
             r = ccoip_dequantize(&a->quant, j->dst, j->src, a->count);
         }
         break;
+    case CCOIP_ACT_GATHER_REDUCE:
+        if (esz == 0 || a->divisor == 0 || a->count > a->dst.length / esz ||
+            a->src.length != a->dst.length || a->base.length / a->divisor != a->dst.length) {
+            return pcclInvalidArgument;
+        }
+        r = ccoip_reduce_gather(a->red_op, a->dtype, j->dst, j->base, j->src, a->chunk, a->divisor,
+                                a->count);
+        break;
     case CCOIP_ACT_HASH: {
         if (esz == 0 || a->count > a->src.length / esz) return pcclInvalidArgument;
         ccoip_hash_entry e;
@@ -2140,10 +2148,13 @@ static void act_kernel(pt_driver *d, const ccoip_action *a)
     const bool hash = a->type == CCOIP_ACT_HASH;
     uint8_t *dst = hash ? span_ptr(d, &a->src) : span_ptr(d, &a->dst);
     const uint8_t *src = a->type == CCOIP_ACT_FINALIZE || hash ? dst : span_ptr(d, &a->src);
-    const bool has_base = a->type == CCOIP_ACT_REDUCE && a->base.length > 0;
+    const bool has_base =
+        (a->type == CCOIP_ACT_REDUCE || a->type == CCOIP_ACT_GATHER_REDUCE) && a->base.length > 0;
     const uint8_t *base = has_base ? span_ptr(d, &a->base) : NULL;
     if (j == NULL || dst == NULL || src == NULL || (has_base && base == NULL) ||
-        (has_base && a->base.length != a->dst.length) || (hash && a->len >= CCOIP_STATE_NAME_MAX)) {
+        (has_base && a->type == CCOIP_ACT_REDUCE && a->base.length != a->dst.length) ||
+        (a->type == CCOIP_ACT_GATHER_REDUCE && !has_base) ||
+        (hash && a->len >= CCOIP_STATE_NAME_MAX)) {
         pt_log(CCOIP_LOG_ERROR, d->who, "kernel io %" PRIu64 ": bad span", a->io_id);
         free(j);
         io->done_queued = true;
@@ -2394,6 +2405,7 @@ static void act_run(pt_driver *d, const ccoip_action *a)
         act_op_end(d, a);
         break;
     case CCOIP_ACT_HASH:
+    case CCOIP_ACT_GATHER_REDUCE:
         act_kernel(d, a);
         break;
     case CCOIP_ACT_STATE_SEND:

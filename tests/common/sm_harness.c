@@ -746,6 +746,16 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
         h_push_done(h, peer, CCOIP_EV_KERNEL_DONE, a->io_id, a->op_slot, r, NULL, NULL);
         return;
     }
+    case CCOIP_ACT_GATHER_REDUCE: {
+        if (a->divisor == 0 || a->base.length / a->divisor != a->dst.length) {
+            h_die("GATHER_REDUCE slots do not match dst");
+        }
+        pcclResult_t r = ccoip_reduce_gather(
+            a->red_op, a->dtype, h_region(h, peer, &a->dst), h_region(h, peer, &a->base),
+            h_region(h, peer, &a->src), a->chunk, a->divisor, a->count);
+        h_push_done(h, peer, CCOIP_EV_KERNEL_DONE, a->io_id, a->op_slot, r, NULL, NULL);
+        return;
+    }
     case CCOIP_ACT_FINALIZE: {
         pcclResult_t r =
             ccoip_reduce_finalize_avg(a->dtype, h_region(h, peer, &a->dst), a->count, a->divisor);

@@ -317,6 +317,7 @@ static void fz_drain(void)
         case CCOIP_ACT_QUANTIZE:
         case CCOIP_ACT_DEQUANTIZE:
         case CCOIP_ACT_FINALIZE:
+        case CCOIP_ACT_GATHER_REDUCE:
         case CCOIP_ACT_HASH:
         case CCOIP_ACT_STATE_SEND:
         case CCOIP_ACT_STATE_RECV:

@@ -926,3 +926,59 @@ PTEST(reduce, avg_over_three_contributions)
     memcpy(&r, ra, 2);
     PT_ASSERT(r == -2, "avg(-1,-2,-4) = %d, want -2 (-7/3 truncated)", (int)r);
 }
+
+/* ccoip_reduce_gather (the small all-reduce's kernel, ccoip_sm.h v7) against the sequence it
+ * replaced: a copy of x_0, then ccoip_reduce_inplace(dst, x_k) for k = 1..n-1 (the kernels
+ * themselves are checked against the reference above). Every type and op, random bytes
+ * (NaNs, infinities, subnormals included), n = 1..5, the own input at every position. */
+PTEST(reduce, gather_matches_copy_then_accumulate)
+{
+    enum { GN = 5, GC = 37 };
+    static unsigned char slots[GN * GC * 8], own[GC * 8], want[GC * 8], got[GC * 8 + 1];
+    rng r = {TEST_SEED ^ 0x6a7u};
+    for (size_t t = 0; t < NUM_TYPES; t++) {
+        const pcclDataType_t dt = ALL_TYPES[t];
+        const size_t bytes = (size_t)GC * width_of(dt);
+        for (size_t o = 0; o < NUM_OPS; o++) {
+            for (uint32_t n = 1; n <= GN; n++) {
+                for (uint32_t me = 0; me < n; me++) {
+                    for (size_t i = 0; i < sizeof slots; i++)
+                        slots[i] = (unsigned char)rng_next(&r);
+                    for (size_t i = 0; i < bytes; i++)
+                        own[i] = (unsigned char)rng_next(&r);
+                    const unsigned char *x0 = me == 0 ? own : slots;
+                    memcpy(want, x0, bytes);
+                    for (uint32_t k = 1; k < n; k++) {
+                        const unsigned char *xk = k == me ? own : slots + k * bytes;
+                        PT_ASSERT(ccoip_reduce_inplace(ALL_OPS[o], dt, want, xk, GC) == pcclSuccess,
+                                  "reference step");
+                    }
+                    memset(got, 0xa5, sizeof got);
+                    PT_ASSERT(ccoip_reduce_gather(ALL_OPS[o], dt, got, slots, own, me, n, GC) ==
+                                  pcclSuccess,
+                              "gather %s %s n=%u", ccoip_dtype_name(dt), op_name(ALL_OPS[o]), n);
+                    PT_ASSERT(memcmp(got, want, bytes) == 0, "gather %s %s n=%u own=%u differs",
+                              ccoip_dtype_name(dt), op_name(ALL_OPS[o]), n, me);
+                    PT_ASSERT(got[bytes] == 0xa5, "gather wrote past dst");
+                }
+            }
+        }
+    }
+    /* Bad arguments: nothing written. */
+    memset(got, 0xa5, sizeof got);
+    PT_EXPECT(ccoip_reduce_gather(pcclSum, pcclInt32, got, slots, own, 0, 0, 4) ==
+                  pcclInvalidArgument,
+              "n = 0");
+    PT_EXPECT(ccoip_reduce_gather(pcclSum, pcclInt32, got, slots, own, 3, 3, 4) ==
+                  pcclInvalidArgument,
+              "own index out of range");
+    PT_EXPECT(ccoip_reduce_gather((pcclRedOp_t)99, pcclInt32, got, slots, own, 0, 2, 4) ==
+                  pcclInvalidArgument,
+              "unknown op");
+    PT_EXPECT(got[0] == 0xa5, "an invalid call wrote");
+    /* Exact integers: 1 + 2 + ... + 5 with the own input (3) in the middle. */
+    int32_t in[5] = {1, 2, 0, 4, 5}, mine = 3, sum = 0;
+    PT_ASSERT(ccoip_reduce_gather(pcclSum, pcclInt32, &sum, in, &mine, 2, 5, 1) == pcclSuccess,
+              "sum");
+    PT_ASSERT(sum == 15, "sum %d, want 15", (int)sum);
+}
