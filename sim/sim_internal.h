@@ -355,6 +355,11 @@ typedef struct sim_world {
     uint64_t epoch_idx_cap;
     sim_oprec *oprecs;
     uint32_t oprecs_len, oprecs_cap;
+    uint8_t *dec_arena; /* the observer's decode arena (check_m2p_*), grown on demand */
+    uint64_t dec_arena_cap;
+    /* (epoch, seq) -> its oprec (open addressing, SIM_NONE32 empty; one record per key). */
+    uint32_t *oprec_idx;
+    uint32_t oprec_idx_cap;
     sim_inrec *inrecs;
     uint32_t inrecs_len, inrecs_cap;
     /* (epoch, seq) -> its latest inrec (open addressing, SIM_NONE32 empty): an op's members
