@@ -126,7 +126,8 @@ typedef struct sim_io {
     uint32_t op_slot;
     uint32_t chunk, step;     /* act.chunk, act.step */
     uint64_t epoch, tag, seq; /* act.epoch, act.tag, act.seq */
-    ccoip_action act;
+    ccoip_span_ref dst;       /* act.dst: where a receive lands (the rest of the action is not
+                                 needed once it ran: no 320-byte copy per I/O) */
     pcclResult_t result;
     ccoip_quant_meta quant_in;
     ccoip_quant_meta quant_out;

@@ -417,7 +417,7 @@ static sim_io *io_add(sim_world *w, sim_node *n, uint64_t io_id, sim_io_kind kin
     io->kind = kind;
     io->op_slot = act->op_slot;
     io->ep = SIM_NONE32;
-    io->act = *act;
+    io->dst = act->dst;
     io->type = act->type;
     io->chunk = act->chunk;
     io->step = act->step;
@@ -519,9 +519,8 @@ static void ep_close_remote(sim_world *w, uint32_t e)
 /* Kernels                                                                  */
 /* ------------------------------------------------------------------------ */
 
-static void kernel_run(sim_world *w, uint32_t node, sim_io *io)
+static void kernel_run(sim_world *w, uint32_t node, sim_io *io, const ccoip_action *a)
 {
-    const ccoip_action *a = &io->act;
     uint8_t *dst = a->type == CCOIP_ACT_HASH ? NULL : span_ptr(w, node, &a->dst);
     if (dst == NULL && a->type != CCOIP_ACT_HASH) return;
     const uint8_t *src = a->type == CCOIP_ACT_FINALIZE ? dst : span_ptr(w, node, &a->src);
@@ -757,13 +756,13 @@ static void ep_break(sim_world *w, uint32_t e)
 static void recv_land(sim_world *w, uint32_t node, sim_io *io, uint32_t f)
 {
     sim_frame *fr = &w->frames[f];
-    uint8_t *dst = span_ptr(w, node, &io->act.dst);
+    uint8_t *dst = span_ptr(w, node, &io->dst);
     if (dst == NULL) return;
-    if (fr->len != io->act.dst.length) {
+    if (fr->len != io->dst.length) {
         world_fail(w, SIM_CRASH,
                    "node %u: data frame of %llu bytes for a receive of %llu (epoch %llu seq %llu "
                    "step %u)",
-                   node, (unsigned long long)fr->len, (unsigned long long)io->act.dst.length,
+                   node, (unsigned long long)fr->len, (unsigned long long)io->dst.length,
                    (unsigned long long)fr->epoch, (unsigned long long)fr->seq, fr->step);
         return;
     }
@@ -820,7 +819,7 @@ static void ep_pump(sim_world *w, uint32_t e)
             }
             if (st == NULL) break; /* held until its STATE_RECV is posted */
             inbox_pop(w, ep, false);
-            if (fr->len != st->act.dst.length) {
+            if (fr->len != st->dst.length) {
                 w->protocol_violations++;
                 st->delivered = true;
                 st->result = pcclProtocolError;
@@ -867,7 +866,7 @@ static void ep_pump(sim_world *w, uint32_t e)
                       "node %u: ring frame (epoch %llu seq %llu step %u chunk %u) does not match "
                       "its RING_RECV (step %u chunk %u): closing the connection",
                       node, (unsigned long long)fr->epoch, (unsigned long long)fr->seq, fr->step,
-                      fr->chunk, same_op->act.step, same_op->act.chunk);
+                      fr->chunk, same_op->step, same_op->chunk);
             same_op->delivered = true;
             same_op->result = pcclProtocolError;
             world_push(w, w->now, EVK_IO_DONE, node, same_op->io_id, 0);
@@ -1050,7 +1049,7 @@ static void act_kernel(sim_world *w, uint32_t node, const ccoip_action *a)
     /* Kernels of a slot run in queue order: the bytes change now, in
      * emission order, and the completions are reported in that order, at
      * about 4 GB/s plus a microsecond each. */
-    kernel_run(w, node, io);
+    kernel_run(w, node, io, a);
     const uint64_t bytes = a->dst.length > a->src.length ? a->dst.length : a->src.length;
     const uint32_t slot = a->op_slot < SIM_OP_SLOTS ? a->op_slot : 0;
     uint64_t t = w->now > n->slot_busy_until[slot] ? w->now : n->slot_busy_until[slot];
