@@ -320,10 +320,6 @@ typedef struct sim_world {
     bool done;
     bool quiet; /* churn over */
 
-    sim_ev *evs;
-    uint32_t evs_len, evs_cap;
-    uint32_t ev_free;
-
     sim_node *nodes;
     uint8_t *node_st; /* nodes[i].state, one byte each */
     uint32_t *grave;  /* nodes killed since the last event, to release (bury_dead) */

@@ -144,28 +144,18 @@ static void rec_finish(sim_world *w)
 /* Event pool and heap                                                      */
 /* ------------------------------------------------------------------------ */
 
+/* An event travels inline in the queue: a in the payload, (node, b, kind) in the aux word. */
+#define EV_AUX(kind, node, b) (((uint64_t)(node) << 32) | ((uint64_t)(b) << 8) | (uint64_t)(kind))
+
 bool world_push(sim_world *w, uint64_t t, uint32_t kind, uint32_t node, uint64_t a, uint64_t b)
 {
-    uint32_t idx;
-    if (w->ev_free != SIM_NONE32) {
-        idx = w->ev_free;
-        w->ev_free = (uint32_t)w->evs[idx].a;
-    } else {
-        if (w->evs_len == w->evs_cap) {
-            const uint32_t ncap = w->evs_cap * 2u;
-            sim_ev *n = realloc(w->evs, (size_t)ncap * sizeof *n);
-            if (n == NULL) {
-                world_fail(w, SIM_CRASH, "out of memory (events)");
-                return false;
-            }
-            w->evs = n;
-            w->evs_cap = ncap;
-        }
-        idx = w->evs_len++;
+    if (b >= ((uint64_t)1 << 24) || kind > 0xffu) {
+        world_fail(w, SIM_CRASH, "event field out of range (kind %u b %llu)", kind,
+                   (unsigned long long)b);
+        return false;
     }
-    w->evs[idx] = (sim_ev){kind, node, a, b};
     if (t < w->now) t = w->now;
-    if (!sim_heap_push(&w->heap, t, idx)) {
+    if (!sim_heap_push2(&w->heap, t, a, EV_AUX(kind, node, b))) {
         world_fail(w, SIM_CRASH, "event queue bound hit (%llu events)",
                    (unsigned long long)w->heap.max_items);
         return false;
@@ -1977,7 +1967,6 @@ static void world_free(sim_world *w)
     free(w->ep_map);
     free(w->nodes);
     free(w->node_st);
-    free(w->evs);
     sim_heap_deinit(&w->heap);
     sim_net_deinit(&w->net);
 }
@@ -2013,9 +2002,6 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
     w->net_rng = sim_rng_fork(&w->rng, 0x6e6574u);
     sim_trace_init(&w->trace);
     w->elem_bytes = ccoip_dtype_size(cfg->dtype);
-    w->ev_free = SIM_NONE32;
-    w->evs_cap = 1024;
-    w->evs = malloc(w->evs_cap * sizeof *w->evs);
     w->cap_nodes = w->cfg.max_peers + 1u;
     w->nodes = calloc(w->cap_nodes, sizeof *w->nodes);
     w->node_st = calloc(w->cap_nodes, 1);
@@ -2032,10 +2018,10 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
     w->host_node = malloc((size_t)w->host_node_cap * sizeof *w->host_node);
     if (w->host_node != NULL)
         memset(w->host_node, 0xff, (size_t)w->host_node_cap * sizeof *w->host_node);
-    const bool ok =
-        w->host_node != NULL && w->evs != NULL && w->nodes != NULL && w->node_st != NULL &&
-        w->eps != NULL && w->ep_map != NULL && w->frames != NULL && w->frame_free != NULL &&
-        sim_heap_init(&w->heap, 1u << 24) && sim_net_init(&w->net, w->cap_nodes + 1u, 1024u);
+    const bool ok = w->host_node != NULL && w->nodes != NULL && w->node_st != NULL &&
+                    w->eps != NULL && w->ep_map != NULL && w->frames != NULL &&
+                    w->frame_free != NULL && sim_heap_init(&w->heap, 1u << 24) &&
+                    sim_net_init(&w->net, w->cap_nodes + 1u, 1024u);
     if (!ok) {
         world_fail(w, SIM_CRASH, "out of memory at start");
     } else {
@@ -2068,8 +2054,9 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
 
     const uint64_t deadline = w->cfg.churn_ns + w->cfg.liveness_bound_ns;
     sim_heap_item it;
+    uint64_t aux;
     while (!w->failed && !w->done) {
-        if (!sim_heap_pop(&w->heap, &it)) {
+        if (!sim_heap_pop2(&w->heap, &it, &aux)) {
             world_fail(w, SIM_LIVENESS, "no more events but the run is not done");
             break;
         }
@@ -2080,9 +2067,8 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
             break;
         }
         w->now = it.time_ns;
-        const sim_ev ev = w->evs[it.payload];
-        w->evs[it.payload].a = w->ev_free;
-        w->ev_free = (uint32_t)it.payload;
+        const sim_ev ev = {(uint32_t)(aux & 0xffu), (uint32_t)(aux >> 32), it.payload,
+                           (aux >> 8) & 0xffffffu};
         fire(w, &ev);
         if (w->grave_len > 0) bury_dead(w);
         if (w->res->events > w->cfg.max_events) {
