@@ -8,6 +8,7 @@
 #define SIM_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ccoip_sm.h"
@@ -77,21 +78,24 @@ typedef enum sim_node_state {
 typedef enum sim_ep_state { EP_CONNECTING = 0, EP_OPEN = 1, EP_CLOSED = 2 } sim_ep_state;
 
 typedef struct sim_ep {
-    uint32_t node;
-    uint32_t other; /* endpoint index of the remote end, SIM_NONE32 when none */
-    uint64_t id;    /* the connection id this node knows */
-    sim_ep_state state;
-    bool accepted;
-    uint32_t listener;
+    /* One cache line (the array is 64-byte aligned). */
+    _Alignas(64) uint64_t id; /* the connection id this node knows */
     uint64_t last_arrival_ns; /* frames to this endpoint arrive in order */
-    bool stuck;               /* a frame to it was lost forever: later ones are too */
-    bool torn;                /* a send was cancelled mid-frame: the stream is broken */
+    uint64_t max_recv_epoch;  /* newest epoch of a RING_RECV posted here */
+    uint32_t *inbox;          /* FIFO: frames held until a RING_RECV matches (head-of-line) */
+    uint32_t node;
+    uint32_t other;                /* endpoint index of the remote end, SIM_NONE32 when none */
+    uint32_t next_of_node;         /* the node's next endpoint (creation order), SIM_NONE32 last */
+    uint16_t inbox_len, inbox_cap; /* at most SIM_INBOX_MAX */
+    uint8_t state;                 /* sim_ep_state */
+    uint8_t listener;
+    bool accepted;
+    bool stuck; /* a frame to it was lost forever: later ones are too */
+    bool torn;  /* a send was cancelled mid-frame: the stream is broken */
     bool pumping;
-    uint64_t max_recv_epoch; /* newest epoch of a RING_RECV posted here */
-    uint32_t *inbox;         /* FIFO: frames held until a RING_RECV matches (head-of-line) */
-    uint32_t inbox_len, inbox_cap;
-    uint32_t next_of_node; /* the node's next endpoint (creation order), SIM_NONE32 last */
 } sim_ep;
+_Static_assert(sizeof(sim_ep) == 64, "sim_ep is one cache line");
+_Static_assert(SIM_INBOX_MAX <= UINT16_MAX, "inbox_len fits 16 bits");
 
 typedef struct sim_ep_slot {
     uint64_t id;
@@ -183,8 +187,11 @@ typedef struct sim_appcmd {
 } sim_appcmd;
 
 typedef struct sim_app {
+    /* First: what node_recount reads after every step of the node. */
+    bool admitted;
     sim_app_state state;
-    uint64_t gen; /* wake-ups of older generations are ignored */
+    uint64_t successes_quiet; /* after churn stopped */
+    uint64_t gen;             /* wake-ups of older generations are ignored */
     uint64_t next_cmd_id;
     uint64_t pending_cmd; /* CONNECT / UPDATE / LEAVE in flight (0: none) */
     uint64_t pending_since_ns;
@@ -192,8 +199,6 @@ typedef struct sim_app {
     uint64_t attempt;
     uint32_t world;
     uint64_t successes;
-    uint64_t successes_quiet; /* after churn stopped */
-    bool admitted;
     bool leave_requested;
     uint64_t stall_ns;
     bool mismatch_next;
@@ -211,29 +216,35 @@ typedef struct sim_app {
 } sim_app;
 
 typedef struct sim_node {
-    /* What every event of the node reads comes first (one cache line). */
-    void *m;
-    uint8_t *rec;      /* trace recording (NULL: off) */
-    uint32_t *ios;     /* pending I/Os in walk order: indexes into io_pool */
-    sim_io *io_pool;   /* ios_cap records */
-    uint32_t *io_free; /* free records of io_pool (a stack) */
-    uint32_t ios_len, ios_cap, io_free_len;
+    /* Line 0: what every event of the node reads (the array is 64-byte aligned). */
+    _Alignas(64) void *m;
+    uint8_t *rec;    /* trace recording (NULL: off) */
+    uint32_t *ios;   /* pending I/Os in walk order: indexes into io_pool */
+    sim_io *io_pool; /* ios_cap records */
+    uint32_t ios_len, ios_cap;
+    uint32_t host;
+    sim_node_state state;
     uint64_t timer_gen;
     uint64_t timer_at;
-    sim_node_state state;
+    /* Line 1: node_recount, frame matching, endpoint walks. */
     bool is_master;
     bool counted_live;   /* counted in sim_world.live */
     bool counted_undone; /* counted in sim_world.undone */
     uint32_t cancelled_next;
     uint64_t cancelled_max_epoch; /* the newest epoch in cancelled[] */
-    /* Recently looked-up connections: id -> endpoint + 1 (0: empty), slot id % SIM_EP_CACHE. */
-    uint64_t epc_id[SIM_EP_CACHE];
-    uint32_t epc_e1[SIM_EP_CACHE];
+    uint64_t inherited_steps;     /* per-step churn: steps of the process this one replaced */
+    uint32_t *io_free;            /* free records of io_pool (a stack) */
+    uint32_t io_free_len;
+    /* The application (its hot fields still in line 1). */
+    sim_app app;
     /* Its endpoints in creation order, as index + 1 (0: none), so a kill closes them without a
      * walk over every endpoint of the run. */
     uint32_t ep_first1, ep_last1;
-    uint32_t host;
+    uint32_t group;
     uint32_t peer_index;
+    /* Recently looked-up connections: id -> endpoint + 1 (0: empty), slot id % SIM_EP_CACHE. */
+    uint64_t epc_id[SIM_EP_CACHE];
+    uint32_t epc_e1[SIM_EP_CACHE];
     uint32_t ports[3];
     sim_opbuf ops[SIM_OP_SLOTS];
     uint64_t peer_id; /* from HelloResult (0: unknown) */
@@ -247,12 +258,9 @@ typedef struct sim_node {
     uint32_t opt_uses[SIM_MAX_TAGS];
     uint64_t slot_busy_until[SIM_OP_SLOTS]; /* kernels of a slot complete in order */
     uint64_t cancelled[32][3];              /* (epoch, tag, seq) of cancelled ops, a ring */
-    sim_app app;
     sim_rng rng;
     uint64_t died_ns;
     bool evicted;
-    uint32_t group;
-    uint64_t inherited_steps; /* per-step churn: steps of the process this one replaced */
     /* shared-state checkers: from the master's verdicts to this peer */
     uint64_t sync_popular;   /* SYNC_VERDICT.popular_revision */
     uint64_t sync_expect_rx; /* bytes of the keys the verdict told it to fetch */
@@ -269,6 +277,9 @@ typedef struct sim_node {
     uint64_t rec_polled; /* actions polled since the last record */
     ccoip_trace_hasher rec_hash;
 } sim_node;
+_Static_assert(offsetof(sim_node, is_master) == 64 &&
+                   offsetof(sim_node, app) + offsetof(sim_app, successes_quiet) + 8u <= 128,
+               "sim_node: the hot fields are in its first two cache lines");
 
 /* A completed (epoch, seq) and what the checkers know of it. */
 typedef struct sim_oprec {
@@ -321,6 +332,7 @@ typedef struct sim_world {
     bool quiet; /* churn over */
 
     sim_node *nodes;
+    void *nodes_mem;  /* the allocation nodes sits in (64-byte aligned inside it) */
     uint8_t *node_st; /* nodes[i].state, one byte each */
     uint32_t *grave;  /* nodes killed since the last event, to release (bury_dead) */
     uint32_t grave_len, grave_cap;

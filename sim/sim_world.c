@@ -210,11 +210,13 @@ static uint32_t ep_new(sim_world *w, uint32_t node, uint64_t id)
     }
     if (w->eps_len == w->eps_cap) {
         const uint32_t ncap = w->eps_cap * 2u;
-        sim_ep *n = realloc(w->eps, (size_t)ncap * sizeof *n);
+        sim_ep *n = aligned_alloc(64, (size_t)ncap * sizeof *n);
         if (n == NULL) {
             world_fail(w, SIM_CRASH, "out of memory (endpoints)");
             return SIM_NONE32;
         }
+        memcpy(n, w->eps, (size_t)w->eps_len * sizeof *n);
+        free(w->eps);
         w->eps = n;
         w->eps_cap = ncap;
     }
@@ -316,7 +318,8 @@ static uint64_t frame_send(sim_world *w, uint32_t src, uint32_t f)
     }
     if (arr < d->last_arrival_ns) arr = d->last_arrival_ns;
     d->last_arrival_ns = arr;
-    world_push(w, arr, EVK_DELIVER, d->node, f, 0);
+    /* The destination endpoint rides along in the high word (a prefetch hint only). */
+    world_push(w, arr, EVK_DELIVER, d->node, f | ((uint64_t)s->other << 32), 0);
     return sent;
 }
 
@@ -649,7 +652,7 @@ static void act_connect(sim_world *w, uint32_t node, const ccoip_action *a)
     if (r == SIM_NONE32) return;
     w->eps[r].other = e;
     w->eps[r].accepted = true;
-    w->eps[r].listener = listener;
+    w->eps[r].listener = (uint8_t)listener; /* below 3 (find_listener) */
     w->eps[r].last_arrival_ns = t_acc;
     w->eps[e].other = r;
     w->eps[e].last_arrival_ns = t_up;
@@ -922,7 +925,7 @@ static void deliver(sim_world *w, uint32_t f)
         uint32_t *x = realloc(ep->inbox, ncap * sizeof *ep->inbox);
         if (x != NULL) {
             ep->inbox = x;
-            ep->inbox_cap = ncap;
+            ep->inbox_cap = (uint16_t)ncap; /* at most SIM_INBOX_MAX */
         }
         if (x == NULL) {
             world_fail(w, SIM_CRASH, "out of memory (inbox)");
@@ -1846,6 +1849,28 @@ static void fire(sim_world *w, const sim_ev *ev)
     }
 }
 
+/* Starts loading what the next event in the queue will read first (its node's record, its
+ * frame or endpoint) while the current one runs: the world is far larger than the caches.
+ * A hint only: the next event may still change, nothing depends on it. */
+static void prefetch_next(const sim_world *w)
+{
+    const sim_heap_val *v = sim_heap_peek_val(&w->heap);
+    if (v == NULL) return;
+    const uint32_t kind = (uint32_t)(v->aux & 0xffu);
+    const uint32_t node = (uint32_t)(v->aux >> 32);
+    if (kind == EVK_DELIVER) {
+        const uint32_t f = (uint32_t)v->payload, e = (uint32_t)(v->payload >> 32);
+        if (f < w->frames_len) __builtin_prefetch(&w->frames[f]);
+        if (e < w->eps_len) __builtin_prefetch(&w->eps[e]);
+        if (node < w->num_nodes) __builtin_prefetch(&w->nodes[node]);
+    } else if (kind >= EVK_ACCEPT && kind <= EVK_CONN_CLOSED) {
+        if (v->payload < w->eps_len) __builtin_prefetch(&w->eps[v->payload]);
+        if (node < w->num_nodes) __builtin_prefetch(&w->nodes[node]);
+    } else if (node < w->num_nodes) {
+        __builtin_prefetch(&w->nodes[node]);
+    }
+}
+
 /* Liveness phase: a supervisor keeps at least two peers running. */
 static void supervise(sim_world *w)
 {
@@ -1965,7 +1990,7 @@ static void world_free(sim_world *w)
     free(w->frame_free);
     free(w->eps);
     free(w->ep_map);
-    free(w->nodes);
+    free(w->nodes_mem);
     free(w->node_st);
     sim_heap_deinit(&w->heap);
     sim_net_deinit(&w->net);
@@ -2003,10 +2028,14 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
     sim_trace_init(&w->trace);
     w->elem_bytes = ccoip_dtype_size(cfg->dtype);
     w->cap_nodes = w->cfg.max_peers + 1u;
-    w->nodes = calloc(w->cap_nodes, sizeof *w->nodes);
+    /* 64-byte aligned records (sim_node's hot lines), zeroed lazily by the system. */
+    w->nodes_mem = calloc((size_t)w->cap_nodes * sizeof *w->nodes + 64u, 1);
+    w->nodes = w->nodes_mem == NULL
+                   ? NULL
+                   : (sim_node *)(void *)(((uintptr_t)w->nodes_mem + 63u) & ~(uintptr_t)63u);
     w->node_st = calloc(w->cap_nodes, 1);
     w->eps_cap = 256;
-    w->eps = malloc(w->eps_cap * sizeof *w->eps);
+    w->eps = aligned_alloc(64, w->eps_cap * sizeof *w->eps);
     w->ep_map_cap = 1024;
     w->ep_map = malloc((size_t)w->ep_map_cap * sizeof *w->ep_map);
     w->frames_cap = 1024;
@@ -2069,6 +2098,7 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
         w->now = it.time_ns;
         const sim_ev ev = {(uint32_t)(aux & 0xffu), (uint32_t)(aux >> 32), it.payload,
                            (aux >> 8) & 0xffffffu};
+        prefetch_next(w);
         fire(w, &ev);
         if (w->grave_len > 0) bury_dead(w);
         if (w->res->events > w->cfg.max_events) {
