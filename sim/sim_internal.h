@@ -104,18 +104,21 @@ typedef struct sim_ep_slot {
 } sim_ep_slot;
 
 typedef struct sim_frame {
-    bool used;
+    /* What delivery and matching read: the first cache line (the array is 64-byte aligned). */
+    _Alignas(64) bool used;
     bool is_data;
     bool torn;     /* its sender cancelled it mid-write: never delivered */
     bool is_state; /* a STATE_DATA frame (matched on tag, seq, chunk) */
     uint32_t dst_ep;
     uint32_t src_node;
+    uint32_t bytes_cap; /* the buffer stays with the slot for the next frame (up to 64 KiB) */
     uint8_t *bytes;
     uint64_t len;
     uint64_t epoch, tag, seq;
     uint32_t chunk, step;
     ccoip_quant_meta quant;
 } sim_frame;
+_Static_assert(offsetof(sim_frame, step) + 4u <= 64, "sim_frame: matched fields in line 0");
 
 typedef enum sim_io_kind { IO_SEND = 1, IO_RECV = 2, IO_KERNEL = 3, IO_PROBE = 4 } sim_io_kind;
 
@@ -345,6 +348,10 @@ typedef struct sim_world {
      * probe touches no endpoint */
     sim_ep_slot *ep_map;
     uint64_t ep_map_cap;
+    uint32_t ep_map_len; /* endpoints in ep_map: the dialled ones */
+    /* Accepted endpoints by id - CCOIP_CONN_ACCEPTED_BASE - 1 (the driver's ids, in order). */
+    uint32_t *acc_tab;
+    uint32_t acc_len, acc_cap;
     uint64_t next_accept_id;
 
     sim_frame *frames;

@@ -179,6 +179,17 @@ static uint32_t ep_lookup(sim_world *w, uint32_t node, uint64_t id)
     sim_node *n = node < w->num_nodes ? &w->nodes[node] : NULL;
     const uint32_t c = (uint32_t)(id & (SIM_EP_CACHE - 1u));
     if (n != NULL && n->epc_e1[c] != 0 && n->epc_id[c] == id) return n->epc_e1[c] - 1u;
+    if (id > CCOIP_CONN_ACCEPTED_BASE && id - CCOIP_CONN_ACCEPTED_BASE - 1u < w->acc_len) {
+        /* Accepted connections: ids the driver hands out in order, a direct table. */
+        const uint32_t e = w->acc_tab[id - CCOIP_CONN_ACCEPTED_BASE - 1u];
+        if (w->eps[e].node == node) {
+            if (n != NULL) {
+                n->epc_id[c] = id;
+                n->epc_e1[c] = e + 1u;
+            }
+            return e;
+        }
+    }
     const uint64_t mask = w->ep_map_cap - 1u;
     for (uint64_t i = ep_hash(node, id) & mask;; i = (i + 1u) & mask) {
         const sim_ep_slot *sl = &w->ep_map[i];
@@ -202,7 +213,8 @@ static void ep_map_insert(sim_world *w, uint32_t e)
     w->ep_map[i] = (sim_ep_slot){w->eps[e].id, w->eps[e].node, e};
 }
 
-static uint32_t ep_new(sim_world *w, uint32_t node, uint64_t id)
+/* A new endpoint of node with connection id; accepted: id is w->next_accept_id (taken). */
+static uint32_t ep_new(sim_world *w, uint32_t node, uint64_t id, bool accepted)
 {
     if (ep_lookup(w, node, id) != SIM_NONE32) {
         world_fail(w, SIM_CRASH, "node %u reused connection id %llu", node, (unsigned long long)id);
@@ -220,7 +232,23 @@ static uint32_t ep_new(sim_world *w, uint32_t node, uint64_t id)
         w->eps = n;
         w->eps_cap = ncap;
     }
-    if ((uint64_t)(w->eps_len + 1u) * 2u > w->ep_map_cap) {
+    if (accepted) {
+        if (id != CCOIP_CONN_ACCEPTED_BASE + 1u + w->acc_len) {
+            world_fail(w, SIM_CRASH, "accepted connection id %llu out of order",
+                       (unsigned long long)id);
+            return SIM_NONE32;
+        }
+        if (w->acc_len == w->acc_cap) {
+            const uint32_t ncap = w->acc_cap == 0 ? 1024u : 2u * w->acc_cap;
+            uint32_t *t = realloc(w->acc_tab, (size_t)ncap * sizeof *t);
+            if (t == NULL) {
+                world_fail(w, SIM_CRASH, "out of memory (accepted endpoints)");
+                return SIM_NONE32;
+            }
+            w->acc_tab = t;
+            w->acc_cap = ncap;
+        }
+    } else if ((uint64_t)(w->ep_map_len + 1u) * 2u > w->ep_map_cap) {
         const uint64_t ncap = w->ep_map_cap * 2u;
         sim_ep_slot *m = malloc((size_t)ncap * sizeof *m);
         if (m == NULL) {
@@ -231,8 +259,9 @@ static uint32_t ep_new(sim_world *w, uint32_t node, uint64_t id)
         w->ep_map = m;
         w->ep_map_cap = ncap;
         memset(m, 0xff, (size_t)ncap * sizeof *m);
-        for (uint32_t i = 0; i < w->eps_len; i++)
-            ep_map_insert(w, i);
+        for (uint32_t i = 0; i < w->eps_len; i++) {
+            if (!w->eps[i].accepted) ep_map_insert(w, i);
+        }
     }
     const uint32_t e = w->eps_len++;
     memset(&w->eps[e], 0, sizeof w->eps[e]);
@@ -248,13 +277,21 @@ static uint32_t ep_new(sim_world *w, uint32_t node, uint64_t id)
         n->ep_first1 = e + 1u;
     }
     n->ep_last1 = e + 1u;
-    ep_map_insert(w, e);
+    w->eps[e].accepted = accepted;
+    if (accepted) {
+        w->acc_tab[w->acc_len++] = e;
+    } else {
+        ep_map_insert(w, e);
+        w->ep_map_len++;
+    }
     return e;
 }
 
 /* ------------------------------------------------------------------------ */
 /* Frames                                                                   */
 /* ------------------------------------------------------------------------ */
+
+#define SIM_FRAME_KEEP (64u * 1024u) /* a frame slot keeps a buffer up to this size */
 
 static uint32_t frame_new(sim_world *w, uint64_t len)
 {
@@ -264,37 +301,56 @@ static uint32_t frame_new(sim_world *w, uint64_t len)
     } else {
         if (w->frames_len == w->frames_cap) {
             const uint32_t ncap = w->frames_cap * 2u;
-            sim_frame *n = realloc(w->frames, (size_t)ncap * sizeof *n);
+            sim_frame *n = aligned_alloc(64, (size_t)ncap * sizeof *n);
             uint32_t *fl = realloc(w->frame_free, (size_t)ncap * sizeof *fl);
+            if (fl != NULL) w->frame_free = fl;
             if (n == NULL || fl == NULL) {
-                if (n != NULL) w->frames = n;
-                if (fl != NULL) w->frame_free = fl;
+                free(n);
                 world_fail(w, SIM_CRASH, "out of memory (frames)");
                 return SIM_NONE32;
             }
+            memcpy(n, w->frames, (size_t)w->frames_len * sizeof *n);
+            free(w->frames);
             w->frames = n;
-            w->frame_free = fl;
             w->frames_cap = ncap;
         }
         f = w->frames_len++;
+        w->frames[f].bytes = NULL;
+        w->frames[f].bytes_cap = 0;
     }
     sim_frame *fr = &w->frames[f];
+    /* A slot keeps its buffer: most frames fit the one of the frame before. */
+    uint8_t *bytes = fr->bytes;
+    uint32_t bytes_cap = fr->bytes_cap;
+    const uint64_t need = len > 0 ? len : 1u;
+    if (need > bytes_cap) {
+        free(bytes);
+        bytes_cap = 0;
+        bytes = malloc((size_t)need);
+        if (bytes == NULL) {
+            fr->bytes = NULL;
+            fr->bytes_cap = 0;
+            world_fail(w, SIM_CRASH, "out of memory (frame bytes)");
+            return SIM_NONE32;
+        }
+        if (need <= SIM_FRAME_KEEP) bytes_cap = (uint32_t)need;
+    }
     memset(fr, 0, sizeof *fr);
     fr->used = true;
     fr->len = len;
-    fr->bytes = malloc(len > 0 ? (size_t)len : 1u);
-    if (fr->bytes == NULL) {
-        world_fail(w, SIM_CRASH, "out of memory (frame bytes)");
-        return SIM_NONE32;
-    }
+    fr->bytes = bytes;
+    fr->bytes_cap = bytes_cap;
     return f;
 }
 
 static void frame_free(sim_world *w, uint32_t f)
 {
-    free(w->frames[f].bytes);
-    w->frames[f].bytes = NULL;
-    w->frames[f].used = false;
+    sim_frame *fr = &w->frames[f];
+    if (fr->bytes_cap == 0) {
+        free(fr->bytes); /* larger than SIM_FRAME_KEEP: not kept */
+        fr->bytes = NULL;
+    }
+    fr->used = false;
     w->frame_free[w->frame_free_len++] = f;
 }
 
@@ -623,7 +679,7 @@ static uint32_t find_listener(sim_world *w, const uint8_t *ip, uint32_t ip_len, 
 
 static void act_connect(sim_world *w, uint32_t node, const ccoip_action *a)
 {
-    const uint32_t e = ep_new(w, node, a->conn);
+    const uint32_t e = ep_new(w, node, a->conn, false);
     if (e == SIM_NONE32) return;
     uint32_t listener = 0;
     const uint32_t target =
@@ -648,10 +704,9 @@ static void act_connect(sim_world *w, uint32_t node, const ccoip_action *a)
     }
     const uint64_t t_acc = syn + sim_net_latency(&w->net, ha, hb);
     const uint64_t t_up = t_acc + sim_net_latency(&w->net, hb, ha);
-    const uint32_t r = ep_new(w, target, w->next_accept_id++);
+    const uint32_t r = ep_new(w, target, w->next_accept_id++, true);
     if (r == SIM_NONE32) return;
     w->eps[r].other = e;
-    w->eps[r].accepted = true;
     w->eps[r].listener = (uint8_t)listener; /* below 3 (find_listener) */
     w->eps[r].last_arrival_ns = t_acc;
     w->eps[e].other = r;
@@ -1976,9 +2031,8 @@ static void world_free(sim_world *w)
     for (uint32_t i = 0; i < w->num_nodes; i++)
         node_release(w, i);
     free(w->grave);
-    for (uint32_t f = 0; f < w->frames_len; f++) {
-        if (w->frames[f].used) free(w->frames[f].bytes);
-    }
+    for (uint32_t f = 0; f < w->frames_len; f++)
+        free(w->frames[f].bytes);
     for (uint32_t e = 0; e < w->eps_len; e++)
         free(w->eps[e].inbox);
     for (uint32_t i = 0; i < w->num_nodes; i++)
@@ -1990,6 +2044,7 @@ static void world_free(sim_world *w)
     free(w->frame_free);
     free(w->eps);
     free(w->ep_map);
+    free(w->acc_tab);
     free(w->nodes_mem);
     free(w->node_st);
     sim_heap_deinit(&w->heap);
@@ -2039,7 +2094,7 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
     w->ep_map_cap = 1024;
     w->ep_map = malloc((size_t)w->ep_map_cap * sizeof *w->ep_map);
     w->frames_cap = 1024;
-    w->frames = malloc(w->frames_cap * sizeof *w->frames);
+    w->frames = aligned_alloc(64, w->frames_cap * sizeof *w->frames);
     w->frame_free = malloc(w->frames_cap * sizeof *w->frame_free);
     w->next_accept_id = CCOIP_CONN_ACCEPTED_BASE + 1u;
     w->spawn_group = SIM_NONE32;
