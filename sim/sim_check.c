@@ -732,9 +732,12 @@ static void check_cmd_age(sim_world *w, uint32_t i, uint64_t since, const char *
 void check_progress(sim_world *w)
 {
     if (!w->quiet) return;
+    /* Every wait counts from quiet_ns at the earliest: none can exceed the bound yet (no walk
+     * over every node's records). */
+    if (w->now <= w->quiet_ns || w->now - w->quiet_ns <= check_op_bound_ns(w)) return;
     for (uint32_t i = 1; i < w->num_nodes && !w->failed; i++) {
+        if (w->node_st[i] != (uint8_t)NODE_ALIVE) continue;
         const sim_node *n = &w->nodes[i];
-        if (n->state != NODE_ALIVE) continue;
         if (n->app.pending_cmd != 0) check_cmd_age(w, i, n->app.pending_since_ns, "a command");
         for (uint32_t t = 0; t < SIM_MAX_TAGS; t++) {
             const sim_appcmd *c = &n->app.cmds[t];

@@ -335,9 +335,12 @@ typedef struct sim_world {
     bool quiet; /* churn over */
 
     sim_node *nodes;
-    void *nodes_mem;  /* the allocation nodes sits in (64-byte aligned inside it) */
-    uint8_t *node_st; /* nodes[i].state, one byte each */
-    uint32_t *grave;  /* nodes killed since the last event, to release (bury_dead) */
+    void *nodes_mem;      /* the allocation nodes sits in (64-byte aligned inside it) */
+    uint8_t *node_st;     /* nodes[i].state, one byte each */
+    uint32_t *node_group; /* nodes[i].group (supervise_groups walks these, not the records) */
+    uint32_t *sup_cnt, *sup_lone; /* supervise_groups' tables, reused */
+    uint32_t sup_cap;
+    uint32_t *grave; /* nodes killed since the last event, to release (bury_dead) */
     uint32_t grave_len, grave_cap;
     uint32_t num_nodes, cap_nodes;
     uint32_t num_peers_created;

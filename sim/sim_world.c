@@ -1373,12 +1373,22 @@ void world_feed(sim_world *w, uint32_t node, ccoip_event *ev)
                    n->is_master ? "master" : "peer", (int)ev->type, rc);
         if (!rec) return;
     }
-    ccoip_action act;
+    /* Actions by reference when the machines offer it (no 320-byte copy per action): each is
+     * used only until act_run steps this machine again (a re-entrant world_feed, after which
+     * no handler reads its action). */
+    ccoip_action copy;
+    const ccoip_action *act;
     uint32_t guard = 0;
-    while ((rec || (!w->failed && n->state != NODE_DEAD)) &&
-           w->vt->poll(n->m, n->is_master, &act)) {
+    while (rec || (!w->failed && n->state != NODE_DEAD)) {
+        if (w->vt->poll_ref != NULL) {
+            act = w->vt->poll_ref(n->m, n->is_master);
+            if (act == NULL) break;
+        } else {
+            if (!w->vt->poll(n->m, n->is_master, &copy)) break;
+            act = &copy;
+        }
         if (rec) {
-            ccoip_trace_hash_action(&n->rec_hash, &act);
+            ccoip_trace_hash_action(&n->rec_hash, act);
             n->rec_polled++;
         }
         if (w->failed || n->state == NODE_DEAD) continue;
@@ -1387,7 +1397,7 @@ void world_feed(sim_world *w, uint32_t node, ccoip_event *ev)
             if (!rec) return;
             continue;
         }
-        act_run(w, node, &act);
+        act_run(w, node, act);
     }
     if (rec) {
         ccoip_trace_hash_deadline(&n->rec_hash, w->vt->deadline_ns(n->m, n->is_master));
@@ -1472,6 +1482,7 @@ static uint32_t node_new(sim_world *w, bool is_master, uint32_t host)
         n->peer_index = w->num_peers_created++;
         n->group = w->spawn_group != SIM_NONE32 ? w->spawn_group : default_group(w, n->peer_index);
         p.peer_group = n->group;
+        w->node_group[idx] = n->group;
         n->m = w->vt->peer_create(&p, seed);
         if (w->cfg.record_trace) {
             ccoip_trace_header h;
@@ -1944,21 +1955,33 @@ static void supervise(sim_world *w)
 static void supervise_groups(sim_world *w)
 {
     if (w->now < w->quiet_ns + 5u * SIM_SEC || w->undone == 0) return;
-    uint32_t *cnt = calloc(w->num_nodes + 1u, sizeof *cnt);
-    uint32_t *lone = calloc(w->num_nodes + 1u, sizeof *lone);
-    if (cnt == NULL || lone == NULL) {
-        free(cnt);
-        free(lone);
-        return;
+    const uint32_t groups = w->num_nodes + 1u;
+    if (groups > w->sup_cap) {
+        /* Reused between checks; lone[g] is read only where cnt[g] says it was written. */
+        free(w->sup_cnt);
+        free(w->sup_lone);
+        w->sup_cnt = malloc((size_t)groups * sizeof *w->sup_cnt);
+        w->sup_lone = malloc((size_t)groups * sizeof *w->sup_lone);
+        if (w->sup_cnt == NULL || w->sup_lone == NULL) {
+            free(w->sup_cnt);
+            free(w->sup_lone);
+            w->sup_cnt = w->sup_lone = NULL;
+            w->sup_cap = 0;
+            return;
+        }
+        w->sup_cap = groups;
     }
+    uint32_t *cnt = w->sup_cnt;
+    uint32_t *lone = w->sup_lone;
+    memset(cnt, 0, (size_t)groups * sizeof *cnt);
+    /* The byte states and the group array: no walk over the nodes' records. */
     for (uint32_t i = 1; i < w->num_nodes; i++) {
-        const sim_node *n = &w->nodes[i];
-        if (n->state == NODE_ALIVE && n->group <= w->num_nodes) {
-            cnt[n->group]++;
-            lone[n->group] = i;
+        const uint32_t g = w->node_group[i];
+        if (w->node_st[i] == (uint8_t)NODE_ALIVE && g <= w->num_nodes) {
+            cnt[g]++;
+            lone[g] = i;
         }
     }
-    const uint32_t groups = w->num_nodes + 1u;
     for (uint32_t g = 0; g < groups && w->num_peers_created < w->cfg.max_peers; g++) {
         if (cnt[g] != 1u || !w->nodes[lone[g]].counted_undone) continue;
         world_log(w, "supervisor: peer %u is alone in group %u: starting a partner",
@@ -1967,8 +1990,6 @@ static void supervise_groups(sim_world *w)
         (void)world_spawn_peer(w, SIM_NONE32);
         w->spawn_group = SIM_NONE32;
     }
-    free(cnt);
-    free(lone);
 }
 
 static bool all_done(const sim_world *w)
@@ -2047,6 +2068,9 @@ static void world_free(sim_world *w)
     free(w->acc_tab);
     free(w->nodes_mem);
     free(w->node_st);
+    free(w->node_group);
+    free(w->sup_cnt);
+    free(w->sup_lone);
     sim_heap_deinit(&w->heap);
     sim_net_deinit(&w->net);
 }
@@ -2089,6 +2113,7 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
                    ? NULL
                    : (sim_node *)(void *)(((uintptr_t)w->nodes_mem + 63u) & ~(uintptr_t)63u);
     w->node_st = calloc(w->cap_nodes, 1);
+    w->node_group = calloc(w->cap_nodes, sizeof *w->node_group);
     w->eps_cap = 256;
     w->eps = aligned_alloc(64, w->eps_cap * sizeof *w->eps);
     w->ep_map_cap = 1024;
@@ -2102,10 +2127,10 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
     w->host_node = malloc((size_t)w->host_node_cap * sizeof *w->host_node);
     if (w->host_node != NULL)
         memset(w->host_node, 0xff, (size_t)w->host_node_cap * sizeof *w->host_node);
-    const bool ok = w->host_node != NULL && w->nodes != NULL && w->node_st != NULL &&
-                    w->eps != NULL && w->ep_map != NULL && w->frames != NULL &&
-                    w->frame_free != NULL && sim_heap_init(&w->heap, 1u << 24) &&
-                    sim_net_init(&w->net, w->cap_nodes + 1u, 1024u);
+    const bool ok =
+        w->host_node != NULL && w->nodes != NULL && w->node_st != NULL && w->node_group != NULL &&
+        w->eps != NULL && w->ep_map != NULL && w->frames != NULL && w->frame_free != NULL &&
+        sim_heap_init(&w->heap, 1u << 24) && sim_net_init(&w->net, w->cap_nodes + 1u, 1024u);
     if (!ok) {
         world_fail(w, SIM_CRASH, "out of memory at start");
     } else {
