@@ -77,6 +77,15 @@ bool sm_out_pop(sm_out *o, ccoip_action *out)
     return true;
 }
 
+const ccoip_action *sm_out_pop_ref(sm_out *o)
+{
+    if (o->count == 0) return NULL;
+    const ccoip_action *a = &o->q[o->head];
+    o->head = (o->head + 1) % o->cap;
+    o->count--;
+    return a;
+}
+
 /* A bounded text builder for LOG lines. */
 typedef struct logb {
     char buf[CCOIP_LOG_TEXT_MAX];

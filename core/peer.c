@@ -734,6 +734,11 @@ bool ccoip_peer_poll(ccoip_peer *p, ccoip_action *out)
     return sm_out_pop(&p->out, out);
 }
 
+const ccoip_action *ccoip_peer_poll_ref(ccoip_peer *p)
+{
+    return p == NULL ? NULL : sm_out_pop_ref(&p->out);
+}
+
 pcclResult_t ccoip_peer_set_port(ccoip_peer *p, ccoip_listener listener, uint32_t port,
                                  const char *url)
 {
