@@ -193,8 +193,9 @@ typedef struct sim_app {
     /* First: what node_recount reads after every step of the node. */
     bool admitted;
     sim_app_state state;
-    uint64_t successes_quiet; /* after churn stopped */
-    uint64_t gen;             /* wake-ups of older generations are ignored */
+    uint64_t successes_quiet;   /* after churn stopped */
+    uint64_t crash_after_sends; /* crash after this many more RING_SENDs (0: off) */
+    uint64_t gen;               /* wake-ups of older generations are ignored */
     uint64_t next_cmd_id;
     uint64_t pending_cmd; /* CONNECT / UPDATE / LEAVE in flight (0: none) */
     uint64_t pending_since_ns;
@@ -205,7 +206,6 @@ typedef struct sim_app {
     bool leave_requested;
     uint64_t stall_ns;
     bool mismatch_next;
-    uint64_t crash_after_sends; /* crash after this many more RING_SENDs (0: off) */
     sim_appcmd cmds[SIM_MAX_TAGS];
     uint32_t outstanding;
     /* Shared state (sim_config.shared_state): tensors, revision, sync bookkeeping. */
@@ -281,7 +281,7 @@ typedef struct sim_node {
     ccoip_trace_hasher rec_hash;
 } sim_node;
 _Static_assert(offsetof(sim_node, is_master) == 64 &&
-                   offsetof(sim_node, app) + offsetof(sim_app, successes_quiet) + 8u <= 128,
+                   offsetof(sim_node, app) + offsetof(sim_app, crash_after_sends) + 8u <= 128,
                "sim_node: the hot fields are in its first two cache lines");
 
 /* A completed (epoch, seq) and what the checkers know of it. */
@@ -338,6 +338,7 @@ typedef struct sim_world {
     void *nodes_mem;      /* the allocation nodes sits in (64-byte aligned inside it) */
     uint8_t *node_st;     /* nodes[i].state, one byte each */
     uint32_t *node_group; /* nodes[i].group (supervise_groups walks these, not the records) */
+    uint32_t *node_host;  /* nodes[i].host (every frame sent reads two) */
     uint32_t *sup_cnt, *sup_lone; /* supervise_groups' tables, reused */
     uint32_t sup_cap;
     uint32_t *grave; /* nodes killed since the last event, to release (bury_dead) */

@@ -364,8 +364,8 @@ static uint64_t frame_send(sim_world *w, uint32_t src, uint32_t f)
     w->frames[f].src_node = s->node;
     uint64_t sent;
     uint64_t arr =
-        sim_net_transit(&w->net, &w->net_rng, w->nodes[s->node].host, w->nodes[d->node].host,
-                        w->now, w->frames[f].len + (w->frames[f].is_data ? 80u : 0u), &sent);
+        sim_net_transit(&w->net, &w->net_rng, w->node_host[s->node], w->node_host[d->node], w->now,
+                        w->frames[f].len + (w->frames[f].is_data ? 80u : 0u), &sent);
     if (arr == SIM_NET_FOREVER || d->stuck) {
         /* The stream is wedged: this frame and all later ones never arrive. */
         d->stuck = true;
@@ -552,11 +552,12 @@ static void ep_close_remote(sim_world *w, uint32_t e)
     if (s->other == SIM_NONE32) return;
     sim_ep *d = &w->eps[s->other];
     if (d->state == EP_CLOSED || d->stuck) return;
-    uint64_t t = w->now + sim_net_latency(&w->net, w->nodes[s->node].host, w->nodes[d->node].host);
+    const uint32_t hs = w->node_host[s->node], hd = w->node_host[d->node];
+    uint64_t t = w->now + sim_net_latency(&w->net, hs, hd);
     uint64_t until;
-    if (sim_net_blocked(&w->net, w->nodes[s->node].host, w->nodes[d->node].host, w->now, &until)) {
+    if (sim_net_blocked(&w->net, hs, hd, w->now, &until)) {
         if (until == SIM_NET_FOREVER) return; /* the FIN/RST never arrives */
-        t = until + sim_net_latency(&w->net, w->nodes[s->node].host, w->nodes[d->node].host);
+        t = until + sim_net_latency(&w->net, hs, hd);
     }
     if (t < d->last_arrival_ns) t = d->last_arrival_ns;
     d->last_arrival_ns = t;
@@ -1455,6 +1456,7 @@ static uint32_t node_new(sim_world *w, bool is_master, uint32_t host)
     memset(n, 0, sizeof *n);
     n->is_master = is_master;
     n->host = host;
+    w->node_host[idx] = host;
     node_set_state(w, idx, NODE_ALIVE);
     n->timer_at = CCOIP_NO_DEADLINE;
     n->rng = sim_rng_fork(&w->rng, idx);
@@ -2069,6 +2071,7 @@ static void world_free(sim_world *w)
     free(w->nodes_mem);
     free(w->node_st);
     free(w->node_group);
+    free(w->node_host);
     free(w->sup_cnt);
     free(w->sup_lone);
     sim_heap_deinit(&w->heap);
@@ -2114,6 +2117,7 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
                    : (sim_node *)(void *)(((uintptr_t)w->nodes_mem + 63u) & ~(uintptr_t)63u);
     w->node_st = calloc(w->cap_nodes, 1);
     w->node_group = calloc(w->cap_nodes, sizeof *w->node_group);
+    w->node_host = calloc(w->cap_nodes, sizeof *w->node_host);
     w->eps_cap = 256;
     w->eps = aligned_alloc(64, w->eps_cap * sizeof *w->eps);
     w->ep_map_cap = 1024;
@@ -2127,10 +2131,11 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
     w->host_node = malloc((size_t)w->host_node_cap * sizeof *w->host_node);
     if (w->host_node != NULL)
         memset(w->host_node, 0xff, (size_t)w->host_node_cap * sizeof *w->host_node);
-    const bool ok =
-        w->host_node != NULL && w->nodes != NULL && w->node_st != NULL && w->node_group != NULL &&
-        w->eps != NULL && w->ep_map != NULL && w->frames != NULL && w->frame_free != NULL &&
-        sim_heap_init(&w->heap, 1u << 24) && sim_net_init(&w->net, w->cap_nodes + 1u, 1024u);
+    const bool ok = w->host_node != NULL && w->nodes != NULL && w->node_st != NULL &&
+                    w->node_group != NULL && w->node_host != NULL && w->eps != NULL &&
+                    w->ep_map != NULL && w->frames != NULL && w->frame_free != NULL &&
+                    sim_heap_init(&w->heap, 1u << 24) &&
+                    sim_net_init(&w->net, w->cap_nodes + 1u, 1024u);
     if (!ok) {
         world_fail(w, SIM_CRASH, "out of memory at start");
     } else {
