@@ -53,6 +53,11 @@ struct ccoip_peer;
 struct ccoip_master;
 const ccoip_action *ccoip_peer_poll_ref(struct ccoip_peer *p);
 const ccoip_action *ccoip_master_poll_ref(struct ccoip_master *m);
+/*
+ * A hint for drivers of many machines: starts loading the parts of the machine's memory its
+ * next step reads first (its action queue, clock, state, op table). No effect on behaviour.
+ */
+void ccoip_peer_prefetch(const struct ccoip_peer *p);
 
 /**
  * Queues a LOG action. fmt understands %s (const char *), %U (uint64_t),

@@ -739,6 +739,20 @@ const ccoip_action *ccoip_peer_poll_ref(ccoip_peer *p)
     return p == NULL ? NULL : sm_out_pop_ref(&p->out);
 }
 
+void ccoip_peer_prefetch(const ccoip_peer *p)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    if (p == NULL) return;
+    __builtin_prefetch(&p->out);
+    __builtin_prefetch(&p->state);
+    __builtin_prefetch(&p->epoch);
+    for (uint32_t i = 0; i < p->cfg.max_ops && i < 16u; i++)
+        __builtin_prefetch(&p->ops[i]);
+#else
+    (void)p;
+#endif
+}
+
 pcclResult_t ccoip_peer_set_port(ccoip_peer *p, ccoip_listener listener, uint32_t port,
                                  const char *url)
 {

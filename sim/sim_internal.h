@@ -122,6 +122,14 @@ _Static_assert(offsetof(sim_frame, step) + 4u <= 64, "sim_frame: matched fields 
 
 typedef enum sim_io_kind { IO_SEND = 1, IO_RECV = 2, IO_KERNEL = 3, IO_PROBE = 4 } sim_io_kind;
 
+/* A pending I/O in a node's walk order: its record and, for scans without touching the
+ * records, its id and endpoint (copies of io_pool[rec].io_id / .ep). */
+typedef struct sim_io_ref {
+    uint64_t io_id;
+    uint32_t rec;
+    uint32_t ep;
+} sim_io_ref;
+
 typedef struct sim_io {
     /* The first 64 bytes are what the scans over a node's I/Os read (io_find, ep_pump): copies of
      * the action's matching fields, so a scan touches one cache line per I/O. */
@@ -141,6 +149,7 @@ typedef struct sim_io {
     uint32_t frame;                    /* IO_SEND: the frame in flight */
     uint64_t sent_ns;                  /* IO_SEND: when its last byte leaves */
     uint64_t hash;                     /* HASH kernel */
+    uint32_t pos;                      /* its index in the node's ios (walk order) */
     uint64_t probe_bytes, duration_us; /* IO_PROBE */
 } sim_io;
 
@@ -222,7 +231,7 @@ typedef struct sim_node {
     /* Line 0: what every event of the node reads (the array is 64-byte aligned). */
     _Alignas(64) void *m;
     uint8_t *rec;    /* trace recording (NULL: off) */
-    uint32_t *ios;   /* pending I/Os in walk order: indexes into io_pool */
+    sim_io_ref *ios; /* pending I/Os in walk order (records in io_pool) */
     sim_io *io_pool; /* ios_cap records */
     uint32_t ios_len, ios_cap;
     uint32_t host;
@@ -339,6 +348,7 @@ typedef struct sim_world {
     uint8_t *node_st;     /* nodes[i].state, one byte each */
     uint32_t *node_group; /* nodes[i].group (supervise_groups walks these, not the records) */
     uint32_t *node_host;  /* nodes[i].host (every frame sent reads two) */
+    void **node_m;        /* nodes[i].m (the next event's machine is prefetched) */
     uint32_t *sup_cnt, *sup_lone; /* supervise_groups' tables, reused */
     uint32_t sup_cap;
     uint32_t *grave; /* nodes killed since the last event, to release (bury_dead) */

@@ -53,6 +53,8 @@ typedef struct sim_sm_vt {
     /** poll without the copy: the action, valid until the machine's next step, or NULL when
      * there is none. May be NULL (then poll is used). */
     const ccoip_action *(*poll_ref)(void *m, bool is_master);
+    /** A hint: start loading what the machine's next step reads. May be NULL. */
+    void (*prefetch)(const void *m, bool is_master);
 } sim_sm_vt;
 
 /** The real state machines of core/, or NULL when this build does not have them yet. */

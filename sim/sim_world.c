@@ -409,16 +409,15 @@ static void host_ip(uint32_t host, uint8_t ip[4])
  * copies 4 bytes instead of a whole record. */
 static sim_io *io_at(sim_node *n, uint32_t i)
 {
-    return &n->io_pool[n->ios[i]];
+    return &n->io_pool[n->ios[i].rec];
 }
 
 static sim_io *io_find(sim_node *n, uint64_t io_id, uint32_t *idx_out)
 {
     for (uint32_t i = 0; i < n->ios_len; i++) {
-        sim_io *io = io_at(n, i);
-        if (io->io_id == io_id) {
+        if (n->ios[i].io_id == io_id) {
             if (idx_out != NULL) *idx_out = i;
-            return io;
+            return io_at(n, i);
         }
     }
     return NULL;
@@ -426,8 +425,16 @@ static sim_io *io_find(sim_node *n, uint64_t io_id, uint32_t *idx_out)
 
 static void io_remove(sim_node *n, uint32_t idx)
 {
-    n->io_free[n->io_free_len++] = n->ios[idx];
+    n->io_free[n->io_free_len++] = n->ios[idx].rec;
     n->ios[idx] = n->ios[--n->ios_len];
+    if (idx < n->ios_len) n->io_pool[n->ios[idx].rec].pos = idx;
+}
+
+/* The endpoint of a pending I/O (record and walk-order copy). */
+static void io_set_ep(sim_node *n, sim_io *io, uint32_t e)
+{
+    io->ep = e;
+    n->ios[io->pos].ep = e;
 }
 
 static sim_io *io_add(sim_world *w, sim_node *n, uint64_t io_id, sim_io_kind kind,
@@ -445,7 +452,7 @@ static sim_io *io_add(sim_world *w, sim_node *n, uint64_t io_id, sim_io_kind kin
         }
         sim_io *x = realloc(n->io_pool, (size_t)ncap * sizeof *x);
         if (x != NULL) n->io_pool = x;
-        uint32_t *y = realloc(n->ios, (size_t)ncap * sizeof *y);
+        sim_io_ref *y = realloc(n->ios, (size_t)ncap * sizeof *y);
         if (y != NULL) n->ios = y;
         uint32_t *z = realloc(n->io_free, (size_t)ncap * sizeof *z);
         if (z != NULL) n->io_free = z;
@@ -459,9 +466,11 @@ static sim_io *io_add(sim_world *w, sim_node *n, uint64_t io_id, sim_io_kind kin
         n->ios_cap = ncap;
     }
     const uint32_t rec = n->io_free[--n->io_free_len];
-    n->ios[n->ios_len++] = rec;
+    const uint32_t pos = n->ios_len++;
+    n->ios[pos] = (sim_io_ref){io_id, rec, SIM_NONE32};
     sim_io *io = &n->io_pool[rec];
     memset(io, 0, sizeof *io);
+    io->pos = pos;
     io->io_id = io_id;
     io->kind = kind;
     io->op_slot = act->op_slot;
@@ -536,6 +545,7 @@ static void ios_fail_on_ep(sim_world *w, uint32_t node, uint32_t e)
 {
     sim_node *n = &w->nodes[node];
     for (uint32_t i = 0; i < n->ios_len; i++) {
+        if (n->ios[i].ep != e) continue;
         sim_io *io = io_at(n, i);
         if ((io->kind == IO_SEND || io->kind == IO_RECV) && io->ep == e && !io->delivered) {
             io->delivered = true;
@@ -742,7 +752,7 @@ static void act_ring_send(sim_world *w, uint32_t node, const ccoip_action *a)
     if (src == NULL) return;
     check_ring_action(w, node, a);
     const uint32_t e = ep_lookup(w, node, a->conn);
-    io->ep = e;
+    io_set_ep(n, io, e);
     if (e == SIM_NONE32 || w->eps[e].state != EP_OPEN || w->eps[e].other == SIM_NONE32 ||
         w->eps[e].torn) {
         io->delivered = true;
@@ -858,6 +868,7 @@ static void ep_pump(sim_world *w, uint32_t e)
         if (fr->is_state) {
             sim_io *st = NULL;
             for (uint32_t i = 0; i < n->ios_len; i++) {
+                if (n->ios[i].ep != e) continue;
                 sim_io *io = io_at(n, i);
                 if (io->kind == IO_RECV && io->ep == e && !io->delivered &&
                     io->type == CCOIP_ACT_STATE_RECV && io->tag == fr->tag && io->seq == fr->seq &&
@@ -888,6 +899,7 @@ static void ep_pump(sim_world *w, uint32_t e)
         sim_io *exact = NULL;
         sim_io *same_op = NULL;
         for (uint32_t i = 0; i < n->ios_len; i++) {
+            if (n->ios[i].ep != e) continue;
             sim_io *io = io_at(n, i);
             if (io->kind != IO_RECV || io->ep != e || io->delivered ||
                 io->type != CCOIP_ACT_RING_RECV) {
@@ -936,7 +948,7 @@ static void act_ring_recv(sim_world *w, uint32_t node, const ccoip_action *a)
     if (span_ptr(w, node, &a->dst) == NULL) return;
     check_ring_action(w, node, a);
     const uint32_t e = ep_lookup(w, node, a->conn);
-    io->ep = e;
+    io_set_ep(n, io, e);
     if (e == SIM_NONE32 || w->eps[e].state == EP_CLOSED || w->eps[e].torn) {
         io->delivered = true;
         io->result = pcclRankConnectionLost;
@@ -1002,7 +1014,7 @@ static void act_state_send(sim_world *w, uint32_t node, const ccoip_action *a)
     const uint8_t *src = span_ptr(w, node, &a->src);
     if (src == NULL) return;
     const uint32_t e = ep_lookup(w, node, a->conn);
-    io->ep = e;
+    io_set_ep(n, io, e);
     if (e == SIM_NONE32 || w->eps[e].state != EP_OPEN || w->eps[e].other == SIM_NONE32 ||
         w->eps[e].torn) {
         io->delivered = true;
@@ -1042,7 +1054,7 @@ static void act_state_recv(sim_world *w, uint32_t node, const ccoip_action *a)
     if (io == NULL) return;
     if (span_ptr(w, node, &a->dst) == NULL) return;
     const uint32_t e = ep_lookup(w, node, a->conn);
-    io->ep = e;
+    io_set_ep(n, io, e);
     if (e == SIM_NONE32 || w->eps[e].state == EP_CLOSED || w->eps[e].torn) {
         io->delivered = true;
         io->result = pcclRankConnectionLost;
@@ -1492,6 +1504,7 @@ static uint32_t node_new(sim_world *w, bool is_master, uint32_t host)
         }
     }
     if (host < w->host_node_cap) w->host_node[host] = idx;
+    w->node_m[idx] = n->m;
     if (n->m == NULL) {
         world_fail(w, SIM_CRASH, "cannot create %s state machine", is_master ? "master" : "peer");
         return SIM_NONE32;
@@ -1937,6 +1950,10 @@ static void prefetch_next(const sim_world *w)
     } else if (node < w->num_nodes) {
         __builtin_prefetch(&w->nodes[node]);
     }
+    /* The machine's own memory (through the compact pointer array: no wait on the record). */
+    if (w->vt->prefetch != NULL && node < w->num_nodes && w->node_m[node] != NULL) {
+        w->vt->prefetch(w->node_m[node], node == 0);
+    }
 }
 
 /* Liveness phase: a supervisor keeps at least two peers running. */
@@ -2005,6 +2022,7 @@ static void node_release(sim_world *w, uint32_t i)
     sim_node *n = &w->nodes[i];
     if (n->m != NULL) w->vt->destroy(n->m, n->is_master);
     n->m = NULL;
+    w->node_m[i] = NULL;
     for (uint32_t s = 0; s < SIM_OP_SLOTS; s++)
         opbuf_release(&n->ops[s]);
     free(n->ios);
@@ -2072,6 +2090,7 @@ static void world_free(sim_world *w)
     free(w->node_st);
     free(w->node_group);
     free(w->node_host);
+    free(w->node_m);
     free(w->sup_cnt);
     free(w->sup_lone);
     sim_heap_deinit(&w->heap);
@@ -2118,6 +2137,7 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
     w->node_st = calloc(w->cap_nodes, 1);
     w->node_group = calloc(w->cap_nodes, sizeof *w->node_group);
     w->node_host = calloc(w->cap_nodes, sizeof *w->node_host);
+    w->node_m = calloc(w->cap_nodes, sizeof *w->node_m);
     w->eps_cap = 256;
     w->eps = aligned_alloc(64, w->eps_cap * sizeof *w->eps);
     w->ep_map_cap = 1024;
@@ -2132,9 +2152,9 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
     if (w->host_node != NULL)
         memset(w->host_node, 0xff, (size_t)w->host_node_cap * sizeof *w->host_node);
     const bool ok = w->host_node != NULL && w->nodes != NULL && w->node_st != NULL &&
-                    w->node_group != NULL && w->node_host != NULL && w->eps != NULL &&
-                    w->ep_map != NULL && w->frames != NULL && w->frame_free != NULL &&
-                    sim_heap_init(&w->heap, 1u << 24) &&
+                    w->node_group != NULL && w->node_host != NULL && w->node_m != NULL &&
+                    w->eps != NULL && w->ep_map != NULL && w->frames != NULL &&
+                    w->frame_free != NULL && sim_heap_init(&w->heap, 1u << 24) &&
                     sim_net_init(&w->net, w->cap_nodes + 1u, 1024u);
     if (!ok) {
         world_fail(w, SIM_CRASH, "out of memory at start");
