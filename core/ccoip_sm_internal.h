@@ -54,10 +54,11 @@ struct ccoip_master;
 const ccoip_action *ccoip_peer_poll_ref(struct ccoip_peer *p);
 const ccoip_action *ccoip_master_poll_ref(struct ccoip_master *m);
 /*
- * A hint for drivers of many machines: starts loading the parts of the machine's memory its
- * next step reads first (its action queue, clock, state, op table). No effect on behaviour.
+ * Hints for drivers of many machines, no effect on behaviour: start loading the parts of the
+ * machine's memory its next step reads first. stage 0 reads nothing (the record's lines: action
+ * queue, clock, state, table pointers); stage 1, once those are loaded, the op table.
  */
-void ccoip_peer_prefetch(const struct ccoip_peer *p);
+void ccoip_peer_prefetch(const struct ccoip_peer *p, int stage);
 
 /**
  * Queues a LOG action. fmt understands %s (const char *), %U (uint64_t),

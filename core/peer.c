@@ -739,17 +739,23 @@ const ccoip_action *ccoip_peer_poll_ref(ccoip_peer *p)
     return p == NULL ? NULL : sm_out_pop_ref(&p->out);
 }
 
-void ccoip_peer_prefetch(const ccoip_peer *p)
+void ccoip_peer_prefetch(const ccoip_peer *p, int stage)
 {
 #if defined(__GNUC__) || defined(__clang__)
     if (p == NULL) return;
-    __builtin_prefetch(&p->out);
-    __builtin_prefetch(&p->state);
-    __builtin_prefetch(&p->epoch);
+    if (stage == 0) {
+        __builtin_prefetch(&p->cfg.max_ops);
+        __builtin_prefetch(&p->out);
+        __builtin_prefetch(&p->state);
+        __builtin_prefetch(&p->epoch);
+        __builtin_prefetch(&p->ops);
+        return;
+    }
     for (uint32_t i = 0; i < p->cfg.max_ops && i < 16u; i++)
         __builtin_prefetch(&p->ops[i]);
 #else
     (void)p;
+    (void)stage;
 #endif
 }
 

@@ -1952,7 +1952,7 @@ static void prefetch_next(const sim_world *w)
     }
     /* The machine's own memory (through the compact pointer array: no wait on the record). */
     if (w->vt->prefetch != NULL && node < w->num_nodes && w->node_m[node] != NULL) {
-        w->vt->prefetch(w->node_m[node], node == 0);
+        w->vt->prefetch(w->node_m[node], node == 0, 0);
     }
 }
 
@@ -2203,6 +2203,9 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
         w->now = it.time_ns;
         const sim_ev ev = {(uint32_t)(aux & 0xffu), (uint32_t)(aux >> 32), it.payload,
                            (aux >> 8) & 0xffffffu};
+        if (w->vt->prefetch != NULL && ev.node < w->num_nodes && w->node_m[ev.node] != NULL) {
+            w->vt->prefetch(w->node_m[ev.node], ev.node == 0, 1);
+        }
         prefetch_next(w);
         fire(w, &ev);
         if (w->grave_len > 0) bury_dead(w);

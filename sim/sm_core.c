@@ -105,9 +105,9 @@ static const ccoip_action *core_poll_ref(void *m, bool is_master)
     return is_master ? ccoip_master_poll_ref(m) : ccoip_peer_poll_ref(m);
 }
 
-static void core_prefetch(const void *m, bool is_master)
+static void core_prefetch(const void *m, bool is_master, int stage)
 {
-    if (!is_master) ccoip_peer_prefetch(m);
+    if (!is_master) ccoip_peer_prefetch(m, stage);
 }
 
 static uint64_t core_deadline(const void *m, bool is_master)
