@@ -2,6 +2,7 @@
  * ccoip_sm.c — shared plumbing of the state machines (ccoip_sm_internal.h).
  */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,12 +14,15 @@ pcclResult_t sm_out_init(sm_out *o, uint32_t depth, uint64_t pool_bytes)
     if (depth == 0 || pool_bytes == 0 || pool_bytes > ((uint64_t)1 << 40)) {
         return pcclInvalidArgument;
     }
-    o->q = calloc(depth, sizeof(ccoip_action));
-    o->pool = malloc((size_t)pool_bytes);
-    if (o->q == NULL || o->pool == NULL) {
-        sm_out_free(o);
-        return pcclSystemError;
-    }
+    /* Queue and pool in one block (freed through q). Only the front of each is in use at a
+     * time (the pool is recycled whenever the queue drains), and a large block comes from the
+     * system untouched: pages never written cost no memory. */
+    const uint64_t qbytes = ((uint64_t)depth * sizeof(ccoip_action) + 63u) & ~(uint64_t)63u;
+    if (pool_bytes > SIZE_MAX - qbytes) return pcclSystemError;
+    uint8_t *blk = malloc((size_t)(qbytes + pool_bytes));
+    if (blk == NULL) return pcclSystemError;
+    o->q = (ccoip_action *)(void *)blk;
+    o->pool = blk + qbytes;
     o->cap = depth;
     o->pool_cap = pool_bytes;
     return pcclSuccess;
@@ -26,8 +30,7 @@ pcclResult_t sm_out_init(sm_out *o, uint32_t depth, uint64_t pool_bytes)
 
 void sm_out_free(sm_out *o)
 {
-    free(o->q);
-    free(o->pool);
+    free(o->q); /* the block of queue and pool (sm_out_init) */
     o->q = NULL;
     o->pool = NULL;
 }
@@ -72,6 +75,15 @@ bool sm_out_pop(sm_out *o, ccoip_action *out)
     o->head = (o->head + 1) % o->cap;
     o->count--;
     return true;
+}
+
+const ccoip_action *sm_out_pop_ref(sm_out *o)
+{
+    if (o->count == 0) return NULL;
+    const ccoip_action *a = &o->q[o->head];
+    o->head = (o->head + 1) % o->cap;
+    o->count--;
+    return a;
 }
 
 /* A bounded text builder for LOG lines. */

@@ -37,6 +37,28 @@ ccoip_action *sm_out_push(sm_out *o, ccoip_action_type t);
 uint8_t *sm_out_alloc(sm_out *o, uint64_t n);
 /** Pops the oldest action. */
 bool sm_out_pop(sm_out *o, ccoip_action *out);
+/**
+ * Pops the oldest action without copying it (NULL when none). The action stays valid until
+ * the machine's next step (a step may reuse its slot); its bytes, like a copied action's,
+ * until the pool is recycled.
+ */
+const ccoip_action *sm_out_pop_ref(sm_out *o);
+
+/*
+ * ccoip_*_poll without the copy, for in-tree drivers that run each action before stepping the
+ * machine again (the simulator, docs/simulator.md "Scale"): same queue, same order, the
+ * action valid until the machine's next step. NULL when the queue is empty.
+ */
+struct ccoip_peer;
+struct ccoip_master;
+const ccoip_action *ccoip_peer_poll_ref(struct ccoip_peer *p);
+const ccoip_action *ccoip_master_poll_ref(struct ccoip_master *m);
+/*
+ * Hints for drivers of many machines, no effect on behaviour: start loading the parts of the
+ * machine's memory its next step reads first. stage 0 reads nothing (the record's lines: action
+ * queue, clock, state, table pointers); stage 1, once those are loaded, the op table.
+ */
+void ccoip_peer_prefetch(const struct ccoip_peer *p, int stage);
 
 /**
  * Queues a LOG action. fmt understands %s (const char *), %U (uint64_t),

@@ -936,6 +936,11 @@ bool ccoip_master_poll(ccoip_master *m, ccoip_action *out)
     return sm_out_pop(&m->out, out);
 }
 
+const ccoip_action *ccoip_master_poll_ref(ccoip_master *m)
+{
+    return m == NULL ? NULL : sm_out_pop_ref(&m->out);
+}
+
 uint64_t ccoip_master_epoch(const ccoip_master *m)
 {
     return m->epoch;

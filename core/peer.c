@@ -61,21 +61,48 @@ pcclResult_t ccoip_peer_create(const ccoip_peer_config *cfg, uint64_t seed, ccoi
     p->next_conn = 2;
     p->next_io = 1;
     p->calls_cap = 2u * c.max_ops + 8u;
-    p->calls = calloc(p->calls_cap, sizeof(p_call));
-    p->ring = calloc(c.max_world, sizeof(uint64_t));
-    p->plan_ring = calloc(c.max_world, sizeof(uint64_t));
-    p->ops = calloc(c.max_ops, sizeof(p_op));
     p->acc_cap = P_ACC_MAX + 2u * (c.p2p_pool_size - 1u);
-    p->acc = calloc(p->acc_cap, sizeof(p_acc));
+    /* The fixed-size tables in one zeroed block (freed through p->calls): most of them (probes,
+     * samples, the shared-state keys) stay untouched in a run that never optimizes or syncs,
+     * and a block this large comes zeroed from the system without being written, so untouched
+     * pages cost no memory. A simulator runs thousands of peers (docs/simulator.md, Scale). */
+    const uint64_t sizes[] = {
+        (uint64_t)p->calls_cap * sizeof(p_call),
+        (uint64_t)c.max_world * sizeof(uint64_t),
+        (uint64_t)c.max_world * sizeof(uint64_t),
+        (uint64_t)c.max_ops * sizeof(p_op),
+        (uint64_t)p->acc_cap * sizeof(p_acc),
+        (uint64_t)c.max_state_keys * sizeof(p_skey),
+        (uint64_t)c.max_state_keys * P_SS_MAX * sizeof(uint64_t),
+        (uint64_t)c.max_state_keys * sizeof(ccoip_pb_shared_state_entry),
+        (uint64_t)c.max_state_keys * sizeof(ccoip_pb_bytes),
+        (uint64_t)c.max_state_keys * sizeof(ccoip_pb_shared_state_key),
+        (uint64_t)c.max_world * sizeof(p_probe),
+        (uint64_t)c.max_world * sizeof(ccoip_pb_bandwidth_sample),
+    };
+    enum { NTAB = sizeof(sizes) / sizeof(sizes[0]) };
+    uint64_t offs[NTAB], total = 0;
+    for (uint32_t i = 0; i < NTAB; i++) {
+        offs[i] = total;
+        total += (sizes[i] + 63u) & ~(uint64_t)63u; /* cache-line aligned tables */
+    }
+    uint8_t *blk = calloc(1, (size_t)total);
+    if (blk != NULL) {
+        p->calls = (p_call *)(void *)(blk + offs[0]);
+        p->ring = (uint64_t *)(void *)(blk + offs[1]);
+        p->plan_ring = (uint64_t *)(void *)(blk + offs[2]);
+        p->ops = (p_op *)(void *)(blk + offs[3]);
+        p->acc = (p_acc *)(void *)(blk + offs[4]);
+        p->skeys = (p_skey *)(void *)(blk + offs[5]);
+        p->sync_sends = (uint64_t *)(void *)(blk + offs[6]);
+        p->entries = (ccoip_pb_shared_state_entry *)(void *)(blk + offs[7]);
+        p->names = (ccoip_pb_bytes *)(void *)(blk + offs[8]);
+        p->vkeys = (ccoip_pb_shared_state_key *)(void *)(blk + offs[9]);
+        p->probes = (p_probe *)(void *)(blk + offs[10]);
+        p->samples = (ccoip_pb_bandwidth_sample *)(void *)(blk + offs[11]);
+    }
     p->arena_cap = ccoip_pb_arena_bound(c.max_message_bytes + CCOIP_CTRL_HEADER_BYTES);
     p->arena_mem = malloc((size_t)p->arena_cap);
-    p->skeys = calloc(c.max_state_keys, sizeof(p_skey));
-    p->sync_sends = calloc((size_t)c.max_state_keys * P_SS_MAX, sizeof(uint64_t));
-    p->entries = calloc(c.max_state_keys, sizeof(ccoip_pb_shared_state_entry));
-    p->names = calloc(c.max_state_keys, sizeof(ccoip_pb_bytes));
-    p->vkeys = calloc(c.max_state_keys, sizeof(ccoip_pb_shared_state_key));
-    p->probes = calloc(c.max_world, sizeof(p_probe));
-    p->samples = calloc(c.max_world, sizeof(ccoip_pb_bandwidth_sample));
     pcclResult_t r = sm_out_init(&p->out, c.action_queue_depth, c.out_bytes);
     if (p->skeys == NULL || p->sync_sends == NULL || p->entries == NULL || p->names == NULL ||
         p->vkeys == NULL || p->probes == NULL || p->samples == NULL) {
@@ -94,19 +121,8 @@ void ccoip_peer_destroy(ccoip_peer *p)
 {
     if (p == NULL) return;
     sm_out_free(&p->out);
-    free(p->calls);
-    free(p->ring);
-    free(p->plan_ring);
-    free(p->ops);
-    free(p->acc);
+    free(p->calls); /* the block of every table (ccoip_peer_create) */
     free(p->arena_mem);
-    free(p->skeys);
-    free(p->sync_sends);
-    free(p->entries);
-    free(p->names);
-    free(p->vkeys);
-    free(p->probes);
-    free(p->samples);
     free(p);
 }
 
@@ -716,6 +732,31 @@ bool ccoip_peer_poll(ccoip_peer *p, ccoip_action *out)
 {
     if (p == NULL || out == NULL) return false;
     return sm_out_pop(&p->out, out);
+}
+
+const ccoip_action *ccoip_peer_poll_ref(ccoip_peer *p)
+{
+    return p == NULL ? NULL : sm_out_pop_ref(&p->out);
+}
+
+void ccoip_peer_prefetch(const ccoip_peer *p, int stage)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    if (p == NULL) return;
+    if (stage == 0) {
+        __builtin_prefetch(&p->cfg.max_ops);
+        __builtin_prefetch(&p->out);
+        __builtin_prefetch(&p->state);
+        __builtin_prefetch(&p->epoch);
+        __builtin_prefetch(&p->ops);
+        return;
+    }
+    for (uint32_t i = 0; i < p->cfg.max_ops && i < 16u; i++)
+        __builtin_prefetch(&p->ops[i]);
+#else
+    (void)p;
+    (void)stage;
+#endif
 }
 
 pcclResult_t ccoip_peer_set_port(ccoip_peer *p, ccoip_listener listener, uint32_t port,

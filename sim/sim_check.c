@@ -39,14 +39,24 @@
 #include "ccoip_ring.h"
 #include "sim_internal.h"
 
-static bool decode_m2p(const uint8_t *frame, uint64_t len, ccoip_pb_master_to_peer *out,
-                       void **arena_mem)
+/* Decodes into the world's arena (valid until the next decode). */
+static bool decode_m2p(sim_world *w, const uint8_t *frame, uint64_t len,
+                       ccoip_pb_master_to_peer *out)
 {
     const uint64_t cap = ccoip_pb_arena_bound(len);
-    *arena_mem = malloc((size_t)cap + 1u);
-    if (*arena_mem == NULL) return false;
+    if (cap == UINT64_MAX) return false;
+    if (cap + 1u > w->dec_arena_cap) {
+        uint64_t ncap = w->dec_arena_cap == 0 ? 4096u : w->dec_arena_cap;
+        while (ncap < cap + 1u)
+            ncap *= 2u;
+        uint8_t *x = malloc((size_t)ncap);
+        if (x == NULL) return false;
+        free(w->dec_arena);
+        w->dec_arena = x;
+        w->dec_arena_cap = ncap;
+    }
     ccoip_pb_arena arena;
-    ccoip_pb_arena_init(&arena, *arena_mem, cap);
+    ccoip_pb_arena_init(&arena, w->dec_arena, cap);
     return ccoip_ctrl_decode_m2p(frame, len, NULL, &arena, out) == pcclSuccess;
 }
 
@@ -145,11 +155,9 @@ static uint64_t commence_epoch(const sim_world *w, uint64_t seq, bool *found)
 void check_m2p_sent(sim_world *w, uint32_t dst_node, const uint8_t *frame, uint64_t len)
 {
     ccoip_pb_master_to_peer m;
-    void *mem = NULL;
-    if (!decode_m2p(frame, len, &m, &mem)) {
+    if (!decode_m2p(w, frame, len, &m)) {
         world_fail(w, SIM_CRASH, "the master sent a frame the codec rejects (to node %u)",
                    dst_node);
-        free(mem);
         return;
     }
     uint64_t epoch = 0;
@@ -287,15 +295,13 @@ void check_m2p_sent(sim_world *w, uint32_t dst_node, const uint8_t *frame, uint6
         break;
     }
     if (epoch > w->master_max_epoch_sent) w->master_max_epoch_sent = epoch;
-    free(mem);
 }
 
 void check_m2p_recv(sim_world *w, uint32_t node, const uint8_t *frame, uint64_t len)
 {
     ccoip_pb_master_to_peer m;
-    void *mem = NULL;
     sim_node *n = &w->nodes[node];
-    if (decode_m2p(frame, len, &m, &mem)) {
+    if (decode_m2p(w, frame, len, &m)) {
         uint64_t epoch = 0;
         switch (m.body_case) {
         case CCOIP_PB_MASTER_TO_PEER_BODY_HELLO:
@@ -320,7 +326,6 @@ void check_m2p_recv(sim_world *w, uint32_t node, const uint8_t *frame, uint64_t 
         }
         if (epoch > n->max_epoch_seen) n->max_epoch_seen = epoch;
     }
-    free(mem);
 }
 
 /* The slot of (epoch, seq) in inrec_idx: its entry or the empty slot where it goes. */
@@ -553,12 +558,43 @@ static bool reference_run(sim_world *w, uint64_t epoch, uint64_t seq, const sim_
     return true;
 }
 
+/* The slot of (epoch, seq) in oprec_idx: its record or the empty slot where it goes. */
+static uint32_t oprec_slot(const sim_world *w, uint64_t epoch, uint64_t seq)
+{
+    const uint32_t mask = w->oprec_idx_cap - 1u;
+    uint32_t i = (uint32_t)sim_pair_hash(epoch, seq) & mask;
+    for (;;) {
+        const uint32_t r = w->oprec_idx[i];
+        if (r == SIM_NONE32 || (w->oprecs[r].epoch == epoch && w->oprecs[r].seq == seq)) return i;
+        i = (i + 1u) & mask;
+    }
+}
+
+/* The record of (epoch, seq) (there is at most one), or NULL. */
 static sim_oprec *oprec_find(sim_world *w, uint64_t epoch, uint64_t seq)
 {
-    for (uint32_t i = w->oprecs_len; i-- > 0;) {
-        if (w->oprecs[i].epoch == epoch && w->oprecs[i].seq == seq) return &w->oprecs[i];
+    if (w->oprec_idx_cap == 0) return NULL;
+    const uint32_t r = w->oprec_idx[oprec_slot(w, epoch, seq)];
+    return r == SIM_NONE32 ? NULL : &w->oprecs[r];
+}
+
+/* Indexes record r (new, its key not yet indexed); false when out of memory. */
+static bool oprec_index(sim_world *w, uint32_t r)
+{
+    if ((uint64_t)(w->oprecs_len + 1u) * 2u > w->oprec_idx_cap) {
+        const uint32_t ncap = w->oprec_idx_cap == 0 ? 1024u : w->oprec_idx_cap * 2u;
+        uint32_t *idx = malloc((size_t)ncap * sizeof *idx);
+        if (idx == NULL) return false;
+        memset(idx, 0xff, (size_t)ncap * sizeof *idx);
+        free(w->oprec_idx);
+        w->oprec_idx = idx;
+        w->oprec_idx_cap = ncap;
+        for (uint32_t i = 0; i < w->oprecs_len; i++) {
+            if (i != r) w->oprec_idx[oprec_slot(w, w->oprecs[i].epoch, w->oprecs[i].seq)] = i;
+        }
     }
-    return NULL;
+    w->oprec_idx[oprec_slot(w, w->oprecs[r].epoch, w->oprecs[r].seq)] = r;
+    return true;
 }
 
 static uint64_t first_diff(const uint8_t *a, const uint8_t *b, uint64_t n)
@@ -610,6 +646,10 @@ void check_allreduce_notify(sim_world *w, uint32_t node, sim_appcmd *c, const cc
             r->seq = c->seq;
             r->tag = c->tag;
             r->world = act->world_size;
+            if (!oprec_index(w, w->oprecs_len - 1u)) {
+                world_fail(w, SIM_CRASH, "out of memory (op index)");
+                return;
+            }
             r->result = malloc((size_t)bytes + 1u);
             if (r->result == NULL) {
                 world_fail(w, SIM_CRASH, "out of memory (results)");
@@ -692,9 +732,12 @@ static void check_cmd_age(sim_world *w, uint32_t i, uint64_t since, const char *
 void check_progress(sim_world *w)
 {
     if (!w->quiet) return;
+    /* Every wait counts from quiet_ns at the earliest: none can exceed the bound yet (no walk
+     * over every node's records). */
+    if (w->now <= w->quiet_ns || w->now - w->quiet_ns <= check_op_bound_ns(w)) return;
     for (uint32_t i = 1; i < w->num_nodes && !w->failed; i++) {
+        if (w->node_st[i] != (uint8_t)NODE_ALIVE) continue;
         const sim_node *n = &w->nodes[i];
-        if (n->state != NODE_ALIVE) continue;
         if (n->app.pending_cmd != 0) check_cmd_age(w, i, n->app.pending_since_ns, "a command");
         for (uint32_t t = 0; t < SIM_MAX_TAGS; t++) {
             const sim_appcmd *c = &n->app.cmds[t];
@@ -902,6 +945,8 @@ void check_free(sim_world *w)
     free(w->epochs);
     free(w->epoch_idx);
     free(w->oprecs);
+    free(w->oprec_idx);
+    free(w->dec_arena);
     free(w->inrecs);
     free(w->inrec_idx);
     free(w->commence_epoch_by_seq);

@@ -8,6 +8,7 @@
 #define SIM_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ccoip_sm.h"
@@ -77,21 +78,24 @@ typedef enum sim_node_state {
 typedef enum sim_ep_state { EP_CONNECTING = 0, EP_OPEN = 1, EP_CLOSED = 2 } sim_ep_state;
 
 typedef struct sim_ep {
-    uint32_t node;
-    uint32_t other; /* endpoint index of the remote end, SIM_NONE32 when none */
-    uint64_t id;    /* the connection id this node knows */
-    sim_ep_state state;
-    bool accepted;
-    uint32_t listener;
+    /* One cache line (the array is 64-byte aligned). */
+    _Alignas(64) uint64_t id; /* the connection id this node knows */
     uint64_t last_arrival_ns; /* frames to this endpoint arrive in order */
-    bool stuck;               /* a frame to it was lost forever: later ones are too */
-    bool torn;                /* a send was cancelled mid-frame: the stream is broken */
+    uint64_t max_recv_epoch;  /* newest epoch of a RING_RECV posted here */
+    uint32_t *inbox;          /* FIFO: frames held until a RING_RECV matches (head-of-line) */
+    uint32_t node;
+    uint32_t other;                /* endpoint index of the remote end, SIM_NONE32 when none */
+    uint32_t next_of_node;         /* the node's next endpoint (creation order), SIM_NONE32 last */
+    uint16_t inbox_len, inbox_cap; /* at most SIM_INBOX_MAX */
+    uint8_t state;                 /* sim_ep_state */
+    uint8_t listener;
+    bool accepted;
+    bool stuck; /* a frame to it was lost forever: later ones are too */
+    bool torn;  /* a send was cancelled mid-frame: the stream is broken */
     bool pumping;
-    uint64_t max_recv_epoch; /* newest epoch of a RING_RECV posted here */
-    uint32_t *inbox;         /* FIFO: frames held until a RING_RECV matches (head-of-line) */
-    uint32_t inbox_len, inbox_cap;
-    uint32_t next_of_node; /* the node's next endpoint (creation order), SIM_NONE32 last */
 } sim_ep;
+_Static_assert(sizeof(sim_ep) == 64, "sim_ep is one cache line");
+_Static_assert(SIM_INBOX_MAX <= UINT16_MAX, "inbox_len fits 16 bits");
 
 typedef struct sim_ep_slot {
     uint64_t id;
@@ -100,20 +104,31 @@ typedef struct sim_ep_slot {
 } sim_ep_slot;
 
 typedef struct sim_frame {
-    bool used;
+    /* What delivery and matching read: the first cache line (the array is 64-byte aligned). */
+    _Alignas(64) bool used;
     bool is_data;
     bool torn;     /* its sender cancelled it mid-write: never delivered */
     bool is_state; /* a STATE_DATA frame (matched on tag, seq, chunk) */
     uint32_t dst_ep;
     uint32_t src_node;
+    uint32_t bytes_cap; /* the buffer stays with the slot for the next frame (up to 64 KiB) */
     uint8_t *bytes;
     uint64_t len;
     uint64_t epoch, tag, seq;
     uint32_t chunk, step;
     ccoip_quant_meta quant;
 } sim_frame;
+_Static_assert(offsetof(sim_frame, step) + 4u <= 64, "sim_frame: matched fields in line 0");
 
 typedef enum sim_io_kind { IO_SEND = 1, IO_RECV = 2, IO_KERNEL = 3, IO_PROBE = 4 } sim_io_kind;
+
+/* A pending I/O in a node's walk order: its record and, for scans without touching the
+ * records, its id and endpoint (copies of io_pool[rec].io_id / .ep). */
+typedef struct sim_io_ref {
+    uint64_t io_id;
+    uint32_t rec;
+    uint32_t ep;
+} sim_io_ref;
 
 typedef struct sim_io {
     /* The first 64 bytes are what the scans over a node's I/Os read (io_find, ep_pump): copies of
@@ -126,13 +141,15 @@ typedef struct sim_io {
     uint32_t op_slot;
     uint32_t chunk, step;     /* act.chunk, act.step */
     uint64_t epoch, tag, seq; /* act.epoch, act.tag, act.seq */
-    ccoip_action act;
+    ccoip_span_ref dst;       /* act.dst: where a receive lands (the rest of the action is not
+                                 needed once it ran: no 320-byte copy per I/O) */
     pcclResult_t result;
     ccoip_quant_meta quant_in;
     ccoip_quant_meta quant_out;
     uint32_t frame;                    /* IO_SEND: the frame in flight */
     uint64_t sent_ns;                  /* IO_SEND: when its last byte leaves */
     uint64_t hash;                     /* HASH kernel */
+    uint32_t pos;                      /* its index in the node's ios (walk order) */
     uint64_t probe_bytes, duration_us; /* IO_PROBE */
 } sim_io;
 
@@ -182,8 +199,12 @@ typedef struct sim_appcmd {
 } sim_appcmd;
 
 typedef struct sim_app {
+    /* First: what node_recount reads after every step of the node. */
+    bool admitted;
     sim_app_state state;
-    uint64_t gen; /* wake-ups of older generations are ignored */
+    uint64_t successes_quiet;   /* after churn stopped */
+    uint64_t crash_after_sends; /* crash after this many more RING_SENDs (0: off) */
+    uint64_t gen;               /* wake-ups of older generations are ignored */
     uint64_t next_cmd_id;
     uint64_t pending_cmd; /* CONNECT / UPDATE / LEAVE in flight (0: none) */
     uint64_t pending_since_ns;
@@ -191,12 +212,9 @@ typedef struct sim_app {
     uint64_t attempt;
     uint32_t world;
     uint64_t successes;
-    uint64_t successes_quiet; /* after churn stopped */
-    bool admitted;
     bool leave_requested;
     uint64_t stall_ns;
     bool mismatch_next;
-    uint64_t crash_after_sends; /* crash after this many more RING_SENDs (0: off) */
     sim_appcmd cmds[SIM_MAX_TAGS];
     uint32_t outstanding;
     /* Shared state (sim_config.shared_state): tensors, revision, sync bookkeeping. */
@@ -210,29 +228,35 @@ typedef struct sim_app {
 } sim_app;
 
 typedef struct sim_node {
-    /* What every event of the node reads comes first (one cache line). */
-    void *m;
-    uint8_t *rec;      /* trace recording (NULL: off) */
-    uint32_t *ios;     /* pending I/Os in walk order: indexes into io_pool */
-    sim_io *io_pool;   /* ios_cap records */
-    uint32_t *io_free; /* free records of io_pool (a stack) */
-    uint32_t ios_len, ios_cap, io_free_len;
+    /* Line 0: what every event of the node reads (the array is 64-byte aligned). */
+    _Alignas(64) void *m;
+    uint8_t *rec;    /* trace recording (NULL: off) */
+    sim_io_ref *ios; /* pending I/Os in walk order (records in io_pool) */
+    sim_io *io_pool; /* ios_cap records */
+    uint32_t ios_len, ios_cap;
+    uint32_t host;
+    sim_node_state state;
     uint64_t timer_gen;
     uint64_t timer_at;
-    sim_node_state state;
+    /* Line 1: node_recount, frame matching, endpoint walks. */
     bool is_master;
     bool counted_live;   /* counted in sim_world.live */
     bool counted_undone; /* counted in sim_world.undone */
     uint32_t cancelled_next;
     uint64_t cancelled_max_epoch; /* the newest epoch in cancelled[] */
-    /* Recently looked-up connections: id -> endpoint + 1 (0: empty), slot id % SIM_EP_CACHE. */
-    uint64_t epc_id[SIM_EP_CACHE];
-    uint32_t epc_e1[SIM_EP_CACHE];
+    uint64_t inherited_steps;     /* per-step churn: steps of the process this one replaced */
+    uint32_t *io_free;            /* free records of io_pool (a stack) */
+    uint32_t io_free_len;
+    /* The application (its hot fields still in line 1). */
+    sim_app app;
     /* Its endpoints in creation order, as index + 1 (0: none), so a kill closes them without a
      * walk over every endpoint of the run. */
     uint32_t ep_first1, ep_last1;
-    uint32_t host;
+    uint32_t group;
     uint32_t peer_index;
+    /* Recently looked-up connections: id -> endpoint + 1 (0: empty), slot id % SIM_EP_CACHE. */
+    uint64_t epc_id[SIM_EP_CACHE];
+    uint32_t epc_e1[SIM_EP_CACHE];
     uint32_t ports[3];
     sim_opbuf ops[SIM_OP_SLOTS];
     uint64_t peer_id; /* from HelloResult (0: unknown) */
@@ -246,12 +270,9 @@ typedef struct sim_node {
     uint32_t opt_uses[SIM_MAX_TAGS];
     uint64_t slot_busy_until[SIM_OP_SLOTS]; /* kernels of a slot complete in order */
     uint64_t cancelled[32][3];              /* (epoch, tag, seq) of cancelled ops, a ring */
-    sim_app app;
     sim_rng rng;
     uint64_t died_ns;
     bool evicted;
-    uint32_t group;
-    uint64_t inherited_steps; /* per-step churn: steps of the process this one replaced */
     /* shared-state checkers: from the master's verdicts to this peer */
     uint64_t sync_popular;   /* SYNC_VERDICT.popular_revision */
     uint64_t sync_expect_rx; /* bytes of the keys the verdict told it to fetch */
@@ -268,6 +289,9 @@ typedef struct sim_node {
     uint64_t rec_polled; /* actions polled since the last record */
     ccoip_trace_hasher rec_hash;
 } sim_node;
+_Static_assert(offsetof(sim_node, is_master) <= 64 &&
+                   offsetof(sim_node, app) + offsetof(sim_app, crash_after_sends) + 8u <= 128,
+               "sim_node: the hot fields are in its first two cache lines");
 
 /* A completed (epoch, seq) and what the checkers know of it. */
 typedef struct sim_oprec {
@@ -319,13 +343,15 @@ typedef struct sim_world {
     bool done;
     bool quiet; /* churn over */
 
-    sim_ev *evs;
-    uint32_t evs_len, evs_cap;
-    uint32_t ev_free;
-
     sim_node *nodes;
-    uint8_t *node_st; /* nodes[i].state, one byte each */
-    uint32_t *grave;  /* nodes killed since the last event, to release (bury_dead) */
+    void *nodes_mem;      /* the allocation nodes sits in (64-byte aligned inside it) */
+    uint8_t *node_st;     /* nodes[i].state, one byte each */
+    uint32_t *node_group; /* nodes[i].group (supervise_groups walks these, not the records) */
+    uint32_t *node_host;  /* nodes[i].host (every frame sent reads two) */
+    void **node_m;        /* nodes[i].m (the next event's machine is prefetched) */
+    uint32_t *sup_cnt, *sup_lone; /* supervise_groups' tables, reused */
+    uint32_t sup_cap;
+    uint32_t *grave; /* nodes killed since the last event, to release (bury_dead) */
     uint32_t grave_len, grave_cap;
     uint32_t num_nodes, cap_nodes;
     uint32_t num_peers_created;
@@ -336,6 +362,10 @@ typedef struct sim_world {
      * probe touches no endpoint */
     sim_ep_slot *ep_map;
     uint64_t ep_map_cap;
+    uint32_t ep_map_len; /* endpoints in ep_map: the dialled ones */
+    /* Accepted endpoints by id - CCOIP_CONN_ACCEPTED_BASE - 1 (the driver's ids, in order). */
+    uint32_t *acc_tab;
+    uint32_t acc_len, acc_cap;
     uint64_t next_accept_id;
 
     sim_frame *frames;
@@ -355,6 +385,11 @@ typedef struct sim_world {
     uint64_t epoch_idx_cap;
     sim_oprec *oprecs;
     uint32_t oprecs_len, oprecs_cap;
+    uint8_t *dec_arena; /* the observer's decode arena (check_m2p_*), grown on demand */
+    uint64_t dec_arena_cap;
+    /* (epoch, seq) -> its oprec (open addressing, SIM_NONE32 empty; one record per key). */
+    uint32_t *oprec_idx;
+    uint32_t oprec_idx_cap;
     sim_inrec *inrecs;
     uint32_t inrecs_len, inrecs_cap;
     /* (epoch, seq) -> its latest inrec (open addressing, SIM_NONE32 empty): an op's members

@@ -50,6 +50,12 @@ typedef struct sim_sm_vt {
     uint64_t (*deadline_ns)(const void *m, bool is_master);
     /** ccoip_peer_set_port: the driver bound a LISTEN action to port. May be NULL. */
     void (*set_port)(void *m, ccoip_listener listener, uint32_t port);
+    /** poll without the copy: the action, valid until the machine's next step, or NULL when
+     * there is none. May be NULL (then poll is used). */
+    const ccoip_action *(*poll_ref)(void *m, bool is_master);
+    /** A hint: start loading what the machine's next step reads (stage 0: reads nothing of
+     * the machine; stage 1: just before its step). May be NULL. */
+    void (*prefetch)(const void *m, bool is_master, int stage);
 } sim_sm_vt;
 
 /** The real state machines of core/, or NULL when this build does not have them yet. */

@@ -144,28 +144,18 @@ static void rec_finish(sim_world *w)
 /* Event pool and heap                                                      */
 /* ------------------------------------------------------------------------ */
 
+/* An event travels inline in the queue: a in the payload, (node, b, kind) in the aux word. */
+#define EV_AUX(kind, node, b) (((uint64_t)(node) << 32) | ((uint64_t)(b) << 8) | (uint64_t)(kind))
+
 bool world_push(sim_world *w, uint64_t t, uint32_t kind, uint32_t node, uint64_t a, uint64_t b)
 {
-    uint32_t idx;
-    if (w->ev_free != SIM_NONE32) {
-        idx = w->ev_free;
-        w->ev_free = (uint32_t)w->evs[idx].a;
-    } else {
-        if (w->evs_len == w->evs_cap) {
-            const uint32_t ncap = w->evs_cap * 2u;
-            sim_ev *n = realloc(w->evs, (size_t)ncap * sizeof *n);
-            if (n == NULL) {
-                world_fail(w, SIM_CRASH, "out of memory (events)");
-                return false;
-            }
-            w->evs = n;
-            w->evs_cap = ncap;
-        }
-        idx = w->evs_len++;
+    if (b >= ((uint64_t)1 << 24) || kind > 0xffu) {
+        world_fail(w, SIM_CRASH, "event field out of range (kind %u b %llu)", kind,
+                   (unsigned long long)b);
+        return false;
     }
-    w->evs[idx] = (sim_ev){kind, node, a, b};
     if (t < w->now) t = w->now;
-    if (!sim_heap_push(&w->heap, t, idx)) {
+    if (!sim_heap_push2(&w->heap, t, a, EV_AUX(kind, node, b))) {
         world_fail(w, SIM_CRASH, "event queue bound hit (%llu events)",
                    (unsigned long long)w->heap.max_items);
         return false;
@@ -189,6 +179,17 @@ static uint32_t ep_lookup(sim_world *w, uint32_t node, uint64_t id)
     sim_node *n = node < w->num_nodes ? &w->nodes[node] : NULL;
     const uint32_t c = (uint32_t)(id & (SIM_EP_CACHE - 1u));
     if (n != NULL && n->epc_e1[c] != 0 && n->epc_id[c] == id) return n->epc_e1[c] - 1u;
+    if (id > CCOIP_CONN_ACCEPTED_BASE && id - CCOIP_CONN_ACCEPTED_BASE - 1u < w->acc_len) {
+        /* Accepted connections: ids the driver hands out in order, a direct table. */
+        const uint32_t e = w->acc_tab[id - CCOIP_CONN_ACCEPTED_BASE - 1u];
+        if (w->eps[e].node == node) {
+            if (n != NULL) {
+                n->epc_id[c] = id;
+                n->epc_e1[c] = e + 1u;
+            }
+            return e;
+        }
+    }
     const uint64_t mask = w->ep_map_cap - 1u;
     for (uint64_t i = ep_hash(node, id) & mask;; i = (i + 1u) & mask) {
         const sim_ep_slot *sl = &w->ep_map[i];
@@ -212,7 +213,8 @@ static void ep_map_insert(sim_world *w, uint32_t e)
     w->ep_map[i] = (sim_ep_slot){w->eps[e].id, w->eps[e].node, e};
 }
 
-static uint32_t ep_new(sim_world *w, uint32_t node, uint64_t id)
+/* A new endpoint of node with connection id; accepted: id is w->next_accept_id (taken). */
+static uint32_t ep_new(sim_world *w, uint32_t node, uint64_t id, bool accepted)
 {
     if (ep_lookup(w, node, id) != SIM_NONE32) {
         world_fail(w, SIM_CRASH, "node %u reused connection id %llu", node, (unsigned long long)id);
@@ -220,15 +222,33 @@ static uint32_t ep_new(sim_world *w, uint32_t node, uint64_t id)
     }
     if (w->eps_len == w->eps_cap) {
         const uint32_t ncap = w->eps_cap * 2u;
-        sim_ep *n = realloc(w->eps, (size_t)ncap * sizeof *n);
+        sim_ep *n = aligned_alloc(64, (size_t)ncap * sizeof *n);
         if (n == NULL) {
             world_fail(w, SIM_CRASH, "out of memory (endpoints)");
             return SIM_NONE32;
         }
+        memcpy(n, w->eps, (size_t)w->eps_len * sizeof *n);
+        free(w->eps);
         w->eps = n;
         w->eps_cap = ncap;
     }
-    if ((uint64_t)(w->eps_len + 1u) * 2u > w->ep_map_cap) {
+    if (accepted) {
+        if (id != CCOIP_CONN_ACCEPTED_BASE + 1u + w->acc_len) {
+            world_fail(w, SIM_CRASH, "accepted connection id %llu out of order",
+                       (unsigned long long)id);
+            return SIM_NONE32;
+        }
+        if (w->acc_len == w->acc_cap) {
+            const uint32_t ncap = w->acc_cap == 0 ? 1024u : 2u * w->acc_cap;
+            uint32_t *t = realloc(w->acc_tab, (size_t)ncap * sizeof *t);
+            if (t == NULL) {
+                world_fail(w, SIM_CRASH, "out of memory (accepted endpoints)");
+                return SIM_NONE32;
+            }
+            w->acc_tab = t;
+            w->acc_cap = ncap;
+        }
+    } else if ((uint64_t)(w->ep_map_len + 1u) * 2u > w->ep_map_cap) {
         const uint64_t ncap = w->ep_map_cap * 2u;
         sim_ep_slot *m = malloc((size_t)ncap * sizeof *m);
         if (m == NULL) {
@@ -239,8 +259,9 @@ static uint32_t ep_new(sim_world *w, uint32_t node, uint64_t id)
         w->ep_map = m;
         w->ep_map_cap = ncap;
         memset(m, 0xff, (size_t)ncap * sizeof *m);
-        for (uint32_t i = 0; i < w->eps_len; i++)
-            ep_map_insert(w, i);
+        for (uint32_t i = 0; i < w->eps_len; i++) {
+            if (!w->eps[i].accepted) ep_map_insert(w, i);
+        }
     }
     const uint32_t e = w->eps_len++;
     memset(&w->eps[e], 0, sizeof w->eps[e]);
@@ -256,13 +277,21 @@ static uint32_t ep_new(sim_world *w, uint32_t node, uint64_t id)
         n->ep_first1 = e + 1u;
     }
     n->ep_last1 = e + 1u;
-    ep_map_insert(w, e);
+    w->eps[e].accepted = accepted;
+    if (accepted) {
+        w->acc_tab[w->acc_len++] = e;
+    } else {
+        ep_map_insert(w, e);
+        w->ep_map_len++;
+    }
     return e;
 }
 
 /* ------------------------------------------------------------------------ */
 /* Frames                                                                   */
 /* ------------------------------------------------------------------------ */
+
+#define SIM_FRAME_KEEP (64u * 1024u) /* a frame slot keeps a buffer up to this size */
 
 static uint32_t frame_new(sim_world *w, uint64_t len)
 {
@@ -272,37 +301,56 @@ static uint32_t frame_new(sim_world *w, uint64_t len)
     } else {
         if (w->frames_len == w->frames_cap) {
             const uint32_t ncap = w->frames_cap * 2u;
-            sim_frame *n = realloc(w->frames, (size_t)ncap * sizeof *n);
+            sim_frame *n = aligned_alloc(64, (size_t)ncap * sizeof *n);
             uint32_t *fl = realloc(w->frame_free, (size_t)ncap * sizeof *fl);
+            if (fl != NULL) w->frame_free = fl;
             if (n == NULL || fl == NULL) {
-                if (n != NULL) w->frames = n;
-                if (fl != NULL) w->frame_free = fl;
+                free(n);
                 world_fail(w, SIM_CRASH, "out of memory (frames)");
                 return SIM_NONE32;
             }
+            memcpy(n, w->frames, (size_t)w->frames_len * sizeof *n);
+            free(w->frames);
             w->frames = n;
-            w->frame_free = fl;
             w->frames_cap = ncap;
         }
         f = w->frames_len++;
+        w->frames[f].bytes = NULL;
+        w->frames[f].bytes_cap = 0;
     }
     sim_frame *fr = &w->frames[f];
+    /* A slot keeps its buffer: most frames fit the one of the frame before. */
+    uint8_t *bytes = fr->bytes;
+    uint32_t bytes_cap = fr->bytes_cap;
+    const uint64_t need = len > 0 ? len : 1u;
+    if (need > bytes_cap) {
+        free(bytes);
+        bytes_cap = 0;
+        bytes = malloc((size_t)need);
+        if (bytes == NULL) {
+            fr->bytes = NULL;
+            fr->bytes_cap = 0;
+            world_fail(w, SIM_CRASH, "out of memory (frame bytes)");
+            return SIM_NONE32;
+        }
+        if (need <= SIM_FRAME_KEEP) bytes_cap = (uint32_t)need;
+    }
     memset(fr, 0, sizeof *fr);
     fr->used = true;
     fr->len = len;
-    fr->bytes = malloc(len > 0 ? (size_t)len : 1u);
-    if (fr->bytes == NULL) {
-        world_fail(w, SIM_CRASH, "out of memory (frame bytes)");
-        return SIM_NONE32;
-    }
+    fr->bytes = bytes;
+    fr->bytes_cap = bytes_cap;
     return f;
 }
 
 static void frame_free(sim_world *w, uint32_t f)
 {
-    free(w->frames[f].bytes);
-    w->frames[f].bytes = NULL;
-    w->frames[f].used = false;
+    sim_frame *fr = &w->frames[f];
+    if (fr->bytes_cap == 0) {
+        free(fr->bytes); /* larger than SIM_FRAME_KEEP: not kept */
+        fr->bytes = NULL;
+    }
+    fr->used = false;
     w->frame_free[w->frame_free_len++] = f;
 }
 
@@ -316,8 +364,8 @@ static uint64_t frame_send(sim_world *w, uint32_t src, uint32_t f)
     w->frames[f].src_node = s->node;
     uint64_t sent;
     uint64_t arr =
-        sim_net_transit(&w->net, &w->net_rng, w->nodes[s->node].host, w->nodes[d->node].host,
-                        w->now, w->frames[f].len + (w->frames[f].is_data ? 80u : 0u), &sent);
+        sim_net_transit(&w->net, &w->net_rng, w->node_host[s->node], w->node_host[d->node], w->now,
+                        w->frames[f].len + (w->frames[f].is_data ? 80u : 0u), &sent);
     if (arr == SIM_NET_FOREVER || d->stuck) {
         /* The stream is wedged: this frame and all later ones never arrive. */
         d->stuck = true;
@@ -326,7 +374,8 @@ static uint64_t frame_send(sim_world *w, uint32_t src, uint32_t f)
     }
     if (arr < d->last_arrival_ns) arr = d->last_arrival_ns;
     d->last_arrival_ns = arr;
-    world_push(w, arr, EVK_DELIVER, d->node, f, 0);
+    /* The destination endpoint rides along in the high word (a prefetch hint only). */
+    world_push(w, arr, EVK_DELIVER, d->node, f | ((uint64_t)s->other << 32), 0);
     return sent;
 }
 
@@ -360,16 +409,15 @@ static void host_ip(uint32_t host, uint8_t ip[4])
  * copies 4 bytes instead of a whole record. */
 static sim_io *io_at(sim_node *n, uint32_t i)
 {
-    return &n->io_pool[n->ios[i]];
+    return &n->io_pool[n->ios[i].rec];
 }
 
 static sim_io *io_find(sim_node *n, uint64_t io_id, uint32_t *idx_out)
 {
     for (uint32_t i = 0; i < n->ios_len; i++) {
-        sim_io *io = io_at(n, i);
-        if (io->io_id == io_id) {
+        if (n->ios[i].io_id == io_id) {
             if (idx_out != NULL) *idx_out = i;
-            return io;
+            return io_at(n, i);
         }
     }
     return NULL;
@@ -377,8 +425,16 @@ static sim_io *io_find(sim_node *n, uint64_t io_id, uint32_t *idx_out)
 
 static void io_remove(sim_node *n, uint32_t idx)
 {
-    n->io_free[n->io_free_len++] = n->ios[idx];
+    n->io_free[n->io_free_len++] = n->ios[idx].rec;
     n->ios[idx] = n->ios[--n->ios_len];
+    if (idx < n->ios_len) n->io_pool[n->ios[idx].rec].pos = idx;
+}
+
+/* The endpoint of a pending I/O (record and walk-order copy). */
+static void io_set_ep(sim_node *n, sim_io *io, uint32_t e)
+{
+    io->ep = e;
+    n->ios[io->pos].ep = e;
 }
 
 static sim_io *io_add(sim_world *w, sim_node *n, uint64_t io_id, sim_io_kind kind,
@@ -396,7 +452,7 @@ static sim_io *io_add(sim_world *w, sim_node *n, uint64_t io_id, sim_io_kind kin
         }
         sim_io *x = realloc(n->io_pool, (size_t)ncap * sizeof *x);
         if (x != NULL) n->io_pool = x;
-        uint32_t *y = realloc(n->ios, (size_t)ncap * sizeof *y);
+        sim_io_ref *y = realloc(n->ios, (size_t)ncap * sizeof *y);
         if (y != NULL) n->ios = y;
         uint32_t *z = realloc(n->io_free, (size_t)ncap * sizeof *z);
         if (z != NULL) n->io_free = z;
@@ -410,14 +466,16 @@ static sim_io *io_add(sim_world *w, sim_node *n, uint64_t io_id, sim_io_kind kin
         n->ios_cap = ncap;
     }
     const uint32_t rec = n->io_free[--n->io_free_len];
-    n->ios[n->ios_len++] = rec;
+    const uint32_t pos = n->ios_len++;
+    n->ios[pos] = (sim_io_ref){io_id, rec, SIM_NONE32};
     sim_io *io = &n->io_pool[rec];
     memset(io, 0, sizeof *io);
+    io->pos = pos;
     io->io_id = io_id;
     io->kind = kind;
     io->op_slot = act->op_slot;
     io->ep = SIM_NONE32;
-    io->act = *act;
+    io->dst = act->dst;
     io->type = act->type;
     io->chunk = act->chunk;
     io->step = act->step;
@@ -487,6 +545,7 @@ static void ios_fail_on_ep(sim_world *w, uint32_t node, uint32_t e)
 {
     sim_node *n = &w->nodes[node];
     for (uint32_t i = 0; i < n->ios_len; i++) {
+        if (n->ios[i].ep != e) continue;
         sim_io *io = io_at(n, i);
         if ((io->kind == IO_SEND || io->kind == IO_RECV) && io->ep == e && !io->delivered) {
             io->delivered = true;
@@ -503,11 +562,12 @@ static void ep_close_remote(sim_world *w, uint32_t e)
     if (s->other == SIM_NONE32) return;
     sim_ep *d = &w->eps[s->other];
     if (d->state == EP_CLOSED || d->stuck) return;
-    uint64_t t = w->now + sim_net_latency(&w->net, w->nodes[s->node].host, w->nodes[d->node].host);
+    const uint32_t hs = w->node_host[s->node], hd = w->node_host[d->node];
+    uint64_t t = w->now + sim_net_latency(&w->net, hs, hd);
     uint64_t until;
-    if (sim_net_blocked(&w->net, w->nodes[s->node].host, w->nodes[d->node].host, w->now, &until)) {
+    if (sim_net_blocked(&w->net, hs, hd, w->now, &until)) {
         if (until == SIM_NET_FOREVER) return; /* the FIN/RST never arrives */
-        t = until + sim_net_latency(&w->net, w->nodes[s->node].host, w->nodes[d->node].host);
+        t = until + sim_net_latency(&w->net, hs, hd);
     }
     if (t < d->last_arrival_ns) t = d->last_arrival_ns;
     d->last_arrival_ns = t;
@@ -519,9 +579,8 @@ static void ep_close_remote(sim_world *w, uint32_t e)
 /* Kernels                                                                  */
 /* ------------------------------------------------------------------------ */
 
-static void kernel_run(sim_world *w, uint32_t node, sim_io *io)
+static void kernel_run(sim_world *w, uint32_t node, sim_io *io, const ccoip_action *a)
 {
-    const ccoip_action *a = &io->act;
     uint8_t *dst = a->type == CCOIP_ACT_HASH ? NULL : span_ptr(w, node, &a->dst);
     if (dst == NULL && a->type != CCOIP_ACT_HASH) return;
     const uint8_t *src = a->type == CCOIP_ACT_FINALIZE ? dst : span_ptr(w, node, &a->src);
@@ -651,7 +710,7 @@ static uint32_t find_listener(sim_world *w, const uint8_t *ip, uint32_t ip_len, 
 
 static void act_connect(sim_world *w, uint32_t node, const ccoip_action *a)
 {
-    const uint32_t e = ep_new(w, node, a->conn);
+    const uint32_t e = ep_new(w, node, a->conn, false);
     if (e == SIM_NONE32) return;
     uint32_t listener = 0;
     const uint32_t target =
@@ -676,11 +735,10 @@ static void act_connect(sim_world *w, uint32_t node, const ccoip_action *a)
     }
     const uint64_t t_acc = syn + sim_net_latency(&w->net, ha, hb);
     const uint64_t t_up = t_acc + sim_net_latency(&w->net, hb, ha);
-    const uint32_t r = ep_new(w, target, w->next_accept_id++);
+    const uint32_t r = ep_new(w, target, w->next_accept_id++, true);
     if (r == SIM_NONE32) return;
     w->eps[r].other = e;
-    w->eps[r].accepted = true;
-    w->eps[r].listener = listener;
+    w->eps[r].listener = (uint8_t)listener; /* below 3 (find_listener) */
     w->eps[r].last_arrival_ns = t_acc;
     w->eps[e].other = r;
     w->eps[e].last_arrival_ns = t_up;
@@ -714,7 +772,7 @@ static void act_ring_send(sim_world *w, uint32_t node, const ccoip_action *a)
     if (src == NULL) return;
     check_ring_action(w, node, a);
     const uint32_t e = ep_lookup(w, node, a->conn);
-    io->ep = e;
+    io_set_ep(n, io, e);
     if (e == SIM_NONE32 || w->eps[e].state != EP_OPEN || w->eps[e].other == SIM_NONE32 ||
         w->eps[e].torn) {
         io->delivered = true;
@@ -777,13 +835,13 @@ static void ep_break(sim_world *w, uint32_t e)
 static void recv_land(sim_world *w, uint32_t node, sim_io *io, uint32_t f)
 {
     sim_frame *fr = &w->frames[f];
-    uint8_t *dst = span_ptr(w, node, &io->act.dst);
+    uint8_t *dst = span_ptr(w, node, &io->dst);
     if (dst == NULL) return;
-    if (fr->len != io->act.dst.length) {
+    if (fr->len != io->dst.length) {
         world_fail(w, SIM_CRASH,
                    "node %u: data frame of %llu bytes for a receive of %llu (epoch %llu seq %llu "
                    "step %u)",
-                   node, (unsigned long long)fr->len, (unsigned long long)io->act.dst.length,
+                   node, (unsigned long long)fr->len, (unsigned long long)io->dst.length,
                    (unsigned long long)fr->epoch, (unsigned long long)fr->seq, fr->step);
         return;
     }
@@ -830,6 +888,7 @@ static void ep_pump(sim_world *w, uint32_t e)
         if (fr->is_state) {
             sim_io *st = NULL;
             for (uint32_t i = 0; i < n->ios_len; i++) {
+                if (n->ios[i].ep != e) continue;
                 sim_io *io = io_at(n, i);
                 if (io->kind == IO_RECV && io->ep == e && !io->delivered &&
                     io->type == CCOIP_ACT_STATE_RECV && io->tag == fr->tag && io->seq == fr->seq &&
@@ -840,7 +899,7 @@ static void ep_pump(sim_world *w, uint32_t e)
             }
             if (st == NULL) break; /* held until its STATE_RECV is posted */
             inbox_pop(w, ep, false);
-            if (fr->len != st->act.dst.length) {
+            if (fr->len != st->dst.length) {
                 w->protocol_violations++;
                 st->delivered = true;
                 st->result = pcclProtocolError;
@@ -860,6 +919,7 @@ static void ep_pump(sim_world *w, uint32_t e)
         sim_io *exact = NULL;
         sim_io *same_op = NULL;
         for (uint32_t i = 0; i < n->ios_len; i++) {
+            if (n->ios[i].ep != e) continue;
             sim_io *io = io_at(n, i);
             if (io->kind != IO_RECV || io->ep != e || io->delivered ||
                 io->type != CCOIP_ACT_RING_RECV) {
@@ -887,7 +947,7 @@ static void ep_pump(sim_world *w, uint32_t e)
                       "node %u: ring frame (epoch %llu seq %llu step %u chunk %u) does not match "
                       "its RING_RECV (step %u chunk %u): closing the connection",
                       node, (unsigned long long)fr->epoch, (unsigned long long)fr->seq, fr->step,
-                      fr->chunk, same_op->act.step, same_op->act.chunk);
+                      fr->chunk, same_op->step, same_op->chunk);
             same_op->delivered = true;
             same_op->result = pcclProtocolError;
             world_push(w, w->now, EVK_IO_DONE, node, same_op->io_id, 0);
@@ -908,7 +968,7 @@ static void act_ring_recv(sim_world *w, uint32_t node, const ccoip_action *a)
     if (span_ptr(w, node, &a->dst) == NULL) return;
     check_ring_action(w, node, a);
     const uint32_t e = ep_lookup(w, node, a->conn);
-    io->ep = e;
+    io_set_ep(n, io, e);
     if (e == SIM_NONE32 || w->eps[e].state == EP_CLOSED || w->eps[e].torn) {
         io->delivered = true;
         io->result = pcclRankConnectionLost;
@@ -953,7 +1013,7 @@ static void deliver(sim_world *w, uint32_t f)
         uint32_t *x = realloc(ep->inbox, ncap * sizeof *ep->inbox);
         if (x != NULL) {
             ep->inbox = x;
-            ep->inbox_cap = ncap;
+            ep->inbox_cap = (uint16_t)ncap; /* at most SIM_INBOX_MAX */
         }
         if (x == NULL) {
             world_fail(w, SIM_CRASH, "out of memory (inbox)");
@@ -974,7 +1034,7 @@ static void act_state_send(sim_world *w, uint32_t node, const ccoip_action *a)
     const uint8_t *src = span_ptr(w, node, &a->src);
     if (src == NULL) return;
     const uint32_t e = ep_lookup(w, node, a->conn);
-    io->ep = e;
+    io_set_ep(n, io, e);
     if (e == SIM_NONE32 || w->eps[e].state != EP_OPEN || w->eps[e].other == SIM_NONE32 ||
         w->eps[e].torn) {
         io->delivered = true;
@@ -1014,7 +1074,7 @@ static void act_state_recv(sim_world *w, uint32_t node, const ccoip_action *a)
     if (io == NULL) return;
     if (span_ptr(w, node, &a->dst) == NULL) return;
     const uint32_t e = ep_lookup(w, node, a->conn);
-    io->ep = e;
+    io_set_ep(n, io, e);
     if (e == SIM_NONE32 || w->eps[e].state == EP_CLOSED || w->eps[e].torn) {
         io->delivered = true;
         io->result = pcclRankConnectionLost;
@@ -1070,7 +1130,7 @@ static void act_kernel(sim_world *w, uint32_t node, const ccoip_action *a)
     /* Kernels of a slot run in queue order: the bytes change now, in
      * emission order, and the completions are reported in that order, at
      * about 4 GB/s plus a microsecond each. */
-    kernel_run(w, node, io);
+    kernel_run(w, node, io, a);
     uint64_t bytes = a->dst.length > a->src.length ? a->dst.length : a->src.length;
     if (a->base.length > bytes) bytes = a->base.length; /* GATHER_REDUCE reads every slot */
     const uint32_t slot = a->op_slot < SIM_OP_SLOTS ? a->op_slot : 0;
@@ -1348,12 +1408,22 @@ void world_feed(sim_world *w, uint32_t node, ccoip_event *ev)
                    n->is_master ? "master" : "peer", (int)ev->type, rc);
         if (!rec) return;
     }
-    ccoip_action act;
+    /* Actions by reference when the machines offer it (no 320-byte copy per action): each is
+     * used only until act_run steps this machine again (a re-entrant world_feed, after which
+     * no handler reads its action). */
+    ccoip_action copy;
+    const ccoip_action *act;
     uint32_t guard = 0;
-    while ((rec || (!w->failed && n->state != NODE_DEAD)) &&
-           w->vt->poll(n->m, n->is_master, &act)) {
+    while (rec || (!w->failed && n->state != NODE_DEAD)) {
+        if (w->vt->poll_ref != NULL) {
+            act = w->vt->poll_ref(n->m, n->is_master);
+            if (act == NULL) break;
+        } else {
+            if (!w->vt->poll(n->m, n->is_master, &copy)) break;
+            act = &copy;
+        }
         if (rec) {
-            ccoip_trace_hash_action(&n->rec_hash, &act);
+            ccoip_trace_hash_action(&n->rec_hash, act);
             n->rec_polled++;
         }
         if (w->failed || n->state == NODE_DEAD) continue;
@@ -1362,7 +1432,7 @@ void world_feed(sim_world *w, uint32_t node, ccoip_event *ev)
             if (!rec) return;
             continue;
         }
-        act_run(w, node, &act);
+        act_run(w, node, act);
     }
     if (rec) {
         ccoip_trace_hash_deadline(&n->rec_hash, w->vt->deadline_ns(n->m, n->is_master));
@@ -1420,6 +1490,7 @@ static uint32_t node_new(sim_world *w, bool is_master, uint32_t host)
     memset(n, 0, sizeof *n);
     n->is_master = is_master;
     n->host = host;
+    w->node_host[idx] = host;
     node_set_state(w, idx, NODE_ALIVE);
     n->timer_at = CCOIP_NO_DEADLINE;
     n->rng = sim_rng_fork(&w->rng, idx);
@@ -1447,6 +1518,7 @@ static uint32_t node_new(sim_world *w, bool is_master, uint32_t host)
         n->peer_index = w->num_peers_created++;
         n->group = w->spawn_group != SIM_NONE32 ? w->spawn_group : default_group(w, n->peer_index);
         p.peer_group = n->group;
+        w->node_group[idx] = n->group;
         n->m = w->vt->peer_create(&p, seed);
         if (w->cfg.record_trace) {
             ccoip_trace_header h;
@@ -1454,6 +1526,7 @@ static uint32_t node_new(sim_world *w, bool is_master, uint32_t host)
         }
     }
     if (host < w->host_node_cap) w->host_node[host] = idx;
+    w->node_m[idx] = n->m;
     if (n->m == NULL) {
         world_fail(w, SIM_CRASH, "cannot create %s state machine", is_master ? "master" : "peer");
         return SIM_NONE32;
@@ -1879,6 +1952,32 @@ static void fire(sim_world *w, const sim_ev *ev)
     }
 }
 
+/* Starts loading what the next event in the queue will read first (its node's record, its
+ * frame or endpoint) while the current one runs: the world is far larger than the caches.
+ * A hint only: the next event may still change, nothing depends on it. */
+static void prefetch_next(const sim_world *w)
+{
+    const sim_heap_val *v = sim_heap_peek_val(&w->heap);
+    if (v == NULL) return;
+    const uint32_t kind = (uint32_t)(v->aux & 0xffu);
+    const uint32_t node = (uint32_t)(v->aux >> 32);
+    if (kind == EVK_DELIVER) {
+        const uint32_t f = (uint32_t)v->payload, e = (uint32_t)(v->payload >> 32);
+        if (f < w->frames_len) __builtin_prefetch(&w->frames[f]);
+        if (e < w->eps_len) __builtin_prefetch(&w->eps[e]);
+        if (node < w->num_nodes) __builtin_prefetch(&w->nodes[node]);
+    } else if (kind >= EVK_ACCEPT && kind <= EVK_CONN_CLOSED) {
+        if (v->payload < w->eps_len) __builtin_prefetch(&w->eps[v->payload]);
+        if (node < w->num_nodes) __builtin_prefetch(&w->nodes[node]);
+    } else if (node < w->num_nodes) {
+        __builtin_prefetch(&w->nodes[node]);
+    }
+    /* The machine's own memory (through the compact pointer array: no wait on the record). */
+    if (w->vt->prefetch != NULL && node < w->num_nodes && w->node_m[node] != NULL) {
+        w->vt->prefetch(w->node_m[node], node == 0, 0);
+    }
+}
+
 /* Liveness phase: a supervisor keeps at least two peers running. */
 static void supervise(sim_world *w)
 {
@@ -1897,21 +1996,33 @@ static void supervise(sim_world *w)
 static void supervise_groups(sim_world *w)
 {
     if (w->now < w->quiet_ns + 5u * SIM_SEC || w->undone == 0) return;
-    uint32_t *cnt = calloc(w->num_nodes + 1u, sizeof *cnt);
-    uint32_t *lone = calloc(w->num_nodes + 1u, sizeof *lone);
-    if (cnt == NULL || lone == NULL) {
-        free(cnt);
-        free(lone);
-        return;
+    const uint32_t groups = w->num_nodes + 1u;
+    if (groups > w->sup_cap) {
+        /* Reused between checks; lone[g] is read only where cnt[g] says it was written. */
+        free(w->sup_cnt);
+        free(w->sup_lone);
+        w->sup_cnt = malloc((size_t)groups * sizeof *w->sup_cnt);
+        w->sup_lone = malloc((size_t)groups * sizeof *w->sup_lone);
+        if (w->sup_cnt == NULL || w->sup_lone == NULL) {
+            free(w->sup_cnt);
+            free(w->sup_lone);
+            w->sup_cnt = w->sup_lone = NULL;
+            w->sup_cap = 0;
+            return;
+        }
+        w->sup_cap = groups;
     }
+    uint32_t *cnt = w->sup_cnt;
+    uint32_t *lone = w->sup_lone;
+    memset(cnt, 0, (size_t)groups * sizeof *cnt);
+    /* The byte states and the group array: no walk over the nodes' records. */
     for (uint32_t i = 1; i < w->num_nodes; i++) {
-        const sim_node *n = &w->nodes[i];
-        if (n->state == NODE_ALIVE && n->group <= w->num_nodes) {
-            cnt[n->group]++;
-            lone[n->group] = i;
+        const uint32_t g = w->node_group[i];
+        if (w->node_st[i] == (uint8_t)NODE_ALIVE && g <= w->num_nodes) {
+            cnt[g]++;
+            lone[g] = i;
         }
     }
-    const uint32_t groups = w->num_nodes + 1u;
     for (uint32_t g = 0; g < groups && w->num_peers_created < w->cfg.max_peers; g++) {
         if (cnt[g] != 1u || !w->nodes[lone[g]].counted_undone) continue;
         world_log(w, "supervisor: peer %u is alone in group %u: starting a partner",
@@ -1920,8 +2031,6 @@ static void supervise_groups(sim_world *w)
         (void)world_spawn_peer(w, SIM_NONE32);
         w->spawn_group = SIM_NONE32;
     }
-    free(cnt);
-    free(lone);
 }
 
 static bool all_done(const sim_world *w)
@@ -1935,6 +2044,7 @@ static void node_release(sim_world *w, uint32_t i)
     sim_node *n = &w->nodes[i];
     if (n->m != NULL) w->vt->destroy(n->m, n->is_master);
     n->m = NULL;
+    w->node_m[i] = NULL;
     for (uint32_t s = 0; s < SIM_OP_SLOTS; s++)
         opbuf_release(&n->ops[s]);
     free(n->ios);
@@ -1984,9 +2094,8 @@ static void world_free(sim_world *w)
     for (uint32_t i = 0; i < w->num_nodes; i++)
         node_release(w, i);
     free(w->grave);
-    for (uint32_t f = 0; f < w->frames_len; f++) {
-        if (w->frames[f].used) free(w->frames[f].bytes);
-    }
+    for (uint32_t f = 0; f < w->frames_len; f++)
+        free(w->frames[f].bytes);
     for (uint32_t e = 0; e < w->eps_len; e++)
         free(w->eps[e].inbox);
     for (uint32_t i = 0; i < w->num_nodes; i++)
@@ -1998,9 +2107,14 @@ static void world_free(sim_world *w)
     free(w->frame_free);
     free(w->eps);
     free(w->ep_map);
-    free(w->nodes);
+    free(w->acc_tab);
+    free(w->nodes_mem);
     free(w->node_st);
-    free(w->evs);
+    free(w->node_group);
+    free(w->node_host);
+    free(w->node_m);
+    free(w->sup_cnt);
+    free(w->sup_lone);
     sim_heap_deinit(&w->heap);
     sim_net_deinit(&w->net);
 }
@@ -2036,18 +2150,22 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
     w->net_rng = sim_rng_fork(&w->rng, 0x6e6574u);
     sim_trace_init(&w->trace);
     w->elem_bytes = ccoip_dtype_size(cfg->dtype);
-    w->ev_free = SIM_NONE32;
-    w->evs_cap = 1024;
-    w->evs = malloc(w->evs_cap * sizeof *w->evs);
     w->cap_nodes = w->cfg.max_peers + 1u;
-    w->nodes = calloc(w->cap_nodes, sizeof *w->nodes);
+    /* 64-byte aligned records (sim_node's hot lines), zeroed lazily by the system. */
+    w->nodes_mem = calloc((size_t)w->cap_nodes * sizeof *w->nodes + 64u, 1);
+    w->nodes = w->nodes_mem == NULL
+                   ? NULL
+                   : (sim_node *)(void *)(((uintptr_t)w->nodes_mem + 63u) & ~(uintptr_t)63u);
     w->node_st = calloc(w->cap_nodes, 1);
+    w->node_group = calloc(w->cap_nodes, sizeof *w->node_group);
+    w->node_host = calloc(w->cap_nodes, sizeof *w->node_host);
+    w->node_m = calloc(w->cap_nodes, sizeof *w->node_m);
     w->eps_cap = 256;
-    w->eps = malloc(w->eps_cap * sizeof *w->eps);
+    w->eps = aligned_alloc(64, w->eps_cap * sizeof *w->eps);
     w->ep_map_cap = 1024;
     w->ep_map = malloc((size_t)w->ep_map_cap * sizeof *w->ep_map);
     w->frames_cap = 1024;
-    w->frames = malloc(w->frames_cap * sizeof *w->frames);
+    w->frames = aligned_alloc(64, w->frames_cap * sizeof *w->frames);
     w->frame_free = malloc(w->frames_cap * sizeof *w->frame_free);
     w->next_accept_id = CCOIP_CONN_ACCEPTED_BASE + 1u;
     w->spawn_group = SIM_NONE32;
@@ -2055,10 +2173,11 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
     w->host_node = malloc((size_t)w->host_node_cap * sizeof *w->host_node);
     if (w->host_node != NULL)
         memset(w->host_node, 0xff, (size_t)w->host_node_cap * sizeof *w->host_node);
-    const bool ok =
-        w->host_node != NULL && w->evs != NULL && w->nodes != NULL && w->node_st != NULL &&
-        w->eps != NULL && w->ep_map != NULL && w->frames != NULL && w->frame_free != NULL &&
-        sim_heap_init(&w->heap, 1u << 24) && sim_net_init(&w->net, w->cap_nodes + 1u, 1024u);
+    const bool ok = w->host_node != NULL && w->nodes != NULL && w->node_st != NULL &&
+                    w->node_group != NULL && w->node_host != NULL && w->node_m != NULL &&
+                    w->eps != NULL && w->ep_map != NULL && w->frames != NULL &&
+                    w->frame_free != NULL && sim_heap_init(&w->heap, 1u << 24) &&
+                    sim_net_init(&w->net, w->cap_nodes + 1u, 1024u);
     if (!ok) {
         world_fail(w, SIM_CRASH, "out of memory at start");
     } else {
@@ -2091,8 +2210,9 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
 
     const uint64_t deadline = w->cfg.churn_ns + w->cfg.liveness_bound_ns;
     sim_heap_item it;
+    uint64_t aux;
     while (!w->failed && !w->done) {
-        if (!sim_heap_pop(&w->heap, &it)) {
+        if (!sim_heap_pop2(&w->heap, &it, &aux)) {
             world_fail(w, SIM_LIVENESS, "no more events but the run is not done");
             break;
         }
@@ -2103,9 +2223,12 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
             break;
         }
         w->now = it.time_ns;
-        const sim_ev ev = w->evs[it.payload];
-        w->evs[it.payload].a = w->ev_free;
-        w->ev_free = (uint32_t)it.payload;
+        const sim_ev ev = {(uint32_t)(aux & 0xffu), (uint32_t)(aux >> 32), it.payload,
+                           (aux >> 8) & 0xffffffu};
+        if (w->vt->prefetch != NULL && ev.node < w->num_nodes && w->node_m[ev.node] != NULL) {
+            w->vt->prefetch(w->node_m[ev.node], ev.node == 0, 1);
+        }
+        prefetch_next(w);
         fire(w, &ev);
         if (w->grave_len > 0) bury_dead(w);
         if (w->res->events > w->cfg.max_events) {

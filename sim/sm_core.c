@@ -15,6 +15,7 @@
 
 #include "ccoip_master.h"
 #include "ccoip_peer.h"
+#include "ccoip_sm_internal.h" /* ccoip_*_poll_ref */
 
 static void master_config(const sim_master_params *p, ccoip_master_config *cfg)
 {
@@ -99,6 +100,16 @@ static bool core_poll(void *m, bool is_master, ccoip_action *out)
     return is_master ? ccoip_master_poll(m, out) : ccoip_peer_poll(m, out);
 }
 
+static const ccoip_action *core_poll_ref(void *m, bool is_master)
+{
+    return is_master ? ccoip_master_poll_ref(m) : ccoip_peer_poll_ref(m);
+}
+
+static void core_prefetch(const void *m, bool is_master, int stage)
+{
+    if (!is_master) ccoip_peer_prefetch(m, stage);
+}
+
 static uint64_t core_deadline(const void *m, bool is_master)
 {
     return is_master ? ccoip_master_deadline_ns(m) : ccoip_peer_deadline_ns(m);
@@ -109,8 +120,9 @@ static void core_set_port(void *m, ccoip_listener listener, uint32_t port)
     (void)ccoip_peer_set_port(m, listener, port, NULL);
 }
 
-static const sim_sm_vt core_vt = {"core",    core_master_create, core_peer_create, core_destroy,
-                                  core_step, core_poll,          core_deadline,    core_set_port};
+static const sim_sm_vt core_vt = {
+    "core",    core_master_create, core_peer_create, core_destroy,  core_step,
+    core_poll, core_deadline,      core_set_port,    core_poll_ref, core_prefetch};
 
 const sim_sm_vt *sim_sm_core(void)
 {
