@@ -181,14 +181,19 @@ typedef struct p_probe {
 } p_probe;
 
 struct ccoip_peer {
-    ccoip_peer_config cfg;
-    char master_url[CCOIP_URL_MAX];
-    ccoip_codec_limits lim;
-    uint64_t rng;
+    /* What every step touches first, in the record's first lines (a simulator steps thousands
+     * of peers, each step a cache miss on its record: docs/simulator.md, Scale). */
     uint64_t now;
     sm_out out;
     p_state state;
     bool master_closed;
+    p_op *ops; /* [max_ops] */
+    uint64_t next_io;
+
+    ccoip_peer_config cfg;
+    char master_url[CCOIP_URL_MAX];
+    ccoip_codec_limits lim;
+    uint64_t rng;
 
     uint64_t id;
     uint32_t hb_ms;
@@ -198,7 +203,6 @@ struct ccoip_peer {
     uint64_t hb_counter;
     uint64_t next_call;
     uint64_t next_conn;
-    uint64_t next_io;
 
     p_call *calls;
     uint32_t calls_cap;
@@ -257,8 +261,6 @@ struct ccoip_peer {
     uint32_t rx_n;
     p_acc *acc; /* [acc_cap] */
     uint32_t acc_cap;
-
-    p_op *ops; /* [max_ops] */
 
     /* Topology optimization (peer_optimize.c). */
     bool bw_listening;
