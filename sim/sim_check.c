@@ -29,6 +29,7 @@
  * The observer decodes the master's control frames with the schema codec
  * (it never looks inside the machines).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -328,43 +329,69 @@ void check_m2p_recv(sim_world *w, uint32_t node, const uint8_t *frame, uint64_t 
     }
 }
 
-/* The slot of (epoch, seq) in inrec_idx: its entry or the empty slot where it goes. */
-static uint32_t inrec_slot(const sim_world *w, uint64_t epoch, uint64_t seq)
+/* sim_seqidx: the key of record r of an array of records (stride bytes each) that begin with
+ * uint64_t epoch, seq. */
+_Static_assert(offsetof(sim_oprec, epoch) == 0 && offsetof(sim_oprec, seq) == 8,
+               "sim_oprec must begin with epoch, seq (sim_seqidx)");
+_Static_assert(offsetof(sim_inrec, epoch) == 0 && offsetof(sim_inrec, seq) == 8,
+               "sim_inrec must begin with epoch, seq (sim_seqidx)");
+
+static const uint64_t *seqidx_key(const void *recs, size_t stride, uint32_t r)
 {
-    const uint32_t mask = w->inrec_idx_cap - 1u;
+    return (const uint64_t *)(const void *)((const uint8_t *)recs + (size_t)r * stride);
+}
+
+/* The slot of (epoch, seq): its entry or the empty slot where it goes. */
+static uint32_t seqidx_slot(const sim_seqidx *x, const void *recs, size_t stride, uint64_t epoch,
+                            uint64_t seq)
+{
+    const uint32_t mask = x->cap - 1u;
     uint32_t i = (uint32_t)sim_pair_hash(epoch, seq) & mask;
     for (;;) {
-        const uint32_t r = w->inrec_idx[i];
-        if (r == SIM_NONE32 || (w->inrecs[r].epoch == epoch && w->inrecs[r].seq == seq)) return i;
+        const uint32_t r = x->slot[i];
+        if (r == SIM_NONE32) return i;
+        const uint64_t *k = seqidx_key(recs, stride, r);
+        if (k[0] == epoch && k[1] == seq) return i;
         i = (i + 1u) & mask;
     }
 }
 
 /* The latest record of (epoch, seq), or SIM_NONE32. */
-static uint32_t inrec_latest(const sim_world *w, uint64_t epoch, uint64_t seq)
+static uint32_t seqidx_get(const sim_seqidx *x, const void *recs, size_t stride, uint64_t epoch,
+                           uint64_t seq)
 {
-    if (w->inrec_idx_cap == 0) return SIM_NONE32;
-    return w->inrec_idx[inrec_slot(w, epoch, seq)];
+    if (x->cap == 0) return SIM_NONE32;
+    return x->slot[seqidx_slot(x, recs, stride, epoch, seq)];
 }
 
-/* Indexes record r (the newest); false when out of memory. */
-static bool inrec_index(sim_world *w, uint32_t r)
+/* Indexes record r, the newest (records 0 .. r-1 are indexed): it becomes its key's latest, and
+ * *prev the record it replaced there (SIM_NONE32: none). False when out of memory. */
+static bool seqidx_put(sim_seqidx *x, const void *recs, size_t stride, uint32_t r, uint32_t *prev)
 {
-    if ((uint64_t)(w->inrecs_len + 1u) * 2u > w->inrec_idx_cap) {
-        const uint32_t ncap = w->inrec_idx_cap == 0 ? 1024u : w->inrec_idx_cap * 2u;
+    if ((uint64_t)(r + 2u) * 2u > x->cap) {
+        const uint32_t ncap = x->cap == 0 ? 1024u : x->cap * 2u;
         uint32_t *idx = malloc((size_t)ncap * sizeof *idx);
         if (idx == NULL) return false;
         memset(idx, 0xff, (size_t)ncap * sizeof *idx);
-        free(w->inrec_idx);
-        w->inrec_idx = idx;
-        w->inrec_idx_cap = ncap;
-        for (uint32_t i = 0; i < r; i++) /* ascending: each key ends at its latest */
-            w->inrec_idx[inrec_slot(w, w->inrecs[i].epoch, w->inrecs[i].seq)] = i;
+        free(x->slot);
+        x->slot = idx;
+        x->cap = ncap;
+        for (uint32_t i = 0; i < r; i++) { /* ascending: each key ends at its latest */
+            const uint64_t *k = seqidx_key(recs, stride, i);
+            x->slot[seqidx_slot(x, recs, stride, k[0], k[1])] = i;
+        }
     }
-    const uint32_t slot = inrec_slot(w, w->inrecs[r].epoch, w->inrecs[r].seq);
-    w->inrecs[r].prev = w->inrec_idx[slot];
-    w->inrec_idx[slot] = r;
+    const uint64_t *k = seqidx_key(recs, stride, r);
+    const uint32_t slot = seqidx_slot(x, recs, stride, k[0], k[1]);
+    *prev = x->slot[slot];
+    x->slot[slot] = r;
     return true;
+}
+
+/* The latest input record of (epoch, seq), or SIM_NONE32. */
+static uint32_t inrec_latest(const sim_world *w, uint64_t epoch, uint64_t seq)
+{
+    return seqidx_get(&w->inrec_idx, w->inrecs, sizeof *w->inrecs, epoch, seq);
 }
 
 static void inrec_add(sim_world *w, uint32_t node, uint64_t epoch, uint64_t seq,
@@ -386,7 +413,7 @@ static void inrec_add(sim_world *w, uint32_t node, uint64_t epoch, uint64_t seq,
     r->node = node;
     r->peer_id = w->nodes[node].peer_id;
     r->input = NULL;
-    if (!inrec_index(w, w->inrecs_len - 1u)) {
+    if (!seqidx_put(&w->inrec_idx, w->inrecs, sizeof *w->inrecs, w->inrecs_len - 1u, &r->prev)) {
         world_fail(w, SIM_CRASH, "out of memory (input index)");
         return;
     }
@@ -558,43 +585,11 @@ static bool reference_run(sim_world *w, uint64_t epoch, uint64_t seq, const sim_
     return true;
 }
 
-/* The slot of (epoch, seq) in oprec_idx: its record or the empty slot where it goes. */
-static uint32_t oprec_slot(const sim_world *w, uint64_t epoch, uint64_t seq)
-{
-    const uint32_t mask = w->oprec_idx_cap - 1u;
-    uint32_t i = (uint32_t)sim_pair_hash(epoch, seq) & mask;
-    for (;;) {
-        const uint32_t r = w->oprec_idx[i];
-        if (r == SIM_NONE32 || (w->oprecs[r].epoch == epoch && w->oprecs[r].seq == seq)) return i;
-        i = (i + 1u) & mask;
-    }
-}
-
 /* The record of (epoch, seq) (there is at most one), or NULL. */
 static sim_oprec *oprec_find(sim_world *w, uint64_t epoch, uint64_t seq)
 {
-    if (w->oprec_idx_cap == 0) return NULL;
-    const uint32_t r = w->oprec_idx[oprec_slot(w, epoch, seq)];
+    const uint32_t r = seqidx_get(&w->oprec_idx, w->oprecs, sizeof *w->oprecs, epoch, seq);
     return r == SIM_NONE32 ? NULL : &w->oprecs[r];
-}
-
-/* Indexes record r (new, its key not yet indexed); false when out of memory. */
-static bool oprec_index(sim_world *w, uint32_t r)
-{
-    if ((uint64_t)(w->oprecs_len + 1u) * 2u > w->oprec_idx_cap) {
-        const uint32_t ncap = w->oprec_idx_cap == 0 ? 1024u : w->oprec_idx_cap * 2u;
-        uint32_t *idx = malloc((size_t)ncap * sizeof *idx);
-        if (idx == NULL) return false;
-        memset(idx, 0xff, (size_t)ncap * sizeof *idx);
-        free(w->oprec_idx);
-        w->oprec_idx = idx;
-        w->oprec_idx_cap = ncap;
-        for (uint32_t i = 0; i < w->oprecs_len; i++) {
-            if (i != r) w->oprec_idx[oprec_slot(w, w->oprecs[i].epoch, w->oprecs[i].seq)] = i;
-        }
-    }
-    w->oprec_idx[oprec_slot(w, w->oprecs[r].epoch, w->oprecs[r].seq)] = r;
-    return true;
 }
 
 static uint64_t first_diff(const uint8_t *a, const uint8_t *b, uint64_t n)
@@ -646,7 +641,9 @@ void check_allreduce_notify(sim_world *w, uint32_t node, sim_appcmd *c, const cc
             r->seq = c->seq;
             r->tag = c->tag;
             r->world = act->world_size;
-            if (!oprec_index(w, w->oprecs_len - 1u)) {
+            uint32_t none;
+            if (!seqidx_put(&w->oprec_idx, w->oprecs, sizeof *w->oprecs, w->oprecs_len - 1u,
+                            &none)) {
                 world_fail(w, SIM_CRASH, "out of memory (op index)");
                 return;
             }
@@ -945,9 +942,9 @@ void check_free(sim_world *w)
     free(w->epochs);
     free(w->epoch_idx);
     free(w->oprecs);
-    free(w->oprec_idx);
+    free(w->oprec_idx.slot);
     free(w->dec_arena);
     free(w->inrecs);
-    free(w->inrec_idx);
+    free(w->inrec_idx.slot);
     free(w->commence_epoch_by_seq);
 }

@@ -294,6 +294,16 @@ _Static_assert(offsetof(sim_node, is_master) <= 64 &&
                "sim_node: the hot fields are in its first two cache lines");
 
 /* A completed (epoch, seq) and what the checkers know of it. */
+/*
+ * An index of records by (epoch, seq), the first two fields of every record type it serves
+ * (sim_oprec, sim_inrec): open addressing over record numbers, SIM_NONE32 empty; a key maps to
+ * its latest record (sim_check.c, seqidx_*).
+ */
+typedef struct sim_seqidx {
+    uint32_t *slot;
+    uint32_t cap;
+} sim_seqidx;
+
 typedef struct sim_oprec {
     uint64_t epoch, seq, tag;
     uint32_t world;
@@ -387,15 +397,12 @@ typedef struct sim_world {
     uint32_t oprecs_len, oprecs_cap;
     uint8_t *dec_arena; /* the observer's decode arena (check_m2p_*), grown on demand */
     uint64_t dec_arena_cap;
-    /* (epoch, seq) -> its oprec (open addressing, SIM_NONE32 empty; one record per key). */
-    uint32_t *oprec_idx;
-    uint32_t oprec_idx_cap;
+    sim_seqidx oprec_idx; /* (epoch, seq) -> its oprec (one record per key) */
     sim_inrec *inrecs;
     uint32_t inrecs_len, inrecs_cap;
-    /* (epoch, seq) -> its latest inrec (open addressing, SIM_NONE32 empty): an op's members
-     * without a scan of every record ever made (quadratic over a 10,000-peer run). */
-    uint32_t *inrec_idx;
-    uint32_t inrec_idx_cap;
+    /* (epoch, seq) -> its latest inrec: an op's members without a scan of every record ever
+     * made (quadratic over a 10,000-peer run). */
+    sim_seqidx inrec_idx;
     uint64_t master_max_epoch_sent;
     uint64_t *commence_epoch_by_seq; /* indexed by seq (bounded) */
     uint64_t commence_cap;
