@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ccoip_dtype.h"
 #include "ccoip_sm_internal.h"
 
 pcclResult_t sm_out_init(sm_out *o, uint32_t depth, uint64_t pool_bytes)
@@ -273,4 +274,14 @@ pcclResult_t sm_send_state_response(sm_out *o, const ccoip_codec_limits *lim, ui
     r = send_state_frame(o, lim, conn, h, need, &payload, &a);
     if (r != pcclSuccess) return r;
     return ccoip_pb_shared_state_response_encode(resp, payload, need, &len);
+}
+
+bool ccoip_action_gather_ok(const ccoip_action *a)
+{
+    if (a == NULL || !ccoip_dtype_valid(a->dtype) || a->divisor == 0 || a->chunk >= a->divisor) {
+        return false;
+    }
+    const uint64_t len = a->dst.length, esz = ccoip_dtype_size(a->dtype);
+    return a->count <= UINT64_MAX / esz && a->count * esz == len && a->src.length == len &&
+           len <= UINT64_MAX / a->divisor && a->base.length == a->divisor * len;
 }

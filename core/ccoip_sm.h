@@ -418,4 +418,12 @@ typedef struct ccoip_action {
     ccoip_log_level level;
 } ccoip_action;
 
+/**
+ * Whether a GATHER_REDUCE's fields fit together (v7): a valid dtype, divisor >= 1, chunk <
+ * divisor, dst.length = count elements, src.length = dst.length and base.length = divisor
+ * slots of dst.length. Every driver checks this before it resolves the spans and runs
+ * ccoip_reduce_gather.
+ */
+bool ccoip_action_gather_ok(const ccoip_action *a);
+
 #endif /* CCOIP_SM_H */

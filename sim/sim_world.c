@@ -611,8 +611,7 @@ static void kernel_run(sim_world *w, uint32_t node, sim_io *io, const ccoip_acti
         break;
     case CCOIP_ACT_GATHER_REDUCE: {
         const uint8_t *slots = span_ptr(w, node, &a->base);
-        if (esz == 0 || slots == NULL || a->divisor == 0 || a->count * esz != a->dst.length ||
-            a->src.length != a->dst.length || a->base.length / a->divisor != a->dst.length) {
+        if (slots == NULL || !ccoip_action_gather_ok(a)) {
             world_fail(w, SIM_CRASH, "node %u: GATHER_REDUCE spans invalid", node);
             return;
         }

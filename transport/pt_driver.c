@@ -1641,10 +1641,7 @@ static pcclResult_t kernel_exec(pt_driver *d, pt_job *j, ccoip_quant_meta *qout,
         }
         break;
     case CCOIP_ACT_GATHER_REDUCE:
-        if (esz == 0 || a->divisor == 0 || a->count > a->dst.length / esz ||
-            a->src.length != a->dst.length || a->base.length / a->divisor != a->dst.length) {
-            return pcclInvalidArgument;
-        }
+        if (!ccoip_action_gather_ok(a)) return pcclInvalidArgument;
         r = ccoip_reduce_gather(a->red_op, a->dtype, j->dst, j->base, j->src, a->chunk, a->divisor,
                                 a->count);
         break;

@@ -747,9 +747,7 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
         return;
     }
     case CCOIP_ACT_GATHER_REDUCE: {
-        if (a->divisor == 0 || a->base.length / a->divisor != a->dst.length) {
-            h_die("GATHER_REDUCE slots do not match dst");
-        }
+        if (!ccoip_action_gather_ok(a)) h_die("GATHER_REDUCE spans do not fit together");
         pcclResult_t r = ccoip_reduce_gather(
             a->red_op, a->dtype, h_region(h, peer, &a->dst), h_region(h, peer, &a->base),
             h_region(h, peer, &a->src), a->chunk, a->divisor, a->count);

@@ -10,6 +10,7 @@
 #include "ccoip_dtype.h"
 #include "ccoip_quant.h"
 #include "ccoip_ring.h"
+#include "ccoip_sm.h"
 #include "ptest.h"
 #include "ring_exec.h"
 #include "test_rng.h"
@@ -1039,4 +1040,48 @@ PTEST(ring_exec, invalid_arguments)
                                   NULL, NULL) == pcclInvalidArgument,
               "infinity under quantization");
     world_free(&w);
+}
+
+/* ccoip_action_gather_ok: the span rules every driver applies to a GATHER_REDUCE (v7). */
+PTEST(ring, gather_action_spans)
+{
+    ccoip_action a;
+    memset(&a, 0, sizeof a);
+    a.type = CCOIP_ACT_GATHER_REDUCE;
+    a.dtype = pcclFloat;
+    a.red_op = pcclSum;
+    a.count = 10;
+    a.divisor = 3;
+    a.chunk = 2;
+    a.dst.length = 40;
+    a.src.length = 40;
+    a.base.length = 120;
+    PT_ASSERT(ccoip_action_gather_ok(&a), "a well-formed GATHER_REDUCE refused");
+    ccoip_action b = a;
+    b.base.length = 121;
+    PT_EXPECT(!ccoip_action_gather_ok(&b), "slots of another size accepted");
+    b = a;
+    b.src.length = 36;
+    PT_EXPECT(!ccoip_action_gather_ok(&b), "own input of another size accepted");
+    b = a;
+    b.count = 9;
+    PT_EXPECT(!ccoip_action_gather_ok(&b), "count short of dst accepted");
+    b = a;
+    b.chunk = 3;
+    PT_EXPECT(!ccoip_action_gather_ok(&b), "own index beyond the slots accepted");
+    b = a;
+    b.divisor = 0;
+    PT_EXPECT(!ccoip_action_gather_ok(&b), "no slots accepted");
+    b = a;
+    b.dtype = (pcclDataType_t)99;
+    PT_EXPECT(!ccoip_action_gather_ok(&b), "unknown dtype accepted");
+    b = a;
+    b.count = UINT64_MAX / 2u;
+    b.dst.length = b.src.length = b.count * 4u; /* wraps */
+    PT_EXPECT(!ccoip_action_gather_ok(&b), "a wrapping count accepted");
+    b = a;
+    b.dst.length = b.src.length = (UINT64_MAX / 2u) & ~(uint64_t)3u; /* whole elements */
+    b.count = b.dst.length / 4u;
+    b.base.length = b.dst.length * 3u; /* wraps */
+    PT_EXPECT(!ccoip_action_gather_ok(&b), "wrapping slots accepted");
 }
