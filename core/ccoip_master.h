@@ -107,6 +107,9 @@ uint64_t ccoip_master_epoch(const ccoip_master *m);
 uint32_t ccoip_master_num_accepted(const ccoip_master *m);
 /** Peers joined but not admitted yet. */
 uint32_t ccoip_master_num_pending(const ccoip_master *m);
+/** Collective operations being voted on or running (all groups): the runtime's cue that
+ * completions are due soon (it polls before sleeping, docs/benchmarks.md "Waiting"). */
+uint32_t ccoip_master_ops_live(const ccoip_master *m);
 /**
  * Copies the ring order (peer ids) of group into ids[0 .. cap) and returns
  * its length (which may exceed cap). Only accepted peers; 0 for an unknown group.

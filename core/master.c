@@ -956,6 +956,11 @@ uint32_t ccoip_master_num_pending(const ccoip_master *m)
     return m_count_state(m, MP_PENDING);
 }
 
+uint32_t ccoip_master_ops_live(const ccoip_master *m)
+{
+    return m->ops_live;
+}
+
 uint32_t ccoip_master_ring(const ccoip_master *m, uint32_t group, uint64_t *ids, uint32_t cap)
 {
     /* Follow succ from the rank-0 member. */

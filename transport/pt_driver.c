@@ -16,6 +16,7 @@
 #include <nng/supplemental/tls/tls.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -281,6 +282,7 @@ typedef struct pt_cmd {
     uint64_t *tensor_bytes;
     uint32_t ntensors;
     void *keys_mem; /* SYNC_SHARED_STATE: the keys (and names) the SUBMIT event points at */
+    bool spin;      /* a latency-sensitive all-reduce (PT_SPIN_MAX_BYTES): counted in spin_cmds */
     pt_cmd_result res;
 } pt_cmd;
 
@@ -308,6 +310,12 @@ typedef struct pt_listener {
  * each); the rest stay on nng streams, so a master of thousands of peers does not run thousands
  * of threads. Small groups get the low-latency control path. */
 #define PT_MASTER_MAX_LINKS 64u
+
+/* Spin-then-sleep (docs/benchmarks.md, "Waiting"): the default polling budget before a thread
+ * sleeps while a latency-sensitive operation is in flight, and the largest all-reduce that
+ * counts as one. PCCL_SPIN_US overrides the budget (0 turns spinning off). */
+#define PT_SPIN_US_DEFAULT 200u
+#define PT_SPIN_MAX_BYTES  (1024u * 1024u)
 
 struct pt_driver {
     bool is_master;
@@ -340,6 +348,14 @@ struct pt_driver {
     uint32_t ndeferred;
     bool core_started; /* START was stepped: others may take the baton */
     bool api_submit;   /* PCCL_API_SUBMIT=0: every SUBMIT goes through the queue */
+    /* Spin-then-sleep (docs/benchmarks.md, "Waiting"): while a small all-reduce is in flight
+     * (spin_cmds > 0; the master: while a collective op is live) the driving thread polls
+     * without blocking, yielding the core between polls, for up to spin_ns before it sleeps,
+     * and the calling thread polls `notified` the same way before its condition variable. */
+    uint64_t spin_ns;          /* PCCL_SPIN_US (default PT_SPIN_US_DEFAULT); 0: never spin */
+    uint32_t spin_cmds;        /* posted commands with spin set (guarded by mu) */
+    uint64_t linger_until;     /* spin until then although nothing is in flight (guarded by mu) */
+    _Atomic uint64_t notified; /* NOTIFY count: a spinning caller's cue to look */
     pthread_cond_t cv_baton;
     bool stop;
     bool started;
@@ -2309,6 +2325,14 @@ static void act_op_end(pt_driver *d, const ccoip_action *a)
     slot_reset(o);
 }
 
+/* A command leaves flight (mu held): no longer a reason to spin. */
+static void cmd_spin_end(pt_driver *d, pt_cmd *c)
+{
+    if (!c->spin) return;
+    c->spin = false;
+    d->spin_cmds--;
+}
+
 static void cmd_release(pt_cmd *c)
 {
     free(c->tensors);
@@ -2338,6 +2362,7 @@ static void act_notify(pt_driver *d, const ccoip_action *a)
     for (uint32_t i = 0; i < PT_MAX_CMDS; i++) {
         pt_cmd *c = &d->cmds[i];
         if (c->state == CMD_FREE || c->cmd_id != a->cmd_id) continue;
+        cmd_spin_end(d, c);
         if (c->state == CMD_ABANDONED) {
             cmd_release(c);
             break;
@@ -2351,6 +2376,7 @@ static void act_notify(pt_driver *d, const ccoip_action *a)
         c->state = CMD_DONE;
         break;
     }
+    atomic_fetch_add_explicit(&d->notified, 1, memory_order_release);
     pthread_cond_broadcast(&d->cv_cmd);
     pthread_mutex_unlock(&d->mu);
 }
@@ -2564,6 +2590,7 @@ static void driver_shutdown(pt_driver *d)
     /* Commands still waiting fail: the communicator is gone. */
     for (uint32_t i = 0; i < PT_MAX_CMDS; i++) {
         pt_cmd *c = &d->cmds[i];
+        if (c->state != CMD_FREE) cmd_spin_end(d, c);
         if (c->state == CMD_POSTED) {
             c->res.result = pcclMasterConnectionFailed;
             c->state = CMD_DONE;
@@ -2572,6 +2599,7 @@ static void driver_shutdown(pt_driver *d)
         }
     }
     d->running = false;
+    atomic_fetch_add_explicit(&d->notified, 1, memory_order_release);
     pthread_cond_broadcast(&d->cv_cmd);
     pthread_mutex_unlock(&d->mu);
 }
@@ -2617,9 +2645,33 @@ static pt_work wait_work(pt_driver *d, uint64_t *ready, uint32_t *nready)
         timeout = ms > 1000000u ? 1000000 : (int)ms;
     }
     struct epoll_event ev[64];
+    /* Spin while a latency-sensitive operation is in flight, and for spin_ns after the last
+     * one (the next one usually follows at once). */
+    bool spin = false;
+    if (d->spin_ns > 0) {
+        if (d->is_master ? ccoip_master_ops_live(d->m) > 0 : d->spin_cmds > 0) {
+            d->linger_until = now + d->spin_ns;
+            spin = true;
+        } else {
+            spin = now < d->linger_until;
+        }
+    }
     d->polling++;
     pthread_mutex_unlock(&d->mu);
-    const int n = epoll_wait(d->epfd, ev, 64, timeout);
+    int n = 0;
+    if (spin) {
+        /* Spin-then-sleep: a wake-up of a sleeping thread costs 15-50 us on a virtual machine
+         * (an idle vCPU must be woken); polling keeps it awake, yielding to every other
+         * runnable thread between polls, until work, the deadline or spin_ns. */
+        uint64_t end = now + d->spin_ns;
+        if (wdl != CCOIP_NO_DEADLINE && wdl < end) end = wdl;
+        for (;;) {
+            n = epoll_wait(d->epfd, ev, 64, 0);
+            if (n != 0 || pt_now_ns() >= end) break;
+            sched_yield();
+        }
+    }
+    if (n == 0) n = epoll_wait(d->epfd, ev, 64, timeout);
     pthread_mutex_lock(&d->mu);
     d->polling--;
     bool wake = false;
@@ -2753,6 +2805,18 @@ static pt_driver *driver_alloc(bool is_master)
     pthread_mutex_init(&d->kmu, NULL);
     pthread_cond_init(&d->kcv, NULL);
     pthread_cond_init(&d->kcv_idle, NULL);
+    d->spin_ns = (uint64_t)PT_SPIN_US_DEFAULT * 1000u;
+    const char *sp = getenv("PCCL_SPIN_US");
+    if (sp != NULL && *sp != '\0') {
+        char *end = NULL;
+        const unsigned long long us = strtoull(sp, &end, 10);
+        if (end != NULL && *end == '\0' && us <= 1000000u) {
+            d->spin_ns = (uint64_t)us * 1000u;
+        } else {
+            pt_log(CCOIP_LOG_WARN, is_master ? "master" : "peer",
+                   "PCCL_SPIN_US=%s ignored (0..1000000 microseconds)", sp);
+        }
+    }
     const char *ad = getenv("PCCL_API_SUBMIT");
     d->api_submit = ad == NULL || strcmp(ad, "0") != 0;
     /* PCCL_DRIVER_POLL=0: small receives go to the link threads (A/B comparisons). */
@@ -2972,6 +3036,8 @@ static pcclResult_t cmd_submit(pt_driver *d, ccoip_cmd *cmd, void *sendbuf, void
     c->tensor_bytes = tensor_bytes;
     c->ntensors = ntensors;
     c->keys_mem = keys_mem;
+    c->spin = d->spin_ns > 0 && cmd->type == CCOIP_CMD_ALL_REDUCE && bytes <= PT_SPIN_MAX_BYTES;
+    if (c->spin) d->spin_cmds++;
     cmd->cmd_id = c->cmd_id;
     ccoip_event ev;
     memset(&ev, 0, sizeof ev);
@@ -3056,6 +3122,17 @@ pcclResult_t pt_cmd_wait(pt_driver *d, uint32_t handle, uint32_t timeout_ms, boo
     const uint64_t dl = timeout_ms > 0 ? pt_now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
     pthread_mutex_lock(&d->mu);
     pt_cmd *c = &d->cmds[handle];
+    if (c->state == CMD_POSTED && c->spin) {
+        /* Spin-then-sleep (see wait_work): poll for a NOTIFY before sleeping. */
+        const uint64_t seen = atomic_load_explicit(&d->notified, memory_order_acquire);
+        uint64_t end = pt_now_ns() + d->spin_ns;
+        if (dl != 0 && dl < end) end = dl;
+        pthread_mutex_unlock(&d->mu);
+        while (atomic_load_explicit(&d->notified, memory_order_acquire) == seen &&
+               pt_now_ns() < end)
+            sched_yield();
+        pthread_mutex_lock(&d->mu);
+    }
     while (c->state == CMD_POSTED) {
         if (dl == 0) {
             pthread_cond_wait(&d->cv_cmd, &d->mu);
