@@ -69,9 +69,20 @@ typedef struct ccoip_peer_config {
      * checkers can be shown to catch it. Never set outside tests.
      */
     bool canary_skip_restore;
+    /**
+     * Optional decode arena borrowed from the caller (NULL: the peer allocates its own): at
+     * least ccoip_peer_decode_arena_bytes(cfg) bytes, used only while a step of this peer runs
+     * and never read again after it, so machines stepped one at a time (the simulator) may share
+     * one. It must outlive the peer. Not part of a trace header (behaviour does not depend on it).
+     */
+    uint8_t *decode_arena;
+    uint64_t decode_arena_bytes;
 } ccoip_peer_config;
 
 typedef struct ccoip_peer ccoip_peer;
+
+/** Bytes of decode arena a peer created with cfg (defaults applied) needs. */
+uint64_t ccoip_peer_decode_arena_bytes(const ccoip_peer_config *cfg);
 
 /** Fills *cfg with the defaults (all zero fields resolved; master_url stays NULL). */
 void ccoip_peer_config_default(ccoip_peer_config *cfg);

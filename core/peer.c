@@ -21,6 +21,13 @@ void ccoip_peer_config_default(ccoip_peer_config *cfg)
     cfg->max_message_bytes = CCOIP_PB_DEFAULT_MAX_MESSAGE_BYTES;
 }
 
+uint64_t ccoip_peer_decode_arena_bytes(const ccoip_peer_config *cfg)
+{
+    uint64_t m = cfg != NULL ? cfg->max_message_bytes : 0;
+    if (m == 0) m = CCOIP_PB_DEFAULT_MAX_MESSAGE_BYTES;
+    return ccoip_pb_arena_bound(m + CCOIP_CTRL_HEADER_BYTES);
+}
+
 pcclResult_t ccoip_peer_create(const ccoip_peer_config *cfg, uint64_t seed, ccoip_peer **out)
 {
     if (cfg == NULL || out == NULL) return pcclInvalidArgument;
@@ -37,6 +44,9 @@ pcclResult_t ccoip_peer_create(const ccoip_peer_config *cfg, uint64_t seed, ccoi
     if (c.max_ops > 4096u || c.max_world > CCOIP_RING_WORLD_MAX ||
         c.p2p_pool_size > CCOIP_P2P_POOL_MAX || c.evict_ms <= c.heartbeat_ms ||
         c.max_message_bytes > ((uint64_t)1 << 30) || c.max_state_keys > 65536u) {
+        return pcclInvalidArgument;
+    }
+    if (c.decode_arena != NULL && c.decode_arena_bytes < ccoip_peer_decode_arena_bytes(&c)) {
         return pcclInvalidArgument;
     }
     if (c.action_queue_depth == 0) c.action_queue_depth = 64u * c.max_ops + 256u;
@@ -101,8 +111,10 @@ pcclResult_t ccoip_peer_create(const ccoip_peer_config *cfg, uint64_t seed, ccoi
         p->probes = (p_probe *)(void *)(blk + offs[10]);
         p->samples = (ccoip_pb_bandwidth_sample *)(void *)(blk + offs[11]);
     }
-    p->arena_cap = ccoip_pb_arena_bound(c.max_message_bytes + CCOIP_CTRL_HEADER_BYTES);
-    p->arena_mem = malloc((size_t)p->arena_cap);
+    p->arena_cap = ccoip_peer_decode_arena_bytes(&c);
+    p->arena_owned = c.decode_arena == NULL;
+    p->arena_mem = p->arena_owned ? malloc((size_t)p->arena_cap) : c.decode_arena;
+    p->cfg.decode_arena = NULL; /* the pointer lives in arena_mem only */
     pcclResult_t r = sm_out_init(&p->out, c.action_queue_depth, c.out_bytes);
     if (p->skeys == NULL || p->sync_sends == NULL || p->entries == NULL || p->names == NULL ||
         p->vkeys == NULL || p->probes == NULL || p->samples == NULL) {
@@ -122,7 +134,7 @@ void ccoip_peer_destroy(ccoip_peer *p)
     if (p == NULL) return;
     sm_out_free(&p->out);
     free(p->calls); /* the block of every table (ccoip_peer_create) */
-    free(p->arena_mem);
+    if (p->arena_owned) free(p->arena_mem);
     free(p);
 }
 

@@ -310,6 +310,7 @@ struct ccoip_peer {
     ccoip_pb_shared_state_key *vkeys;     /* [max_state_keys] */
     uint8_t *arena_mem;
     uint64_t arena_cap;
+    bool arena_owned; /* false: borrowed (ccoip_peer_config.decode_arena) */
 };
 
 /* peer.c */

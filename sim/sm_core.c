@@ -5,6 +5,7 @@
  * so.
  */
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ccoip_trace.h"
@@ -72,10 +73,27 @@ static void *core_master_create(const sim_master_params *p, uint64_t seed)
     return m;
 }
 
+/* One decode arena for every simulated peer of the process (ccoip_peer_config.decode_arena):
+ * machines are stepped one at a time and a peer reads its arena only during its own step. A
+ * peer of its own would hold ccoip_peer_decode_arena_bytes (~40 MB by default) each: virtual
+ * memory natively, real memory under WASM (where 50 peers exhausted it), and one cache-cold
+ * page per peer for every message decoded. Allocated once, kept for the process. */
+static uint8_t *g_arena;
+static uint64_t g_arena_bytes;
+
 static void *core_peer_create(const sim_peer_params *p, uint64_t seed)
 {
     ccoip_peer_config cfg;
     peer_config(p, &cfg);
+    const uint64_t need = ccoip_peer_decode_arena_bytes(&cfg);
+    if (g_arena == NULL) {
+        g_arena = malloc((size_t)need);
+        g_arena_bytes = g_arena != NULL ? need : 0;
+    }
+    if (g_arena_bytes >= need) { /* else (never with one config) the peer has its own */
+        cfg.decode_arena = g_arena;
+        cfg.decode_arena_bytes = g_arena_bytes;
+    }
     ccoip_peer *peer = NULL;
     if (ccoip_peer_create(&cfg, seed, &peer) != pcclSuccess) return NULL;
     return peer;

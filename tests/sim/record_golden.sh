@@ -16,5 +16,7 @@ for s in join_during_allreduce kill_mid_ring hung_peer straggler unreachable_pai
     "$sim" --scenario "$s" --seed 1 --quiet | grep -E '^(seed=|trace_hash=)' > "$gold/$s.txt"
     echo "$s: $(tail -1 "$gold/$s.txt")"
 done
+"$sim" --peers 300 --steps 3 --seed 1 --quiet | grep -E '^(seed=|trace_hash=)' > "$gold/peers_300.txt"
+echo "peers_300: $(tail -1 "$gold/peers_300.txt")"
 "$sim" --swarm --seeds 1:24 | grep -E '^seed=' > "$gold/swarm_1_24.txt"
 echo "swarm 1..24: $(wc -l < "$gold/swarm_1_24.txt") seeds"

@@ -7,6 +7,7 @@
  * the next all-reduce runs on the shrunken ring), master loss, and the
  * restore canary.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ccoip_master.h"
@@ -692,4 +693,58 @@ PTEST(peer, small_allreduce_rank_order_bit_identical)
     PT_ASSERT(!ccoip_ring_use_gather((uint64_t)24 << 10, 4, false), "24 KiB at N=4 runs the ring");
     PT_ASSERT(ccoip_ring_use_gather((uint64_t)32 << 10, 3, false), "32 KiB at N=3 does not");
     PT_ASSERT(!ccoip_ring_use_gather(4096, 4, true), "quantized runs the ring");
+}
+
+/* A decode arena borrowed from the caller (ccoip_peer_config.decode_arena): refused when smaller
+ * than ccoip_peer_decode_arena_bytes; one arena shared by every peer of a harness world (stepped
+ * one at a time, as in the simulator) gives the same exact results as arenas of their own. */
+PTEST(peer, shared_decode_arena)
+{
+    ccoip_peer_config pc;
+    ccoip_peer_config_default(&pc);
+    pc.master_url = "tcp://master";
+    const uint64_t need = ccoip_peer_decode_arena_bytes(&pc);
+    PT_ASSERT(need > 0 && need == ccoip_peer_decode_arena_bytes(NULL), "default bound %llu",
+              (unsigned long long)need);
+    uint8_t *arena = malloc((size_t)need);
+    PT_ASSERT(arena != NULL, "arena");
+    ccoip_peer *p = NULL;
+    pc.decode_arena = arena;
+    pc.decode_arena_bytes = need - 1u;
+    PT_ASSERT(ccoip_peer_create(&pc, 1, &p) == pcclInvalidArgument && p == NULL,
+              "one byte short: refused");
+    pc.decode_arena_bytes = need;
+    PT_ASSERT(ccoip_peer_create(&pc, 1, &p) == pcclSuccess && p != NULL, "exact size: accepted");
+    ccoip_peer_destroy(p); /* must not free the borrowed arena (ASan would catch a double free) */
+
+    ccoip_master_config mc;
+    ccoip_master_config_default(&mc);
+    ccoip_peer_config_default(&pc);
+    pc.decode_arena = arena;
+    pc.decode_arena_bytes = need;
+    smh *h = smh_create(&mc, &pc);
+    PT_ASSERT(smh_form_ring(h, 4, 0), "ring of 4 over one shared arena");
+    enum { CNT = 1000 };
+    static int32_t x[4][CNT], y[4][CNT];
+    for (uint32_t i = 0; i < 4; i++) {
+        for (uint32_t k = 0; k < CNT; k++)
+            x[i][k] = (int32_t)(i * 100000u + k) - 7;
+    }
+    uint64_t c[4];
+    for (uint32_t i = 0; i < 4; i++) {
+        ccoip_allreduce_args a = ar(5, CNT, pcclInt32, pcclSum, false);
+        c[i] = smh_allreduce(h, i, &a, x[i], y[i]);
+    }
+    smh_run(h);
+    for (uint32_t i = 0; i < 4; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclSuccess, "member %u succeeds", i);
+        for (uint32_t k = 0; k < CNT; k++) {
+            const int32_t want = (int32_t)(600000u + 4u * k) - 28;
+            if (y[i][k] != want)
+                PT_ASSERT(false, "member %u element %u: %d != %d", i, k, y[i][k], want);
+        }
+    }
+    smh_destroy(h);
+    free(arena);
 }
