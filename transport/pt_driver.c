@@ -327,6 +327,9 @@ struct pt_driver {
     /* The master cannot observe this peer's address (ipc:// master): the
      * peer advertises its listeners as tcp://bind_host:port URLs. */
     bool advertise_url;
+    /* p2p links (ring, shared state, probes) over tls+tcp:// too: the master URL is tls+ and
+     * PCCL_TLS_P2P is not "0" (docs/runtime-tests.md, tls+tcp://). */
+    bool p2p_tls;
     ccoip_codec_limits lim;
 
     pthread_mutex_t mu;
@@ -1865,8 +1868,9 @@ static int tls_config_for(pt_driver *d, const char *url, bool server, nng_tls_co
     return 0;
 }
 
-static int url_for(const ccoip_action *a, char *url, size_t cap)
+static int url_for(const ccoip_action *a, bool tls, char *url, size_t cap)
 {
+    const char *scheme = tls ? "tls+tcp" : "tcp";
     if (a->len > 0) {
         if (a->len >= cap) return -1;
         memcpy(url, a->data, (size_t)a->len);
@@ -1874,11 +1878,12 @@ static int url_for(const ccoip_action *a, char *url, size_t cap)
         return 0;
     }
     if (a->ip_len == 4) {
-        snprintf(url, cap, "tcp://%u.%u.%u.%u:%u", a->ip[0], a->ip[1], a->ip[2], a->ip[3], a->port);
+        snprintf(url, cap, "%s://%u.%u.%u.%u:%u", scheme, a->ip[0], a->ip[1], a->ip[2], a->ip[3],
+                 a->port);
         return 0;
     }
     if (a->ip_len == 16) {
-        int n = snprintf(url, cap, "tcp://[");
+        int n = snprintf(url, cap, "%s://[", scheme);
         for (uint32_t i = 0; i < 16; i += 2) {
             n += snprintf(url + n, cap - (size_t)n, "%s%x", i ? ":" : "",
                           (unsigned)((a->ip[i] << 8) | a->ip[i + 1]));
@@ -1898,7 +1903,7 @@ static void act_connect(pt_driver *d, const ccoip_action *a)
     memset(&ev, 0, sizeof ev);
     ev.type = CCOIP_EV_CONN_CLOSED;
     ev.conn = a->conn;
-    if (c == NULL || url_for(a, url, sizeof url) != 0) {
+    if (c == NULL || url_for(a, data && d->p2p_tls, url, sizeof url) != 0) {
         if (c != NULL) conn_free(d, c);
         q_core(d, &ev);
         return;
@@ -1957,14 +1962,15 @@ static pcclResult_t listen_on(pt_driver *d, uint32_t kind, const char *url, uint
 static void act_listen(pt_driver *d, const ccoip_action *a)
 {
     char url[128];
-    snprintf(url, sizeof url, "tcp://%s:0", d->bind_host);
+    const char *scheme = d->p2p_tls ? "tls+tcp" : "tcp";
+    snprintf(url, sizeof url, "%s://%s:0", scheme, d->bind_host);
     uint32_t port = 0;
     if (listen_on(d, (uint32_t)a->listener, url, &port) == pcclSuccess) {
         nng_stream_listener_accept(d->listeners[a->listener].l, d->listeners[a->listener].aio);
     }
     trace_set_port(d, (uint32_t)a->listener, port);
     char adv[128];
-    snprintf(adv, sizeof adv, "tcp://%s:%u", d->bind_host, (unsigned)port);
+    snprintf(adv, sizeof adv, "%s://%s:%u", scheme, d->bind_host, (unsigned)port);
     ccoip_peer_set_port(d->p, a->listener, port, d->advertise_url && port > 0 ? adv : NULL);
 }
 
@@ -2110,6 +2116,12 @@ static void probe_dial(pt_driver *d, uint64_t conn, uint64_t io_id, const char *
     c->probe_tries = tries;
     snprintf(c->probe_url, sizeof c->probe_url, "%s", url);
     int rv = nng_stream_dialer_alloc(&c->dialer, url);
+    nng_tls_config *tls = NULL;
+    if (rv == 0) rv = tls_config_for(d, url, false, &tls);
+    if (rv == 0 && tls != NULL) {
+        rv = nng_stream_dialer_set_ptr(c->dialer, NNG_OPT_TLS_CONFIG, tls);
+        nng_tls_config_free(tls); /* the dialer holds its own reference */
+    }
     if (rv == 0) rv = nng_aio_alloc(&c->dial_aio, cb_dial, c);
     if (rv != 0) {
         pt_log(CCOIP_LOG_WARN, d->who, "probe %s: %s", url, nng_strerror(rv));
@@ -2123,7 +2135,7 @@ static void probe_dial(pt_driver *d, uint64_t conn, uint64_t io_id, const char *
 static void act_probe(pt_driver *d, const ccoip_action *a)
 {
     char url[300];
-    if (url_for(a, url, sizeof url) != 0) {
+    if (url_for(a, d->p2p_tls, url, sizeof url) != 0) {
         probe_done_queue(d, a->io_id, false, 0, 0);
         return;
     }
@@ -2939,6 +2951,12 @@ pcclResult_t pt_peer_create(const ccoip_peer_config *cfg, const char *bind_host,
      * which needs a concrete bind host (not a wildcard). */
     d->advertise_url = cfg->master_url != NULL && strncmp(cfg->master_url, "ipc://", 6) == 0 &&
                        strcmp(bind_host, "0.0.0.0") != 0 && strcmp(bind_host, "::") != 0;
+    const char *p2p_tls = getenv("PCCL_TLS_P2P");
+    d->p2p_tls = cfg->master_url != NULL && strncmp(cfg->master_url, "tls+", 4) == 0 &&
+                 (p2p_tls == NULL || strcmp(p2p_tls, "0") != 0);
+    if (d->p2p_tls) {
+        pt_log(CCOIP_LOG_INFO, d->who, "p2p links over tls+tcp:// (PCCL_TLS_P2P=0: plain tcp://)");
+    }
     const uint64_t seed = seed_random();
     pcclResult_t r = ccoip_peer_create(cfg, seed, &d->p);
     if (r == pcclSuccess) trace_open(d, seed, NULL, cfg);

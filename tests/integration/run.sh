@@ -117,9 +117,29 @@ WD=$!
 start_master
 case "$SCENARIO" in
 allreduce)
+  # Over TLS the p2p links are tls+tcp:// too (PCCL_TLS_P2P): DEBUG logs show every dial.
+  [[ "$MASTER_TRANSPORT" == tls ]] && export PCCL_LOG_LEVEL=DEBUG
   for i in $(seq 0 $((N - 1))); do start_peer "$i" "$N" normal 6 100000; done
   wait_peers 0 $((N - 1)) || fail "allreduce with $N peers"
   if [[ "$MASTER_TRANSPORT" == tls ]]; then
+    unset PCCL_LOG_LEVEL
+    # Every peer dialled its ring neighbour over TLS (a port other than the master's), and
+    # nothing was dialled in plain tcp://.
+    for i in $(seq 0 $((N - 1))); do
+      grep -E "dialing tls\+tcp://127\.0\.0\.1:[0-9]+" "$TMP/peer$i.log" \
+        | grep -v -q ":$PORT\$" || fail "peer $i dialled no p2p link over tls+tcp://"
+      ! grep -q "dialing tcp://" "$TMP/peer$i.log" || fail "peer $i dialled a plain tcp:// link"
+    done
+    echo "p2p links over TLS: ok"
+    # PCCL_TLS_P2P=0 keeps them plain: a second world of two peers so configured.
+    for i in 0 1; do
+      PCCL_TLS_P2P=0 PCCL_LOG_LEVEL=DEBUG start_peer "$i" 2 normal 2 1000
+    done
+    wait_peers 0 1 || fail "allreduce with PCCL_TLS_P2P=0"
+    grep -q "dialing tcp://127\.0\.0\.1:" "$TMP/peer0.log" "$TMP/peer1.log" \
+      || fail "PCCL_TLS_P2P=0: no plain tcp:// p2p link"
+    echo "PCCL_TLS_P2P=0 p2p links over tcp: ok"
+
     # Refused: a peer trusting another CA, a peer without a client
     # certificate (the master requires one: PCCL_TLS_CA is set), a peer
     # checking another name, and plain tcp:// to the TLS port. Each connect
