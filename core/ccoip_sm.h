@@ -102,6 +102,14 @@
  *   v7  (core, issues 5/7) CCOIP_ACT_GATHER_REDUCE: the small all-reduce's
  *       rank-order reduction of all inputs in one kernel (was a COPY and
  *       N - 1 REDUCEs, each a KERNEL_DONE round trip); nothing is copied.
+ *   v8  (core, issues 5/7) a RING_SEND with io_id 0 is quiet: it is written
+ *       like any other but reports no IO_DONE, neither success nor failure (a
+ *       broken connection shows as CONN_CLOSED, and the pending RING_RECVs on
+ *       it fail as before). CANCEL drops or tears it like a pending send. The
+ *       small all-reduce's gather sends are quiet: only the receive paces a
+ *       step (the next step forwards the input just received, from another
+ *       slot), and the op's success means every member received every input,
+ *       so every send was delivered. Half the small path's I/O completions go.
  */
 #ifndef CCOIP_SM_H
 #define CCOIP_SM_H

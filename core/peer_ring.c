@@ -179,6 +179,10 @@ static void ring_abort(ccoip_peer *p, uint32_t i, pcclResult_t result, const cha
     ring_start_restore(p, i);
 }
 
+/* One ring step's I/O. sub == POS_SG_IO (the small all-reduce): the send is quiet (io_id 0, no
+ * IO_DONE, contract v8): the next step forwards the input just received from another slot, so
+ * only the receive paces the step, and the op's success (every member received every input)
+ * implies every send was delivered. */
 static ccoip_action *ring_io(ccoip_peer *p, uint32_t i, const ccoip_ring_step *st,
                              ccoip_span_ref src, const ccoip_quant_meta *meta, ccoip_span_ref dst,
                              p_op_sub sub)
@@ -188,7 +192,7 @@ static ccoip_action *ring_io(ccoip_peer *p, uint32_t i, const ccoip_ring_step *s
     ccoip_action *s = sm_out_push(&p->out, CCOIP_ACT_RING_SEND);
     ccoip_action *r = sm_out_push(&p->out, CCOIP_ACT_RING_RECV);
     if (s == NULL || r == NULL) return NULL;
-    o->io_send = p->next_io++;
+    o->io_send = sub == POS_SG_IO ? 0 : p->next_io++;
     o->io_recv = p->next_io++;
     s->io_id = o->io_send;
     s->op_slot = i;

@@ -227,6 +227,14 @@ typedef struct sim_app {
     bool diverge_next;       /* script: corrupt a compared tensor before the next sync */
 } sim_app;
 
+/* A quiet RING_SEND's frame still being written (contract v8: no I/O record): a CANCEL of its
+ * slot before sent_ns tears it and breaks the stream, as for a pending send (rule 8). */
+typedef struct sim_quiet {
+    uint64_t sent_ns;
+    uint32_t frame, ep, slot;
+} sim_quiet;
+#define SIM_QUIET_MAX 16u
+
 typedef struct sim_node {
     /* Line 0: what every event of the node reads (the array is 64-byte aligned). */
     _Alignas(64) void *m;
@@ -269,7 +277,9 @@ typedef struct sim_node {
     uint64_t opt_epoch[SIM_MAX_TAGS];
     uint32_t opt_uses[SIM_MAX_TAGS];
     uint64_t slot_busy_until[SIM_OP_SLOTS]; /* kernels of a slot complete in order */
-    uint64_t cancelled[32][3];              /* (epoch, tag, seq) of cancelled ops, a ring */
+    sim_quiet quiet[SIM_QUIET_MAX];         /* quiet sends, a ring (the oldest are long done) */
+    uint32_t quiet_next;
+    uint64_t cancelled[32][3]; /* (epoch, tag, seq) of cancelled ops, a ring */
     sim_rng rng;
     uint64_t died_ns;
     bool evicted;

@@ -764,16 +764,22 @@ static void act_send(sim_world *w, uint32_t node, const ccoip_action *a)
 static void act_ring_send(sim_world *w, uint32_t node, const ccoip_action *a)
 {
     sim_node *n = &w->nodes[node];
-    sim_io *io = io_add(w, n, a->io_id, IO_SEND, a);
-    if (io == NULL) return;
-    io->frame = SIM_NONE32;
+    /* io_id 0: a quiet send (contract v8): its frame goes out, no record, no IO_DONE. */
+    const bool quiet = a->io_id == 0;
+    sim_io *io = NULL;
+    if (!quiet) {
+        io = io_add(w, n, a->io_id, IO_SEND, a);
+        if (io == NULL) return;
+        io->frame = SIM_NONE32;
+    }
     const uint8_t *src = span_ptr(w, node, &a->src);
     if (src == NULL) return;
     check_ring_action(w, node, a);
     const uint32_t e = ep_lookup(w, node, a->conn);
-    io_set_ep(n, io, e);
+    if (io != NULL) io_set_ep(n, io, e);
     if (e == SIM_NONE32 || w->eps[e].state != EP_OPEN || w->eps[e].other == SIM_NONE32 ||
         w->eps[e].torn) {
+        if (io == NULL) return;
         io->delivered = true;
         io->result = pcclRankConnectionLost;
         world_push(w, w->now, EVK_IO_DONE, node, a->io_id, 0);
@@ -792,12 +798,20 @@ static void act_ring_send(sim_world *w, uint32_t node, const ccoip_action *a)
     fr->quant = a->quant;
     const bool lost = w->eps[w->eps[e].other].stuck;
     const uint64_t sent = frame_send(w, e, f);
-    io = io_find(n, a->io_id, NULL);
-    if (io == NULL) return;
-    io->delivered = true;
-    io->frame = lost || w->eps[w->eps[e].other].stuck ? SIM_NONE32 : f;
-    io->sent_ns = sent;
-    world_push(w, sent, EVK_IO_DONE, node, a->io_id, 0);
+    if (quiet) {
+        sim_quiet *q = &n->quiet[n->quiet_next++ % SIM_QUIET_MAX];
+        q->sent_ns = sent;
+        q->frame = lost || w->eps[w->eps[e].other].stuck ? SIM_NONE32 : f;
+        q->ep = e;
+        q->slot = a->op_slot;
+    } else {
+        io = io_find(n, a->io_id, NULL);
+        if (io == NULL) return;
+        io->delivered = true;
+        io->frame = lost || w->eps[w->eps[e].other].stuck ? SIM_NONE32 : f;
+        io->sent_ns = sent;
+        world_push(w, sent, EVK_IO_DONE, node, a->io_id, 0);
+    }
     if (n->app.crash_after_sends > 0 && --n->app.crash_after_sends == 0) {
         world_log(w, "script: node %u crashes mid-ring", node);
         world_kill(w, node, false);
@@ -1163,6 +1177,14 @@ static void act_cancel(sim_world *w, uint32_t node, const ccoip_action *a)
             if (io->ep != SIM_NONE32) ep_break(w, io->ep);
         }
         io_remove(n, i);
+    }
+    for (uint32_t i = 0; i < SIM_QUIET_MAX; i++) {
+        sim_quiet *q = &n->quiet[i];
+        if (q->slot != a->op_slot || q->sent_ns <= w->now) continue;
+        q->sent_ns = 0;
+        if (q->frame == SIM_NONE32) continue;
+        w->frames[q->frame].torn = true; /* abandoned mid-write, as above */
+        ep_break(w, q->ep);
     }
     /* Its endpoints in creation order (index order, as a walk over every endpoint would; ones
      * made meanwhile are appended and visited too). */

@@ -1992,8 +1992,13 @@ static void act_send(pt_driver *d, const ccoip_action *a)
 
 static void act_ring_send(pt_driver *d, const ccoip_action *a)
 {
-    pt_io *io = io_add(d, a, IO_SEND);
-    if (io == NULL) return;
+    /* io_id 0: a quiet send (contract v8): no record, no IO_DONE; a broken connection shows
+     * as CONN_CLOSED only. */
+    pt_io *io = NULL;
+    if (a->io_id != 0) {
+        io = io_add(d, a, IO_SEND);
+        if (io == NULL) return;
+    }
     slot_key(d, a);
     pt_conn *c = conn_find(d, a->conn);
     const uint8_t *src = span_ptr(d, &a->src);
@@ -2015,7 +2020,7 @@ static void act_ring_send(pt_driver *d, const ccoip_action *a)
                    a->io_id);
         }
         free(it);
-        io_done_queue(d, io, pcclRankConnectionLost);
+        if (io != NULL) io_done_queue(d, io, pcclRankConnectionLost);
         return;
     }
     it->ring = true;

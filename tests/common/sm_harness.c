@@ -584,8 +584,9 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
         bool is_a;
         h_link *l = h_link_of(h, (int)peer, a->conn, &is_a);
         if (l == NULL || !is_a) {
-            h_push_done(h, peer, CCOIP_EV_IO_DONE, a->io_id, a->op_slot, pcclRankConnectionLost,
-                        NULL, NULL);
+            if (a->io_id != 0) /* quiet sends (contract v8) complete with nothing */
+                h_push_done(h, peer, CCOIP_EV_IO_DONE, a->io_id, a->op_slot, pcclRankConnectionLost,
+                            NULL, NULL);
             return;
         }
         h_frame *f = h_frame_push(l, true);
@@ -598,7 +599,8 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
         f->len = a->src.length;
         f->bytes = malloc((size_t)f->len + 1u);
         memcpy(f->bytes, h_region(h, peer, &a->src), (size_t)f->len);
-        h_push_done(h, peer, CCOIP_EV_IO_DONE, a->io_id, a->op_slot, pcclSuccess, NULL, NULL);
+        if (a->io_id != 0)
+            h_push_done(h, peer, CCOIP_EV_IO_DONE, a->io_id, a->op_slot, pcclSuccess, NULL, NULL);
         h_match(h, l);
         return;
     }
