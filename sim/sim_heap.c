@@ -71,17 +71,15 @@ static bool fifo_push(sim_heap *h, const sim_heap_key *k, const sim_heap_val *v)
     return true;
 }
 
-bool sim_heap_push2(sim_heap *h, uint64_t time_ns, uint64_t payload, uint64_t aux)
+uint64_t sim_heap_take_seq(sim_heap *h)
 {
-    if (h->len + h->fifo_len >= h->max_items) return false;
-    const sim_heap_key k = {time_ns, h->next_seq};
-    const sim_heap_val v = {payload, aux};
-    if (time_ns == h->last_time) {
-        /* After everything in the FIFO (same time, smaller seq). */
-        if (!fifo_push(h, &k, &v)) return false;
-        h->next_seq++;
-        return true;
-    }
+    return h->next_seq++;
+}
+
+/* Inserts (k, v) into the heap proper (any key: the pop compares the FIFO's head with it). */
+static bool heap_insert(sim_heap *h, const sim_heap_key *kp, const sim_heap_val *v)
+{
+    const sim_heap_key k = *kp;
     if (h->len == h->cap) {
         const uint64_t ncap = h->cap * 2u;
         sim_heap_key *nk = realloc(h->keys, (size_t)ncap * sizeof *nk);
@@ -92,7 +90,6 @@ bool sim_heap_push2(sim_heap *h, uint64_t time_ns, uint64_t payload, uint64_t au
         h->vals = nv;
         h->cap = ncap;
     }
-    h->next_seq++;
     uint64_t i = h->len++;
     while (i > 0) {
         const uint64_t parent = (i - 1u) / 4u;
@@ -102,7 +99,32 @@ bool sim_heap_push2(sim_heap *h, uint64_t time_ns, uint64_t payload, uint64_t au
         i = parent;
     }
     h->keys[i] = k;
-    h->vals[i] = v;
+    h->vals[i] = *v;
+    return true;
+}
+
+bool sim_heap_push_seq(sim_heap *h, uint64_t time_ns, uint64_t seq, uint64_t payload, uint64_t aux)
+{
+    if (h->len + h->fifo_len >= h->max_items) return false;
+    const sim_heap_key k = {time_ns, seq};
+    const sim_heap_val v = {payload, aux};
+    /* The FIFO only takes an item later than its tail (the seq may be an old one). */
+    if (time_ns == h->last_time &&
+        (h->fifo_len == 0 ||
+         key_less(&h->fifo_keys[(h->fifo_head + h->fifo_len - 1u) & (h->fifo_cap - 1u)], &k))) {
+        return fifo_push(h, &k, &v);
+    }
+    return heap_insert(h, &k, &v);
+}
+
+bool sim_heap_push2(sim_heap *h, uint64_t time_ns, uint64_t payload, uint64_t aux)
+{
+    if (h->len + h->fifo_len >= h->max_items) return false;
+    const sim_heap_key k = {time_ns, h->next_seq};
+    const sim_heap_val v = {payload, aux};
+    /* Same time as the last pop: after everything in the FIFO (same time, smaller seq). */
+    if (!(time_ns == h->last_time ? fifo_push(h, &k, &v) : heap_insert(h, &k, &v))) return false;
+    h->next_seq++;
     return true;
 }
 

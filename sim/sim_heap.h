@@ -58,6 +58,12 @@ void sim_heap_deinit(sim_heap *h);
 bool sim_heap_push(sim_heap *h, uint64_t time_ns, uint64_t payload);
 /** Pushes (time, next seq, payload, aux). Returns false when the heap is full. */
 bool sim_heap_push2(sim_heap *h, uint64_t time_ns, uint64_t payload, uint64_t aux);
+/** Takes the next seq without pushing (a push deferred or skipped keeps its place in the
+ * order: sim_heap_push_seq inserts it later under this seq). */
+uint64_t sim_heap_take_seq(sim_heap *h);
+/** Pushes (time, seq, payload, aux) with a seq from sim_heap_take_seq (unique, any age).
+ * Returns false when the heap is full. */
+bool sim_heap_push_seq(sim_heap *h, uint64_t time_ns, uint64_t seq, uint64_t payload, uint64_t aux);
 /** Pops the smallest (time, seq) into *out. Returns false when empty. */
 bool sim_heap_pop(sim_heap *h, sim_heap_item *out);
 /** sim_heap_pop, and the item's aux word into *aux. */

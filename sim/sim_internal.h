@@ -262,6 +262,11 @@ typedef struct sim_node {
     uint32_t ep_first1, ep_last1;
     uint32_t group;
     uint32_t peer_index;
+    /* Lazy timer (world_feed, EVK_TIMER): the live deadline's queue key (timer_t, timer_seq) is
+     * reserved when it is set but only pushed when it is earlier than the entry already queued
+     * for the node (timer_q, carrying timer_qgen); that entry re-pushes the key when it pops. */
+    uint64_t timer_t, timer_seq;
+    uint64_t timer_q, timer_qgen;
     /* Recently looked-up connections: id -> endpoint + 1 (0: empty), slot id % SIM_EP_CACHE. */
     uint64_t epc_id[SIM_EP_CACHE];
     uint32_t epc_e1[SIM_EP_CACHE];
