@@ -775,6 +775,26 @@ static void act_send(sim_world *w, uint32_t node, const ccoip_action *a)
     frame_send(w, e, f);
 }
 
+/* The frame f sent on e while it is on the wire (SIM_NONE32: it never lands, the peer's end was
+ * stuck before or after the send). */
+static uint32_t frame_on_wire(const sim_world *w, uint32_t e, uint32_t f, bool lost)
+{
+    return lost || w->eps[w->eps[e].other].stuck ? SIM_NONE32 : f;
+}
+
+/* A send's frame left at time sent: its record completes then (IO_DONE). NULL: no record. */
+static sim_io *send_sent(sim_world *w, uint32_t node, uint64_t io_id, uint32_t e, uint32_t f,
+                         bool lost, uint64_t sent)
+{
+    sim_io *io = io_find(&w->nodes[node], io_id, NULL);
+    if (io == NULL) return NULL;
+    io->delivered = true;
+    io->frame = frame_on_wire(w, e, f, lost);
+    io->sent_ns = sent;
+    world_push(w, sent, EVK_IO_DONE, node, io_id, 0);
+    return io;
+}
+
 static void act_ring_send(sim_world *w, uint32_t node, const ccoip_action *a)
 {
     sim_node *n = &w->nodes[node];
@@ -815,16 +835,11 @@ static void act_ring_send(sim_world *w, uint32_t node, const ccoip_action *a)
     if (quiet) {
         sim_quiet *q = &n->quiet[n->quiet_next++ % SIM_QUIET_MAX];
         q->sent_ns = sent;
-        q->frame = lost || w->eps[w->eps[e].other].stuck ? SIM_NONE32 : f;
+        q->frame = frame_on_wire(w, e, f, lost);
         q->ep = e;
         q->slot = a->op_slot;
-    } else {
-        io = io_find(n, a->io_id, NULL);
-        if (io == NULL) return;
-        io->delivered = true;
-        io->frame = lost || w->eps[w->eps[e].other].stuck ? SIM_NONE32 : f;
-        io->sent_ns = sent;
-        world_push(w, sent, EVK_IO_DONE, node, a->io_id, 0);
+    } else if (send_sent(w, node, a->io_id, e, f, lost, sent) == NULL) {
+        return;
     }
     if (n->app.crash_after_sends > 0 && --n->app.crash_after_sends == 0) {
         world_log(w, "script: node %u crashes mid-ring", node);
@@ -1080,12 +1095,8 @@ static void act_state_send(sim_world *w, uint32_t node, const ccoip_action *a)
     fr->chunk = a->chunk;
     const bool lost = w->eps[w->eps[e].other].stuck;
     const uint64_t sent = frame_send(w, e, f);
-    io = io_find(n, a->io_id, NULL);
+    io = send_sent(w, node, a->io_id, e, f, lost, sent);
     if (io == NULL) return;
-    io->delivered = true;
-    io->frame = lost || w->eps[w->eps[e].other].stuck ? SIM_NONE32 : f;
-    io->sent_ns = sent;
-    world_push(w, sent, EVK_IO_DONE, node, a->io_id, 0);
     if (w->crash_state_after > 0 && --w->crash_state_after == 0) {
         /* Killed mid-transfer: the frame is still on the wire and never completes. */
         world_log(w, "script: node %u crashes mid-transfer of shared state", node);
