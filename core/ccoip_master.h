@@ -59,6 +59,13 @@ typedef struct ccoip_master_config {
      * Never set outside tests.
      */
     bool canary_skip_abort_verdict;
+    /**
+     * Master relay (docs/protocol.md §6.8.2): an unquantized all-reduce of at most this many
+     * bytes per input is reduced by the master (told to peers in HelloResult; clamped to
+     * CCOIP_RELAY_MAX_BYTES, 64 KiB). 0 (the core's default): never. The runtime's master
+     * (`ccoip_master --relay-max-bytes`) defaults to 16 KiB.
+     */
+    uint32_t relay_max_bytes;
 } ccoip_master_config;
 
 typedef struct ccoip_master ccoip_master;
@@ -110,6 +117,8 @@ uint32_t ccoip_master_num_pending(const ccoip_master *m);
 /** Collective operations being voted on or running (all groups): the runtime's cue that
  * completions are due soon (it polls before sleeping, docs/benchmarks.md "Waiting"). */
 uint32_t ccoip_master_ops_live(const ccoip_master *m);
+/** All-reduces the master answered with a relayed result (docs/protocol.md §6.8.2). */
+uint64_t ccoip_master_relayed_ops(const ccoip_master *m);
 /**
  * Copies the ring order (peer ids) of group into ids[0 .. cap) and returns
  * its length (which may exceed cap). Only accepted peers; 0 for an unknown group.

@@ -156,6 +156,8 @@ void ccoip_peer_world_info(const ccoip_peer *p, ccoip_world_info *out);
  */
 uint64_t ccoip_peer_optimistic_starts(const ccoip_peer *p);
 uint64_t ccoip_peer_optimistic_joins(const ccoip_peer *p);
+/** All-reduces this peer had reduced by the master relay (docs/protocol.md §6.8.2). */
+uint64_t ccoip_peer_relayed_ops(const ccoip_peer *p);
 /** The op slot a SYNC_SHARED_STATE command occupies (tensors); scratch is this + 1. */
 uint32_t ccoip_peer_sync_slot(const ccoip_peer *p);
 

@@ -90,4 +90,19 @@ static inline bool ccoip_ring_use_gather(uint64_t bytes, uint32_t world, bool qu
            bytes <= ((uint64_t)64 << 10) / (world - 1u);
 }
 
+/** The largest input the master relay takes (docs/protocol.md §6.8.2); a master's
+ * relay_max_bytes is clamped to it. */
+#define CCOIP_RELAY_MAX_BYTES ((uint64_t)64 << 10)
+
+/**
+ * Master relay (issue 7, docs/protocol.md §6.8.2): an unquantized all-reduce of 1 ..
+ * relay_max bytes (the master's HelloResult.relay_max_bytes) is reduced by the master: every
+ * member sends its input with its initiate, the master answers each with the result, reduced in
+ * peer-id order (AVG: then / N). Every member decides alike: same master, same parameters.
+ */
+static inline bool ccoip_relay_use(uint64_t bytes, uint64_t relay_max, bool quantized)
+{
+    return !quantized && bytes > 0 && bytes <= relay_max && bytes <= CCOIP_RELAY_MAX_BYTES;
+}
+
 #endif /* CCOIP_RING_H */

@@ -189,6 +189,42 @@ pcclResult_t sm_send_m2p(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn
     return pcclSuccess;
 }
 
+/* Stand-in bytes of a span-tailed frame's last field (contract v9). */
+static const uint8_t g_span_zeros[(uint64_t)64 << 10];
+
+pcclResult_t sm_send_p2m_span(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn,
+                              ccoip_pb_peer_to_master *env, ccoip_pb_bytes *field, uint32_t op_slot,
+                              ccoip_span_ref span)
+{
+    const uint64_t tail = span.length;
+    if (tail == 0 || tail > sizeof g_span_zeros) return pcclInvalidArgument;
+    field->data = g_span_zeros;
+    field->len = tail;
+    uint64_t need = 0;
+    pcclResult_t r = ccoip_ctrl_encode_p2m(env, lim, NULL, 0, &need);
+    if (r != pcclSuccess && r != pcclInvalidArgument) return r;
+    if (need <= tail) return pcclInternalError;
+    uint8_t *buf;
+    if (send_bytes_reserve(o, need, &buf) != pcclSuccess) return pcclInternalError;
+    uint64_t len = 0;
+    r = ccoip_ctrl_encode_p2m(env, lim, buf, need, &len);
+    field->data = NULL;
+    field->len = 0;
+    if (r != pcclSuccess) return r;
+    /* The field's bytes must be the frame's last: the stand-ins end it. */
+    if (len <= tail || memcmp(buf + len - tail, g_span_zeros, (size_t)tail) != 0) {
+        return pcclInvalidArgument;
+    }
+    ccoip_action *a = sm_out_push(o, CCOIP_ACT_SEND);
+    if (a == NULL) return pcclInternalError;
+    a->conn = conn;
+    a->data = buf;
+    a->len = len - tail;
+    a->op_slot = op_slot;
+    a->src = span;
+    return pcclSuccess;
+}
+
 pcclResult_t sm_send_p2m(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn,
                          const ccoip_pb_peer_to_master *env)
 {

@@ -110,6 +110,14 @@
  *       step (the next step forwards the input just received, from another
  *       slot), and the op's success means every member received every input,
  *       so every send was delivered. Half the small path's I/O completions go.
+ *   v9  (core, issue 7) master relay (docs/protocol.md §6.8.2). A SEND with
+ *       src.length > 0 is one frame: data[0 .. len) then the bytes of span
+ *       src (of op_slot, bound by OP_BEGIN); the driver reads the span when it
+ *       runs the action (it may copy it; the span may change afterwards).
+ *       CCOIP_ACT_WRITE: dst = data[0 .. len), run in action order before
+ *       the next action (no KERNEL_DONE). A relayed all-reduce emits
+ *       OP_BEGIN (no SCRATCH), the initiate as such a SEND, then WRITE of the
+ *       master's result into RECV, NOTIFY, OP_END; no ring I/O, no kernel.
  */
 #ifndef CCOIP_SM_H
 #define CCOIP_SM_H
@@ -263,7 +271,8 @@ typedef struct ccoip_event {
 /* ------------------------------------------------------------------------ */
 
 typedef enum ccoip_action_type {
-    /** Write the frame data[0 .. len) to conn (in order with earlier SENDs on conn). */
+    /** Write the frame data[0 .. len) to conn (in order with earlier SENDs on conn); with
+     * src.length > 0 the frame goes on with the bytes of span src (v9). */
     CCOIP_ACT_SEND = 1,
     /** Open connection conn to endpoint (url or ip:port). CONN_UP or CONN_CLOSED follows. */
     CCOIP_ACT_CONNECT = 2,
@@ -335,7 +344,9 @@ typedef enum ccoip_action_type {
      * slots of dst.length bytes in `base`, except x_chunk = src (this peer's
      * own input). AVG is not divided here (FINALIZE follows). KERNEL_DONE follows.
      */
-    CCOIP_ACT_GATHER_REDUCE = 21
+    CCOIP_ACT_GATHER_REDUCE = 21,
+    /** dst = data[0 .. len) (len = dst.length), at once, in action order (v9). No KERNEL_DONE. */
+    CCOIP_ACT_WRITE = 22
 } ccoip_action_type;
 
 /** Buffers of one collective operation, named by region. */

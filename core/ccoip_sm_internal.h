@@ -69,6 +69,15 @@ void sm_log(sm_out *o, ccoip_log_level level, const char *fmt, ...);
 /** Encodes env as a control frame into the pool and queues SEND(conn). */
 pcclResult_t sm_send_m2p(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn,
                          const ccoip_pb_master_to_peer *env);
+/**
+ * As sm_send_p2m for a frame whose encoding ends with the `tail` bytes of a span (contract v9):
+ * env's last encoded field is a bytes field of tail bytes (its data is not read: zeros stand
+ * in); the SEND carries the frame without them and src = span, which the driver appends.
+ * pcclInvalidArgument when the encoding does not end with that field.
+ */
+pcclResult_t sm_send_p2m_span(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn,
+                              ccoip_pb_peer_to_master *env, ccoip_pb_bytes *field, uint32_t op_slot,
+                              ccoip_span_ref span);
 pcclResult_t sm_send_p2m(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn,
                          const ccoip_pb_peer_to_master *env);
 /** Encodes a data header (no payload) into the pool and queues SEND(conn). */

@@ -16,11 +16,12 @@
  *
  *   header   magic "CCOIPTRC" (8 bytes) | u32 version (2) | u32 machine
  *            (1 master, 2 peer) | u64 seed | u32 cfg_len | cfg (cfg_len bytes)
- *     master cfg (61 bytes): u32 max_peers | u32 max_ops | u32 action_queue_depth |
+ *     master cfg (65 bytes): u32 max_peers | u32 max_ops | u32 action_queue_depth |
  *            u64 out_bytes | u64 max_message_bytes | u32 heartbeat_ms |
  *            u32 evict_ms | u32 vote_timeout_ms | u32 max_state_keys |
  *            u64 probe_bytes | u32 ring_search_budget | u32 min_collective_world |
- *            u8 canary_skip_abort_verdict
+ *            u8 canary_skip_abort_verdict | u32 relay_max_bytes (appended; a 61-byte
+ *            cfg without it reads as 0)
  *     peer cfg (77 bytes + url): u32 url_len (< CCOIP_URL_MAX) | url bytes (no NUL) |
  *            u32 master_ip_len (<= 16) | 16 bytes master_ip | u32 master_port |
  *            u32 peer_group | u32 p2p_pool_size | u32 max_ops | u32 max_world |

@@ -44,9 +44,14 @@ static void master_resolve_config(ccoip_master_config *c)
         uint64_t q = (uint64_t)c->max_peers * ((uint64_t)c->max_ops + 8u) + 256u;
         c->action_queue_depth = q > UINT32_MAX ? UINT32_MAX : (uint32_t)q;
     }
+    if (c->relay_max_bytes > CCOIP_RELAY_MAX_BYTES) c->relay_max_bytes = CCOIP_RELAY_MAX_BYTES;
     if (c->out_bytes == 0) {
         c->out_bytes = 65536u + (uint64_t)c->max_peers * (1024u + 24u * (uint64_t)c->max_peers) +
                        (uint64_t)c->max_peers * c->max_state_keys * (CCOIP_STATE_NAME_MAX + 32u);
+        /* One relayed op's answers (§6.8.2); more in one step wait for the next. */
+        if (c->relay_max_bytes > 0) {
+            c->out_bytes += (uint64_t)c->max_peers * ((uint64_t)c->relay_max_bytes + 128u);
+        }
     }
 }
 
@@ -564,6 +569,7 @@ static void master_on_hello(ccoip_master *m, uint32_t slot, const ccoip_pb_peer_
     env.body.hello.peer_id = p->id;
     env.body.hello.heartbeat_ms = m->cfg.heartbeat_ms;
     env.body.hello.evict_ms = m->cfg.evict_ms;
+    env.body.hello.relay_max_bytes = m->cfg.relay_max_bytes;
     m_send(m, slot, &env);
     m_live_touch(m, sm_add_sat(p->last_send_ns, sm_ms(m->cfg.heartbeat_ms)));
     live_set(m, slot, live_deadline(m, slot));
@@ -954,6 +960,11 @@ uint32_t ccoip_master_num_accepted(const ccoip_master *m)
 uint32_t ccoip_master_num_pending(const ccoip_master *m)
 {
     return m_count_state(m, MP_PENDING);
+}
+
+uint64_t ccoip_master_relayed_ops(const ccoip_master *m)
+{
+    return m != NULL ? m->relayed_ops : 0;
 }
 
 uint32_t ccoip_master_ops_live(const ccoip_master *m)

@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ccoip_dtype.h"
 #include "ccoip_quant.h"
+#include "ccoip_reduce.h"
 #include "master_internal.h"
 
 #define OP_NONE UINT32_MAX
@@ -151,8 +153,11 @@ static void coll_free(ccoip_master *m, uint32_t op)
 {
     m_op *o = &m->ops[op];
     assert(o->state != MOP_FREE);
-    for (uint32_t k = 0; k < o->mem_n; k++)
+    for (uint32_t k = 0; k < o->mem_n; k++) {
         m->peers[o->mem[k].slot].n_ops--;
+        free(o->mem[k].relay);
+        o->mem[k].relay = NULL;
+    }
     if (o->state == MOP_RUNNING) m->n_running--;
     coll_index_del(m, op);
     m->ops_live--;
@@ -165,8 +170,11 @@ static void coll_free(ccoip_master *m, uint32_t op)
 
 void m_coll_free_all(ccoip_master *m)
 {
-    for (uint32_t i = 0; i < m->ops_cap; i++)
+    for (uint32_t i = 0; i < m->ops_cap; i++) {
+        for (uint32_t k = 0; m->ops[i].state != MOP_FREE && k < m->ops[i].mem_n; k++)
+            free(m->ops[i].mem[k].relay);
         free(m->ops[i].mem);
+    }
     free(m->ops);
     free(m->op_index);
     free(m->op_dirty);
@@ -239,6 +247,7 @@ static void coll_mem_remove(ccoip_master *m, uint32_t op, m_op_member *mm)
     m_op *o = &m->ops[op];
     uint32_t k = (uint32_t)(mm - o->mem);
     m->peers[mm->slot].n_ops--;
+    free(mm->relay);
     memmove(&o->mem[k], &o->mem[k + 1u], (size_t)(o->mem_n - k - 1u) * sizeof(m_op_member));
     o->mem_n--;
 }
@@ -369,11 +378,19 @@ static uint32_t coll_group_size(const ccoip_master *m, uint32_t slot)
     return n;
 }
 
-static bool coll_params_valid(const ccoip_pb_collective_initiate *ci)
+static bool coll_params_valid(const ccoip_master *m, const ccoip_pb_collective_initiate *ci)
 {
     if (!ccoip_pb_data_type_is_known(ci->dtype) || !ccoip_pb_red_op_is_known(ci->op) ||
         !ccoip_pb_quant_algorithm_is_known(ci->quant_algorithm)) {
         return false;
+    }
+    if (ci->relay || ci->relay_data.len > 0) {
+        /* Relayed (§6.8.2): as every peer decides, with the whole input. */
+        const uint64_t es = ccoip_dtype_size((pcclDataType_t)ci->dtype);
+        return ci->relay && es > 0 && ci->count <= CCOIP_RELAY_MAX_BYTES / es &&
+               ccoip_relay_use(ci->count * es, m->cfg.relay_max_bytes,
+                               ci->quant_algorithm != CCOIP_PB_QUANT_ALGORITHM_NONE) &&
+               ci->relay_data.len == ci->count * es;
     }
     if (ci->quant_algorithm == CCOIP_PB_QUANT_ALGORITHM_NONE) return true;
     if (!ccoip_pb_data_type_is_known(ci->quant_dtype)) return false;
@@ -414,7 +431,8 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
         o->op = ci->op;
         o->quant_algorithm = ci->quant_algorithm;
         o->quant_dtype = ci->quant_algorithm == CCOIP_PB_QUANT_ALGORITHM_NONE ? 0 : ci->quant_dtype;
-        o->mismatch = !coll_params_valid(ci);
+        o->relay = ci->relay;
+        o->mismatch = !coll_params_valid(m, ci);
         coll_arm(m, op);
     } else {
         m_op *o = &m->ops[op];
@@ -426,7 +444,7 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
         int32_t qd = ci->quant_algorithm == CCOIP_PB_QUANT_ALGORITHM_NONE ? 0 : ci->quant_dtype;
         if (o->count != ci->count || o->dtype != ci->dtype || o->op != ci->op ||
             o->quant_algorithm != ci->quant_algorithm || o->quant_dtype != qd ||
-            !coll_params_valid(ci)) {
+            o->relay != ci->relay || !coll_params_valid(m, ci)) {
             o->mismatch = true;
         }
     }
@@ -440,6 +458,14 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
     mm->flags = MOM_VOTED;
     mm->call = call;
     mm->opt_epoch = ci->optimistic_epoch;
+    if (ci->relay && !m->ops[op].mismatch && ci->relay_data.len > 0) {
+        mm->relay = malloc((size_t)ci->relay_data.len);
+        if (mm->relay == NULL) {
+            m->ops[op].mismatch = true; /* refused below like any bad ballot */
+        } else {
+            memcpy(mm->relay, ci->relay_data.data, (size_t)ci->relay_data.len);
+        }
+    }
     m->ops[op].n_voted++;
     m->ops[op].anchor = slot;
     coll_mark_dirty(m, op);
@@ -580,6 +606,58 @@ static uint64_t coll_world_sig(const ccoip_master *m)
     return h | 1u; /* never 0: 0 asks for a full pass */
 }
 
+/* Master relay (§6.8.2): every voter gets the result as the answer to its initiate; the op is
+ * done. The inputs are reduced in peer-id order (the members' order), AVG then divided by their
+ * number, so the one result every member receives does not depend on who sent first. False
+ * (nothing sent) while this step's output pool has no room for every answer. */
+static bool coll_relay_answer(ccoip_master *m, uint32_t i)
+{
+    m_op *o = &m->ops[i];
+    const pcclDataType_t dt = (pcclDataType_t)o->dtype;
+    const pcclRedOp_t rop = (pcclRedOp_t)o->op;
+    const uint64_t bytes = o->count * ccoip_dtype_size(dt);
+    const uint64_t need = (uint64_t)o->n_voted * (bytes + 256u);
+    if (m->out.pool_cap - m->out.pool_used < need) return false;
+    uint8_t *res = malloc((size_t)bytes);
+    if (res == NULL) return false;
+    uint32_t n = 0;
+    pcclResult_t r = pcclSuccess;
+    for (uint32_t k = 0; k < o->mem_n && r == pcclSuccess; k++) {
+        const m_op_member *mm = &o->mem[k];
+        if (!(mm->flags & MOM_VOTED) || mm->relay == NULL) continue;
+        if (n++ == 0) {
+            memcpy(res, mm->relay, (size_t)bytes);
+        } else {
+            r = ccoip_reduce_inplace(rop, dt, res, mm->relay, o->count);
+        }
+    }
+    if (r == pcclSuccess && rop == pcclAvg) r = ccoip_reduce_finalize_avg(dt, res, o->count, n);
+    o->seq = m->next_seq++;
+    for (uint32_t k = 0; k < o->mem_n; k++) {
+        const m_op_member *mm = &o->mem[k];
+        if (!(mm->flags & MOM_VOTED)) continue;
+        ccoip_pb_master_to_peer env;
+        memset(&env, 0, sizeof(env));
+        env.call_id = mm->call;
+        if (r != pcclSuccess || n == 0) {
+            /* Unreachable (validated at initiate): refused like a mismatch. */
+            m_answer_status(m, mm->slot, mm->call, CCOIP_PB_STATUS_INVALID_USAGE,
+                            CCOIP_PB_REASON_COLLECTIVE_MISMATCH, "relay reduction failed");
+            continue;
+        }
+        env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_COLLECTIVE_VERDICT;
+        env.body.collective_verdict.tag = o->tag;
+        env.body.collective_verdict.seq = o->seq;
+        env.body.collective_verdict.relay_result.data = res;
+        env.body.collective_verdict.relay_result.len = bytes;
+        m_send(m, mm->slot, &env);
+    }
+    free(res);
+    m->relayed_ops++;
+    coll_free(m, i);
+    return true;
+}
+
 /* One voting op: commence, refuse, or wait. True if it changed. */
 static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
 {
@@ -647,6 +725,12 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
         coll_free(m, i);
         return true;
     }
+    if (o->relay) {
+        if (coll_relay_answer(m, i)) return true;
+        m->relay_wait = true; /* the next step (at once) tries again */
+        coll_mark_dirty(m, i);
+        return false;
+    }
     o->state = MOP_RUNNING;
     m->n_running++;
     o->seq = m->next_seq++;
@@ -712,6 +796,7 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
 bool m_coll_progress(ccoip_master *m)
 {
     coll_timers_prune(m);
+    m->relay_wait = false;
     bool changed = false;
     /* A group commences while its own ring is settled (not re-wiring, not in a phase); other
      * groups' re-wiring does not hold it up. A complete topology vote holds every group. */
@@ -801,6 +886,7 @@ void m_coll_timers(ccoip_master *m)
 
 uint64_t m_coll_deadline(const ccoip_master *m)
 {
+    if (m->relay_wait) return m->now;
     for (uint32_t k = 0; k < m->op_timers_n; k++) {
         const m_op_timer *t = &m->op_timers[(m->op_timers_head + k) % m->op_timers_cap];
         if (coll_timer_live(m, t)) return t->due_ns;

@@ -9,6 +9,7 @@
 
 #include "ccoip_master.h"
 #include "ccoip_peer.h"
+#include "ccoip_ring.h"
 #include "ccoip_sm_internal.h"
 
 /** Endpoint kinds the master stores per peer (EndpointKind values 0..2). */
@@ -111,6 +112,7 @@ typedef struct m_op_member {
     uint64_t call;      /**< initiate call (voting) or complete call (running) */
     uint64_t opt_epoch; /**< optimistic start (protocol §6.8.1): its ring's epoch; 0: none */
     uint64_t done_call; /**< MOM_EARLY: the completion call that came while voting */
+    uint8_t *relay;     /**< master relay (§6.8.2): a copy of its input (voting); else NULL */
     uint32_t slot;
     uint8_t flags;
 } m_op_member;
@@ -139,6 +141,7 @@ typedef struct m_op {
     int32_t quant_algorithm;
     int32_t quant_dtype;
     bool mismatch;
+    bool relay; /**< master relay (§6.8.2): answered with the result when the vote completes */
     bool has_first;
     uint64_t first_ns;  /**< first ballot (voting) / first completion (running) */
     uint32_t timer_gen; /**< bumped whenever first_ns is (re)armed: stale timer entries lose */
@@ -191,6 +194,8 @@ struct ccoip_master {
     uint32_t *op_dirty; /**< ops to examine in the next progress pass */
     uint32_t op_dirty_n, op_dirty_cap;
     uint64_t op_world_sig; /**< topology signature of the last full pass (m_coll_progress) */
+    bool relay_wait; /**< a relayed op waits for room in the output pool: step again at once */
+    uint64_t relayed_ops; /**< ccoip_master_relayed_ops */
     m_op_timer *op_timers; /**< FIFO ring of deadlines */
     uint32_t op_timers_cap, op_timers_head, op_timers_n;
     uint64_t next_seq;

@@ -115,7 +115,10 @@ pcclResult_t ccoip_peer_create(const ccoip_peer_config *cfg, uint64_t seed, ccoi
     p->arena_owned = c.decode_arena == NULL;
     p->arena_mem = p->arena_owned ? malloc((size_t)p->arena_cap) : c.decode_arena;
     p->cfg.decode_arena = NULL; /* the pointer lives in arena_mem only */
-    pcclResult_t r = sm_out_init(&p->out, c.action_queue_depth, c.out_bytes);
+    /* Headroom for a relayed op's initiate and result (§6.8.2), whatever out_bytes says: pages
+     * never touched cost no memory. */
+    pcclResult_t r = sm_out_init(&p->out, c.action_queue_depth,
+                                 c.out_bytes + 2u * CCOIP_RELAY_MAX_BYTES + 4096u);
     if (p->skeys == NULL || p->sync_sends == NULL || p->entries == NULL || p->names == NULL ||
         p->vkeys == NULL || p->probes == NULL || p->samples == NULL) {
         r = pcclSystemError;
@@ -160,6 +163,18 @@ void p_send(ccoip_peer *p, ccoip_pb_peer_to_master *env)
 {
     if (!peer_master_up(p)) return;
     if (sm_send_p2m(&p->out, &p->lim, CCOIP_PEER_MASTER_CONN, env) != pcclSuccess) {
+        p->out.overflow = true;
+        return;
+    }
+    p->last_send_ns = p->now;
+}
+
+void p_send_span(ccoip_peer *p, ccoip_pb_peer_to_master *env, ccoip_pb_bytes *field,
+                 uint32_t op_slot, ccoip_span_ref span)
+{
+    if (!peer_master_up(p)) return;
+    if (sm_send_p2m_span(&p->out, &p->lim, CCOIP_PEER_MASTER_CONN, env, field, op_slot, span) !=
+        pcclSuccess) {
         p->out.overflow = true;
         return;
     }
@@ -281,6 +296,7 @@ static void peer_on_hello(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
         return;
     }
     p->id = h->peer_id;
+    p->relay_max = h->relay_max_bytes;
     if (h->heartbeat_ms != 0 && h->evict_ms > h->heartbeat_ms) {
         p->hb_ms = h->heartbeat_ms;
         p->evict_ms = h->evict_ms;
@@ -489,6 +505,11 @@ static void peer_on_frame(ccoip_peer *p, const uint8_t *data, uint64_t len)
         peer_on_pending_answer(p, &env);
         return;
     case PC_INITIATE:
+        if (env.status == CCOIP_PB_STATUS_SUCCESS &&
+            env.body_case == CCOIP_PB_MASTER_TO_PEER_BODY_COLLECTIVE_VERDICT) {
+            p_ring_on_relay_answer(p, c.op, &env.body.collective_verdict);
+            return;
+        }
         if (env.status != CCOIP_PB_STATUS_SUCCESS ||
             env.body_case != CCOIP_PB_MASTER_TO_PEER_BODY_COLLECTIVE_COMMENCE) {
             p_ring_on_initiate_error(p, c.op,
@@ -831,6 +852,11 @@ uint64_t ccoip_peer_optimistic_starts(const ccoip_peer *p)
 uint64_t ccoip_peer_optimistic_joins(const ccoip_peer *p)
 {
     return p != NULL ? p->opt_joins : 0;
+}
+
+uint64_t ccoip_peer_relayed_ops(const ccoip_peer *p)
+{
+    return p != NULL ? p->relay_ops : 0;
 }
 
 uint32_t ccoip_peer_sync_slot(const ccoip_peer *p)

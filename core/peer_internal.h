@@ -121,6 +121,7 @@ typedef struct p_op {
      */
     bool optimistic;
     bool refused; /**< optimistic, and the master refused the initiate (o->result says why) */
+    bool relay;   /**< relayed by the master (§6.8.2): no ring; the answer carries the result */
     uint64_t tx_bytes;
     uint64_t rx_bytes;
     pcclResult_t result; /**< what the NOTIFY will say */
@@ -233,6 +234,8 @@ struct ccoip_peer {
     bool opt_off;
     uint64_t opt_starts; /**< ccoip_peer_optimistic_starts */
     uint64_t opt_joins;  /**< ccoip_peer_optimistic_joins */
+    uint64_t relay_max;  /**< HelloResult.relay_max_bytes: master relay (§6.8.2); 0 off */
+    uint64_t relay_ops;  /**< ccoip_peer_relayed_ops */
 
     /* The plan being wired. */
     uint64_t plan_epoch;
@@ -316,6 +319,9 @@ struct ccoip_peer {
 /* peer.c */
 void p_notify(ccoip_peer *p, uint64_t cmd, pcclResult_t result);
 void p_send(ccoip_peer *p, ccoip_pb_peer_to_master *env);
+/** p_send of a frame that ends with the bytes of span (field: env's last bytes field; v9). */
+void p_send_span(ccoip_peer *p, ccoip_pb_peer_to_master *env, ccoip_pb_bytes *field,
+                 uint32_t op_slot, ccoip_span_ref span);
 uint64_t p_call_new(ccoip_peer *p, p_call_kind kind, uint32_t op);
 void p_call_drop_op(ccoip_peer *p, p_call_kind kind, uint32_t op);
 void p_fail(ccoip_peer *p, const char *why);
@@ -351,6 +357,8 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd);
 void p_ring_on_commence(ccoip_peer *p, uint32_t op, const ccoip_pb_master_to_peer *env);
 void p_ring_on_initiate_error(ccoip_peer *p, uint32_t op, pcclResult_t r);
 void p_ring_on_verdict(ccoip_peer *p, const ccoip_pb_collective_verdict *v);
+/** The master's answer to a relayed op's initiate (§6.8.2): its outcome and result. */
+void p_ring_on_relay_answer(ccoip_peer *p, uint32_t i, const ccoip_pb_collective_verdict *v);
 bool p_ring_on_done(ccoip_peer *p, const ccoip_event *ev);
 void p_ring_on_link_lost(ccoip_peer *p, uint64_t conn);
 void p_ring_fail_all(ccoip_peer *p, pcclResult_t r);

@@ -622,6 +622,24 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
     env.body.collective_initiate.quant_algorithm = (int32_t)a->quant_algorithm;
     env.body.collective_initiate.quant_dtype =
         a->quant_algorithm == pcclQuantNone ? 0 : (int32_t)a->quant_dtype;
+    const uint64_t bytes = a->count * es;
+    if (ccoip_relay_use(bytes, p->relay_max, a->quant_algorithm != pcclQuantNone)) {
+        /* Master relay (§6.8.2): the input goes with the initiate, the answer brings the
+         * result; no ring, nothing to restore (RECV is written only with the result). */
+        o->relay = true;
+        o->esize = es;
+        ccoip_action *b = sm_out_push(&p->out, CCOIP_ACT_OP_BEGIN);
+        if (b == NULL) return pcclSuccess; /* overflow: the step fails */
+        b->cmd_id = o->cmd;
+        b->op_slot = free_slot;
+        o->begun = true;
+        env.body.collective_initiate.relay = true;
+        p_send_span(p, &env, &env.body.collective_initiate.relay_data, free_slot,
+                    ring_span(free_slot, a->in_place ? CCOIP_REGION_RECV : CCOIP_REGION_SEND, 0,
+                              bytes));
+        o->tx_bytes = bytes;
+        return pcclSuccess;
+    }
     const bool optimistic = ring_can_start(p);
     if (optimistic) env.body.collective_initiate.optimistic_epoch = p->epoch;
     p_send(p, &env);
@@ -669,6 +687,39 @@ void p_ring_on_initiate_error(ccoip_peer *p, uint32_t i, pcclResult_t r)
         return;
     }
     p->ops[i].result = r;
+    ring_finish(p, i);
+}
+
+void p_ring_on_relay_answer(ccoip_peer *p, uint32_t i, const ccoip_pb_collective_verdict *v)
+{
+    if (i >= p->cfg.max_ops || p->ops[i].state != PO_INITIATING || !p->ops[i].relay ||
+        v->tag != p->ops[i].a.tag) {
+        p_fail(p, "relay answer for no op");
+        return;
+    }
+    p_op *o = &p->ops[i];
+    if (v->aborted) {
+        o->result = ring_result_of_reason(v->reason);
+        ring_finish(p, i);
+        return;
+    }
+    const uint64_t bytes = o->a.count * o->esize;
+    if (v->relay_result.len != bytes) {
+        p_fail(p, "relay result of the wrong size");
+        return;
+    }
+    uint8_t *buf = sm_out_alloc(&p->out, bytes);
+    ccoip_action *w = buf != NULL ? sm_out_push(&p->out, CCOIP_ACT_WRITE) : NULL;
+    if (w == NULL) return; /* overflow: the step fails */
+    memcpy(buf, v->relay_result.data, (size_t)bytes);
+    w->op_slot = i;
+    w->dst = ring_span(i, CCOIP_REGION_RECV, 0, bytes);
+    w->data = buf;
+    w->len = bytes;
+    o->seq = v->seq;
+    o->rx_bytes = bytes;
+    o->result = pcclSuccess;
+    p->relay_ops++;
     ring_finish(p, i);
 }
 

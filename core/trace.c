@@ -80,7 +80,7 @@ static uint64_t url_len_of(const char *url)
 }
 
 /* cfg block sizes (the peer's plus its url bytes). */
-#define CFG_MASTER_LEN (4u * 3u + 8u * 2u + 4u * 4u + 8u + 4u * 2u + 1u)
+#define CFG_MASTER_LEN (4u * 3u + 8u * 2u + 4u * 4u + 8u + 4u * 2u + 1u + 4u)
 #define CFG_PEER_LEN   (4u + 4u + 16u + 4u * 6u + 8u + 8u + 4u + 4u + 4u + 1u)
 
 static void w_header(wbuf *w, const ccoip_trace_header *h)
@@ -105,6 +105,7 @@ static void w_header(wbuf *w, const ccoip_trace_header *h)
         w_u32(w, c->ring_search_budget);
         w_u32(w, c->min_collective_world);
         w_u8(w, c->canary_skip_abort_verdict ? 1u : 0u);
+        w_u32(w, c->relay_max_bytes);
     } else {
         const ccoip_peer_config *c = &h->peer;
         const uint64_t ul = url_len_of(c->master_url);
@@ -427,6 +428,8 @@ pcclResult_t ccoip_trace_reader_init(ccoip_trace_reader *r, const uint8_t *buf, 
         m->ring_search_budget = c_u32(&k);
         m->min_collective_world = c_u32(&k);
         m->canary_skip_abort_verdict = c_bool(&k);
+        /* Appended later (master relay): absent in older traces, i.e. off. */
+        if (k.len - k.pos >= 4u) m->relay_max_bytes = c_u32(&k);
     } else {
         ccoip_peer_config *p = &hdr->peer;
         c_url(&k, hdr->master_url);

@@ -5,7 +5,7 @@
  *
  *   ccoip_master [--listen URL | --port N] [--heartbeat-ms N] [--evict-ms N]
  *                [--vote-timeout-ms N] [--max-peers N] [--log-level LEVEL]
- *                [--print-port]
+ *                [--relay-max-bytes N] [--print-port]
  *
  * --print-port writes "PORT <n>" on stdout once bound (for --port 0).
  * SIGINT / SIGTERM stop it gracefully (exit 0).
@@ -26,12 +26,15 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: ccoip_master [--listen URL | --port N] [--heartbeat-ms N] [--evict-ms N]\n"
-            "                    [--vote-timeout-ms N] [--max-peers N]\n"
+            "                    [--vote-timeout-ms N] [--max-peers N] [--relay-max-bytes N]\n"
             "                    [--log-level ERROR|WARN|INFO|DEBUG] [--print-port]\n"
             "  --listen URL   tcp://host:port (port 0: any), ipc:///path or\n"
             "                 tls+tcp://host:port (PEM files from PCCL_TLS_CERT, PCCL_TLS_KEY;\n"
             "                 PCCL_TLS_CA set: client certificates are required)\n"
-            "  --port N       listen on tcp://0.0.0.0:N (default %d)\n",
+            "  --port N       listen on tcp://0.0.0.0:N (default %d)\n"
+            "  --relay-max-bytes N  all-reduces of at most N bytes per input are reduced\n"
+            "                 by the master (0: never; at most 65536; default 16384, or\n"
+            "                 PCCL_RELAY_MAX_BYTES)\n",
             CCOIP_PROTOCOL_PORT_MASTER);
 }
 
@@ -90,6 +93,9 @@ int main(int argc, char **argv)
             p.vote_timeout_ms = n;
         } else if (strcmp(a, "--max-peers") == 0 && parse_u32(v, &n) == 0) {
             p.max_peers = n;
+        } else if (strcmp(a, "--relay-max-bytes") == 0 && parse_u32(v, &n) == 0 &&
+                   n <= 65536u) {
+            setenv("PCCL_RELAY_MAX_BYTES", v, 1); /* read by pcclCreateMasterEx */
         } else if (strcmp(a, "--log-level") == 0 && parse_level(v) >= 0) {
             pt_log_set_level(parse_level(v));
         } else {

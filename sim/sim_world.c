@@ -769,10 +769,30 @@ static void act_send(sim_world *w, uint32_t node, const ccoip_action *a)
     }
     if (w->eps[e].state == EP_CLOSED || w->eps[e].other == SIM_NONE32) return;
     if (w->nodes[node].is_master) check_m2p_sent(w, w->eps[w->eps[e].other].node, a->data, a->len);
-    const uint32_t f = frame_new(w, a->len);
+    /* v9: the frame goes on with the bytes of a span (a relayed all-reduce's input). */
+    const uint8_t *tail = NULL;
+    if (a->src.length > 0) {
+        tail = span_ptr(w, node, &a->src);
+        if (tail == NULL) return;
+    }
+    const uint32_t f = frame_new(w, a->len + a->src.length);
     if (f == SIM_NONE32) return;
     if (a->len > 0) memcpy(w->frames[f].bytes, a->data, (size_t)a->len);
+    if (tail != NULL) memcpy(w->frames[f].bytes + a->len, tail, (size_t)a->src.length);
     frame_send(w, e, f);
+}
+
+/* v9: the master's relayed result into the op's span, at once. */
+static void act_write(sim_world *w, uint32_t node, const ccoip_action *a)
+{
+    uint8_t *dst = span_ptr(w, node, &a->dst);
+    if (dst == NULL) return;
+    if (a->len != a->dst.length) {
+        world_fail(w, SIM_CRASH, "node %u: WRITE of %llu bytes into a span of %llu", node,
+                   (unsigned long long)a->len, (unsigned long long)a->dst.length);
+        return;
+    }
+    if (a->len > 0) memcpy(dst, a->data, (size_t)a->len);
 }
 
 /* The frame f sent on e while it is on the wire (SIM_NONE32: it never lands, the peer's end was
@@ -1299,6 +1319,9 @@ static void act_run(sim_world *w, uint32_t node, const ccoip_action *a)
     switch (a->type) {
     case CCOIP_ACT_SEND:
         act_send(w, node, a);
+        break;
+    case CCOIP_ACT_WRITE:
+        act_write(w, node, a);
         break;
     case CCOIP_ACT_CONNECT:
         act_connect(w, node, a);

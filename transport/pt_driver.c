@@ -1978,16 +1978,45 @@ static void act_send(pt_driver *d, const ccoip_action *a)
 {
     pt_conn *c = conn_find(d, a->conn);
     if (c == NULL) return; /* closed meanwhile: the core hears CONN_CLOSED */
+    /* v9: a frame that goes on with a span's bytes (a relayed all-reduce's input, at most
+     * 64 KiB): copied now, so the frame stays whole whatever happens to the op. */
+    const uint8_t *tail = NULL;
+    if (a->src.length > 0) {
+        tail = span_ptr(d, &a->src);
+        if (tail == NULL) {
+            pt_log(CCOIP_LOG_ERROR, d->who, "SEND: bad span; closing connection %" PRIu64,
+                   c->id);
+            conn_close(d, c, true);
+            return;
+        }
+    }
+    const uint64_t total = a->len + a->src.length;
     pt_sitem *it = calloc(1, sizeof *it);
     if (it == NULL) return;
-    it->bytes = malloc(a->len > 0 ? (size_t)a->len : 1u);
+    it->bytes = malloc(total > 0 ? (size_t)total : 1u);
     if (it->bytes == NULL) {
         free(it);
         return;
     }
     if (a->len > 0) memcpy(it->bytes, a->data, (size_t)a->len);
-    it->len = a->len;
+    if (tail != NULL) {
+        memcpy(it->bytes + a->len, tail, (size_t)a->src.length);
+        atomic_fetch_add_explicit(&d->copied_bytes, a->src.length, memory_order_relaxed);
+    }
+    it->len = total;
     send_enqueue(d, c, it);
+}
+
+/* v9: the master's relayed result into the op's span, now. */
+static void act_write(pt_driver *d, const ccoip_action *a)
+{
+    uint8_t *dst = span_ptr(d, &a->dst);
+    if (dst == NULL || a->len != a->dst.length) {
+        pt_log(CCOIP_LOG_ERROR, d->who, "WRITE: bad span (%" PRIu64 " bytes)", a->len);
+        return;
+    }
+    if (a->len > 0) memcpy(dst, a->data, (size_t)a->len);
+    atomic_fetch_add_explicit(&d->copied_bytes, a->len, memory_order_relaxed);
 }
 
 static void act_ring_send(pt_driver *d, const ccoip_action *a)
@@ -2401,6 +2430,9 @@ static void act_notify(pt_driver *d, const ccoip_action *a)
 static void act_run(pt_driver *d, const ccoip_action *a)
 {
     switch (a->type) {
+    case CCOIP_ACT_WRITE:
+        act_write(d, a);
+        break;
     case CCOIP_ACT_SEND:
         act_send(d, a);
         break;

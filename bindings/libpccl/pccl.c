@@ -15,6 +15,7 @@
 
 #include "ccoip_dtype.h"
 #include "ccoip_quant.h"
+#include "ccoip_ring.h"
 #include "pccl.h"
 #include "pt.h"
 
@@ -22,6 +23,7 @@
 #define PCCL_LEAVE_WAIT_MS    1000u
 #define PCCL_RETRY_ROUNDS_MAX 1000u
 #define PCCL_SYNC_KEYS_MAX    64u /* ccoip_peer_config.max_state_keys default */
+#define PCCL_RELAY_DEFAULT_BYTES 16384u /* master relay bound (docs/protocol.md §6.8.2) */
 
 static atomic_bool g_initialized;
 
@@ -627,6 +629,20 @@ PCCL_EXPORT pcclResult_t pcclCreateMasterEx(const pcclMasterCreateParams_t *para
     cfg.evict_ms = params->evict_ms;
     cfg.vote_timeout_ms = params->vote_timeout_ms;
     cfg.max_peers = params->max_peers;
+    /* Master relay (docs/protocol.md §6.8.2): all-reduces of at most this many bytes per input
+     * are reduced by the master. PCCL_RELAY_MAX_BYTES (0: off; at most 65536), default 16 KiB. */
+    cfg.relay_max_bytes = PCCL_RELAY_DEFAULT_BYTES;
+    const char *relay = getenv("PCCL_RELAY_MAX_BYTES");
+    if (relay != NULL && relay[0] != '\0') {
+        char *end = NULL;
+        const unsigned long long v = strtoull(relay, &end, 10);
+        if (*end != '\0' || v > CCOIP_RELAY_MAX_BYTES) {
+            pt_log(CCOIP_LOG_ERROR, "master", "PCCL_RELAY_MAX_BYTES=%s: want 0 .. %llu", relay,
+                   (unsigned long long)CCOIP_RELAY_MAX_BYTES);
+            return pcclInvalidArgument;
+        }
+        cfg.relay_max_bytes = (uint32_t)v;
+    }
     pcclMasterInstance_t *m = calloc(1, sizeof *m);
     if (m == NULL) return pcclSystemError;
     uint32_t port = 0;

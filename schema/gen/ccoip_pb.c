@@ -46,6 +46,7 @@ void ccoip_pb_limits_default(ccoip_pb_limits *lim)
 {
     lim->max_message_bytes = CCOIP_PB_DEFAULT_MAX_MESSAGE_BYTES;
     lim->max_string_bytes = CCOIP_PB_DEFAULT_MAX_STRING_BYTES;
+    lim->max_bytes_bytes = CCOIP_PB_DEFAULT_MAX_BYTES_BYTES;
     lim->max_repeated = CCOIP_PB_DEFAULT_MAX_REPEATED;
     lim->max_depth = CCOIP_PB_DEFAULT_MAX_DEPTH;
 }
@@ -335,7 +336,7 @@ PB_UNUSED static pcclResult_t pb_bytes_field(const pb_dec *d, const uint8_t *p, 
     uint64_t off, len;
     pcclResult_t rc = pb_get_len(p, n, pos, wt, &off, &len);
     if (rc != pcclSuccess) return rc;
-    if (len > d->lim->max_string_bytes) return pcclProtocolError;
+    if (len > (utf8 ? d->lim->max_string_bytes : d->lim->max_bytes_bytes)) return pcclProtocolError;
     out->data = len > 0 ? p + off : NULL;
     out->len = len;
     if (utf8 && !ccoip_pb_utf8_valid(*out)) return pcclProtocolError;
@@ -1915,6 +1916,10 @@ static pcclResult_t size_hello_result(const ccoip_pb_hello_result *m, uint64_t *
     if (m->max_version != 0) {
         PB_TRY(pb_add(&s, pb_tag_size(6u) + pb_varint_size(m->max_version)));
     }
+    /* 7: relay_max_bytes */
+    if (m->relay_max_bytes != 0) {
+        PB_TRY(pb_add(&s, pb_tag_size(7u) + pb_varint_size(m->relay_max_bytes)));
+    }
     *out = s;
     return pcclSuccess;
 }
@@ -1950,6 +1955,11 @@ static pcclResult_t write_hello_result(const ccoip_pb_hello_result *m, pb_enc *e
     if (m->max_version != 0) {
         PB_TRY(pb_put_tag(e, 6u, PB_WT_VARINT));
         PB_TRY(pb_put_varint(e, m->max_version));
+    }
+    /* 7: relay_max_bytes */
+    if (m->relay_max_bytes != 0) {
+        PB_TRY(pb_put_tag(e, 7u, PB_WT_VARINT));
+        PB_TRY(pb_put_varint(e, m->relay_max_bytes));
     }
     return pcclSuccess;
 }
@@ -1993,6 +2003,11 @@ static pcclResult_t dec_hello_result(pb_dec *d, const uint8_t *p, uint64_t n, ui
         case 6u: { /* max_version */
             PB_TRY(pb_mark(&seen, 5u));
             PB_TRY(pb_scalar_u32(p, n, &pos, wt, &out->max_version));
+            break;
+        }
+        case 7u: { /* relay_max_bytes */
+            PB_TRY(pb_mark(&seen, 6u));
+            PB_TRY(pb_scalar_u32(p, n, &pos, wt, &out->relay_max_bytes));
             break;
         }
         default:
@@ -4499,6 +4514,13 @@ static pcclResult_t size_collective_initiate(const ccoip_pb_collective_initiate 
     if (m->optimistic_epoch != 0) {
         PB_TRY(pb_add(&s, pb_tag_size(7u) + pb_varint_size(m->optimistic_epoch)));
     }
+    /* 8: relay */
+    if (m->relay) {
+        PB_TRY(pb_add(&s, pb_tag_size(8u) + 1u));
+    }
+    /* 9: relay_data */
+    PB_TRY(pb_check_bytes(m->relay_data, false));
+    if (m->relay_data.len != 0) PB_TRY(pb_add_len_field(&s, 9u, m->relay_data.len));
     *out = s;
     return pcclSuccess;
 }
@@ -4540,6 +4562,13 @@ static pcclResult_t write_collective_initiate(const ccoip_pb_collective_initiate
         PB_TRY(pb_put_tag(e, 7u, PB_WT_VARINT));
         PB_TRY(pb_put_varint(e, m->optimistic_epoch));
     }
+    /* 8: relay */
+    if (m->relay) {
+        PB_TRY(pb_put_tag(e, 8u, PB_WT_VARINT));
+        PB_TRY(pb_put_varint(e, m->relay ? 1u : 0u));
+    }
+    /* 9: relay_data */
+    if (m->relay_data.len != 0) PB_TRY(pb_put_bytes_field(e, 9u, m->relay_data));
     return pcclSuccess;
 }
 
@@ -4587,6 +4616,16 @@ static pcclResult_t dec_collective_initiate(pb_dec *d, const uint8_t *p, uint64_
         case 7u: { /* optimistic_epoch */
             PB_TRY(pb_mark(&seen, 6u));
             PB_TRY(pb_scalar_u64(p, n, &pos, wt, &out->optimistic_epoch));
+            break;
+        }
+        case 8u: { /* relay */
+            PB_TRY(pb_mark(&seen, 7u));
+            PB_TRY(pb_scalar_bool(p, n, &pos, wt, &out->relay));
+            break;
+        }
+        case 9u: { /* relay_data */
+            PB_TRY(pb_mark(&seen, 8u));
+            PB_TRY(pb_bytes_field(d, p, n, &pos, wt, false, &out->relay_data));
             break;
         }
         default:
@@ -4885,6 +4924,9 @@ static pcclResult_t size_collective_verdict(const ccoip_pb_collective_verdict *m
     if (m->reason != 0) {
         PB_TRY(pb_add(&s, pb_tag_size(4u) + pb_varint_size(pb_enum_wire(m->reason))));
     }
+    /* 5: relay_result */
+    PB_TRY(pb_check_bytes(m->relay_result, false));
+    if (m->relay_result.len != 0) PB_TRY(pb_add_len_field(&s, 5u, m->relay_result.len));
     *out = s;
     return pcclSuccess;
 }
@@ -4911,6 +4953,8 @@ static pcclResult_t write_collective_verdict(const ccoip_pb_collective_verdict *
         PB_TRY(pb_put_tag(e, 4u, PB_WT_VARINT));
         PB_TRY(pb_put_varint(e, pb_enum_wire(m->reason)));
     }
+    /* 5: relay_result */
+    if (m->relay_result.len != 0) PB_TRY(pb_put_bytes_field(e, 5u, m->relay_result));
     return pcclSuccess;
 }
 
@@ -4943,6 +4987,11 @@ static pcclResult_t dec_collective_verdict(pb_dec *d, const uint8_t *p, uint64_t
         case 4u: { /* reason */
             PB_TRY(pb_mark(&seen, 3u));
             PB_TRY(pb_scalar_enum(p, n, &pos, wt, &out->reason));
+            break;
+        }
+        case 5u: { /* relay_result */
+            PB_TRY(pb_mark(&seen, 4u));
+            PB_TRY(pb_bytes_field(d, p, n, &pos, wt, false, &out->relay_result));
             break;
         }
         default:

@@ -51,8 +51,10 @@ typedef struct ccoip_pb_bytes {
 typedef struct ccoip_pb_limits {
     /** Largest input of one decode call, in bytes. */
     uint64_t max_message_bytes;
-    /** Largest string or bytes field, in bytes. */
+    /** Largest string field, in bytes. */
     uint64_t max_string_bytes;
+    /** Largest bytes field, in bytes (a relayed tensor, docs/protocol.md §6.8.2). */
+    uint64_t max_bytes_bytes;
     /** Most elements of one repeated field. */
     uint64_t max_repeated;
     /** Deepest sub-message nesting; the top-level message is depth 0. */
@@ -62,6 +64,7 @@ typedef struct ccoip_pb_limits {
 /** Default limits (docs/protocol.md §10). */
 #define CCOIP_PB_DEFAULT_MAX_MESSAGE_BYTES (1u << 20)
 #define CCOIP_PB_DEFAULT_MAX_STRING_BYTES  (4096u)
+#define CCOIP_PB_DEFAULT_MAX_BYTES_BYTES   (65536u)
 #define CCOIP_PB_DEFAULT_MAX_REPEATED      (1u << 16)
 #define CCOIP_PB_DEFAULT_MAX_DEPTH         (8u)
 
@@ -373,6 +376,11 @@ struct ccoip_pb_hello_result {
     /* the master's range, for the error message */
     uint32_t min_version;
     uint32_t max_version;
+    /*
+     * Master relay (docs/protocol.md §6.8.2): an unquantized all-reduce of at most this many bytes
+     * is reduced by the master; 0: never.
+     */
+    uint32_t relay_max_bytes;
 };
 
 /* Join (ccoip.proto). */
@@ -596,6 +604,13 @@ struct ccoip_pb_collective_initiate {
      * CollectiveCommence to it. 0: waits for the commence.
      */
     uint64_t optimistic_epoch;
+    /*
+     * Master relay (§6.8.2): the peer's input, whole (count elements of dtype); the master answers
+     * with a CollectiveVerdict carrying the result. Last field: a peer may append its bytes
+     * straight from the tensor.
+     */
+    bool relay;
+    ccoip_pb_bytes relay_data;
 };
 
 /* CollectiveCommence (ccoip.proto). Answer to CollectiveInitiate: run the ring now. */
@@ -630,6 +645,8 @@ struct ccoip_pb_collective_verdict {
     bool aborted;
     /* ccoip_pb_reason. */
     int32_t reason;
+    /* master relay (§6.8.2): the reduced tensor */
+    ccoip_pb_bytes relay_result;
 };
 
 /* Heartbeat (ccoip.proto). */

@@ -45,7 +45,7 @@ static const uint8_t golden_bytes_3[] = {
 /* HelloResult */
 static const uint8_t golden_bytes_4[] = {
     0x08, 0x01, 0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x18, 0xfa, 0x01,
-    0x20, 0xd0, 0x0f, 0x28, 0x01, 0x30, 0x01,
+    0x20, 0xd0, 0x0f, 0x28, 0x01, 0x30, 0x01, 0x38, 0x80, 0x80, 0x01,
 };
 
 /* Join */
@@ -175,7 +175,8 @@ static const uint8_t golden_bytes_25[] = {
 
 /* CollectiveInitiate */
 static const uint8_t golden_bytes_26[] = {
-    0x08, 0x11, 0x10, 0x80, 0x80, 0x40, 0x18, 0x0a, 0x20, 0x01, 0x28, 0x01, 0x38, 0x0c,
+    0x08, 0x11, 0x10, 0x80, 0x80, 0x40, 0x18, 0x0a, 0x20, 0x01, 0x28, 0x01, 0x38, 0x0c, 0x40, 0x01,
+    0x4a, 0x04, 0x01, 0x02, 0x03, 0x04,
 };
 
 /* CollectiveCommence */
@@ -190,7 +191,7 @@ static const uint8_t golden_bytes_28[] = {
 
 /* CollectiveVerdict */
 static const uint8_t golden_bytes_29[] = {
-    0x08, 0x11, 0x10, 0x63, 0x18, 0x01, 0x20, 0x0a,
+    0x08, 0x11, 0x10, 0x63, 0x18, 0x01, 0x20, 0x0a, 0x2a, 0x04, 0x05, 0x06, 0x07, 0x08,
 };
 
 /* Heartbeat */
@@ -303,8 +304,8 @@ static const uint8_t golden_bytes_47[] = {
 
 /* PeerToMaster.collective_initiate */
 static const uint8_t golden_bytes_48[] = {
-    0x08, 0x0b, 0x10, 0xf8, 0x55, 0xd2, 0x01, 0x0e, 0x08, 0x11, 0x10, 0x80, 0x80, 0x40, 0x18, 0x0a,
-    0x20, 0x01, 0x28, 0x01, 0x38, 0x0c,
+    0x08, 0x0b, 0x10, 0xf8, 0x55, 0xd2, 0x01, 0x16, 0x08, 0x11, 0x10, 0x80, 0x80, 0x40, 0x18, 0x0a,
+    0x20, 0x01, 0x28, 0x01, 0x38, 0x0c, 0x40, 0x01, 0x4a, 0x04, 0x01, 0x02, 0x03, 0x04,
 };
 
 /* PeerToMaster.collective_complete */
@@ -324,8 +325,9 @@ static const uint8_t golden_bytes_51[] = {
 
 /* MasterToPeer.hello */
 static const uint8_t golden_bytes_52[] = {
-    0x08, 0x01, 0x10, 0xe8, 0x07, 0x82, 0x01, 0x17, 0x08, 0x01, 0x10, 0xff, 0xff, 0xff, 0xff, 0xff,
-    0xff, 0xff, 0xff, 0xff, 0x01, 0x18, 0xfa, 0x01, 0x20, 0xd0, 0x0f, 0x28, 0x01, 0x30, 0x01,
+    0x08, 0x01, 0x10, 0xe8, 0x07, 0x82, 0x01, 0x1b, 0x08, 0x01, 0x10, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0x01, 0x18, 0xfa, 0x01, 0x20, 0xd0, 0x0f, 0x28, 0x01, 0x30, 0x01, 0x38,
+    0x80, 0x80, 0x01,
 };
 
 /* MasterToPeer.join */
@@ -389,7 +391,8 @@ static const uint8_t golden_bytes_61[] = {
 
 /* MasterToPeer.collective_verdict */
 static const uint8_t golden_bytes_62[] = {
-    0x08, 0x0b, 0x10, 0xf8, 0x55, 0xd2, 0x01, 0x08, 0x08, 0x11, 0x10, 0x63, 0x18, 0x01, 0x20, 0x0a,
+    0x08, 0x0b, 0x10, 0xf8, 0x55, 0xd2, 0x01, 0x0e, 0x08, 0x11, 0x10, 0x63, 0x18, 0x01, 0x20, 0x0a,
+    0x2a, 0x04, 0x05, 0x06, 0x07, 0x08,
 };
 
 /* MasterToPeer.heartbeat */
@@ -409,7 +412,7 @@ static const golden_vector golden_vectors[] = {
     {"WorldSizes", "ccoip.WorldSizes", golden_bytes_1, 8u},
     {"PeerInfo", "ccoip.PeerInfo", golden_bytes_2, 46u},
     {"Hello", "ccoip.Hello", golden_bytes_3, 30u},
-    {"HelloResult", "ccoip.HelloResult", golden_bytes_4, 23u},
+    {"HelloResult", "ccoip.HelloResult", golden_bytes_4, 27u},
     {"Join", "ccoip.Join", golden_bytes_5, 26u},
     {"JoinResult", "ccoip.JoinResult", golden_bytes_6, 12u},
     {"UpdateTopologyVote", "ccoip.UpdateTopologyVote", golden_bytes_7, 2u},
@@ -431,10 +434,10 @@ static const golden_vector golden_vectors[] = {
     {"SharedStateSyncVerdict", "ccoip.SharedStateSyncVerdict", golden_bytes_23, 48u},
     {"SharedStateSyncDone", "ccoip.SharedStateSyncDone", golden_bytes_24, 8u},
     {"SharedStateSyncDoneVerdict", "ccoip.SharedStateSyncDoneVerdict", golden_bytes_25, 2u},
-    {"CollectiveInitiate", "ccoip.CollectiveInitiate", golden_bytes_26, 14u},
+    {"CollectiveInitiate", "ccoip.CollectiveInitiate", golden_bytes_26, 22u},
     {"CollectiveCommence", "ccoip.CollectiveCommence", golden_bytes_27, 8u},
     {"CollectiveComplete", "ccoip.CollectiveComplete", golden_bytes_28, 6u},
-    {"CollectiveVerdict", "ccoip.CollectiveVerdict", golden_bytes_29, 8u},
+    {"CollectiveVerdict", "ccoip.CollectiveVerdict", golden_bytes_29, 14u},
     {"Heartbeat", "ccoip.Heartbeat", golden_bytes_30, 5u},
     {"Leave", "ccoip.Leave", golden_bytes_31, 2u},
     {"Eviction", "ccoip.Eviction", golden_bytes_32, 37u},
@@ -453,11 +456,11 @@ static const golden_vector golden_vectors[] = {
     {"PeerToMaster.optimize_done", "ccoip.PeerToMaster", golden_bytes_45, 8u},
     {"PeerToMaster.sync_vote", "ccoip.PeerToMaster", golden_bytes_46, 73u},
     {"PeerToMaster.sync_done", "ccoip.PeerToMaster", golden_bytes_47, 16u},
-    {"PeerToMaster.collective_initiate", "ccoip.PeerToMaster", golden_bytes_48, 22u},
+    {"PeerToMaster.collective_initiate", "ccoip.PeerToMaster", golden_bytes_48, 30u},
     {"PeerToMaster.collective_complete", "ccoip.PeerToMaster", golden_bytes_49, 14u},
     {"PeerToMaster.heartbeat", "ccoip.PeerToMaster", golden_bytes_50, 13u},
     {"PeerToMaster.leave", "ccoip.PeerToMaster", golden_bytes_51, 10u},
-    {"MasterToPeer.hello", "ccoip.MasterToPeer", golden_bytes_52, 31u},
+    {"MasterToPeer.hello", "ccoip.MasterToPeer", golden_bytes_52, 35u},
     {"MasterToPeer.join", "ccoip.MasterToPeer", golden_bytes_53, 20u},
     {"MasterToPeer.topology_plan", "ccoip.MasterToPeer", golden_bytes_54, 74u},
     {"MasterToPeer.topology_verdict", "ccoip.MasterToPeer", golden_bytes_55, 27u},
@@ -467,7 +470,7 @@ static const golden_vector golden_vectors[] = {
     {"MasterToPeer.sync_verdict", "ccoip.MasterToPeer", golden_bytes_59, 56u},
     {"MasterToPeer.sync_done_verdict", "ccoip.MasterToPeer", golden_bytes_60, 10u},
     {"MasterToPeer.collective_commence", "ccoip.MasterToPeer", golden_bytes_61, 16u},
-    {"MasterToPeer.collective_verdict", "ccoip.MasterToPeer", golden_bytes_62, 16u},
+    {"MasterToPeer.collective_verdict", "ccoip.MasterToPeer", golden_bytes_62, 22u},
     {"MasterToPeer.heartbeat", "ccoip.MasterToPeer", golden_bytes_63, 13u},
     {"MasterToPeer.eviction", "ccoip.MasterToPeer", golden_bytes_64, 45u},
 };

@@ -91,6 +91,7 @@ static pcclResult_t gs_hello_result(uint8_t *buf, uint64_t cap, uint64_t *len_ou
     m.evict_ms = 2000;
     m.min_version = 1;
     m.max_version = 1;
+    m.relay_max_bytes = 16384;
     return ccoip_pb_hello_result_encode(&m, buf, cap, len_out);
 }
 
@@ -204,6 +205,10 @@ static pcclResult_t gs_collective_initiate(uint8_t *buf, uint64_t cap, uint64_t 
     m.quant_algorithm = CCOIP_PB_QUANT_ALGORITHM_MIN_MAX;
     m.quant_dtype = CCOIP_PB_DATA_TYPE_UINT8;
     m.optimistic_epoch = 12;
+    m.relay = true;
+    static const uint8_t relay_data[] = {1, 2, 3, 4};
+    m.relay_data.data = relay_data;
+    m.relay_data.len = sizeof relay_data;
     return ccoip_pb_collective_initiate_encode(&m, buf, cap, len_out);
 }
 
@@ -215,6 +220,9 @@ static pcclResult_t gs_collective_verdict(uint8_t *buf, uint64_t cap, uint64_t *
     m.seq = 99;
     m.aborted = true;
     m.reason = CCOIP_PB_REASON_PEER_LOST;
+    static const uint8_t relay_result[] = {5, 6, 7, 8};
+    m.relay_result.data = relay_result;
+    m.relay_result.len = sizeof relay_result;
     return ccoip_pb_collective_verdict_encode(&m, buf, cap, len_out);
 }
 

@@ -493,9 +493,23 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
         memset(&ev, 0, sizeof(ev));
         ev.type = CCOIP_EV_RECV;
         ev.conn = is_a ? l->b_conn : l->a_conn;
-        h_push(h, is_a ? l->b_node : l->a_node, &ev, a->data, a->len);
+        if (a->src.length == 0) {
+            h_push(h, is_a ? l->b_node : l->a_node, &ev, a->data, a->len);
+            return;
+        }
+        /* v9: the frame goes on with the span's bytes. */
+        uint8_t *frame = malloc((size_t)(a->len + a->src.length));
+        if (frame == NULL) h_die("oom");
+        memcpy(frame, a->data, (size_t)a->len);
+        memcpy(frame + a->len, h_region(h, peer, &a->src), (size_t)a->src.length);
+        h_push(h, is_a ? l->b_node : l->a_node, &ev, frame, a->len + a->src.length);
+        free(frame);
         return;
     }
+    case CCOIP_ACT_WRITE:
+        if (a->len != a->dst.length) h_die("WRITE length differs from its span");
+        memcpy(h_region(h, peer, &a->dst), a->data, (size_t)a->len);
+        return;
     case CCOIP_ACT_CLOSE: {
         bool is_a;
         h_link *l = h_link_of(h, (int)peer, a->conn, &is_a);

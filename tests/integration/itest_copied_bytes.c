@@ -11,6 +11,10 @@
  *   ring, in place:     S (RECV -> BACKUP)
  *   small, out of place: 0 (one GATHER_REDUCE reads every input where it lies)
  *   small, in place:     S (RECV -> BACKUP)
+ * With the master relay on (docs/protocol.md §6.8.2; PCCL_RELAY_MAX_BYTES
+ * unset = 16 KiB, or >= S; ctest runs both ways) the small op instead copies
+ *   relayed, either way:  2 S (the input into the initiate, the result into RECV)
+ * and the peers' all-reduce info says so too (tx = rx = S).
  * Then a shared-state sync (revision 0, tensors "a" equal, "b" differs on
  * peer 1, which syncs RECEIVE_ONLY while peer 0 is SEND_ONLY): peer 1's
  * counter grows by exactly b's bytes (landed in scratch, then copied into
@@ -52,6 +56,8 @@ static bool copied(pcclComm_t *comm, uint64_t *out)
     return true;
 }
 
+static bool g_relay; /* set by main before the peers start */
+
 typedef struct peer_arg {
     uint32_t index;
     int rc;
@@ -91,6 +97,13 @@ static int run_op(pcclComm_t *comm, peer_arg *pa, uint32_t count, bool in_place,
             snprintf(pa->msg, sizeof pa->msg, "send buffer written at %u: %d", j, send[j]);
             rc = 1;
         }
+    }
+    const uint64_t bytes = (uint64_t)count * 4u;
+    if (rc == 0 && g_relay && count == SMALL_COUNT && (info.tx_bytes != bytes || info.rx_bytes != bytes)) {
+        snprintf(pa->msg, sizeof pa->msg,
+                 "relayed %" PRIu64 " bytes: info tx %" PRIu64 " rx %" PRIu64 ", want both %" PRIu64,
+                 bytes, info.tx_bytes, info.rx_bytes, bytes);
+        rc = 1;
     }
     if (rc == 0 && (!copied(comm, &c1) || c1 - c0 != want_copied)) {
         snprintf(pa->msg, sizeof pa->msg,
@@ -196,12 +209,14 @@ static void *peer_main(void *arg)
     }
     if (rc == 0) rc = run_overlap(comm, pa);
     const uint64_t small = SMALL_COUNT * 4u, ring = RING_COUNT * 4u;
+    const bool relay = g_relay;
     if (rc == 0) rc = run_op(comm, pa, RING_COUNT, false, 1, 0);
     if (rc == 0) rc = run_op(comm, pa, RING_COUNT, true, 2, ring);
-    if (rc == 0) rc = run_op(comm, pa, SMALL_COUNT, false, 3, 0);
-    if (rc == 0) rc = run_op(comm, pa, SMALL_COUNT, true, 4, small);
-    if (rc == 0 && (!copied(comm, &c) || c != ring + small)) {
-        snprintf(pa->msg, sizeof pa->msg, "total %" PRIu64 ", want %" PRIu64, c, ring + small);
+    if (rc == 0) rc = run_op(comm, pa, SMALL_COUNT, false, 3, relay ? 2u * small : 0);
+    if (rc == 0) rc = run_op(comm, pa, SMALL_COUNT, true, 4, relay ? 2u * small : small);
+    const uint64_t total = ring + (relay ? 4u * small : small);
+    if (rc == 0 && (!copied(comm, &c) || c != total)) {
+        snprintf(pa->msg, sizeof pa->msg, "total %" PRIu64 ", want %" PRIu64, c, total);
         rc = 1;
     }
     if (rc == 0) rc = run_sync(comm, pa);
@@ -214,6 +229,8 @@ int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (pcclInit() != pcclSuccess) return 2;
+    const char *rv = getenv("PCCL_RELAY_MAX_BYTES");
+    g_relay = rv == NULL || rv[0] == '\0' || strtoull(rv, NULL, 10) >= SMALL_COUNT * 4u;
     pcclMasterInstance_t *m = NULL;
     if (itest_start_master(&m, g_url, sizeof g_url) != 0) return 2;
     pthread_t th[WORLD];
@@ -235,6 +252,6 @@ int main(void)
     pcclInterruptMaster(m);
     pcclMasterAwaitTermination(m);
     pcclDestroyMaster(m);
-    if (rc == 0) printf("DONE: copied bytes exact\n");
+    if (rc == 0) printf("DONE: copied bytes exact (master relay %s)\n", g_relay ? "on" : "off");
     return rc;
 }

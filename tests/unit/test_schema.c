@@ -245,6 +245,20 @@ PTEST(schema, limits_are_enforced)
     lim.max_message_bytes = sizeof(sw5) - 1;
     PT_ASSERT(decode_as("ccoip.Hello", sw5, sizeof(sw5), &lim, &h) == pcclProtocolError,
               "input above max_message_bytes");
+    /* bytes fields have their own bound (a relayed tensor): CollectiveVerdict.relay_result. */
+    static const uint8_t res5[] = {0x2a, 0x05, 1, 2, 3, 4, 5};
+    ccoip_pb_collective_verdict cv;
+    ccoip_pb_limits_default(&lim);
+    PT_ASSERT(lim.max_bytes_bytes == 65536u && lim.max_string_bytes == 4096u, "defaults");
+    lim.max_bytes_bytes = 4;
+    lim.max_string_bytes = 1;
+    PT_ASSERT(decode_as("ccoip.CollectiveVerdict", res5, sizeof(res5), &lim, &cv) ==
+                  pcclProtocolError,
+              "bytes above max_bytes_bytes");
+    lim.max_bytes_bytes = 5;
+    PT_ASSERT(decode_as("ccoip.CollectiveVerdict", res5, sizeof(res5), &lim, &cv) == pcclSuccess &&
+                  cv.relay_result.len == 5,
+              "bytes at max_bytes_bytes, whatever max_string_bytes says");
     ccoip_pb_limits_default(&lim);
     lim.max_repeated = 2;
     PT_ASSERT(decode_as("ccoip.TopologyPlan", ring3_packed, sizeof(ring3_packed), &lim, &t) ==

@@ -288,11 +288,13 @@ PTEST(trace, header_layout)
     const uint64_t n = ccoip_trace_encode_header(&h, buf, sizeof buf);
     h.master.max_state_keys = 17;
     h.master.probe_bytes = 65536;
+    h.master.relay_max_bytes = 16384;
     const uint64_t n2 = ccoip_trace_encode_header(&h, buf, sizeof buf);
-    PT_ASSERT(n2 == 28u + 61u, "master header is %llu bytes", (unsigned long long)n2);
+    PT_ASSERT(n2 == 28u + 65u, "master header is %llu bytes", (unsigned long long)n2);
     PT_EXPECT(memcmp(buf, "CCOIPTRC", 8) == 0, "magic");
     PT_EXPECT(le(buf + 8, 4) == 2 && le(buf + 12, 4) == 1 && le(buf + 16, 8) == 5, "version");
-    PT_EXPECT(le(buf + 24, 4) == 61 && le(buf + 28, 4) == 100, "cfg_len, max_peers");
+    PT_EXPECT(le(buf + 24, 4) == 65 && le(buf + 28, 4) == 100, "cfg_len, max_peers");
+    PT_EXPECT(le(buf + 28 + 61, 4) == 16384, "relay_max_bytes appended");
     PT_EXPECT(le(buf + 28 + 28, 4) == 250 && buf[28 + 60] == 1, "heartbeat_ms, canary");
     PT_EXPECT(le(buf + 28 + 40, 4) == 17 && le(buf + 28 + 44, 8) == 65536,
               "max_state_keys, probe_bytes");
@@ -300,8 +302,15 @@ PTEST(trace, header_layout)
     ccoip_trace_header d;
     PT_ASSERT(ccoip_trace_reader_init(&r, buf, n2, &d) == pcclSuccess, "decodes");
     PT_EXPECT(d.master.max_state_keys == 17 && d.master.probe_bytes == 65536 &&
-                  d.master.canary_skip_abort_verdict && d.master.max_peers == 100,
+                  d.master.canary_skip_abort_verdict && d.master.max_peers == 100 &&
+                  d.master.relay_max_bytes == 16384,
               "master config round trip");
+    /* A header written before relay_max_bytes was appended (61-byte cfg) reads as relay off. */
+    uint8_t old[28 + 61];
+    memcpy(old, buf, sizeof old);
+    old[24] = 61;
+    PT_ASSERT(ccoip_trace_reader_init(&r, old, sizeof old, &d) == pcclSuccess, "61-byte cfg");
+    PT_EXPECT(d.master.relay_max_bytes == 0 && d.master.max_peers == 100, "old cfg: relay off");
     memset(&h, 0, sizeof h);
     h.machine = CCOIP_TRACE_PEER;
     h.peer.max_state_keys = 9;
