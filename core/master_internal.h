@@ -194,7 +194,7 @@ struct ccoip_master {
     uint32_t *op_dirty; /**< ops to examine in the next progress pass */
     uint32_t op_dirty_n, op_dirty_cap;
     uint64_t op_world_sig; /**< topology signature of the last full pass (m_coll_progress) */
-    bool relay_wait; /**< a relayed op waits for room in the output pool: step again at once */
+    bool relay_wait;      /**< a relayed op waits for room in the output pool: step again at once */
     uint64_t relayed_ops; /**< ccoip_master_relayed_ops */
     m_op_timer *op_timers; /**< FIFO ring of deadlines */
     uint32_t op_timers_cap, op_timers_head, op_timers_n;

@@ -634,9 +634,9 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
         b->op_slot = free_slot;
         o->begun = true;
         env.body.collective_initiate.relay = true;
-        p_send_span(p, &env, &env.body.collective_initiate.relay_data, free_slot,
-                    ring_span(free_slot, a->in_place ? CCOIP_REGION_RECV : CCOIP_REGION_SEND, 0,
-                              bytes));
+        p_send_span(
+            p, &env, &env.body.collective_initiate.relay_data, free_slot,
+            ring_span(free_slot, a->in_place ? CCOIP_REGION_RECV : CCOIP_REGION_SEND, 0, bytes));
         o->tx_bytes = bytes;
         return pcclSuccess;
     }

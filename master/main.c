@@ -93,8 +93,7 @@ int main(int argc, char **argv)
             p.vote_timeout_ms = n;
         } else if (strcmp(a, "--max-peers") == 0 && parse_u32(v, &n) == 0) {
             p.max_peers = n;
-        } else if (strcmp(a, "--relay-max-bytes") == 0 && parse_u32(v, &n) == 0 &&
-                   n <= 65536u) {
+        } else if (strcmp(a, "--relay-max-bytes") == 0 && parse_u32(v, &n) == 0 && n <= 65536u) {
             setenv("PCCL_RELAY_MAX_BYTES", v, 1); /* read by pcclCreateMasterEx */
         } else if (strcmp(a, "--log-level") == 0 && parse_level(v) >= 0) {
             pt_log_set_level(parse_level(v));

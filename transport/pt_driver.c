@@ -1984,8 +1984,7 @@ static void act_send(pt_driver *d, const ccoip_action *a)
     if (a->src.length > 0) {
         tail = span_ptr(d, &a->src);
         if (tail == NULL) {
-            pt_log(CCOIP_LOG_ERROR, d->who, "SEND: bad span; closing connection %" PRIu64,
-                   c->id);
+            pt_log(CCOIP_LOG_ERROR, d->who, "SEND: bad span; closing connection %" PRIu64, c->id);
             conn_close(d, c, true);
             return;
         }

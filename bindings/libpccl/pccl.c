@@ -19,10 +19,10 @@
 #include "pccl.h"
 #include "pt.h"
 
-#define PCCL_MAX_ASYNC        16u
-#define PCCL_LEAVE_WAIT_MS    1000u
-#define PCCL_RETRY_ROUNDS_MAX 1000u
-#define PCCL_SYNC_KEYS_MAX    64u /* ccoip_peer_config.max_state_keys default */
+#define PCCL_MAX_ASYNC           16u
+#define PCCL_LEAVE_WAIT_MS       1000u
+#define PCCL_RETRY_ROUNDS_MAX    1000u
+#define PCCL_SYNC_KEYS_MAX       64u    /* ccoip_peer_config.max_state_keys default */
 #define PCCL_RELAY_DEFAULT_BYTES 16384u /* master relay bound (docs/protocol.md §6.8.2) */
 
 static atomic_bool g_initialized;

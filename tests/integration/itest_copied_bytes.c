@@ -99,9 +99,11 @@ static int run_op(pcclComm_t *comm, peer_arg *pa, uint32_t count, bool in_place,
         }
     }
     const uint64_t bytes = (uint64_t)count * 4u;
-    if (rc == 0 && g_relay && count == SMALL_COUNT && (info.tx_bytes != bytes || info.rx_bytes != bytes)) {
+    if (rc == 0 && g_relay && count == SMALL_COUNT &&
+        (info.tx_bytes != bytes || info.rx_bytes != bytes)) {
         snprintf(pa->msg, sizeof pa->msg,
-                 "relayed %" PRIu64 " bytes: info tx %" PRIu64 " rx %" PRIu64 ", want both %" PRIu64,
+                 "relayed %" PRIu64 " bytes: info tx %" PRIu64 " rx %" PRIu64
+                 ", want both %" PRIu64,
                  bytes, info.tx_bytes, info.rx_bytes, bytes);
         rc = 1;
     }
