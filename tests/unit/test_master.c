@@ -347,3 +347,207 @@ PTEST(master, canary_skip_abort_verdict_is_observable)
               unanswered);
     smh_destroy(h);
 }
+
+/* docs/protocol.md §6.8.2, master relay. */
+static smh *relay_ring(uint32_t n, uint32_t relay_max)
+{
+    ccoip_master_config mc;
+    ccoip_master_config_default(&mc);
+    mc.relay_max_bytes = relay_max;
+    smh *h = smh_create(&mc, NULL);
+    if (!smh_form_ring(h, n, 0)) {
+        smh_destroy(h);
+        return NULL;
+    }
+    return h;
+}
+
+/* Every op and two dtypes, out of place and in place, at the bound and one element above it:
+ * the relayed ones are exact and identical on every member (AVG too), never touch a ring, and
+ * leave the send buffer alone; the one above the bound takes the ring. */
+PTEST(master, relay_exact_every_op)
+{
+    smh *h = relay_ring(3, 64);
+    PT_ASSERT(h != NULL, "ring of 3 formed");
+    static const pcclRedOp_t ops[] = {pcclSum, pcclAvg, pcclProd, pcclMax, pcclMin};
+    uint64_t tag = 1, relayed = 0;
+    for (uint32_t oi = 0; oi < 5; oi++) {
+        for (uint32_t variant = 0; variant < 4; variant++) {
+            const bool in_place = (variant & 1u) != 0;
+            const bool f32 = (variant & 2u) != 0;
+            const uint32_t count = 16; /* 64 bytes: at the bound */
+            int32_t si[3][16], ri[3][16];
+            float sf[3][16], rf[3][16];
+            uint64_t c[3];
+            for (uint32_t i = 0; i < 3; i++) {
+                for (uint32_t j = 0; j < count; j++) {
+                    si[i][j] = (int32_t)((i + 1u) * (j + 1u)) - 5;
+                    sf[i][j] = (float)si[i][j] * 0.5f;
+                    ri[i][j] = in_place ? si[i][j] : -77;
+                    rf[i][j] = in_place ? sf[i][j] : -77.0f;
+                }
+                ccoip_allreduce_args args =
+                    ar_args(tag, count, f32 ? pcclFloat : pcclInt32, ops[oi]);
+                args.in_place = in_place;
+                void *recv = f32 ? (void *)rf[i] : (void *)ri[i];
+                void *send = in_place ? recv : (f32 ? (void *)sf[i] : (void *)si[i]);
+                c[i] = smh_allreduce(h, i, &args, send, recv);
+            }
+            smh_run(h);
+            relayed++;
+            for (uint32_t i = 0; i < 3; i++) {
+                pcclResult_t r;
+                PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclSuccess,
+                          "op %u variant %u peer %u: r=%d", oi, variant, i, (int)r);
+                PT_ASSERT(ccoip_peer_relayed_ops(smh_peer(h, i)) == relayed, "peer %u relayed %llu",
+                          i, (unsigned long long)ccoip_peer_relayed_ops(smh_peer(h, i)));
+                for (uint32_t j = 0; j < count; j++) {
+                    const int32_t x0 = (int32_t)(j + 1u) - 5, x1 = (int32_t)(2u * (j + 1u)) - 5,
+                                  x2 = (int32_t)(3u * (j + 1u)) - 5;
+                    int32_t want;
+                    switch (ops[oi]) {
+                    case pcclSum:
+                        want = x0 + x1 + x2;
+                        break;
+                    case pcclAvg:
+                        want = (x0 + x1 + x2) / 3;
+                        break;
+                    case pcclProd:
+                        want = x0 * x1 * x2;
+                        break;
+                    case pcclMax:
+                        want = x2 > x1 ? (x2 > x0 ? x2 : x0) : (x1 > x0 ? x1 : x0);
+                        break;
+                    default:
+                        want = x0 < x1 ? (x0 < x2 ? x0 : x2) : (x1 < x2 ? x1 : x2);
+                        break;
+                    }
+                    if (!f32) {
+                        if (ops[oi] == pcclAvg) {
+                            /* integer AVG: the library's rounding, the same on every member */
+                            PT_ASSERT(ri[i][j] == ri[0][j], "int AVG identical at %u", j);
+                            continue;
+                        }
+                        PT_ASSERT(ri[i][j] == want, "op %u peer %u [%u] = %d, want %d", oi, i, j,
+                                  ri[i][j], want);
+                        if (!in_place)
+                            PT_ASSERT(si[i][j] == (int32_t)((i + 1u) * (j + 1u)) - 5, "send kept");
+                    } else {
+                        PT_ASSERT(memcmp(&rf[i][j], &rf[0][j], sizeof(float)) == 0,
+                                  "f32 bit-identical on every member");
+                        if (ops[oi] == pcclSum || ops[oi] == pcclMax || ops[oi] == pcclMin) {
+                            PT_ASSERT(rf[i][j] == (float)want * 0.5f,
+                                      "f32 op %u [%u] = %g, want %g", oi, j, (double)rf[i][j],
+                                      (double)want * 0.5);
+                        }
+                    }
+                }
+            }
+            tag++;
+        }
+    }
+    PT_ASSERT(ccoip_master_relayed_ops(smh_master(h)) == relayed, "master relayed %llu ops",
+              (unsigned long long)ccoip_master_relayed_ops(smh_master(h)));
+    PT_ASSERT(ccoip_peer_optimistic_starts(smh_peer(h, 0)) == 0, "no ring ran");
+    /* 68 bytes: above the bound, the ring (exact all the same). */
+    int32_t x[3][17], y[3][17];
+    uint64_t c[3];
+    for (uint32_t i = 0; i < 3; i++) {
+        for (uint32_t j = 0; j < 17; j++)
+            x[i][j] = (int32_t)(i * 100u + j);
+        ccoip_allreduce_args args = ar_args(tag, 17, pcclInt32, pcclSum);
+        c[i] = smh_allreduce(h, i, &args, x[i], y[i]);
+    }
+    smh_run(h);
+    for (uint32_t i = 0; i < 3; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclSuccess, "ring op ok (r=%d)", (int)r);
+        PT_ASSERT(y[i][16] == 300 + 48, "ring sum exact: %d", y[i][16]);
+        PT_ASSERT(ccoip_peer_relayed_ops(smh_peer(h, i)) == relayed, "not relayed");
+    }
+    PT_ASSERT(smh_step_errors(h) == 0, "no step errors");
+    smh_destroy(h);
+}
+
+/* Relay off (the core's default): nothing is relayed. Relay on: a count mismatch is
+ * pcclInvalidUsage on every member with in-place buffers untouched; one peer alone gets
+ * pcclTooFewPeers. */
+PTEST(master, relay_refusals)
+{
+    smh *h = relay_ring(2, 0);
+    PT_ASSERT(h != NULL, "ring of 2");
+    int32_t a[2][4] = {{1, 2, 3, 4}, {5, 6, 7, 8}}, b[2][4];
+    uint64_t c[2];
+    for (uint32_t i = 0; i < 2; i++) {
+        ccoip_allreduce_args args = ar_args(1, 4, pcclInt32, pcclSum);
+        c[i] = smh_allreduce(h, i, &args, a[i], b[i]);
+    }
+    smh_run(h);
+    for (uint32_t i = 0; i < 2; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclSuccess && b[i][3] == 12, "gather path ok");
+        PT_ASSERT(ccoip_peer_relayed_ops(smh_peer(h, i)) == 0, "relay off: nothing relayed");
+    }
+    smh_destroy(h);
+
+    h = relay_ring(3, 4096);
+    PT_ASSERT(h != NULL, "ring of 3");
+    int32_t x[3][8], orig[3][8];
+    uint64_t d[3];
+    for (uint32_t i = 0; i < 3; i++) {
+        for (uint32_t j = 0; j < 8; j++)
+            x[i][j] = orig[i][j] = (int32_t)(10u * i + j);
+        ccoip_allreduce_args args = ar_args(5, i == 1 ? 7 : 8, pcclInt32, pcclSum);
+        args.in_place = true;
+        d[i] = smh_allreduce(h, i, &args, x[i], x[i]);
+    }
+    smh_run(h);
+    for (uint32_t i = 0; i < 3; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, d[i], &r) && r == pcclInvalidUsage, "mismatch on %u (r=%d)", i,
+                  (int)r);
+        PT_ASSERT(smh_notify_count(h, i, d[i]) == 1, "exactly one NOTIFY");
+        PT_ASSERT(memcmp(x[i], orig[i], sizeof x[i]) == 0, "peer %u untouched", i);
+    }
+    PT_ASSERT(ccoip_master_relayed_ops(smh_master(h)) == 0, "nothing relayed");
+    PT_ASSERT(smh_step_errors(h) == 0, "no step errors");
+    smh_destroy(h);
+
+    h = relay_ring(1, 4096);
+    PT_ASSERT(h != NULL, "one peer");
+    ccoip_allreduce_args args = ar_args(2, 4, pcclInt32, pcclSum);
+    uint64_t e = smh_allreduce(h, 0, &args, a[0], b[0]);
+    smh_run(h);
+    pcclResult_t r;
+    PT_ASSERT(smh_done(h, 0, e, &r) && r == pcclTooFewPeers, "too few peers (r=%d)", (int)r);
+    smh_destroy(h);
+}
+
+/* A member that never initiates (frozen, then evicted): the relayed op of the others waits,
+ * then completes among the survivors once the group is re-wired, exact over their inputs. */
+PTEST(master, relay_member_lost_while_voting)
+{
+    smh *h = relay_ring(3, 4096);
+    PT_ASSERT(h != NULL, "ring of 3");
+    smh_freeze_peer(h, 1);
+    int32_t x[3][4] = {{1, 2, 3, 4}, {100, 100, 100, 100}, {10, 20, 30, 40}}, y[3][4];
+    uint32_t who[2] = {0, 2};
+    uint64_t c[2];
+    for (uint32_t k = 0; k < 2; k++) {
+        ccoip_allreduce_args args = ar_args(4, 4, pcclInt32, pcclSum);
+        c[k] = smh_allreduce(h, who[k], &args, x[who[k]], y[who[k]]);
+    }
+    smh_advance(h, 1000u * 1000000u);
+    PT_ASSERT(!smh_done(h, 0, c[0], NULL), "waits for peer 1's ballot");
+    smh_advance(h, 3000u * 1000000u);
+    for (uint32_t k = 0; k < 2; k++) {
+        pcclResult_t r;
+        uint32_t world;
+        PT_ASSERT(smh_done_ex(h, who[k], c[k], &r, &world, NULL) && r == pcclSuccess && world == 2,
+                  "survivor %u completes (r=%d world=%u)", who[k], (int)r, world);
+        PT_ASSERT(y[who[k]][0] == 11 && y[who[k]][3] == 44, "exact over the survivors on %u",
+                  who[k]);
+    }
+    PT_ASSERT(ccoip_master_relayed_ops(smh_master(h)) == 1, "relayed once");
+    smh_destroy(h);
+}
