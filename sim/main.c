@@ -10,6 +10,7 @@
  *            [--seeds A:B] [--quiet]
  *            [--groups N | --group-size N] [--churn-per-step BP] [--float]
  *            [--vote-timeout-ms T] [--evict-ms T] [--heartbeat-ms T] [--liveness-ms T]
+ *            [--relay-max-bytes N] (master relay, docs/protocol.md §6.8.2; 0 off)
  *            [--max-events N]
  *            [--record-trace DIR]
  *   pccl-sim --replay FILE
@@ -136,7 +137,7 @@ static void usage(FILE *f)
                "                [--shared-state] [--diverge-bp N] [--optimize-every N]\n"
                "                [--groups N | --group-size N] [--churn-per-step BP] [--float]\n"
                "                [--vote-timeout-ms T] [--evict-ms T] [--heartbeat-ms T]\n"
-               "                [--liveness-ms T] [--max-events N]\n"
+               "                [--liveness-ms T] [--max-events N] [--relay-max-bytes N]\n"
                "                [--record-trace DIR]\n"
                "       pccl-sim --replay FILE   (exit 0 match, 3 mismatch, 65 malformed)\n"
                "rates: mean events per simulated minute during the churn phase\n"
@@ -202,6 +203,7 @@ static const knob knobs[] = {
     K32("--vote-timeout-ms", vote_timeout_ms),
     K32("--evict-ms", evict_ms),
     K32("--heartbeat-ms", heartbeat_ms),
+    K32("--relay-max-bytes", relay_max_bytes),
     KMS("--liveness-ms", liveness_bound_ns),
 };
 

@@ -140,7 +140,8 @@ typedef struct sim_config {
     uint32_t heartbeat_ms;
     uint32_t evict_ms;
     uint32_t vote_timeout_ms;
-    uint32_t p2p_pool_size; /**< Connections per ring neighbour (--pool), 1..8. */
+    uint32_t p2p_pool_size;   /**< Connections per ring neighbour (--pool), 1..8. */
+    uint32_t relay_max_bytes; /**< Master relay bound (--relay-max-bytes; 0: off, the default). */
 
     uint64_t liveness_bound_ns; /**< After churn_ns. */
     uint64_t max_events;        /**< Hard bound on fired events (a liveness failure). */

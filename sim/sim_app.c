@@ -38,6 +38,15 @@ sim_appcmd *app_find_cmd(sim_node *n, uint64_t cmd_id)
     return NULL;
 }
 
+sim_appcmd *app_find_unbound_tag(sim_node *n, uint32_t tag)
+{
+    for (uint32_t i = 0; i < SIM_MAX_TAGS; i++) {
+        const sim_appcmd *c = &n->app.cmds[i];
+        if (c->used && !c->done && !c->commenced && c->tag == tag) return &n->app.cmds[i];
+    }
+    return NULL;
+}
+
 void app_schedule(sim_world *w, uint32_t node, uint64_t delay_ns)
 {
     sim_app *a = &w->nodes[node].app;

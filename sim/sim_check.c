@@ -40,9 +40,8 @@
 #include "ccoip_ring.h"
 #include "sim_internal.h"
 
-/* Decodes into the world's arena (valid until the next decode). */
-static bool decode_m2p(sim_world *w, const uint8_t *frame, uint64_t len,
-                       ccoip_pb_master_to_peer *out)
+/* The world's decode arena, at least cap + 1 bytes (valid until the next decode). */
+static bool dec_arena(sim_world *w, uint64_t len, ccoip_pb_arena *arena)
 {
     const uint64_t cap = ccoip_pb_arena_bound(len);
     if (cap == UINT64_MAX) return false;
@@ -56,9 +55,25 @@ static bool decode_m2p(sim_world *w, const uint8_t *frame, uint64_t len,
         w->dec_arena = x;
         w->dec_arena_cap = ncap;
     }
+    ccoip_pb_arena_init(arena, w->dec_arena, cap);
+    return true;
+}
+
+/* Decodes into the world's arena (valid until the next decode). */
+static bool decode_m2p(sim_world *w, const uint8_t *frame, uint64_t len,
+                       ccoip_pb_master_to_peer *out)
+{
     ccoip_pb_arena arena;
-    ccoip_pb_arena_init(&arena, w->dec_arena, cap);
-    return ccoip_ctrl_decode_m2p(frame, len, NULL, &arena, out) == pcclSuccess;
+    return dec_arena(w, len, &arena) &&
+           ccoip_ctrl_decode_m2p(frame, len, NULL, &arena, out) == pcclSuccess;
+}
+
+static bool decode_p2m(sim_world *w, const uint8_t *frame, uint64_t len,
+                       ccoip_pb_peer_to_master *out)
+{
+    ccoip_pb_arena arena;
+    return dec_arena(w, len, &arena) &&
+           ccoip_ctrl_decode_p2m(frame, len, NULL, &arena, out) == pcclSuccess;
 }
 
 /* Rings by (epoch, group): an open-addressing index over w->epochs. */
@@ -153,6 +168,32 @@ static uint64_t commence_epoch(const sim_world *w, uint64_t seq, bool *found)
     return *found ? w->commence_epoch_by_seq[seq] : 0;
 }
 
+static void inrec_add_bytes(sim_world *w, uint32_t node, uint64_t epoch, uint64_t seq,
+                            const uint8_t *input, uint64_t bytes);
+
+void check_relay_initiate(sim_world *w, uint32_t node, const uint8_t *frame, uint64_t len,
+                          const uint8_t *input, uint64_t bytes)
+{
+    ccoip_pb_peer_to_master m;
+    if (!decode_p2m(w, frame, len, &m) ||
+        m.body_case != CCOIP_PB_PEER_TO_MASTER_BODY_COLLECTIVE_INITIATE ||
+        !m.body.collective_initiate.relay) {
+        world_fail(w, SIM_CORRECTNESS, "node %u: a SEND with a span that is no relayed initiate",
+                   node);
+        return;
+    }
+    sim_node *n = &w->nodes[node];
+    const uint32_t t = (uint32_t)(m.body.collective_initiate.tag % SIM_MAX_TAGS);
+    free(n->relay_in[t]);
+    n->relay_in[t] = malloc((size_t)bytes + 1u);
+    n->relay_in_len[t] = bytes;
+    if (n->relay_in[t] == NULL) {
+        world_fail(w, SIM_CRASH, "out of memory (relay inputs)");
+        return;
+    }
+    memcpy(n->relay_in[t], input, (size_t)bytes);
+}
+
 void check_m2p_sent(sim_world *w, uint32_t dst_node, const uint8_t *frame, uint64_t len)
 {
     ccoip_pb_master_to_peer m;
@@ -206,6 +247,33 @@ void check_m2p_sent(sim_world *w, uint32_t dst_node, const uint8_t *frame, uint6
     }
     case CCOIP_PB_MASTER_TO_PEER_BODY_COLLECTIVE_VERDICT: {
         const ccoip_pb_collective_verdict *v = &m.body.collective_verdict;
+        if (v->relay_result.len > 0) {
+            /* Master relay (§6.8.2): the op is decided, and its every member is answered in
+             * this step, before any can complete: bind each member's input (as its initiate
+             * carried it) to the master's seq now, as the first ring action does for a ring op.
+             * A member that died meanwhile still counts: its input is in the result. */
+            sim_node *dn = &w->nodes[dst_node];
+            const uint32_t t = (uint32_t)(v->tag % SIM_MAX_TAGS);
+            if (dn->relay_in[t] == NULL || dn->relay_in_len[t] != v->relay_result.len) {
+                world_fail(w, SIM_CORRECTNESS,
+                           "relayed result of %llu bytes for tag %llu that node %u did not "
+                           "initiate so",
+                           (unsigned long long)v->relay_result.len, (unsigned long long)v->tag,
+                           dst_node);
+                break;
+            }
+            inrec_add_bytes(w, dst_node, SIM_RELAY_EPOCH, v->seq, dn->relay_in[t],
+                            dn->relay_in_len[t]);
+            free(dn->relay_in[t]);
+            dn->relay_in[t] = NULL;
+            sim_appcmd *c = dn->m != NULL ? app_find_unbound_tag(dn, (uint32_t)v->tag) : NULL;
+            if (c != NULL) {
+                c->commenced = true;
+                c->epoch = SIM_RELAY_EPOCH;
+                c->seq = v->seq;
+            }
+            break;
+        }
         bool found;
         const uint64_t e = commence_epoch(w, v->seq, &found);
         /* Epochs are per group (docs/protocol.md §6.9): a re-wire of one group does not end
@@ -397,6 +465,12 @@ static uint32_t inrec_latest(const sim_world *w, uint64_t epoch, uint64_t seq)
 static void inrec_add(sim_world *w, uint32_t node, uint64_t epoch, uint64_t seq,
                       const sim_appcmd *c)
 {
+    inrec_add_bytes(w, node, epoch, seq, c->input, c->count * w->elem_bytes);
+}
+
+static void inrec_add_bytes(sim_world *w, uint32_t node, uint64_t epoch, uint64_t seq,
+                            const uint8_t *input, uint64_t bytes)
+{
     if (w->inrecs_len == w->inrecs_cap) {
         const uint32_t ncap = w->inrecs_cap == 0 ? 256u : w->inrecs_cap * 2u;
         sim_inrec *n = realloc(w->inrecs, (size_t)ncap * sizeof *n);
@@ -417,13 +491,12 @@ static void inrec_add(sim_world *w, uint32_t node, uint64_t epoch, uint64_t seq,
         world_fail(w, SIM_CRASH, "out of memory (input index)");
         return;
     }
-    const uint64_t bytes = c->count * w->elem_bytes;
     r->input = malloc((size_t)bytes + 1u);
     if (r->input == NULL) {
         world_fail(w, SIM_CRASH, "out of memory (inputs)");
         return;
     }
-    memcpy(r->input, c->input, (size_t)bytes);
+    memcpy(r->input, input, (size_t)bytes);
 }
 
 void check_ring_action(sim_world *w, uint32_t node, const ccoip_action *act)
@@ -521,6 +594,21 @@ static bool reference_run(sim_world *w, uint64_t epoch, uint64_t seq, const sim_
                    "op (epoch %llu, seq %llu) completed with world %u but %u members ran it",
                    (unsigned long long)epoch, (unsigned long long)seq, world, k);
         return false;
+    }
+    if (epoch == SIM_RELAY_EPOCH) {
+        /* The master reduces in peer-id order (§6.8.2), floats included: bit for bit. */
+        for (uint32_t a = 1; a < k; a++) {
+            for (uint32_t b = a; b > 0 && members[b - 1u]->peer_id > members[b]->peer_id; b--) {
+                const sim_inrec *t = members[b];
+                members[b] = members[b - 1u];
+                members[b - 1u] = t;
+            }
+        }
+        memcpy(out, members[0]->input, (size_t)bytes);
+        for (uint32_t i = 1; i < k; i++)
+            ccoip_reduce_inplace(w->cfg.op, dt, out, members[i]->input, count);
+        if (w->cfg.op == pcclAvg) ccoip_reduce_finalize_avg(dt, out, count, k);
+        return true;
     }
     const bool is_float =
         dt == pcclFloat || dt == pcclDouble || dt == pcclFloat16 || dt == pcclBFloat16;

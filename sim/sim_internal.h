@@ -281,6 +281,10 @@ typedef struct sim_node {
      * (epoch, tag, n-th use of the tag in that epoch), the same on every member. */
     uint64_t opt_epoch[SIM_MAX_TAGS];
     uint32_t opt_uses[SIM_MAX_TAGS];
+    /* Master relay (§6.8.2): the input each tag's relayed initiate carried (the checker binds
+     * it to the master's seq when the master answers, even if this node died meanwhile). */
+    uint8_t *relay_in[SIM_MAX_TAGS];
+    uint64_t relay_in_len[SIM_MAX_TAGS];
     uint64_t slot_busy_until[SIM_OP_SLOTS]; /* kernels of a slot complete in order */
     sim_quiet quiet[SIM_QUIET_MAX];         /* quiet sends, a ring (the oldest are long done) */
     uint32_t quiet_next;
@@ -462,6 +466,14 @@ void app_start(sim_world *w, uint32_t node);
 void app_wake(sim_world *w, uint32_t node);
 void app_notify(sim_world *w, uint32_t node, const ccoip_action *act);
 sim_appcmd *app_find_cmd(sim_node *n, uint64_t cmd_id);
+/** A relayed initiate (contract v9: a SEND with a span) of node: remember its input. */
+void check_relay_initiate(sim_world *w, uint32_t node, const uint8_t *frame, uint64_t len,
+                          const uint8_t *input, uint64_t bytes);
+/** The all-reduce of tag in flight that no ring bound yet (a relayed one), or NULL. */
+sim_appcmd *app_find_unbound_tag(sim_node *n, uint32_t tag);
+/** The checker's epoch key of relayed ops (docs/protocol.md §6.8.2): the master's seq alone
+ * names them; they belong to no ring epoch. */
+#define SIM_RELAY_EPOCH UINT64_MAX
 void app_schedule(sim_world *w, uint32_t node, uint64_t delay_ns);
 
 /* sim_check.c */

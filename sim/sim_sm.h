@@ -24,6 +24,7 @@ typedef struct sim_master_params {
     uint32_t vote_timeout_ms;
     uint32_t max_peers;
     bool canary_skip_abort_verdict;
+    uint32_t relay_max_bytes; /**< docs/protocol.md §6.8.2; 0: off */
 } sim_master_params;
 
 typedef struct sim_peer_params {

@@ -778,7 +778,11 @@ static void act_send(sim_world *w, uint32_t node, const ccoip_action *a)
     const uint32_t f = frame_new(w, a->len + a->src.length);
     if (f == SIM_NONE32) return;
     if (a->len > 0) memcpy(w->frames[f].bytes, a->data, (size_t)a->len);
-    if (tail != NULL) memcpy(w->frames[f].bytes + a->len, tail, (size_t)a->src.length);
+    if (tail != NULL) {
+        memcpy(w->frames[f].bytes + a->len, tail, (size_t)a->src.length);
+        check_relay_initiate(w, node, w->frames[f].bytes, a->len + a->src.length, tail,
+                             a->src.length);
+    }
     frame_send(w, e, f);
 }
 
@@ -1576,7 +1580,8 @@ static uint32_t node_new(sim_world *w, bool is_master, uint32_t host)
         sim_master_params p = {
             SIM_MASTER_PORT,       w->cfg.heartbeat_ms,
             w->cfg.evict_ms,       w->cfg.vote_timeout_ms,
-            w->cfg.max_peers + 1u, (w->cfg.canary & SIM_CANARY_SKIP_ABORT_VERDICT) != 0};
+            w->cfg.max_peers + 1u, (w->cfg.canary & SIM_CANARY_SKIP_ABORT_VERDICT) != 0,
+            w->cfg.relay_max_bytes};
         n->m = w->vt->master_create(&p, seed);
         if (w->cfg.record_trace) {
             ccoip_trace_header h;
@@ -2183,8 +2188,11 @@ static void world_free(sim_world *w)
         free(w->frames[f].bytes);
     for (uint32_t e = 0; e < w->eps_len; e++)
         free(w->eps[e].inbox);
-    for (uint32_t i = 0; i < w->num_nodes; i++)
+    for (uint32_t i = 0; i < w->num_nodes; i++) {
         free(w->nodes[i].rec);
+        for (uint32_t t = 0; t < SIM_MAX_TAGS; t++)
+            free(w->nodes[i].relay_in[t]);
+    }
     free(w->host_node);
     free(w->syncrecs);
     check_free(w);

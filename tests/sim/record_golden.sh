@@ -20,3 +20,5 @@ done
 echo "peers_300: $(tail -1 "$gold/peers_300.txt")"
 "$sim" --swarm --seeds 1:24 | grep -E '^seed=' > "$gold/swarm_1_24.txt"
 echo "swarm 1..24: $(wc -l < "$gold/swarm_1_24.txt") seeds"
+"$sim" --swarm --seeds 1:12 --relay-max-bytes 4096 | grep -E '^seed=' > "$gold/relay_1_12.txt"
+echo "relay swarm 1..12: $(wc -l < "$gold/relay_1_12.txt") seeds"
