@@ -324,6 +324,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.vote_timeout_ms = 3000;
     cfg.max_message_bytes = 1u << 16; /* a smaller decode arena: faster runs */
     cfg.max_state_keys = 3;           /* a vote with all 4 keys of fz_key_names is over the limit */
+    cfg.relay_max_bytes = 64;         /* master relay (§6.8.2): small, so inputs reach it */
     ccoip_master *m = NULL;
     FUZZ_CHECK(ccoip_master_create(&cfg, 7, &m) == pcclSuccess);
     fz f = {data, size, 0};

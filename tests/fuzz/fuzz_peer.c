@@ -28,6 +28,7 @@
 
 #include "ccoip_frame.h"
 #include "ccoip_peer.h"
+#include "ccoip_ring.h"
 #include "fuzz_common.h"
 
 #define FZ_MAX_OPS 4u
@@ -211,8 +212,28 @@ static void fz_check_master_send(const ccoip_action *a)
     ccoip_pb_peer_to_master env;
     ccoip_pb_arena_init(&arena, fz_arena_mem, sizeof(fz_arena_mem));
     FUZZ_CHECK(a->data != NULL && a->len >= CCOIP_CTRL_HEADER_BYTES);
-    FUZZ_CHECK(ccoip_ctrl_decode_p2m(a->data, a->len, NULL, &arena, &env) == pcclSuccess);
+    /* Contract v9: a relayed initiate goes on with its input span (the driver appends it):
+     * decode the frame with stand-in bytes in its place. */
+    static uint8_t whole[CCOIP_CTRL_HEADER_BYTES + (1u << 16) + (64u << 10)];
+    const uint8_t *frame = a->data;
+    uint64_t flen = a->len;
+    if (a->src.length > 0) {
+        FUZZ_CHECK(a->src.length <= CCOIP_RELAY_MAX_BYTES &&
+                   a->len <= sizeof whole - a->src.length);
+        FUZZ_CHECK(a->op_slot < FZ_MAX_OPS && a->src.region != CCOIP_REGION_SCRATCH);
+        memcpy(whole, a->data, (size_t)a->len);
+        memset(whole + a->len, 0x5a, (size_t)a->src.length);
+        frame = whole;
+        flen = a->len + a->src.length;
+    }
+    FUZZ_CHECK(ccoip_ctrl_decode_p2m(frame, flen, NULL, &arena, &env) == pcclSuccess);
     FUZZ_CHECK(env.body_case != CCOIP_PB_PEER_TO_MASTER_BODY_NONE);
+    if (a->src.length > 0) {
+        FUZZ_CHECK(env.body_case == CCOIP_PB_PEER_TO_MASTER_BODY_COLLECTIVE_INITIATE &&
+                   env.body.collective_initiate.relay &&
+                   env.body.collective_initiate.relay_data.len == a->src.length &&
+                   env.body.collective_initiate.relay_data.data[0] == 0x5a);
+    }
     if (fz_verbose)
         fprintf(stderr, "  -> master call=%llu body=%d\n", (unsigned long long)env.call_id,
                 (int)env.body_case);
@@ -336,6 +357,11 @@ static void fz_drain(void)
         case CCOIP_ACT_OP_BEGIN:
         case CCOIP_ACT_OP_END:
             FUZZ_CHECK(a.op_slot < FZ_MAX_OPS + 2u);
+            break;
+        case CCOIP_ACT_WRITE: /* v9: a relayed result, the whole RECV of an all-reduce slot */
+            FUZZ_CHECK(a.op_slot < FZ_MAX_OPS && a.dst.region == CCOIP_REGION_RECV);
+            FUZZ_CHECK(a.data != NULL && a.len == a.dst.length && a.dst.offset == 0);
+            FUZZ_CHECK(a.len > 0 && a.len <= CCOIP_RELAY_MAX_BYTES);
             break;
         case CCOIP_ACT_LOG:
             FUZZ_CHECK(a.data != NULL && a.data[a.len] == '\0');
