@@ -107,20 +107,18 @@ PTEST(master, mismatched_parameters_invalid_usage_everywhere)
     smh_destroy(h);
 }
 
-/* docs/protocol.md §6.8.1: mismatched parameters on the optimistic path (the rings already ran,
- * in place) give every member pcclInvalidUsage with its buffer restored bit-exactly; the group
- * is re-wired, and a matching retry is exact. */
-PTEST(master, optimistic_mismatch_in_place_restored)
+/* Three peers run an in-place all-reduce of tag with n elements, peer `bad` with bad_n (a
+ * mismatch): every member gets pcclInvalidUsage, exactly one NOTIFY, its buffer bit-exactly as
+ * before. */
+static void mismatch_in_place(smh *h, uint64_t tag, uint32_t n, uint32_t bad, uint32_t bad_n)
 {
-    smh *h = smh_create(NULL, NULL);
-    PT_ASSERT(smh_form_ring(h, 3, 0), "ring of 3 formed");
-    const uint64_t e0 = ccoip_master_epoch(smh_master(h));
-    int32_t x[3][40], orig[3][40];
+    int32_t x[3][64], orig[3][64];
     uint64_t c[3];
+    PT_ASSERT(n <= 64, "at most 64 elements");
     for (uint32_t i = 0; i < 3; i++) {
-        for (uint32_t j = 0; j < 40; j++)
+        for (uint32_t j = 0; j < n; j++)
             x[i][j] = orig[i][j] = (int32_t)(100u * i + j);
-        ccoip_allreduce_args args = ar_args(9, i == 2 ? 36 : 40, pcclInt32, pcclSum);
+        ccoip_allreduce_args args = ar_args(tag, i == bad ? bad_n : n, pcclInt32, pcclSum);
         args.in_place = true;
         c[i] = smh_allreduce(h, i, &args, x[i], x[i]);
     }
@@ -130,8 +128,27 @@ PTEST(master, optimistic_mismatch_in_place_restored)
         PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclInvalidUsage,
                   "peer %u gets pcclInvalidUsage (r=%d)", i, (int)r);
         PT_ASSERT(smh_notify_count(h, i, c[i]) == 1, "exactly one NOTIFY");
-        PT_ASSERT(memcmp(x[i], orig[i], sizeof(x[i])) == 0, "peer %u restored bit-exactly", i);
+        PT_ASSERT(memcmp(x[i], orig[i], n * sizeof(int32_t)) == 0, "peer %u restored bit-exactly",
+                  i);
+    }
+}
+
+/* docs/protocol.md §6.8.1: mismatched parameters on the optimistic path (the rings already ran,
+ * in place) give every member pcclInvalidUsage with its buffer restored bit-exactly; the group
+ * is re-wired, and a matching retry is exact. */
+PTEST(master, optimistic_mismatch_in_place_restored)
+{
+    smh *h = smh_create(NULL, NULL);
+    PT_ASSERT(smh_form_ring(h, 3, 0), "ring of 3 formed");
+    const uint64_t e0 = ccoip_master_epoch(smh_master(h));
+    mismatch_in_place(h, 9, 40, 2, 36);
+    for (uint32_t i = 0; i < 3; i++)
         PT_ASSERT(ccoip_peer_optimistic_starts(smh_peer(h, i)) == 1, "peer %u was optimistic", i);
+    int32_t x[3][40];
+    uint64_t c[3];
+    for (uint32_t i = 0; i < 3; i++) {
+        for (uint32_t j = 0; j < 40; j++)
+            x[i][j] = (int32_t)(100u * i + j);
     }
     PT_ASSERT(ccoip_master_epoch(smh_master(h)) > e0, "the group was re-wired");
     for (uint32_t i = 0; i < 3; i++) {
@@ -492,23 +509,7 @@ PTEST(master, relay_refusals)
 
     h = relay_ring(3, 4096);
     PT_ASSERT(h != NULL, "ring of 3");
-    int32_t x[3][8], orig[3][8];
-    uint64_t d[3];
-    for (uint32_t i = 0; i < 3; i++) {
-        for (uint32_t j = 0; j < 8; j++)
-            x[i][j] = orig[i][j] = (int32_t)(10u * i + j);
-        ccoip_allreduce_args args = ar_args(5, i == 1 ? 7 : 8, pcclInt32, pcclSum);
-        args.in_place = true;
-        d[i] = smh_allreduce(h, i, &args, x[i], x[i]);
-    }
-    smh_run(h);
-    for (uint32_t i = 0; i < 3; i++) {
-        pcclResult_t r;
-        PT_ASSERT(smh_done(h, i, d[i], &r) && r == pcclInvalidUsage, "mismatch on %u (r=%d)", i,
-                  (int)r);
-        PT_ASSERT(smh_notify_count(h, i, d[i]) == 1, "exactly one NOTIFY");
-        PT_ASSERT(memcmp(x[i], orig[i], sizeof x[i]) == 0, "peer %u untouched", i);
-    }
+    mismatch_in_place(h, 5, 8, 1, 7); /* relayed: nothing was written, nothing to restore */
     PT_ASSERT(ccoip_master_relayed_ops(smh_master(h)) == 0, "nothing relayed");
     PT_ASSERT(smh_step_errors(h) == 0, "no step errors");
     smh_destroy(h);
