@@ -33,7 +33,7 @@ static void usage(FILE *f)
             "                 PCCL_TLS_CA set: client certificates are required)\n"
             "  --port N       listen on tcp://0.0.0.0:N (default %d)\n"
             "  --relay-max-bytes N  all-reduces of at most N bytes per input are reduced\n"
-            "                 by the master (0: never; at most 65536; default 16384, or\n"
+            "                 by the master (0: never; at most 65536; default 32768, or\n"
             "                 PCCL_RELAY_MAX_BYTES)\n",
             CCOIP_PROTOCOL_PORT_MASTER);
 }

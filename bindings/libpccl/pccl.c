@@ -23,7 +23,7 @@
 #define PCCL_LEAVE_WAIT_MS       1000u
 #define PCCL_RETRY_ROUNDS_MAX    1000u
 #define PCCL_SYNC_KEYS_MAX       64u    /* ccoip_peer_config.max_state_keys default */
-#define PCCL_RELAY_DEFAULT_BYTES 16384u /* master relay bound (docs/protocol.md §6.8.2) */
+#define PCCL_RELAY_DEFAULT_BYTES 32768u /* master relay bound (docs/protocol.md §6.8.2) */
 
 static atomic_bool g_initialized;
 
@@ -630,7 +630,7 @@ PCCL_EXPORT pcclResult_t pcclCreateMasterEx(const pcclMasterCreateParams_t *para
     cfg.vote_timeout_ms = params->vote_timeout_ms;
     cfg.max_peers = params->max_peers;
     /* Master relay (docs/protocol.md §6.8.2): all-reduces of at most this many bytes per input
-     * are reduced by the master. PCCL_RELAY_MAX_BYTES (0: off; at most 65536), default 16 KiB. */
+     * are reduced by the master. PCCL_RELAY_MAX_BYTES (0: off; at most 65536), default 32 KiB. */
     cfg.relay_max_bytes = PCCL_RELAY_DEFAULT_BYTES;
     const char *relay = getenv("PCCL_RELAY_MAX_BYTES");
     if (relay != NULL && relay[0] != '\0') {

@@ -39,8 +39,8 @@ def expected(dt, op, world=WORLD):
     return np.array(q, dtype=np.int64).astype(dt)
 
 
-# The runtime master's relay bound (PCCL_RELAY_MAX_BYTES unset: 16 KiB).
-RELAY_MAX_BYTES = 16384
+# The runtime master's relay bound (PCCL_RELAY_MAX_BYTES unset: 32 KiB).
+RELAY_MAX_BYTES = 32768
 
 
 def run_peers(procs, tmp_path, port, mode):

@@ -280,7 +280,7 @@ fn pending_peers_are_admitted_and_topology_optimized() {
                         assert_eq!(out[j], expected_sum(3, 4, j));
                     }
                     // 4,000 bytes are relayed by the master (docs/protocol.md §6.8.2, its
-                    // default bound 16 KiB): the input copied into the initiate and the result
+                    // default bound 32 KiB): the input copied into the initiate and the result
                     // out of the answer, 2 x 4,000 bytes (docs/benchmarks.md, copied_bytes).
                     let copied = c.copied_bytes().unwrap() - copied_before;
                     assert_eq!(copied, 2 * 4 * COUNT as u64);
