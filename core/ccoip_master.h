@@ -63,7 +63,9 @@ typedef struct ccoip_master_config {
      * Master relay (docs/protocol.md §6.8.2): an unquantized all-reduce of at most this many
      * bytes per input is reduced by the master (told to peers in HelloResult; clamped to
      * CCOIP_RELAY_MAX_BYTES, 64 KiB). 0 (the core's default): never. The runtime's master
-     * (`ccoip_master --relay-max-bytes`) defaults to 32 KiB.
+     * (`ccoip_master --relay-max-bytes`) defaults to 32 KiB. Lowered so that one op's answers
+     * to max_peers members fit out_bytes (out_bytes / max_peers - 256; the default out_bytes
+     * makes room).
      */
     uint32_t relay_max_bytes;
 } ccoip_master_config;

@@ -552,3 +552,40 @@ PTEST(master, relay_member_lost_while_voting)
     PT_ASSERT(ccoip_master_relayed_ops(smh_master(h)) == 1, "relayed once");
     smh_destroy(h);
 }
+
+/* The relay bound shrinks to what one step's output can answer: max_peers 4, out_bytes 5000 ->
+ * 5000 / 4 - 256 = 994 bytes. A 992-byte op is relayed, a 996-byte one takes the peers' ring;
+ * both exact. */
+PTEST(master, relay_bound_fits_the_output)
+{
+    ccoip_master_config mc;
+    ccoip_master_config_default(&mc);
+    mc.max_peers = 4;
+    mc.out_bytes = 5000;
+    mc.action_queue_depth = 256;
+    mc.relay_max_bytes = 4096;
+    smh *h = smh_create(&mc, NULL);
+    PT_ASSERT(smh_form_ring(h, 3, 0), "ring of 3");
+    static const uint32_t counts[2] = {248, 249}; /* 992 and 996 bytes */
+    for (uint32_t t = 0; t < 2; t++) {
+        int32_t x[3][249], y[3][249];
+        uint64_t c[3];
+        for (uint32_t i = 0; i < 3; i++) {
+            for (uint32_t j = 0; j < counts[t]; j++)
+                x[i][j] = (int32_t)(1000u * i + j);
+            ccoip_allreduce_args args = ar_args(t + 1u, counts[t], pcclInt32, pcclSum);
+            c[i] = smh_allreduce(h, i, &args, x[i], y[i]);
+        }
+        smh_run(h);
+        for (uint32_t i = 0; i < 3; i++) {
+            pcclResult_t r;
+            PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclSuccess, "op %u peer %u (r=%d)", t, i,
+                      (int)r);
+            PT_ASSERT(y[i][counts[t] - 1u] == (int32_t)(3000u + 3u * (counts[t] - 1u)),
+                      "exact on %u", i);
+        }
+        PT_ASSERT(ccoip_master_relayed_ops(smh_master(h)) == 1, "only the 992-byte op relayed");
+    }
+    PT_ASSERT(smh_step_errors(h) == 0, "no step errors");
+    smh_destroy(h);
+}
