@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ccoip_dtype.h"
+#include "ccoip_ring.h"
 #include "ccoip_sm_internal.h"
 
 pcclResult_t sm_out_init(sm_out *o, uint32_t depth, uint64_t pool_bytes)
@@ -189,8 +190,20 @@ pcclResult_t sm_send_m2p(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn
     return pcclSuccess;
 }
 
+/* Encodes env as a control frame into the pool: *buf, *len. */
+static pcclResult_t encode_p2m(sm_out *o, const ccoip_codec_limits *lim,
+                               const ccoip_pb_peer_to_master *env, uint8_t **buf, uint64_t *len)
+{
+    uint64_t need = 0;
+    pcclResult_t r = ccoip_ctrl_encode_p2m(env, lim, NULL, 0, &need);
+    if (r != pcclSuccess && r != pcclInvalidArgument) return r;
+    if (need == 0) return pcclInternalError;
+    if (send_bytes_reserve(o, need, buf) != pcclSuccess) return pcclInternalError;
+    return ccoip_ctrl_encode_p2m(env, lim, *buf, need, len);
+}
+
 /* Stand-in bytes of a span-tailed frame's last field (contract v9). */
-static const uint8_t g_span_zeros[(uint64_t)64 << 10];
+static const uint8_t g_span_zeros[CCOIP_RELAY_MAX_BYTES];
 
 pcclResult_t sm_send_p2m_span(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn,
                               ccoip_pb_peer_to_master *env, ccoip_pb_bytes *field, uint32_t op_slot,
@@ -200,14 +213,9 @@ pcclResult_t sm_send_p2m_span(sm_out *o, const ccoip_codec_limits *lim, uint64_t
     if (tail == 0 || tail > sizeof g_span_zeros) return pcclInvalidArgument;
     field->data = g_span_zeros;
     field->len = tail;
-    uint64_t need = 0;
-    pcclResult_t r = ccoip_ctrl_encode_p2m(env, lim, NULL, 0, &need);
-    if (r != pcclSuccess && r != pcclInvalidArgument) return r;
-    if (need <= tail) return pcclInternalError;
-    uint8_t *buf;
-    if (send_bytes_reserve(o, need, &buf) != pcclSuccess) return pcclInternalError;
+    uint8_t *buf = NULL;
     uint64_t len = 0;
-    r = ccoip_ctrl_encode_p2m(env, lim, buf, need, &len);
+    const pcclResult_t r = encode_p2m(o, lim, env, &buf, &len);
     field->data = NULL;
     field->len = 0;
     if (r != pcclSuccess) return r;
@@ -228,14 +236,9 @@ pcclResult_t sm_send_p2m_span(sm_out *o, const ccoip_codec_limits *lim, uint64_t
 pcclResult_t sm_send_p2m(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn,
                          const ccoip_pb_peer_to_master *env)
 {
-    uint64_t need = 0;
-    pcclResult_t r = ccoip_ctrl_encode_p2m(env, lim, NULL, 0, &need);
-    if (r != pcclSuccess && r != pcclInvalidArgument) return r;
-    if (need == 0) return pcclInternalError;
-    uint8_t *buf;
-    if (send_bytes_reserve(o, need, &buf) != pcclSuccess) return pcclInternalError;
+    uint8_t *buf = NULL;
     uint64_t len = 0;
-    r = ccoip_ctrl_encode_p2m(env, lim, buf, need, &len);
+    const pcclResult_t r = encode_p2m(o, lim, env, &buf, &len);
     if (r != pcclSuccess) return r;
     ccoip_action *a = sm_out_push(o, CCOIP_ACT_SEND);
     if (a == NULL) return pcclInternalError;

@@ -53,11 +53,11 @@ static void master_resolve_config(ccoip_master_config *c)
             c->out_bytes += (uint64_t)c->max_peers * ((uint64_t)c->relay_max_bytes + 128u);
         }
     }
-    /* Every member's answer of one relayed op must fit one step's output (256 bytes of frame
-     * each): a smaller out_bytes lowers the bound (to 0, off, when nothing fits). */
+    /* Every member's answer of one relayed op must fit one step's output: a smaller out_bytes
+     * lowers the bound (to 0, off, when nothing fits). */
     if (c->relay_max_bytes > 0 && c->max_peers > 0) {
         const uint64_t per = c->out_bytes / c->max_peers;
-        const uint64_t fit = per > 256u ? per - 256u : 0u;
+        const uint64_t fit = per > M_RELAY_FRAME_BYTES ? per - M_RELAY_FRAME_BYTES : 0u;
         if (c->relay_max_bytes > fit) c->relay_max_bytes = (uint32_t)fit;
     }
 }

@@ -616,7 +616,7 @@ static bool coll_relay_answer(ccoip_master *m, uint32_t i)
     const pcclDataType_t dt = (pcclDataType_t)o->dtype;
     const pcclRedOp_t rop = (pcclRedOp_t)o->op;
     const uint64_t bytes = o->count * ccoip_dtype_size(dt);
-    const uint64_t need = (uint64_t)o->n_voted * (bytes + 256u);
+    const uint64_t need = (uint64_t)o->n_voted * (bytes + M_RELAY_FRAME_BYTES);
     if (m->out.pool_cap - m->out.pool_used < need) return false;
     uint8_t *res = malloc((size_t)bytes);
     if (res == NULL) return false;
@@ -632,19 +632,20 @@ static bool coll_relay_answer(ccoip_master *m, uint32_t i)
         }
     }
     if (r == pcclSuccess && rop == pcclAvg) r = ccoip_reduce_finalize_avg(dt, res, o->count, n);
+    /* Not reachable (validated at initiate); else refused like a mismatch. */
+    const bool reduced = r == pcclSuccess && n > 0;
     o->seq = m->next_seq++;
     for (uint32_t k = 0; k < o->mem_n; k++) {
         const m_op_member *mm = &o->mem[k];
         if (!(mm->flags & MOM_VOTED)) continue;
-        ccoip_pb_master_to_peer env;
-        memset(&env, 0, sizeof(env));
-        env.call_id = mm->call;
-        if (r != pcclSuccess || n == 0) {
-            /* Unreachable (validated at initiate): refused like a mismatch. */
+        if (!reduced) {
             m_answer_status(m, mm->slot, mm->call, CCOIP_PB_STATUS_INVALID_USAGE,
                             CCOIP_PB_REASON_COLLECTIVE_MISMATCH, "relay reduction failed");
             continue;
         }
+        ccoip_pb_master_to_peer env;
+        memset(&env, 0, sizeof(env));
+        env.call_id = mm->call;
         env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_COLLECTIVE_VERDICT;
         env.body.collective_verdict.tag = o->tag;
         env.body.collective_verdict.seq = o->seq;

@@ -12,6 +12,9 @@
 #include "ccoip_ring.h"
 #include "ccoip_sm_internal.h"
 
+/** Room one relayed answer needs beyond the result bytes (frame header and verdict fields). */
+#define M_RELAY_FRAME_BYTES 256u
+
 /** Endpoint kinds the master stores per peer (EndpointKind values 0..2). */
 #define M_ENDPOINT_KINDS 3u
 

@@ -595,7 +595,8 @@ static bool reference_run(sim_world *w, uint64_t epoch, uint64_t seq, const sim_
                    (unsigned long long)epoch, (unsigned long long)seq, world, k);
         return false;
     }
-    if (epoch == SIM_RELAY_EPOCH) {
+    const bool relay = epoch == SIM_RELAY_EPOCH;
+    if (relay) {
         /* The master reduces in peer-id order (§6.8.2), floats included: bit for bit. */
         for (uint32_t a = 1; a < k; a++) {
             for (uint32_t b = a; b > 0 && members[b - 1u]->peer_id > members[b]->peer_id; b--) {
@@ -604,15 +605,10 @@ static bool reference_run(sim_world *w, uint64_t epoch, uint64_t seq, const sim_
                 members[b - 1u] = t;
             }
         }
-        memcpy(out, members[0]->input, (size_t)bytes);
-        for (uint32_t i = 1; i < k; i++)
-            ccoip_reduce_inplace(w->cfg.op, dt, out, members[i]->input, count);
-        if (w->cfg.op == pcclAvg) ccoip_reduce_finalize_avg(dt, out, count, k);
-        return true;
     }
     const bool is_float =
         dt == pcclFloat || dt == pcclDouble || dt == pcclFloat16 || dt == pcclBFloat16;
-    if (!is_float) {
+    if (relay || !is_float) {
         memcpy(out, members[0]->input, (size_t)bytes);
         for (uint32_t i = 1; i < k; i++)
             ccoip_reduce_inplace(w->cfg.op, dt, out, members[i]->input, count);

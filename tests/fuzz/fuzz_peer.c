@@ -214,7 +214,7 @@ static void fz_check_master_send(const ccoip_action *a)
     FUZZ_CHECK(a->data != NULL && a->len >= CCOIP_CTRL_HEADER_BYTES);
     /* Contract v9: a relayed initiate goes on with its input span (the driver appends it):
      * decode the frame with stand-in bytes in its place. */
-    static uint8_t whole[CCOIP_CTRL_HEADER_BYTES + (1u << 16) + (64u << 10)];
+    static uint8_t whole[CCOIP_CTRL_HEADER_BYTES + (1u << 16) + CCOIP_RELAY_MAX_BYTES];
     const uint8_t *frame = a->data;
     uint64_t flen = a->len;
     if (a->src.length > 0) {
