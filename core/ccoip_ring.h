@@ -90,6 +90,24 @@ static inline bool ccoip_ring_use_gather(uint64_t bytes, uint32_t world, bool qu
            bytes <= ((uint64_t)64 << 10) / (world - 1u);
 }
 
+/** The least bytes one stripe of a striped ring step carries (ccoip_ring_stripes). */
+#define CCOIP_RING_STRIPE_MIN ((uint64_t)512 << 10)
+
+/**
+ * Striping (issue 7, docs/protocol.md §8.2): over a link of `pool` connections (the size both
+ * ends agreed, §8.1) an unquantized ring step that moves `bytes` is cut into this many stripes,
+ * stripe j (elements ccoip_ring_chunk(chunk count, stripes, j) of the chunk) on connection j, so
+ * one large all-reduce keeps every connection of the pool (and its threads) busy. 1: not
+ * striped (the op's connection is seq mod pool, as before). Both ends compute it alike from the
+ * chunk and the agreed size.
+ */
+static inline uint32_t ccoip_ring_stripes(uint64_t bytes, uint32_t pool)
+{
+    const uint64_t k = bytes / CCOIP_RING_STRIPE_MIN;
+    if (pool < 2u || k < 2u) return 1u;
+    return k < pool ? (uint32_t)k : pool;
+}
+
 /** The largest input the master relay takes (docs/protocol.md §6.8.2); a master's
  * relay_max_bytes is clamped to it. */
 #define CCOIP_RELAY_MAX_BYTES ((uint64_t)64 << 10)

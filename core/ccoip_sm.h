@@ -118,6 +118,13 @@
  *       the next action (no KERNEL_DONE). A relayed all-reduce emits
  *       OP_BEGIN (no SCRATCH), the initiate as such a SEND, then WRITE of the
  *       master's result into RECV, NOTIFY, OP_END; no ring I/O, no kernel.
+ *   v10 (core, issue 7; no new event or action) striping (docs/protocol.md
+ *       §8.2): a large unquantized ring step emits one RING_SEND and one
+ *       RING_RECV per stripe, stripe j on pool connection j, all at once;
+ *       after the step's I/O one REDUCE per stripe (each the one its
+ *       RING_RECV announced, v5). So one op may have several receives, sends
+ *       and kernels in flight on different connections; a driver that fuses
+ *       must keep one fused REDUCE per receive, not one per op slot.
  */
 #ifndef CCOIP_SM_H
 #define CCOIP_SM_H

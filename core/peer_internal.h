@@ -99,9 +99,17 @@ typedef struct p_op {
     uint64_t tx_conn;
     uint64_t rx_conn;
     uint32_t step;
+    /* This step's outstanding completions: bit j of *_left stands for the id io_* + j (a
+     * striped step has one send, receive and reduction per stripe; 0: none outstanding). */
     uint64_t io_send;
     uint64_t io_recv;
     uint64_t io_kernel;
+    uint32_t send_left, recv_left, kern_left;
+    /* Striping (ccoip_ring_stripes): the link pools at ring_begin, stripe j on stx[j] / srx[j];
+     * ptx = prx = 1 (stx[0] = tx_conn, srx[0] = rx_conn) when no step of the op stripes. */
+    uint64_t stx[CCOIP_P2P_POOL_MAX];
+    uint64_t srx[CCOIP_P2P_POOL_MAX];
+    uint32_t ptx, prx;
     uint64_t esize; /**< bytes per element */
     uint64_t wsize; /**< bytes per element on the wire */
     uint64_t half;  /**< bytes of one scratch half (quantized) */

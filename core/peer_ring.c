@@ -51,6 +51,7 @@ static ccoip_action *ring_kernel(ccoip_peer *p, uint32_t i, ccoip_action_type t,
     o->sub = sub;
     if (a == NULL) return NULL;
     o->io_kernel = p->next_io++;
+    o->kern_left = 1u;
     a->io_id = o->io_kernel;
     a->op_slot = i;
     a->dtype = o->a.dtype;
@@ -176,48 +177,96 @@ static void ring_abort(ccoip_peer *p, uint32_t i, pcclResult_t result, const cha
         if (a != NULL) a->op_slot = i;
     }
     o->io_send = o->io_recv = o->io_kernel = 0;
+    o->send_left = o->recv_left = o->kern_left = 0;
     ring_start_restore(p, i);
 }
 
-/* One ring step's I/O. sub == POS_SG_IO (the small all-reduce): the send is quiet (io_id 0, no
- * IO_DONE, contract v8): the next step forwards the input just received from another slot, so
- * only the receive paces the step, and the op's success (every member received every input)
- * implies every send was delivered. */
-static ccoip_action *ring_io(ccoip_peer *p, uint32_t i, const ccoip_ring_step *st,
-                             ccoip_span_ref src, const ccoip_quant_meta *meta, ccoip_span_ref dst,
-                             p_op_sub sub)
+/* The stripes of a step moving count elements over a pool of `pool` connections
+ * (ccoip_ring_stripes; 1: not striped). The quantized and the small all-reduce never stripe. */
+static uint32_t ring_stripes(const p_op *o, uint64_t count, uint32_t pool)
+{
+    if (ring_quantized(o) || ring_gather(o)) return 1u;
+    return ccoip_ring_stripes(count * o->esize, pool);
+}
+
+/* Stripe j of n of a step's count elements (n == 1: all of them). */
+static ccoip_span ring_stripe(uint64_t count, uint32_t n, uint32_t j)
+{
+    if (n == 1u) {
+        ccoip_span all = {0, count};
+        return all;
+    }
+    return ccoip_ring_chunk(count, n, j);
+}
+
+static ccoip_span_ref span_part(ccoip_span_ref r, uint64_t off, uint64_t len)
+{
+    r.offset += off;
+    r.length = len;
+    return r;
+}
+
+/* One ring step's I/O: a RING_SEND and a RING_RECV per stripe (docs/protocol.md §8.2), stripe
+ * j on pool connection j (one stripe: the op's connection). announce: the reduce-scatter's
+ * RING_RECVs announce their REDUCE (contract v5, v6: a driver may fuse it). sub == POS_SG_IO
+ * (the small all-reduce): the send is quiet (io_id 0, no IO_DONE, contract v8): the next step
+ * forwards the input just received from another slot, so only the receive paces the step, and
+ * the op's success (every member received every input) implies every send was delivered. */
+static void ring_io(ccoip_peer *p, uint32_t i, const ccoip_ring_step *st, ccoip_span_ref src,
+                    const ccoip_quant_meta *meta, ccoip_span_ref dst, p_op_sub sub, bool announce)
 {
     p_op *o = &p->ops[i];
     o->sub = sub;
-    ccoip_action *s = sm_out_push(&p->out, CCOIP_ACT_RING_SEND);
-    ccoip_action *r = sm_out_push(&p->out, CCOIP_ACT_RING_RECV);
-    if (s == NULL || r == NULL) return NULL;
-    o->io_send = sub == POS_SG_IO ? 0 : p->next_io++;
-    o->io_recv = p->next_io++;
-    s->io_id = o->io_send;
-    s->op_slot = i;
-    s->conn = o->tx_conn;
-    s->epoch = o->epoch;
-    s->tag = o->a.tag;
-    s->seq = o->seq;
-    s->chunk = st->send_chunk;
-    s->step = o->step;
-    s->src = src;
-    s->dtype = o->a.dtype;
-    if (meta != NULL) s->quant = *meta;
-    r->io_id = o->io_recv;
-    r->op_slot = i;
-    r->conn = o->rx_conn;
-    r->epoch = o->epoch;
-    r->tag = o->a.tag;
-    r->seq = o->seq;
-    r->chunk = st->recv_chunk;
-    r->step = o->step;
-    r->dst = dst;
-    r->dtype = o->a.dtype;
+    const uint32_t ntx = sub == POS_SG_IO ? 1u : ring_stripes(o, st->send.count, o->ptx);
+    const uint32_t nrx = sub == POS_SG_IO ? 1u : ring_stripes(o, st->recv.count, o->prx);
+    o->io_send = sub == POS_SG_IO ? 0 : p->next_io;
+    p->next_io += o->io_send != 0 ? ntx : 0u;
+    o->send_left = o->io_send != 0 ? (1u << ntx) - 1u : 0u;
+    o->io_recv = p->next_io;
+    p->next_io += nrx;
+    o->recv_left = (1u << nrx) - 1u;
+    for (uint32_t j = 0; j < ntx; j++) {
+        const ccoip_span c = ring_stripe(st->send.count, ntx, j);
+        ccoip_action *s = sm_out_push(&p->out, CCOIP_ACT_RING_SEND);
+        if (s == NULL) return; /* overflow: the step fails */
+        s->io_id = o->io_send != 0 ? o->io_send + j : 0;
+        s->op_slot = i;
+        s->conn = ntx == 1u ? o->tx_conn : o->stx[j];
+        s->epoch = o->epoch;
+        s->tag = o->a.tag;
+        s->seq = o->seq;
+        s->chunk = st->send_chunk;
+        s->step = o->step;
+        s->src = ntx == 1u ? src : span_part(src, c.offset * o->wsize, c.count * o->wsize);
+        s->dtype = o->a.dtype;
+        if (meta != NULL) s->quant = *meta;
+    }
+    for (uint32_t j = 0; j < nrx; j++) {
+        const ccoip_span c = ring_stripe(st->recv.count, nrx, j);
+        ccoip_action *r = sm_out_push(&p->out, CCOIP_ACT_RING_RECV);
+        if (r == NULL) return;
+        r->io_id = o->io_recv + j;
+        r->op_slot = i;
+        r->conn = nrx == 1u ? o->rx_conn : o->srx[j];
+        r->epoch = o->epoch;
+        r->tag = o->a.tag;
+        r->seq = o->seq;
+        r->chunk = st->recv_chunk;
+        r->step = o->step;
+        r->dst = nrx == 1u ? dst : span_part(dst, c.offset * o->wsize, c.count * o->wsize);
+        r->dtype = o->a.dtype;
+        if (announce) {
+            /* The REDUCE ring_after_io will ask for (contract v5, v6): a driver may fuse it. */
+            const uint64_t at = st->recv.offset + c.offset;
+            r->reduce = true;
+            r->red_op = o->a.op;
+            r->count = c.count;
+            r->src = ring_span(i, CCOIP_REGION_RECV, at * o->esize, c.count * o->esize);
+            r->base = ring_rs_base(o, i, at, c.count);
+        }
+    }
     o->tx_bytes += src.length;
     o->rx_bytes += dst.length;
-    return r;
 }
 
 static void ring_done(ccoip_peer *p, uint32_t i);
@@ -247,7 +296,7 @@ static void gather_step(ccoip_peer *p, uint32_t i, uint32_t t)
     st.send_chunk = (o->rank + o->world - t % o->world) % o->world;
     st.recv_chunk = (o->rank + 2u * o->world - t % o->world - 1u) % o->world;
     ring_io(p, i, &st, gather_input(o, i, st.send_chunk), NULL, gather_input(o, i, st.recv_chunk),
-            POS_SG_IO);
+            POS_SG_IO, false);
 }
 
 /* The rank-order reduction of every input into RECV, one kernel (contract v7). */
@@ -306,14 +355,14 @@ static void ring_ag_step(ccoip_peer *p, uint32_t i, uint32_t t)
                 ring_span(i, CCOIP_REGION_SCRATCH, o->fwd_half * o->half, st.send.count * o->wsize),
                 &o->fwd_meta,
                 ring_span(i, CCOIP_REGION_SCRATCH, other * o->half, st.recv.count * o->wsize),
-                POS_AG_IO);
+                POS_AG_IO, false);
         return;
     }
     ring_io(p, i, &st,
             ring_span(i, CCOIP_REGION_RECV, st.send.offset * o->esize, st.send.count * o->esize),
             NULL,
             ring_span(i, CCOIP_REGION_RECV, st.recv.offset * o->esize, st.recv.count * o->esize),
-            POS_AG_IO);
+            POS_AG_IO, false);
 }
 
 static void ring_ag_next(ccoip_peer *p, uint32_t i)
@@ -386,19 +435,8 @@ static void ring_rs_step(ccoip_peer *p, uint32_t i, uint32_t s)
     }
     /* Zero-copy: the first send is this peer's own chunk, straight from SEND. */
     const ccoip_region from = s == 0 && ring_zero_copy(o) ? CCOIP_REGION_SEND : CCOIP_REGION_RECV;
-    ccoip_action *r =
-        ring_io(p, i, &st, ring_span(i, from, st.send.offset * o->esize, st.send.count * o->esize),
-                NULL, ring_span(i, CCOIP_REGION_SCRATCH, 0, st.recv.count * o->esize), POS_RS_IO);
-    if (r != NULL) {
-        /* Announce the REDUCE ring_after_io will ask for (contract v5, v6): a driver may fuse it.
-         */
-        r->reduce = true;
-        r->red_op = o->a.op;
-        r->count = st.recv.count;
-        r->src =
-            ring_span(i, CCOIP_REGION_RECV, st.recv.offset * o->esize, st.recv.count * o->esize);
-        r->base = ring_rs_base(o, i, st.recv.offset, st.recv.count);
-    }
+    ring_io(p, i, &st, ring_span(i, from, st.send.offset * o->esize, st.send.count * o->esize),
+            NULL, ring_span(i, CCOIP_REGION_SCRATCH, 0, st.recv.count * o->esize), POS_RS_IO, true);
 }
 
 static bool ring_meta_ok(const p_op *o, const ccoip_quant_meta *m)
@@ -427,19 +465,32 @@ static void ring_after_io(ccoip_peer *p, uint32_t i)
     }
     ccoip_span_ref dst =
         ring_span(i, CCOIP_REGION_RECV, st.recv.offset * o->esize, st.recv.count * o->esize);
-    if (o->sub == POS_RS_IO) {
-        ccoip_action *a =
-            ring_kernel(p, i, q ? CCOIP_ACT_DEQUANTIZE : CCOIP_ACT_REDUCE, POS_RS_REDUCE);
+    if (o->sub == POS_RS_IO && q) {
+        ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_DEQUANTIZE, POS_RS_REDUCE);
         if (a == NULL) return;
         a->dst = dst;
         a->count = st.recv.count;
-        if (q) {
-            a->src = ring_span(i, CCOIP_REGION_SCRATCH, o->half, st.recv.count * o->wsize);
-            a->quant = o->recv_meta;
-            a->reduce = true;
-        } else {
-            a->src = ring_span(i, CCOIP_REGION_SCRATCH, 0, st.recv.count * o->esize);
-            a->base = ring_rs_base(o, i, st.recv.offset, st.recv.count);
+        a->src = ring_span(i, CCOIP_REGION_SCRATCH, o->half, st.recv.count * o->wsize);
+        a->quant = o->recv_meta;
+        a->reduce = true;
+        return;
+    }
+    if (o->sub == POS_RS_IO) {
+        /* One REDUCE per stripe received, each the one its RING_RECV announced. */
+        const uint32_t n = ring_stripes(o, st.recv.count, o->prx);
+        uint64_t first = 0;
+        for (uint32_t j = 0; j < n; j++) {
+            const ccoip_span c = ring_stripe(st.recv.count, n, j);
+            const uint64_t at = st.recv.offset + c.offset;
+            ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_REDUCE, POS_RS_REDUCE);
+            if (a == NULL) return;
+            if (j == 0) first = o->io_kernel;
+            o->io_kernel = first; /* ids first .. first + n - 1, consecutive */
+            o->kern_left = (2u << j) - 1u;
+            a->dst = ring_span(i, CCOIP_REGION_RECV, at * o->esize, c.count * o->esize);
+            a->count = c.count;
+            a->src = ring_span(i, CCOIP_REGION_SCRATCH, c.offset * o->esize, c.count * o->esize);
+            a->base = ring_rs_base(o, i, at, c.count);
         }
         return;
     }
@@ -476,7 +527,8 @@ static void ring_after_kernel(ccoip_peer *p, uint32_t i, const ccoip_done *d)
         ccoip_ring_step st = ring_step_of(o);
         ring_io(p, i, &st, ring_span(i, CCOIP_REGION_SCRATCH, 0, st.send.count * o->wsize),
                 &o->send_meta,
-                ring_span(i, CCOIP_REGION_SCRATCH, o->half, st.recv.count * o->wsize), POS_RS_IO);
+                ring_span(i, CCOIP_REGION_SCRATCH, o->half, st.recv.count * o->wsize), POS_RS_IO,
+                false);
         return;
     }
     case POS_RS_REDUCE:
@@ -528,6 +580,14 @@ static void ring_after_kernel(ccoip_peer *p, uint32_t i, const ccoip_done *d)
     }
 }
 
+/* Whether id is one of the outstanding ids base + j (bit j of left); *bit is that bit. */
+static bool ring_outstanding(uint64_t id, uint64_t base, uint32_t left, uint32_t *bit)
+{
+    if (base == 0 || id < base || id - base >= 32u) return false;
+    *bit = 1u << (uint32_t)(id - base);
+    return (left & *bit) != 0;
+}
+
 bool p_ring_on_done(ccoip_peer *p, const ccoip_event *ev)
 {
     uint64_t id = ev->done.io_id;
@@ -535,22 +595,29 @@ bool p_ring_on_done(ccoip_peer *p, const ccoip_event *ev)
     for (uint32_t i = 0; i < p->cfg.max_ops; i++) {
         p_op *o = &p->ops[i];
         if (o->state != PO_RUNNING && o->state != PO_RESTORING) continue;
-        if (ev->type == CCOIP_EV_IO_DONE && (id == o->io_send || id == o->io_recv)) {
-            if (id == o->io_send) {
-                o->io_send = 0;
+        uint32_t bit = 0;
+        const bool io = ev->type == CCOIP_EV_IO_DONE;
+        const bool sent = io && ring_outstanding(id, o->io_send, o->send_left, &bit);
+        if (sent || (io && ring_outstanding(id, o->io_recv, o->recv_left, &bit))) {
+            if (sent) {
+                o->send_left &= ~bit;
+                if (o->send_left == 0) o->io_send = 0;
             } else {
-                o->io_recv = 0;
+                o->recv_left &= ~bit;
+                if (o->recv_left == 0) o->io_recv = 0;
                 o->recv_meta = ev->done.quant;
             }
             if (ev->done.result != pcclSuccess) {
                 ring_abort(p, i, pcclRankConnectionLost, "ring I/O failed");
-            } else if (o->io_send == 0 && o->io_recv == 0) {
+            } else if (o->send_left == 0 && o->recv_left == 0) {
                 ring_after_io(p, i);
             }
             return true;
         }
-        if (ev->type == CCOIP_EV_KERNEL_DONE && id == o->io_kernel) {
-            o->io_kernel = 0;
+        if (ev->type == CCOIP_EV_KERNEL_DONE &&
+            ring_outstanding(id, o->io_kernel, o->kern_left, &bit)) {
+            o->kern_left &= ~bit;
+            if (o->kern_left == 0) o->io_kernel = 0;
             if (ev->done.result != pcclSuccess && o->sub != POS_RESTORE) {
                 if (ev->done.result == pcclInvalidArgument &&
                     (o->sub == POS_RS_QUANT || o->sub == POS_OWN_QUANT)) {
@@ -560,7 +627,7 @@ bool p_ring_on_done(ccoip_peer *p, const ccoip_event *ev)
                 } else {
                     ring_abort(p, i, pcclRankConnectionLost, "kernel failed");
                 }
-            } else {
+            } else if (o->kern_left == 0) {
                 ring_after_kernel(p, i, &ev->done);
             }
             return true;
@@ -778,6 +845,19 @@ static void ring_begin(ccoip_peer *p, uint32_t i)
     o->esize = ccoip_dtype_size(o->a.dtype);
     o->wsize = ring_quantized(o) ? ccoip_dtype_size(o->a.quant_dtype) : o->esize;
     uint64_t max_chunk = o->a.count / o->world + (o->a.count % o->world != 0 ? 1u : 0u);
+    /* Striping (§8.2): an op with a step to stripe holds both pools (they are the ring's until
+     * its epoch ends; a lost one aborts it); stripes follow each step's chunk. */
+    o->ptx = o->prx = 1u;
+    o->stx[0] = o->tx_conn;
+    o->srx[0] = o->rx_conn;
+    if (p->ring_n > 1 && ring_stripes(o, max_chunk, p->tx_n) > 1u) {
+        o->ptx = p->tx_n;
+        memcpy(o->stx, p->tx_conn, sizeof o->stx);
+    }
+    if (p->ring_n > 1 && ring_stripes(o, max_chunk, p->rx_n) > 1u) {
+        o->prx = p->rx_n;
+        memcpy(o->srx, p->rx_conn, sizeof o->srx);
+    }
     o->half = max_chunk * o->wsize;
     uint64_t bytes = o->a.count * o->esize;
     ccoip_action *b = sm_out_push(&p->out, CCOIP_ACT_OP_BEGIN);
@@ -862,7 +942,12 @@ void p_ring_on_link_lost(ccoip_peer *p, uint64_t conn)
     for (uint32_t i = 0; i < p->cfg.max_ops; i++) {
         p_op *o = &p->ops[i];
         if (o->state != PO_RUNNING || !o->begun) continue;
-        if (conn == CCOIP_CONN_NONE || o->tx_conn == conn || o->rx_conn == conn) {
+        bool uses = conn == CCOIP_CONN_NONE;
+        for (uint32_t k = 0; k < o->ptx; k++)
+            uses = uses || o->stx[k] == conn;
+        for (uint32_t k = 0; k < o->prx; k++)
+            uses = uses || o->srx[k] == conn;
+        if (uses) {
             ring_abort(p, i, pcclRankConnectionLost, "ring link lost");
         }
     }

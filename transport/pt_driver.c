@@ -234,10 +234,11 @@ typedef struct pt_slot {
     uint64_t backup_bytes;
     uint64_t epoch, tag, seq; /* key of the op's ring frames, from its ring actions */
     bool keyed;
-    /* A RING_RECV fused its announced REDUCE (ccoip_sm.h v5): that REDUCE completes at once. */
-    bool fused_valid;
-    ccoip_action fused; /* the REDUCE it announced: red_op, dtype, count, dst, src */
-    pcclResult_t fused_result;
+    /* RING_RECVs that fused their announced REDUCE (ccoip_sm.h v5): those REDUCEs complete at
+     * once. One per stripe of a step (a striped step has one per pool connection, §8.2). */
+    uint32_t nfused;
+    ccoip_action fused[CCOIP_P2P_POOL_MAX]; /* the REDUCEs announced: red_op, dtype, count, ... */
+    pcclResult_t fused_result[CCOIP_P2P_POOL_MAX];
     uint8_t **tensors; /* CCOIP_REGION_TENSOR (sync commands), owned copy of the arrays */
     uint64_t *tensor_bytes;
     uint32_t ntensors;
@@ -1554,9 +1555,11 @@ static void on_received(pt_driver *d, pt_conn *c, int rv, uint64_t count)
                 io->slot < PT_MAX_SLOTS) {
                 /* The announced REDUCE is done: remember it (act_kernel completes it). */
                 pt_slot *o = &d->slots[io->slot];
-                o->fused_valid = true;
-                o->fused = io->act;
-                o->fused_result = pt_tcp_link_fuse_result(c->link);
+                if (o->nfused < CCOIP_P2P_POOL_MAX) {
+                    o->fused[o->nfused] = io->act;
+                    o->fused_result[o->nfused] = pt_tcp_link_fuse_result(c->link);
+                    o->nfused++;
+                }
             }
             if (io != NULL && !io->done_queued) {
                 io->got += c->rd_want;
@@ -2187,14 +2190,20 @@ static bool span_eq(const ccoip_span_ref *x, const ccoip_span_ref *y)
 static void fuse_match(pt_driver *d, pt_job *j)
 {
     pt_slot *o = &d->slots[j->slot];
-    const ccoip_action *a = &j->act, *f = &o->fused;
-    if (!o->fused_valid) return;
-    o->fused_valid = false;
-    if (span_eq(&a->dst, &f->src) && span_eq(&a->src, &f->dst) && span_eq(&a->base, &f->base) &&
-        a->red_op == f->red_op && a->dtype == f->dtype && a->count == f->count) {
-        j->skip = true;
-        j->skip_result = o->fused_result;
-        pt_log(CCOIP_LOG_DEBUG, d->who, "REDUCE io %" PRIu64 " fused into its receive", j->io_id);
+    const ccoip_action *a = &j->act;
+    for (uint32_t k = 0; k < o->nfused; k++) {
+        const ccoip_action *f = &o->fused[k];
+        if (span_eq(&a->dst, &f->src) && span_eq(&a->src, &f->dst) && span_eq(&a->base, &f->base) &&
+            a->red_op == f->red_op && a->dtype == f->dtype && a->count == f->count) {
+            j->skip = true;
+            j->skip_result = o->fused_result[k];
+            o->nfused--;
+            o->fused[k] = o->fused[o->nfused];
+            o->fused_result[k] = o->fused_result[o->nfused];
+            pt_log(CCOIP_LOG_DEBUG, d->who, "REDUCE io %" PRIu64 " fused into its receive",
+                   j->io_id);
+            return;
+        }
     }
 }
 
@@ -2267,6 +2276,7 @@ static void act_cancel(pt_driver *d, const ccoip_action *a)
         k[2] = d->slots[slot].seq;
     }
     kernels_cancel(d, slot);
+    if (slot < PT_MAX_SLOTS) d->slots[slot].nfused = 0; /* no REDUCE of the op follows */
     /* Sends of the slot: a queued one is dropped; one under way (partly
      * written, or with its payload in an aio) closes its connection (rule 8).
      * Receives landing in the slot's buffers likewise close theirs. */

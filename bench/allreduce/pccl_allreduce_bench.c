@@ -7,7 +7,7 @@
  *       [--min BYTES] [--max BYTES] [--step 2|4] [--warmup W]
  *       [--iters-min A] [--iters-max B] [--iter-bytes BYTES]
  *       [--quant none|minmax-u8|minmax-i8|minmax-u16|minmax-i16|zps-u8|zps-i8|zps-u16|zps-i16]
- *       [--timeout-ms T]
+ *       [--timeout-ms T] [--pool K]
  *
  * Each peer connects, updates the topology until the group holds N peers,
  * then for each size (float32 elements, SUM) runs W warm-up all-reduces,
@@ -95,6 +95,7 @@ typedef struct options {
     uint64_t iter_bytes;
     const quant_name *quant;
     uint32_t timeout_ms;
+    uint32_t pool; /* p2p_connection_pool_size (0: the library's default) */
 } options;
 
 static void usage(void)
@@ -102,7 +103,7 @@ static void usage(void)
     fprintf(stderr, "usage: pccl_allreduce_bench --url URL --index I --world N [--min BYTES]\n"
                     "  [--max BYTES] [--step 2|4] [--warmup W] [--iters-min A] [--iters-max B]\n"
                     "  [--iter-bytes BYTES] [--quant none|minmax-u8|...|zps-i16]\n"
-                    "  [--timeout-ms T]\n");
+                    "  [--timeout-ms T] [--pool K]\n");
 }
 
 /* Parses a byte count with an optional K, M or G suffix (powers of 1024). */
@@ -168,6 +169,8 @@ static bool parse_args(int argc, char **argv, options *o)
             o->iters_min = (uint32_t)strtoul(v, NULL, 10);
         } else if (strcmp(a, "--iters-max") == 0) {
             o->iters_max = (uint32_t)strtoul(v, NULL, 10);
+        } else if (strcmp(a, "--pool") == 0) {
+            o->pool = (uint32_t)strtoul(v, NULL, 10);
         } else if (strcmp(a, "--timeout-ms") == 0) {
             o->timeout_ms = (uint32_t)strtoul(v, NULL, 10);
         } else if (strcmp(a, "--quant") == 0) {
@@ -335,6 +338,7 @@ int main(int argc, char **argv)
     memset(&params, 0, sizeof params);
     params.master_url = o.url;
     params.timeout_ms = o.timeout_ms;
+    params.p2p_connection_pool_size = o.pool;
     pcclComm_t *comm = NULL;
     if (pcclCreateCommunicator(&params, &comm) != pcclSuccess) return 2;
     const pcclResult_t r = pcclConnect(comm);

@@ -106,7 +106,19 @@ typedef struct h_peer {
     /* The connection of the latest RING_SEND / RING_RECV per tag (smh_ring_conns). */
     uint64_t io_tag[H_MAX_IO_TAGS], io_tx[H_MAX_IO_TAGS], io_rx[H_MAX_IO_TAGS];
     uint32_t nio_tags;
+    /* Every distinct connection of the tag's RING_SENDs / RING_RECVs (smh_ring_conn_sets). */
+    uint64_t io_txs[H_MAX_IO_TAGS][CCOIP_P2P_POOL_MAX], io_rxs[H_MAX_IO_TAGS][CCOIP_P2P_POOL_MAX];
+    uint32_t io_ntx[H_MAX_IO_TAGS], io_nrx[H_MAX_IO_TAGS];
 } h_peer;
+
+/* Adds conn to the set set[0 .. *n) (at most CCOIP_P2P_POOL_MAX). */
+static void h_set_add(uint64_t *set, uint32_t *n, uint64_t conn)
+{
+    for (uint32_t k = 0; k < *n; k++) {
+        if (set[k] == conn) return;
+    }
+    if (*n < CCOIP_P2P_POOL_MAX) set[(*n)++] = conn;
+}
 
 /* Records conn as the latest RING_SEND (tx) or RING_RECV connection of tag. */
 static void h_note_io(h_peer *hp, uint64_t tag, uint64_t conn, bool tx)
@@ -119,11 +131,15 @@ static void h_note_io(h_peer *hp, uint64_t tag, uint64_t conn, bool tx)
         hp->nio_tags++;
         hp->io_tag[i] = tag;
         hp->io_tx[i] = hp->io_rx[i] = CCOIP_CONN_NONE;
+        hp->io_ntx[i] = hp->io_nrx[i] = 0;
     }
-    if (tx)
+    if (tx) {
         hp->io_tx[i] = conn;
-    else
+        h_set_add(hp->io_txs[i], &hp->io_ntx[i], conn);
+    } else {
         hp->io_rx[i] = conn;
+        h_set_add(hp->io_rxs[i], &hp->io_nrx[i], conn);
+    }
 }
 
 typedef struct h_ev {
@@ -1217,6 +1233,18 @@ bool smh_ring_conns(const smh *h, uint32_t peer, uint64_t tag, uint64_t *tx, uin
         if (hp->io_tag[i] != tag) continue;
         *tx = hp->io_tx[i];
         *rx = hp->io_rx[i];
+        return true;
+    }
+    return false;
+}
+
+bool smh_ring_conn_sets(const smh *h, uint32_t peer, uint64_t tag, uint32_t *ntx, uint32_t *nrx)
+{
+    const h_peer *hp = &h->peers[peer];
+    for (uint32_t i = 0; i < hp->nio_tags; i++) {
+        if (hp->io_tag[i] != tag) continue;
+        *ntx = hp->io_ntx[i];
+        *nrx = hp->io_nrx[i];
         return true;
     }
     return false;

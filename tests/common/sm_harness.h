@@ -97,6 +97,12 @@ uint32_t smh_p2p_links(const smh *h, uint32_t from, uint32_t to);
  * (CCOIP_CONN_NONE when it posted none); false when tag never ran there.
  */
 bool smh_ring_conns(const smh *h, uint32_t peer, uint64_t tag, uint64_t *tx, uint64_t *rx);
+/**
+ * How many distinct connections peer's RING_SENDs (*ntx) and RING_RECVs (*nrx) of tag used
+ * since the tag first ran there (a striped op: one per stripe, docs/protocol.md §8.2); false
+ * when tag never ran there.
+ */
+bool smh_ring_conn_sets(const smh *h, uint32_t peer, uint64_t tag, uint32_t *ntx, uint32_t *nrx);
 
 /** Connects peers 0..n-1 (peer 0 first, then the others admitted by peer 0's update). */
 bool smh_form_ring(smh *h, uint32_t n, uint32_t group);

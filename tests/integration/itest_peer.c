@@ -29,6 +29,11 @@
  *               2k+2 then 2k+1 (opposite orders); both must complete with
  *               exact sums, each awaited within 20 s (no deadlock). Also
  *               checks that a pool of 9 is pcclInvalidArgument.
+ * striped:      K steps of a MIN out of place then a MAX in place (run with a pool of 2 and
+ *               a count of 10^6: each step's chunk is striped over both connections,
+ *               docs/protocol.md §8.2): min = (k + 1) + j mod 1000 (peer 0's),
+ *               max = world (k + 1) + j mod 1000. A reduction applied twice, or to a
+ *               stripe never received, breaks MIN/MAX where a SUM over zeros would not.
  * optimize:     pcclOptimizeTopology (retried on pcclTopologyOptimizationFailed),
  *               then as normal.
  * sync:         shared state of two tensors ("a" int32, "b" float, C elements
@@ -74,6 +79,21 @@ static int check(const int32_t *out, uint64_t count, uint32_t k, uint32_t member
         if (out[j] != want) {
             fprintf(stderr, "itest_peer: step %u element %llu: got %d want %d (members %u)\n", k,
                     (unsigned long long)j, out[j], want, members);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* MIN / MAX of fill(.., i, k) over peers 0 .. members-1: peer (mult - 1)'s values. */
+static int check_extreme(const int32_t *out, uint64_t count, uint32_t k, uint32_t mult,
+                         const char *what)
+{
+    for (uint64_t j = 0; j < count; j++) {
+        const int32_t want = (int32_t)(mult * (k + 1u) + (uint32_t)(j % 1000u));
+        if (out[j] != want) {
+            fprintf(stderr, "itest_peer: %s step %u element %llu: got %d want %d\n", what, k,
+                    (unsigned long long)j, out[j], want);
             return 1;
         }
     }
@@ -334,6 +354,29 @@ int main(int argc, char **argv)
         for (uint32_t o = 0; o < 3u; o++) {
             if (check(bufs[o], count, 100u + o, world) != 0) return 1;
             free(bufs[o]);
+        }
+        printf("DONE %u\n", index);
+    } else if (strcmp(mode, "striped") == 0) {
+        for (uint32_t k = 0; k < steps; k++) {
+            pcclReduceInfo_t info;
+            fill(a, count, index, k);
+            memset(b, 0, (size_t)count * sizeof *b);
+            desc.tag = 2u * k + 1u;
+            desc.op = pcclMin;
+            r = pcclAllReduce(a, b, &desc, comm, &info);
+            if (r == pcclSuccess) {
+                desc.tag = 2u * k + 2u;
+                desc.op = pcclMax;
+                r = pcclAllReduce(a, a, &desc, comm, &info);
+            }
+            if (r != pcclSuccess) {
+                fprintf(stderr, "itest_peer %u: striped step %u: %d\n", index, k, (int)r);
+                return 1;
+            }
+            if (check_extreme(b, count, k, 1u, "MIN") != 0 ||
+                check_extreme(a, count, k, world, "MAX") != 0) {
+                return 1;
+            }
         }
         printf("DONE %u\n", index);
     } else if (strcmp(mode, "concurrent") == 0) {

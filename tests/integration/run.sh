@@ -247,6 +247,10 @@ optimize)
   wait_peers 0 $((N - 1)) || fail "optimize topology with $N peers"
   grep -h OPTIMIZED "$TMP"/peer*.out
   ;;
+striped)
+  for i in $(seq 0 $((N - 1))); do start_peer "$i" "$N" striped 4 1000000; done
+  wait_peers 0 $((N - 1)) || fail "striped all-reduces with $N peers, pool $POOL"
+  ;;
 concurrent)
   for i in $(seq 0 $((N - 1))); do start_peer "$i" "$N" concurrent 4 1000000; done
   wait_peers 0 $((N - 1)) || fail "concurrent all-reduces with $N peers, pool $POOL"

@@ -520,6 +520,204 @@ PTEST(peer, pool_peer_killed_mid_ring_then_rewired)
     smh_destroy(h);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Striping one large op over the pool (docs/protocol.md §8.2; issue 7)      */
+/* ------------------------------------------------------------------------ */
+
+/* Per peer: tag 1 uint32 SUM out of place, tag 2 int32 MAX in place, tag 3 f32 AVG out of
+ * place, all of count elements, submitted at once in a peer-dependent order. */
+typedef struct st_bufs {
+    uint32_t *su, *ru;
+    int32_t *xi, *oi;
+    float *sf, *rf;
+} st_bufs;
+
+static int32_t st_i32(uint32_t i, uint64_t k)
+{
+    return (int32_t)(((uint32_t)k * 2654435761u + i * 40503u) % 100000u) - 50000;
+}
+
+/* Input j (j < n) goes to harness peer ids[j] (ids NULL: peer j). */
+static void st_submit(smh *h, const uint32_t *ids, uint32_t n, uint64_t count, st_bufs *b,
+                      uint64_t c[][3])
+{
+    for (uint32_t i = 0; i < n; i++) {
+        const uint32_t id = ids != NULL ? ids[i] : i;
+        for (uint64_t k = 0; k < count; k++) {
+            b[i].su[k] = (i + 1u) * 7u + (uint32_t)(k % 1000u);
+            b[i].ru[k] = 0xdeadbeefu;
+            b[i].xi[k] = b[i].oi[k] = st_i32(i, k);
+            b[i].sf[k] = (float)((i + 1u) * (uint32_t)(k % 64u));
+            b[i].rf[k] = -1.0f;
+        }
+        for (uint32_t s = 0; s < 3; s++) {
+            const uint32_t t = (s + i) % 3u;
+            ccoip_allreduce_args a;
+            if (t == 0) {
+                a = ar(1, count, pcclUint32, pcclSum, false);
+                c[i][0] = smh_allreduce(h, id, &a, b[i].su, b[i].ru);
+            } else if (t == 1) {
+                a = ar(2, count, pcclInt32, pcclMax, true);
+                c[i][1] = smh_allreduce(h, id, &a, b[i].xi, b[i].xi);
+            } else {
+                a = ar(3, count, pcclFloat, pcclAvg, false);
+                c[i][2] = smh_allreduce(h, id, &a, b[i].sf, b[i].rf);
+            }
+        }
+    }
+}
+
+/* Every result exact (f32: bit-identical on every peer and equal to S·(k mod 64) / n). */
+static void st_check(uint32_t n, uint64_t count, const st_bufs *b)
+{
+    const uint32_t sum_i = n * (n + 1u) / 2u;
+    for (uint32_t i = 0; i < n; i++) {
+        for (uint64_t k = 0; k < count; k++) {
+            const uint32_t want_u = 7u * sum_i + n * (uint32_t)(k % 1000u);
+            PT_ASSERT(b[i].ru[k] == want_u, "peer %u SUM [%llu] = %u, want %u", i,
+                      (unsigned long long)k, b[i].ru[k], want_u);
+            int32_t want_i = st_i32(0, k);
+            for (uint32_t j = 1; j < n; j++) {
+                if (st_i32(j, k) > want_i) want_i = st_i32(j, k);
+            }
+            PT_ASSERT(b[i].xi[k] == want_i, "peer %u MAX [%llu] = %d, want %d", i,
+                      (unsigned long long)k, b[i].xi[k], want_i);
+            const float want_f = (float)(sum_i * (uint32_t)(k % 64u)) / (float)n;
+            PT_ASSERT(memcmp(&b[i].rf[k], &b[0].rf[k], sizeof(float)) == 0 && b[i].rf[k] == want_f,
+                      "peer %u AVG [%llu] = %a, want %a", i, (unsigned long long)k,
+                      (double)b[i].rf[k], (double)want_f);
+        }
+    }
+}
+
+static bool st_alloc(st_bufs *b, uint32_t n, uint64_t count)
+{
+    bool ok = true;
+    for (uint32_t i = 0; i < n; i++) {
+        b[i].su = malloc(count * 4u);
+        b[i].ru = malloc(count * 4u);
+        b[i].xi = malloc(count * 4u);
+        b[i].oi = malloc(count * 4u);
+        b[i].sf = malloc(count * 4u);
+        b[i].rf = malloc(count * 4u);
+        ok = ok && b[i].su && b[i].ru && b[i].xi && b[i].oi && b[i].sf && b[i].rf;
+    }
+    return ok;
+}
+
+static void st_free(st_bufs *b, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        free(b[i].su);
+        free(b[i].ru);
+        free(b[i].xi);
+        free(b[i].oi);
+        free(b[i].sf);
+        free(b[i].rf);
+    }
+}
+
+PTEST(peer, pool_stripes_one_large_op_exactly)
+{
+    /* Chunks of ~1.6 MB: 3 stripes of at least CCOIP_RING_STRIPE_MIN where the link's pool
+     * allows (link i -> i+1 has min(pool i, pool i+1) connections); pool 1: not striped. */
+    static const uint32_t pools[5][4] = {{2, 2}, {3, 2, 3}, {4, 4, 4, 4}, {3, 1, 3}, {1, 1}};
+    static const uint32_t worlds[5] = {2, 3, 4, 3, 2};
+    for (uint32_t cs = 0; cs < 5; cs++) {
+        const uint32_t n = worlds[cs];
+        const uint64_t count = (uint64_t)n * 400000u + 5u;
+        st_bufs b[4];
+        memset(b, 0, sizeof b);
+        PT_ASSERT(st_alloc(b, n, count), "buffers");
+        smh *h = world_pools(n, pools[cs]);
+        PT_ASSERT(h != NULL, "ring %u formed", cs);
+        uint64_t c[4][3];
+        st_submit(h, NULL, n, count, b, c);
+        smh_run(h);
+        for (uint32_t i = 0; i < n; i++) {
+            for (uint32_t t = 0; t < 3; t++) {
+                pcclResult_t r;
+                PT_ASSERT(smh_done(h, i, c[i][t], &r) && r == pcclSuccess,
+                          "case %u peer %u tag %u completes (r=%d)", cs, i, t + 1u, (int)r);
+            }
+        }
+        st_check(n, count, b);
+        /* Each op ran over every connection of both pools (2.4 MB per 1.6 MB chunk: the
+         * chunk's stripes are min(pool, 3)). */
+        for (uint32_t i = 0; i < n; i++) {
+            const uint32_t pin = pools[cs][(i + n - 1u) % n], pout = pools[cs][(i + 1u) % n];
+            const uint32_t me = pools[cs][i];
+            const uint32_t want_tx = me < pout ? me : pout, want_rx = me < pin ? me : pin;
+            for (uint32_t t = 1; t <= 3; t++) {
+                uint32_t ntx = 0, nrx = 0;
+                PT_ASSERT(smh_ring_conn_sets(h, i, t, &ntx, &nrx), "tag %u ran", t);
+                PT_ASSERT(ntx == (want_tx < 3u ? want_tx : 3u) &&
+                              nrx == (want_rx < 3u ? want_rx : 3u),
+                          "case %u peer %u tag %u: sent on %u, received on %u connections "
+                          "(want %u, %u)",
+                          cs, i, t, ntx, nrx, want_tx, want_rx);
+            }
+        }
+        PT_ASSERT(smh_step_errors(h) == 0, "no step errors");
+        smh_destroy(h);
+        st_free(b, n);
+    }
+}
+
+PTEST(peer, pool_striped_op_peer_killed_then_rewired)
+{
+    /* A member dies in the middle of a striped reduce-scatter: every survivor gets
+     * pcclRankConnectionLost with its in-place input restored bit for bit, the ring re-wires
+     * with full pools and the next striped ops are exact. */
+    const uint32_t pools[4] = {2, 2, 2, 2};
+    smh *h = world_pools(4, pools);
+    PT_ASSERT(h != NULL, "ring of 4 with pools of 2");
+    const uint64_t count = 4u * 300000u + 3u;
+    st_bufs b[4];
+    memset(b, 0, sizeof b);
+    PT_ASSERT(st_alloc(b, 4, count), "buffers");
+    smh_kill_on_ring_send(h, 2, 3); /* the third RING_SEND: step 1's first stripe */
+    uint64_t c[4][3];
+    st_submit(h, NULL, 4, count, b, c);
+    smh_run(h);
+    for (uint32_t i = 0; i < 4; i++) {
+        if (i == 2) continue;
+        for (uint32_t t = 0; t < 3; t++) {
+            pcclResult_t r;
+            PT_ASSERT(smh_done(h, i, c[i][t], &r) && r == pcclRankConnectionLost,
+                      "survivor %u tag %u: pcclRankConnectionLost (r=%d)", i, t + 1u, (int)r);
+        }
+        PT_ASSERT(memcmp(b[i].xi, b[i].oi, count * 4u) == 0, "survivor %u: input restored", i);
+    }
+    for (uint32_t i = 0; i < 3; i++) {
+        const uint32_t from = i < 2 ? i : 3u, to = i < 1 ? 1u : (i == 1 ? 3u : 0u);
+        PT_ASSERT(smh_p2p_links(h, from, to) == 2, "re-wired pool %u -> %u", from, to);
+    }
+    /* The survivors (harness peers 0, 1, 3) run the three ops again, striped and exact. */
+    static const uint32_t live[3] = {0, 1, 3};
+    st_bufs s[3];
+    memset(s, 0, sizeof s);
+    PT_ASSERT(st_alloc(s, 3, count), "buffers");
+    uint64_t c2[3][3];
+    st_submit(h, live, 3, count, s, c2);
+    smh_run(h);
+    for (uint32_t j = 0; j < 3; j++) {
+        for (uint32_t t = 0; t < 3; t++) {
+            pcclResult_t r;
+            PT_ASSERT(smh_done(h, live[j], c2[j][t], &r) && r == pcclSuccess,
+                      "peer %u tag %u completes after the re-wire (r=%d)", live[j], t + 1u, (int)r);
+            uint32_t ntx = 0, nrx = 0;
+            PT_ASSERT(smh_ring_conn_sets(h, live[j], t + 1u, &ntx, &nrx) && ntx >= 2u && nrx >= 2u,
+                      "peer %u tag %u striped (%u, %u connections)", live[j], t + 1u, ntx, nrx);
+        }
+    }
+    st_check(3, count, s);
+    st_free(s, 3);
+    PT_ASSERT(smh_step_errors(h) == 0, "no step errors");
+    smh_destroy(h);
+    st_free(b, 4);
+}
+
 PTEST(peer, pool_size_bounds)
 {
     ccoip_peer_config pc;
