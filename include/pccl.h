@@ -280,7 +280,11 @@ typedef struct pcclCommCreateParams_t {
     ccoip_socket_address_t master_address;
     /** Peer group: collectives and shared state are scoped to it. */
     uint32_t peer_group;
-    /** Connections per ring neighbour, 1..8 (0 means 1): concurrent all-reduces spread out. */
+    /**
+     * Connections per ring neighbour, 1..8 (0 means pccl's default, 2; PCCL 1.0 used 1):
+     * concurrent all-reduces spread over them, and one large all-reduce is striped over all
+     * of them (docs/protocol.md §8.2).
+     */
     uint32_t p2p_connection_pool_size;
 
     /* ---- fields pccl appends (not in PCCL 1.0) ---- */

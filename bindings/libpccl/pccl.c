@@ -24,6 +24,10 @@
 #define PCCL_RETRY_ROUNDS_MAX    1000u
 #define PCCL_SYNC_KEYS_MAX       64u    /* ccoip_peer_config.max_state_keys default */
 #define PCCL_RELAY_DEFAULT_BYTES 32768u /* master relay bound (docs/protocol.md §6.8.2) */
+/* p2p_connection_pool_size 0: two connections per neighbour, so one large all-reduce is striped
+ * over two sender and two receiver threads (docs/protocol.md §8.2; measured in
+ * docs/benchmarks.md). */
+#define PCCL_POOL_DEFAULT 2u
 
 static atomic_bool g_initialized;
 
@@ -180,7 +184,8 @@ PCCL_EXPORT pcclResult_t pcclConnect(pcclComm_t *communicator)
         cfg.master_port = a->port;
     }
     cfg.peer_group = c->params.peer_group;
-    cfg.p2p_pool_size = c->params.p2p_connection_pool_size; /* 0: 1 */
+    cfg.p2p_pool_size = c->params.p2p_connection_pool_size != 0 ? c->params.p2p_connection_pool_size
+                                                                : PCCL_POOL_DEFAULT;
     cfg.heartbeat_ms = c->params.heartbeat_ms;
     if (cfg.heartbeat_ms > 0 && cfg.heartbeat_ms * 8u > 2000u) cfg.evict_ms = cfg.heartbeat_ms * 8u;
     pcclResult_t r = pt_peer_create(&cfg, bind_host_for(c), &c->d);

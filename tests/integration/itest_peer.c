@@ -10,7 +10,7 @@
  *   itest_peer --url URL --index I --world N [--steps K] [--count C]
  *              [--mode normal|survivor|master-death|...] [--evict-ms E] [--pool P]
  *
- * --pool P: p2p_connection_pool_size (0 = the default, 1).
+ * --pool P: p2p_connection_pool_size (0 = the runtime default, 2).
  *
  * normal:       K exact all-reduces (blocking, async, in place), exit 0.
  * survivor:     all-reduces until one fails with pcclRankConnectionLost, or

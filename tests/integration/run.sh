@@ -7,7 +7,7 @@
 # Scenarios: allreduce N | kill-peer | kill-peer-small N | mismatch N | stop-peer | kill-peer-mid-op |
 #            master-death | garbage |
 #            optimize N | sync | concurrent N | ipc-allreduce N | ipc-sync | tls-allreduce N
-# POOL: every peer's p2p_connection_pool_size (default 0, i.e. 1).
+# POOL: every peer's p2p_connection_pool_size (default 0, i.e. the runtime's default, 2).
 # concurrent: two async all-reduces per step issued in opposite tag orders by
 #             even and odd peers (4 MiB each): both complete with exact sums.
 # ipc-*: the master listens on ipc://$TMP/master.sock (peer links stay tcp).
