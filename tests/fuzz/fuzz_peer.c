@@ -756,7 +756,9 @@ static void fz_submit(fz *f)
         uint8_t x = fz_byte(f);
         uint8_t y = fz_byte(f);
         ev.cmd.allreduce.tag = x & 3u;
-        ev.cmd.allreduce.count = (uint64_t)(y & 0x0Fu) * ((x & 0x80u) ? 1000u : 1u);
+        /* Counts up to 15·10^6: chunks of megabytes are striped over a pool (§8.2). */
+        ev.cmd.allreduce.count =
+            (uint64_t)(y & 0x0Fu) * ((x & 0x80u) ? ((y & 0x02u) ? 1000000u : 1000u) : 1u);
         ev.cmd.allreduce.dtype = (pcclDataType_t)((y >> 4) % 13u);
         ev.cmd.allreduce.op = (pcclRedOp_t)((x >> 2) % 6u);
         ev.cmd.allreduce.quant_algorithm = (pcclQuantizationAlgorithm_t)((x >> 5) & 3u);
@@ -814,6 +816,10 @@ static void fz_p2p_frame(fz *f)
             if (W.ring[i] == fz_peer_id()) h.tag = W.ring[(i + W.ring_n - 1u) % W.ring_n];
         }
         if (b & 0x40u) h.tag++;
+        if (b & 0x20u) { /* connection (b >> 1) & 3 of a pool of 2 or 3 (§8.1) */
+            h.step = 2u + (b & 1u);
+            h.chunk = (b >> 1) & 3u;
+        }
         fz_send_data(conn, &h, fz_ipbuf); /* no payload */
         break;
     case 1: /* HELLO_ACK echoing the HELLO the peer sent on conn */
@@ -822,6 +828,10 @@ static void fz_p2p_frame(fz *f)
             h.epoch = c->hello.epoch;
             h.tag = c->hello.tag;
             h.seq = c->hello.seq;
+            if (b & 0x20u) { /* agree to the pool the HELLO offered (§8.1) */
+                h.chunk = c->hello.chunk;
+                h.step = c->hello.step;
+            }
         }
         if (b & 0x40u) h.epoch++;
         fz_send_data(conn, &h, fz_ipbuf); /* no payload */
@@ -934,7 +944,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.max_ops = FZ_MAX_OPS;
     cfg.max_world = 8;
     cfg.max_state_keys = FZ_KEYS;
-    cfg.max_message_bytes = 1u << 16; /* a smaller arena: faster runs */
+    cfg.max_message_bytes = 1u << 16;               /* a smaller arena: faster runs */
+    cfg.p2p_pool_size = 1u + (uint32_t)(size % 3u); /* pools of 1..3: striped steps too */
     memset(&W, 0, sizeof(W));
     W.now = 1;
     FUZZ_CHECK(ccoip_peer_create(&cfg, 11, &W.p) == pcclSuccess);
