@@ -55,7 +55,9 @@
  * worker is idle (issue 7, small messages): a hand-off to the worker and back
  * costs more than the kernel. Receives of at most this size are not fused
  * (their payload is then usually read at once, without waking a link thread). */
-#define PT_INLINE_BYTES ((uint64_t)64 << 10)
+#ifndef PT_INLINE_BYTES
+#define PT_INLINE_BYTES ((uint64_t)512 << 10)
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* Logging and time                                                         */

@@ -29,7 +29,9 @@
 /* Requests up to this size are first tried without blocking on the caller's
  * thread: when the socket can take (or already holds) the bytes, they
  * complete without waking the link's thread (small messages). */
-#define PT_TCP_INLINE ((uint64_t)64 << 10)
+#ifndef PT_TCP_INLINE
+#define PT_TCP_INLINE ((uint64_t)512 << 10)
+#endif
 
 typedef struct pt_tcp_dir {
     pthread_t thread;

@@ -33,7 +33,7 @@ typedef struct pt_tcp_link pt_tcp_link;
 /**
  * Completion of a link's send or receive, called on the link's thread, or
  * on the caller's thread inside pt_tcp_link_send/recv when a small request
- * (at most 64 KiB, not fused) completes at once without blocking.
+ * (at most 512 KiB, not fused) completes at once without blocking.
  * err 0: count bytes were moved (all of them; a receive with count 0 is the
  * end of the stream). err != 0: the connection broke (errno value).
  */
@@ -70,7 +70,7 @@ void pt_tcp_link_recv(pt_tcp_link *l, uint8_t *dst, uint64_t want, const pt_tcp_
 
 /**
  * Parking (issue 7, small messages): with parking on, a small receive (at
- * most 64 KiB, not fused) that finds no bytes does not wake the receiver
+ * most 512 KiB, not fused) that finds no bytes does not wake the receiver
  * thread; it is parked instead, and the caller (the driver thread, which
  * polls pt_tcp_link_fd for POLLIN) continues it with pt_tcp_link_poll, which
  * never blocks and completes it through the callback on the caller's thread.
