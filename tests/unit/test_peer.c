@@ -664,6 +664,56 @@ PTEST(peer, pool_stripes_one_large_op_exactly)
     }
 }
 
+PTEST(peer, pool_striping_changes_no_float_result)
+{
+    /* Random binary32 inputs (not exactly summable): the striped ring (pools of 3) and the
+     * unstriped one (pools of 1) give the same bits on every peer (docs/protocol.md §8.2). */
+    const uint32_t n = 3;
+    const uint64_t count = (uint64_t)n * 400000u + 5u;
+    float *x[3], *y[2][3];
+    test_rng r;
+    test_rng_seed(&r, 0x5717u);
+    for (uint32_t i = 0; i < n; i++) {
+        x[i] = malloc(count * sizeof(float));
+        y[0][i] = malloc(count * sizeof(float));
+        y[1][i] = malloc(count * sizeof(float));
+        PT_ASSERT(x[i] != NULL && y[0][i] != NULL && y[1][i] != NULL, "buffers");
+        for (uint64_t k = 0; k < count; k++) {
+            x[i][k] = (float)((double)(int64_t)(test_rng_next(&r) % 2000001u) / 977.0 - 1000.0);
+        }
+    }
+    static const uint32_t pools[2][3] = {{3, 3, 3}, {1, 1, 1}};
+    for (uint32_t v = 0; v < 2; v++) {
+        smh *h = world_pools(n, pools[v]);
+        PT_ASSERT(h != NULL, "ring with pools of %u", pools[v][0]);
+        uint64_t c[3];
+        for (uint32_t i = 0; i < n; i++) {
+            ccoip_allreduce_args a = ar(7, count, pcclFloat, pcclSum, false);
+            c[i] = smh_allreduce(h, i, &a, x[i], y[v][i]);
+        }
+        smh_run(h);
+        for (uint32_t i = 0; i < n; i++) {
+            pcclResult_t res;
+            PT_ASSERT(smh_done(h, i, c[i], &res) && res == pcclSuccess, "peer %u completes", i);
+            uint32_t ntx = 0, nrx = 0;
+            PT_ASSERT(smh_ring_conn_sets(h, i, 7, &ntx, &nrx) && ntx == pools[v][0] &&
+                          nrx == pools[v][0],
+                      "peer %u used %u / %u connections", i, ntx, nrx);
+        }
+        smh_destroy(h);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        PT_ASSERT(memcmp(y[0][i], y[1][i], count * sizeof(float)) == 0,
+                  "peer %u: striped = unstriped bit for bit", i);
+        PT_ASSERT(memcmp(y[0][i], y[0][0], count * sizeof(float)) == 0, "peers agree");
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        free(x[i]);
+        free(y[0][i]);
+        free(y[1][i]);
+    }
+}
+
 PTEST(peer, pool_striped_op_peer_killed_then_rewired)
 {
     /* A member dies in the middle of a striped reduce-scatter: every survivor gets
