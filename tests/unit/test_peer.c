@@ -594,12 +594,12 @@ static bool st_alloc(st_bufs *b, uint32_t n, uint64_t count)
 {
     bool ok = true;
     for (uint32_t i = 0; i < n; i++) {
-        b[i].su = malloc(count * 4u);
-        b[i].ru = malloc(count * 4u);
-        b[i].xi = malloc(count * 4u);
-        b[i].oi = malloc(count * 4u);
-        b[i].sf = malloc(count * 4u);
-        b[i].rf = malloc(count * 4u);
+        b[i].su = malloc((size_t)count * 4u);
+        b[i].ru = malloc((size_t)count * 4u);
+        b[i].xi = malloc((size_t)count * 4u);
+        b[i].oi = malloc((size_t)count * 4u);
+        b[i].sf = malloc((size_t)count * 4u);
+        b[i].rf = malloc((size_t)count * 4u);
         ok = ok && b[i].su && b[i].ru && b[i].xi && b[i].oi && b[i].sf && b[i].rf;
     }
     return ok;
@@ -674,9 +674,9 @@ PTEST(peer, pool_striping_changes_no_float_result)
     test_rng r;
     test_rng_seed(&r, 0x5717u);
     for (uint32_t i = 0; i < n; i++) {
-        x[i] = malloc(count * sizeof(float));
-        y[0][i] = malloc(count * sizeof(float));
-        y[1][i] = malloc(count * sizeof(float));
+        x[i] = malloc((size_t)count * sizeof(float));
+        y[0][i] = malloc((size_t)count * sizeof(float));
+        y[1][i] = malloc((size_t)count * sizeof(float));
         PT_ASSERT(x[i] != NULL && y[0][i] != NULL && y[1][i] != NULL, "buffers");
         for (uint64_t k = 0; k < count; k++) {
             x[i][k] = (float)((double)(int64_t)(test_rng_next(&r) % 2000001u) / 977.0 - 1000.0);
@@ -703,9 +703,9 @@ PTEST(peer, pool_striping_changes_no_float_result)
         smh_destroy(h);
     }
     for (uint32_t i = 0; i < n; i++) {
-        PT_ASSERT(memcmp(y[0][i], y[1][i], count * sizeof(float)) == 0,
+        PT_ASSERT(memcmp(y[0][i], y[1][i], (size_t)count * sizeof(float)) == 0,
                   "peer %u: striped = unstriped bit for bit", i);
-        PT_ASSERT(memcmp(y[0][i], y[0][0], count * sizeof(float)) == 0, "peers agree");
+        PT_ASSERT(memcmp(y[0][i], y[0][0], (size_t)count * sizeof(float)) == 0, "peers agree");
     }
     for (uint32_t i = 0; i < n; i++) {
         free(x[i]);
@@ -737,7 +737,8 @@ PTEST(peer, pool_striped_op_peer_killed_then_rewired)
             PT_ASSERT(smh_done(h, i, c[i][t], &r) && r == pcclRankConnectionLost,
                       "survivor %u tag %u: pcclRankConnectionLost (r=%d)", i, t + 1u, (int)r);
         }
-        PT_ASSERT(memcmp(b[i].xi, b[i].oi, count * 4u) == 0, "survivor %u: input restored", i);
+        PT_ASSERT(memcmp(b[i].xi, b[i].oi, (size_t)count * 4u) == 0, "survivor %u: input restored",
+                  i);
     }
     for (uint32_t i = 0; i < 3; i++) {
         const uint32_t from = i < 2 ? i : 3u, to = i < 1 ? 1u : (i == 1 ? 3u : 0u);
