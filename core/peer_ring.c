@@ -206,6 +206,25 @@ static ccoip_span_ref span_part(ccoip_span_ref r, uint64_t off, uint64_t len)
     return r;
 }
 
+/* Pushes a RING_SEND or RING_RECV of op i's current step with the fields both share. */
+static ccoip_action *ring_io_push(ccoip_peer *p, uint32_t i, ccoip_action_type t, uint64_t io_id,
+                                  uint64_t conn, uint32_t chunk)
+{
+    const p_op *o = &p->ops[i];
+    ccoip_action *a = sm_out_push(&p->out, t);
+    if (a == NULL) return NULL;
+    a->io_id = io_id;
+    a->op_slot = i;
+    a->conn = conn;
+    a->epoch = o->epoch;
+    a->tag = o->a.tag;
+    a->seq = o->seq;
+    a->chunk = chunk;
+    a->step = o->step;
+    a->dtype = o->a.dtype;
+    return a;
+}
+
 /* One ring step's I/O: a RING_SEND and a RING_RECV per stripe (docs/protocol.md §8.2), stripe
  * j on pool connection j (one stripe: the op's connection). announce: the reduce-scatter's
  * RING_RECVs announce their REDUCE (contract v5, v6: a driver may fuse it). sub == POS_SG_IO
@@ -227,34 +246,19 @@ static void ring_io(ccoip_peer *p, uint32_t i, const ccoip_ring_step *st, ccoip_
     o->recv_left = (1u << nrx) - 1u;
     for (uint32_t j = 0; j < ntx; j++) {
         const ccoip_span c = ring_stripe(st->send.count, ntx, j);
-        ccoip_action *s = sm_out_push(&p->out, CCOIP_ACT_RING_SEND);
+        ccoip_action *s =
+            ring_io_push(p, i, CCOIP_ACT_RING_SEND, o->io_send != 0 ? o->io_send + j : 0,
+                         ntx == 1u ? o->tx_conn : o->stx[j], st->send_chunk);
         if (s == NULL) return; /* overflow: the step fails */
-        s->io_id = o->io_send != 0 ? o->io_send + j : 0;
-        s->op_slot = i;
-        s->conn = ntx == 1u ? o->tx_conn : o->stx[j];
-        s->epoch = o->epoch;
-        s->tag = o->a.tag;
-        s->seq = o->seq;
-        s->chunk = st->send_chunk;
-        s->step = o->step;
         s->src = ntx == 1u ? src : span_part(src, c.offset * o->wsize, c.count * o->wsize);
-        s->dtype = o->a.dtype;
         if (meta != NULL) s->quant = *meta;
     }
     for (uint32_t j = 0; j < nrx; j++) {
         const ccoip_span c = ring_stripe(st->recv.count, nrx, j);
-        ccoip_action *r = sm_out_push(&p->out, CCOIP_ACT_RING_RECV);
+        ccoip_action *r = ring_io_push(p, i, CCOIP_ACT_RING_RECV, o->io_recv + j,
+                                       nrx == 1u ? o->rx_conn : o->srx[j], st->recv_chunk);
         if (r == NULL) return;
-        r->io_id = o->io_recv + j;
-        r->op_slot = i;
-        r->conn = nrx == 1u ? o->rx_conn : o->srx[j];
-        r->epoch = o->epoch;
-        r->tag = o->a.tag;
-        r->seq = o->seq;
-        r->chunk = st->recv_chunk;
-        r->step = o->step;
         r->dst = nrx == 1u ? dst : span_part(dst, c.offset * o->wsize, c.count * o->wsize);
-        r->dtype = o->a.dtype;
         if (announce) {
             /* The REDUCE ring_after_io will ask for (contract v5, v6): a driver may fuse it. */
             const uint64_t at = st->recv.offset + c.offset;

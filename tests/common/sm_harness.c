@@ -120,12 +120,19 @@ static void h_set_add(uint64_t *set, uint32_t *n, uint64_t conn)
     if (*n < CCOIP_P2P_POOL_MAX) set[(*n)++] = conn;
 }
 
-/* Records conn as the latest RING_SEND (tx) or RING_RECV connection of tag. */
-static void h_note_io(h_peer *hp, uint64_t tag, uint64_t conn, bool tx)
+/* The index of tag in peer's I/O records, or nio_tags when it never ran there. */
+static uint32_t h_io_index(const h_peer *hp, uint64_t tag)
 {
     uint32_t i = 0;
     while (i < hp->nio_tags && hp->io_tag[i] != tag)
         i++;
+    return i;
+}
+
+/* Records conn as the latest RING_SEND (tx) or RING_RECV connection of tag. */
+static void h_note_io(h_peer *hp, uint64_t tag, uint64_t conn, bool tx)
+{
+    const uint32_t i = h_io_index(hp, tag);
     if (i == hp->nio_tags) {
         if (hp->nio_tags == H_MAX_IO_TAGS) return;
         hp->nio_tags++;
@@ -1229,25 +1236,21 @@ uint32_t smh_p2p_links(const smh *h, uint32_t from, uint32_t to)
 bool smh_ring_conns(const smh *h, uint32_t peer, uint64_t tag, uint64_t *tx, uint64_t *rx)
 {
     const h_peer *hp = &h->peers[peer];
-    for (uint32_t i = 0; i < hp->nio_tags; i++) {
-        if (hp->io_tag[i] != tag) continue;
-        *tx = hp->io_tx[i];
-        *rx = hp->io_rx[i];
-        return true;
-    }
-    return false;
+    const uint32_t i = h_io_index(hp, tag);
+    if (i == hp->nio_tags) return false;
+    *tx = hp->io_tx[i];
+    *rx = hp->io_rx[i];
+    return true;
 }
 
 bool smh_ring_conn_sets(const smh *h, uint32_t peer, uint64_t tag, uint32_t *ntx, uint32_t *nrx)
 {
     const h_peer *hp = &h->peers[peer];
-    for (uint32_t i = 0; i < hp->nio_tags; i++) {
-        if (hp->io_tag[i] != tag) continue;
-        *ntx = hp->io_ntx[i];
-        *nrx = hp->io_nrx[i];
-        return true;
-    }
-    return false;
+    const uint32_t i = h_io_index(hp, tag);
+    if (i == hp->nio_tags) return false;
+    *ntx = hp->io_ntx[i];
+    *nrx = hp->io_nrx[i];
+    return true;
 }
 
 bool smh_form_ring(smh *h, uint32_t n, uint32_t group)
