@@ -189,16 +189,6 @@ static uint32_t ring_stripes(const p_op *o, uint64_t count, uint32_t pool)
     return ccoip_ring_stripes(count * o->esize, pool);
 }
 
-/* Stripe j of n of a step's count elements (n == 1: all of them). */
-static ccoip_span ring_stripe(uint64_t count, uint32_t n, uint32_t j)
-{
-    if (n == 1u) {
-        ccoip_span all = {0, count};
-        return all;
-    }
-    return ccoip_ring_chunk(count, n, j);
-}
-
 static ccoip_span_ref span_part(ccoip_span_ref r, uint64_t off, uint64_t len)
 {
     r.offset += off;
@@ -245,7 +235,7 @@ static void ring_io(ccoip_peer *p, uint32_t i, const ccoip_ring_step *st, ccoip_
     p->next_io += nrx;
     o->recv_left = (1u << nrx) - 1u;
     for (uint32_t j = 0; j < ntx; j++) {
-        const ccoip_span c = ring_stripe(st->send.count, ntx, j);
+        const ccoip_span c = ccoip_ring_chunk(st->send.count, ntx, j);
         ccoip_action *s =
             ring_io_push(p, i, CCOIP_ACT_RING_SEND, o->io_send != 0 ? o->io_send + j : 0,
                          ntx == 1u ? o->tx_conn : o->stx[j], st->send_chunk);
@@ -254,7 +244,7 @@ static void ring_io(ccoip_peer *p, uint32_t i, const ccoip_ring_step *st, ccoip_
         if (meta != NULL) s->quant = *meta;
     }
     for (uint32_t j = 0; j < nrx; j++) {
-        const ccoip_span c = ring_stripe(st->recv.count, nrx, j);
+        const ccoip_span c = ccoip_ring_chunk(st->recv.count, nrx, j);
         ccoip_action *r = ring_io_push(p, i, CCOIP_ACT_RING_RECV, o->io_recv + j,
                                        nrx == 1u ? o->rx_conn : o->srx[j], st->recv_chunk);
         if (r == NULL) return;
@@ -484,18 +474,18 @@ static void ring_after_io(ccoip_peer *p, uint32_t i)
         const uint32_t n = ring_stripes(o, st.recv.count, o->prx);
         uint64_t first = 0;
         for (uint32_t j = 0; j < n; j++) {
-            const ccoip_span c = ring_stripe(st.recv.count, n, j);
+            const ccoip_span c = ccoip_ring_chunk(st.recv.count, n, j);
             const uint64_t at = st.recv.offset + c.offset;
             ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_REDUCE, POS_RS_REDUCE);
-            if (a == NULL) return;
+            if (a == NULL) return; /* overflow: the step fails */
             if (j == 0) first = o->io_kernel;
-            o->io_kernel = first; /* ids first .. first + n - 1, consecutive */
-            o->kern_left = (2u << j) - 1u;
             a->dst = ring_span(i, CCOIP_REGION_RECV, at * o->esize, c.count * o->esize);
             a->count = c.count;
             a->src = ring_span(i, CCOIP_REGION_SCRATCH, c.offset * o->esize, c.count * o->esize);
             a->base = ring_rs_base(o, i, at, c.count);
         }
+        o->io_kernel = first; /* ring_kernel gave ids first .. first + n - 1 */
+        o->kern_left = (1u << n) - 1u;
         return;
     }
     /* All-gather. */
