@@ -385,6 +385,7 @@ struct pt_driver {
     uint32_t nconns;
     pt_listener listeners[PT_MAX_LISTENERS];
     pt_io ios[PT_MAX_IOS];
+    uint32_t ios_hi; /* every used entry lies in ios[0 .. ios_hi): the scans stop there */
     pt_slot slots[PT_MAX_SLOTS];
     uint64_t cancelled[PT_CANCELLED_KEYS][3];
     uint32_t cancelled_next;
@@ -814,7 +815,7 @@ static pt_conn *conn_new(pt_driver *d, uint64_t id, bool data)
 /* Fails every pending ring I/O on conn (the stream broke or was closed). */
 static void ios_fail_on_conn(pt_driver *d, uint64_t conn)
 {
-    for (uint32_t i = 0; i < PT_MAX_IOS; i++) {
+    for (uint32_t i = 0; i < d->ios_hi; i++) {
         pt_io *io = &d->ios[i];
         if (!io->used || io->done_queued || io->conn != conn) continue;
         if (io->kind != IO_SEND && io->kind != IO_RECV) continue;
@@ -956,7 +957,7 @@ static void on_sent(pt_driver *d, pt_conn *c, int rv, uint64_t count)
     if (c->sq_head == NULL) c->sq_tail = NULL;
     if (it->probe_last) c->probe_sent_all = true;
     if (it->ring && it->last) {
-        for (uint32_t i = 0; i < PT_MAX_IOS; i++) {
+        for (uint32_t i = 0; i < d->ios_hi; i++) {
             pt_io *io = &d->ios[i];
             if (io->used && io->io_id == it->io_id && io->kind == IO_SEND && !io->done_queued) {
                 io->done_queued = true;
@@ -1034,7 +1035,7 @@ static void rd_start_header(pt_conn *c)
 
 static pt_io *io_find(pt_driver *d, uint64_t io_id)
 {
-    for (uint32_t i = 0; i < PT_MAX_IOS; i++) {
+    for (uint32_t i = 0; i < d->ios_hi; i++) {
         if (d->ios[i].used && d->ios[i].io_id == io_id) return &d->ios[i];
     }
     return NULL;
@@ -1143,7 +1144,7 @@ static bool ring_dispatch(pt_driver *d, pt_conn *c)
         return true;
     }
     pt_io *exact = NULL, *same_op = NULL;
-    for (uint32_t i = 0; i < PT_MAX_IOS; i++) {
+    for (uint32_t i = 0; i < d->ios_hi; i++) {
         pt_io *io = &d->ios[i];
         if (!io->used || io->done_queued || io->kind != IO_RECV || io->conn != c->id) continue;
         if (io->act.type != CCOIP_ACT_RING_RECV) continue;
@@ -1231,7 +1232,7 @@ static bool state_dispatch(pt_driver *d, pt_conn *c)
         return true;
     }
     pt_io *exact = NULL;
-    for (uint32_t i = 0; i < PT_MAX_IOS; i++) {
+    for (uint32_t i = 0; i < d->ios_hi; i++) {
         pt_io *io = &d->ios[i];
         if (!io->used || io->done_queued || io->kind != IO_RECV || io->conn != c->id) continue;
         if (io->act.type != CCOIP_ACT_STATE_RECV) continue;
@@ -1761,6 +1762,7 @@ static pt_io *io_add(pt_driver *d, const ccoip_action *a, pt_io_kind kind)
         if (io->used) continue;
         memset(io, 0, sizeof *io);
         io->used = true;
+        if (i >= d->ios_hi) d->ios_hi = i + 1;
         io->kind = kind;
         io->io_id = a->io_id;
         io->slot = a->op_slot;
@@ -1770,6 +1772,14 @@ static pt_io *io_add(pt_driver *d, const ccoip_action *a, pt_io_kind kind)
     }
     pt_log(CCOIP_LOG_ERROR, d->who, "pending I/O table full (%u)", PT_MAX_IOS);
     return NULL;
+}
+
+/* Frees an entry of the pending I/O table; the high-water mark follows the last used one. */
+static void io_free(pt_driver *d, pt_io *io)
+{
+    io->used = false;
+    while (d->ios_hi > 0 && !d->ios[d->ios_hi - 1].used)
+        d->ios_hi--;
 }
 
 static void slot_key(pt_driver *d, const ccoip_action *a)
@@ -2311,18 +2321,18 @@ static void act_cancel(pt_driver *d, const ccoip_action *a)
             pt_log(CCOIP_LOG_INFO, d->who,
                    "connection %" PRIu64 ": op cancelled mid-frame: closing the connection", c->id);
             /* Remove the slot's I/O first so that no completion is reported for it. */
-            for (uint32_t i = 0; i < PT_MAX_IOS; i++) {
+            for (uint32_t i = 0; i < d->ios_hi; i++) {
                 if (d->ios[i].used && d->ios[i].slot == slot && d->ios[i].kind != IO_KERNEL &&
                     d->ios[i].conn == c->id) {
-                    d->ios[i].used = false;
+                    io_free(d, &d->ios[i]);
                 }
             }
             conn_close(d, c, true);
             ci = (uint32_t)-1; /* table changed: rescan */
         }
     }
-    for (uint32_t i = 0; i < PT_MAX_IOS; i++) {
-        if (d->ios[i].used && d->ios[i].slot == slot) d->ios[i].used = false;
+    for (uint32_t i = 0; i < d->ios_hi; i++) {
+        if (d->ios[i].used && d->ios[i].slot == slot) io_free(d, &d->ios[i]);
     }
     held_retry(d);
 }
@@ -2371,9 +2381,9 @@ static void act_op_end(pt_driver *d, const ccoip_action *a)
 {
     if (a->op_slot >= PT_MAX_SLOTS) return;
     kernels_cancel(d, a->op_slot);
-    for (uint32_t i = 0; i < PT_MAX_IOS; i++) {
+    for (uint32_t i = 0; i < d->ios_hi; i++) {
         if (d->ios[i].used && d->ios[i].slot == a->op_slot && d->ios[i].kind == IO_KERNEL) {
-            d->ios[i].used = false;
+            io_free(d, &d->ios[i]);
         }
     }
     pt_slot *o = &d->slots[a->op_slot];
@@ -2601,7 +2611,7 @@ static void on_core_event(pt_driver *d, pt_ev *ev)
     if (cev->type == CCOIP_EV_IO_DONE || cev->type == CCOIP_EV_KERNEL_DONE) {
         pt_io *io = io_find(d, cev->done.io_id);
         if (io == NULL) return; /* cancelled: no completion for it */
-        io->used = false;
+        io_free(d, io);
     }
     core_feed(d, cev);
 }
