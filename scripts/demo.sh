@@ -96,6 +96,7 @@ start_peer() { # index log-name min-world
   if ((!QUIET)) && { (($1 == 0)) || (($1 == VICTIM)); }; then
     tail -n +1 -f --pid="$pid" "$TMP/$2.out" 2>/dev/null &
     PIDS+=($!)
+    disown "$!" # cleanup may kill it: no "Killed" job report in the demo's output
   fi
 }
 
