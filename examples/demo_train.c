@@ -480,10 +480,11 @@ int main(int argc, char **argv)
     pcclComm_t *comm = NULL;
     pcclCommCreateParams_t params;
     memset(&params, 0, sizeof params);
-    params.master_url = o.url;
-    params.timeout_ms = o.timeout_ms;
+    pcclCommCreateOptions_t copts = PCCL_COMM_CREATE_OPTIONS_INIT;
+    copts.master_url = o.url;
+    copts.timeout_ms = o.timeout_ms;
     pcclResult_t r = pcclInit();
-    if (r == pcclSuccess) r = pcclCreateCommunicator(&params, &comm);
+    if (r == pcclSuccess) r = pcclCreateCommunicatorEx(&params, &copts, &comm);
     if (r == pcclSuccess) r = pcclConnect(comm);
     if (r != pcclSuccess) {
         fprintf(stderr, "peer %u: cannot join %s: %s\n", o.index, o.url, result_name(r));

@@ -25,9 +25,10 @@ int main(int argc, char **argv)
     const char *url = argc > 1 ? argv[1] : "tcp://127.0.0.1:48148";
     CHECK(pcclInit());
     pcclCommCreateParams_t params = {0};
-    params.master_url = url;
+    pcclCommCreateOptions_t opts = PCCL_COMM_CREATE_OPTIONS_INIT;
+    opts.master_url = url;
     pcclComm_t *comm = NULL;
-    CHECK(pcclCreateCommunicator(&params, &comm));
+    CHECK(pcclCreateCommunicatorEx(&params, &opts, &comm));
     CHECK(pcclConnect(comm));
     for (int step = 0; step < 5; step++) {
         while (pcclUpdateTopology(comm) == pcclUpdateTopologyFailed) {

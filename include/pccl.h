@@ -2,10 +2,12 @@
  * pccl.h — the public C ABI of pccl, a fault-tolerant collective
  * communication library implementing the PCCL API over IP.
  *
- * Compatibility: source-compatible with the PCCL 1.0 API and its reference
- * documentation. Every type keeps PCCL's field order (C++20 designated
- * initializers require declaration order); what pccl adds is appended at the
- * end of a struct, where a zeroed field means "default". Result codes are
+ * Compatibility: source- and binary-compatible with PCCL 1.0 and its
+ * reference documentation (DESIGN.md §6, docs/pccl10.md). Every struct PCCL
+ * 1.0 defines has PCCL 1.0's exact size, alignment and field offsets (checked
+ * by tests/abi); every function PCCL 1.0 exports is exported under its name
+ * with its signature. What pccl adds lives in its own structs, versioned by a
+ * struct_size field, passed to ...Ex functions. Result codes are
  * append-only. Names that differ between PCCL's header and its documentation
  * are aliases of each other.
  *
@@ -274,32 +276,51 @@ typedef struct pcclRankInfo_t pcclRankInfo_t;
 /** A master node running in this process. Opaque. */
 typedef struct pcclMasterInstanceState_t pcclMasterInstance_t;
 
-/** Parameters of pcclCreateCommunicator. Zeroed appended fields mean "default". */
+/**
+ * Parameters of pcclCreateCommunicator: PCCL 1.0's struct, with its exact
+ * size (36 bytes), alignment and field offsets (DESIGN.md §6). Never append
+ * to it: pccl's own options are in pcclCommCreateOptions_t.
+ */
 typedef struct pcclCommCreateParams_t {
-    /** Address of the master (used when master_url is NULL). */
+    /** Address of the master (unless pcclCommCreateOptions_t.master_url is set). */
     ccoip_socket_address_t master_address;
     /** Peer group: collectives and shared state are scoped to it. */
     uint32_t peer_group;
     /**
-     * Connections per ring neighbour, 1..8 (0 means pccl's default, 2; PCCL 1.0 used 1):
-     * concurrent all-reduces spread over them, and one large all-reduce is striped over all
-     * of them (docs/protocol.md §8.2).
+     * Connections per ring neighbour (0 means pccl's default, 2; PCCL 1.0 used 1). Every
+     * value is accepted: pccl opens at most 8 (CCOIP_P2P_POOL_MAX) and clamps larger values
+     * to 8 with a log line. Concurrent all-reduces spread over the connections, and one
+     * large all-reduce is striped over all of them (docs/protocol.md §8.2).
      */
     uint32_t p2p_connection_pool_size;
+} pcclCommCreateParams_t;
 
-    /* ---- fields pccl appends (not in PCCL 1.0) ---- */
-
-    /**
-     * Master URL, overriding master_address when not NULL:
-     * "tcp://host:port", "tls+tcp://host:port" or "ipc:///path". Copied at
-     * pcclCreateCommunicator.
-     */
-    const char *master_url;
+/**
+ * pccl's options of a communicator beyond PCCL 1.0's parameters, for
+ * pcclCreateCommunicatorEx. Versioned by its size: set struct_size to
+ * sizeof(pcclCommCreateOptions_t) (PCCL_COMM_CREATE_OPTIONS_INIT does), so a
+ * library of a later version knows which fields the caller has. Zero fields
+ * mean the default. Later versions only append fields.
+ */
+typedef struct pcclCommCreateOptions_t {
+    /** sizeof(pcclCommCreateOptions_t) as the caller compiled it. */
+    uint32_t struct_size;
     /** Upper bound of every blocking call, in milliseconds; 0 means no bound. */
     uint32_t timeout_ms;
     /** Heartbeat interval to the master in milliseconds; 0 means 250. */
     uint32_t heartbeat_ms;
-} pcclCommCreateParams_t;
+    /** Must be 0. */
+    uint32_t reserved;
+    /**
+     * Master URL, overriding params->master_address when not NULL and not
+     * empty: "tcp://host:port", "tls+tcp://host:port" or "ipc:///path".
+     * Copied by pcclCreateCommunicatorEx.
+     */
+    const char *master_url;
+} pcclCommCreateOptions_t;
+
+/** An initializer of pcclCommCreateOptions_t: every option at its default. */
+#define PCCL_COMM_CREATE_OPTIONS_INIT {(uint32_t)sizeof(pcclCommCreateOptions_t), 0u, 0u, 0u, NULL}
 
 /** Statistics of one all-reduce. */
 typedef struct pcclReduceInfo_t {
@@ -424,14 +445,29 @@ PCCL_EXPORT pcclResult_t pcclGetVersion(uint32_t *version_out);
 PCCL_EXPORT pcclResult_t pcclGetBuildInfo(pcclBuildInfo_t *info);
 
 /**
- * Creates a communicator (no network activity yet). params is copied
- * (master_url included).
+ * Creates a communicator (no network activity yet) with every pccl option at
+ * its default (or from the environment: docs/protocol.md §2). params is
+ * copied.
  * Returns pcclSuccess; pcclNotInitialized (pcclInit not called);
- * pcclInvalidArgument (NULL pointer, master_url too long, an invalid
- * master address, p2p_connection_pool_size above 8); pcclSystemError.
+ * pcclInvalidArgument (NULL pointer, an invalid master address);
+ * pcclSystemError.
  */
 PCCL_EXPORT pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params,
                                                 pcclComm_t **comm_out);
+
+/**
+ * Creates a communicator with pccl's options (options may be NULL: the
+ * defaults, as pcclCreateCommunicator). params and options are copied
+ * (master_url included).
+ * Returns as pcclCreateCommunicator, and pcclInvalidArgument for a
+ * struct_size below 16 or above this library's sizeof(pcclCommCreateOptions_t)
+ * (a header newer than the library), a nonzero reserved field, or a
+ * master_url of 256 bytes or more (each with a log line saying which).
+ */
+PCCL_EXPORT pcclResult_t pcclCreateCommunicatorEx(const pcclCommCreateParams_t *params,
+                                                  PCCL_NULLABLE
+                                                  const pcclCommCreateOptions_t *options,
+                                                  pcclComm_t **comm_out);
 
 /**
  * Leaves the run gracefully (when connected), stops the communicator's
@@ -446,7 +482,7 @@ PCCL_EXPORT pcclResult_t pcclDestroyCommunicator(pcclComm_t *communicator);
  * Returns pcclSuccess; pcclNotInitialized; pcclInvalidArgument (NULL);
  * pcclInvalidUsage (already connected, protocol version mismatch);
  * pcclMasterConnectionFailed (master unreachable or lost);
- * pcclTimeout (params timeout_ms elapsed); pcclSystemError.
+ * pcclTimeout (the options' timeout_ms elapsed); pcclSystemError.
  */
 PCCL_EXPORT pcclResult_t pcclConnect(pcclComm_t *communicator);
 
@@ -516,7 +552,9 @@ PCCL_EXPORT pcclResult_t pcclAllReduce(const void *sendbuff, void *recvbuff,
  * until it is awaited. The handle is {communicator, tag}.
  * Returns pcclSuccess; pcclNotInitialized; pcclInvalidArgument (as
  * pcclAllReduce, and a tag already in flight on this communicator);
- * pcclInvalidUsage (not connected, too many operations in flight).
+ * pcclInvalidUsage (not connected, too many operations in flight);
+ * pcclTooFewPeers (this peer's group had fewer than two members at its last
+ * topology update, as PCCL 1.0: returned from this call, nothing started).
  */
 PCCL_EXPORT pcclResult_t pcclAllReduceAsync(const void *sendbuff, void *recvbuff,
                                             const pcclReduceDescriptor_t *descriptor,
@@ -524,7 +562,7 @@ PCCL_EXPORT pcclResult_t pcclAllReduceAsync(const void *sendbuff, void *recvbuff
                                             pcclAsyncReduceOp_t *reduce_handle_out);
 
 /**
- * Waits for an asynchronous all-reduce (bounded by params timeout_ms).
+ * Waits for an asynchronous all-reduce (bounded by the options' timeout_ms).
  * Returns the operation's result as pcclAllReduce; pcclInvalidArgument
  * (NULL, unknown handle).
  */
@@ -553,9 +591,16 @@ PCCL_EXPORT pcclResult_t pcclAllReduceMultipleWithRetry(
     PCCL_NULLABLE pcclReduceInfo_t *reduce_info_out, int max_in_flight);
 
 /**
- * Shared-state synchronization, the documentation's 3-argument form
- * (strategy ENFORCE_POPULAR); a collective of every accepted peer of the
- * caller's group. Each peer hashes its tensors and votes its revision; the
+ * Shared-state synchronization: PCCL 1.0's 4-argument function (this is the
+ * exported symbol pcclSynchronizeSharedState), a collective of every
+ * accepted peer of the caller's group. strategy: ENFORCE_POPULAR votes and
+ * receives; RECEIVE_ONLY only receives (its content is not a candidate);
+ * SEND_ONLY distributes but fails (pcclInvalidUsage, evicted) if it would
+ * have to receive. The reference documentation's 3-argument form
+ * pcclSynchronizeSharedState(comm, state, info) compiles too: the macro
+ * below supplies ENFORCE_POPULAR.
+ *
+ * Each peer hashes its tensors and votes its revision; the
  * master picks the popular revision and content, and every peer whose
  * content (or revision) differs fetches the differing tensors from an
  * up-to-date peer, verifies their hashes, and only then overwrites its own
@@ -574,30 +619,30 @@ PCCL_EXPORT pcclResult_t pcclAllReduceMultipleWithRetry(
  */
 PCCL_EXPORT pcclResult_t(pcclSynchronizeSharedState)(
     const pcclComm_t *communicator, pcclSharedState_t *shared_state,
-    PCCL_NULLABLE pcclSharedStateSyncInfo_t *sync_info_out);
+    pcclSharedStateSyncStrategy_t strategy, PCCL_NULLABLE pcclSharedStateSyncInfo_t *sync_info_out);
 
 /**
- * The 4-argument form of PCCL's header (a strategy before the info):
- * ENFORCE_POPULAR votes and receives, RECEIVE_ONLY only receives, SEND_ONLY
- * distributes but fails (pcclInvalidUsage, evicted) if it would have to
- * receive. Results as above.
+ * The same function as pcclSynchronizeSharedState (4 arguments), under the
+ * name pccl 0.1 exported it. Kept for programs and bindings built then.
  */
 PCCL_EXPORT pcclResult_t pcclSynchronizeSharedStateEx(
     const pcclComm_t *communicator, pcclSharedState_t *shared_state,
     pcclSharedStateSyncStrategy_t strategy, PCCL_NULLABLE pcclSharedStateSyncInfo_t *sync_info_out);
 
 /*
- * pcclSynchronizeSharedState(comm, state, info) or
- * pcclSynchronizeSharedState(comm, state, strategy, info): picks the form by
- * the number of arguments. FFI bindings call the exported functions
- * pcclSynchronizeSharedState (3 arguments) and pcclSynchronizeSharedStateEx.
- * The macro expands to its own name for 3 arguments; a macro does not
- * re-expand itself, so that calls the exported function.
+ * pcclSynchronizeSharedState(comm, state, strategy, info) calls the function;
+ * pcclSynchronizeSharedState(comm, state, info) supplies ENFORCE_POPULAR.
+ * The macro picks by the number of arguments; a macro does not re-expand its
+ * own name, so both expansions call the exported 4-argument function.
+ * Taking the function's address (no parenthesis after the name) is not
+ * affected.
  */
 #define PCCL_SSS_PICK_(a, b, c, d, name, ...) name
+#define PCCL_SSS3_(comm, state, info)                                                              \
+    pcclSynchronizeSharedState(comm, state, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, info)
 #define pcclSynchronizeSharedState(...)                                                            \
-    PCCL_SSS_PICK_(__VA_ARGS__, pcclSynchronizeSharedStateEx, pcclSynchronizeSharedState,          \
-                   pcclSSSTooFewArguments_, pcclSSSTooFewArguments_)                               \
+    PCCL_SSS_PICK_(__VA_ARGS__, pcclSynchronizeSharedState, PCCL_SSS3_, pcclSSSTooFewArguments_,  \
+                   pcclSSSTooFewArguments_)                                                        \
     (__VA_ARGS__)
 
 /** Parameters of pcclCreateMasterEx. Zero fields mean the defaults. */

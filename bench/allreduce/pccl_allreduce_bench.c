@@ -336,11 +336,12 @@ int main(int argc, char **argv)
     if (pcclInit() != pcclSuccess) return 2;
     pcclCommCreateParams_t params;
     memset(&params, 0, sizeof params);
-    params.master_url = o.url;
-    params.timeout_ms = o.timeout_ms;
     params.p2p_connection_pool_size = o.pool;
+    pcclCommCreateOptions_t opts = PCCL_COMM_CREATE_OPTIONS_INIT;
+    opts.master_url = o.url;
+    opts.timeout_ms = o.timeout_ms;
     pcclComm_t *comm = NULL;
-    if (pcclCreateCommunicator(&params, &comm) != pcclSuccess) return 2;
+    if (pcclCreateCommunicatorEx(&params, &opts, &comm) != pcclSuccess) return 2;
     const pcclResult_t r = pcclConnect(comm);
     if (r != pcclSuccess) {
         fprintf(stderr, "pccl_allreduce_bench %u: connect: %d\n", o.index, (int)r);

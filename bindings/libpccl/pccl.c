@@ -3,7 +3,7 @@
  *
  * Every communicator call validates its arguments, posts one command to the
  * communicator's driver thread and waits for the NOTIFY that completes it,
- * bounded by params.timeout_ms when set (DESIGN.md §5, §6).
+ * bounded by the options' timeout_ms when set (DESIGN.md §5, §6).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -33,6 +33,8 @@ static atomic_bool g_initialized;
 
 struct pcclComm_t {
     pcclCommCreateParams_t params;
+    uint32_t timeout_ms;   /* pcclCommCreateOptions_t.timeout_ms */
+    uint32_t heartbeat_ms; /* pcclCommCreateOptions_t.heartbeat_ms */
     char url[CCOIP_URL_MAX];
     bool has_url;
     pthread_mutex_t mu; /* guards driver, connected and async */
@@ -82,29 +84,81 @@ static bool addr_valid(const ccoip_socket_address_t *a)
     return a->inet.protocol == inetIPv4 || a->inet.protocol == inetIPv6;
 }
 
-PCCL_EXPORT pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params,
-                                                pcclComm_t **comm_out)
+/* The options of pcclCreateCommunicatorEx, checked: NULL means the defaults. */
+static pcclResult_t options_read(const pcclCommCreateOptions_t *o, pcclCommCreateOptions_t *out)
+{
+    const pcclCommCreateOptions_t defaults = PCCL_COMM_CREATE_OPTIONS_INIT;
+    *out = defaults;
+    if (o == NULL) return pcclSuccess;
+    if (o->struct_size < offsetof(pcclCommCreateOptions_t, reserved) + sizeof o->reserved) {
+        pt_log(CCOIP_LOG_ERROR, "pccl",
+               "pcclCreateCommunicatorEx: options.struct_size %u is too small (set it to "
+               "sizeof(pcclCommCreateOptions_t), or use PCCL_COMM_CREATE_OPTIONS_INIT)",
+               (unsigned)o->struct_size);
+        return pcclInvalidArgument;
+    }
+    if (o->struct_size > sizeof *o) {
+        pt_log(CCOIP_LOG_ERROR, "pccl",
+               "pcclCreateCommunicatorEx: options.struct_size %u is larger than this library's "
+               "%u: the program was built against a newer pccl.h",
+               (unsigned)o->struct_size, (unsigned)sizeof *o);
+        return pcclInvalidArgument;
+    }
+    if (o->reserved != 0) {
+        pt_log(CCOIP_LOG_ERROR, "pccl", "pcclCreateCommunicatorEx: options.reserved must be 0");
+        return pcclInvalidArgument;
+    }
+    memcpy(out, o, o->struct_size); /* fields beyond the caller's struct_size keep defaults */
+    if (out->master_url != NULL && strlen(out->master_url) >= CCOIP_URL_MAX) {
+        pt_log(CCOIP_LOG_ERROR, "pccl", "pcclCreateCommunicatorEx: master_url is %u bytes or longer",
+               (unsigned)CCOIP_URL_MAX);
+        return pcclInvalidArgument;
+    }
+    return pcclSuccess;
+}
+
+PCCL_EXPORT pcclResult_t pcclCreateCommunicatorEx(const pcclCommCreateParams_t *params,
+                                                  const pcclCommCreateOptions_t *options,
+                                                  pcclComm_t **comm_out)
 {
     if (!atomic_load(&g_initialized)) return pcclNotInitialized;
     if (params == NULL || comm_out == NULL) return pcclInvalidArgument;
-    if (params->p2p_connection_pool_size > CCOIP_P2P_POOL_MAX) return pcclInvalidArgument;
-    if (params->master_url == NULL && !addr_valid(&params->master_address)) {
-        return pcclInvalidArgument;
-    }
-    if (params->master_url != NULL && strlen(params->master_url) >= CCOIP_URL_MAX) {
+    pcclCommCreateOptions_t o;
+    pcclResult_t r = options_read(options, &o);
+    if (r != pcclSuccess) return r;
+    const bool has_url = o.master_url != NULL && o.master_url[0] != '\0';
+    if (!has_url && !addr_valid(&params->master_address)) {
+        pt_log(CCOIP_LOG_ERROR, "pccl",
+               "pcclCreateCommunicator: master_address.inet.protocol is neither inetIPv4 nor "
+               "inetIPv6");
         return pcclInvalidArgument;
     }
     pcclComm_t *c = calloc(1, sizeof *c);
     if (c == NULL) return pcclSystemError;
     c->params = *params;
-    if (params->master_url != NULL && params->master_url[0] != '\0') {
-        snprintf(c->url, sizeof c->url, "%s", params->master_url);
+    if (c->params.p2p_connection_pool_size > CCOIP_P2P_POOL_MAX) {
+        pt_log(CCOIP_LOG_INFO, "pccl",
+               "p2p_connection_pool_size %u: pccl opens at most %u connections per neighbour, "
+               "using %u",
+               (unsigned)c->params.p2p_connection_pool_size, (unsigned)CCOIP_P2P_POOL_MAX,
+               (unsigned)CCOIP_P2P_POOL_MAX);
+        c->params.p2p_connection_pool_size = CCOIP_P2P_POOL_MAX;
+    }
+    c->timeout_ms = o.timeout_ms;
+    c->heartbeat_ms = o.heartbeat_ms;
+    if (has_url) {
+        snprintf(c->url, sizeof c->url, "%s", o.master_url);
         c->has_url = true;
     }
-    c->params.master_url = NULL;
     pthread_mutex_init(&c->mu, NULL);
     *comm_out = c;
     return pcclSuccess;
+}
+
+PCCL_EXPORT pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params,
+                                                pcclComm_t **comm_out)
+{
+    return pcclCreateCommunicatorEx(params, NULL, comm_out);
 }
 
 /* Where the p2p listener binds: loopback when the master is on loopback. */
@@ -150,14 +204,14 @@ PCCL_EXPORT pcclResult_t pcclDestroyCommunicator(pcclComm_t *communicator)
     return pcclSuccess;
 }
 
-/* Posts a command and waits for it (bounded by params.timeout_ms). */
+/* Posts a command and waits for it (bounded by the options' timeout_ms). */
 static pcclResult_t comm_call(const pcclComm_t *c, ccoip_cmd *cmd, void *send, void *recv,
                               uint64_t bytes, pt_cmd_result *out)
 {
     uint32_t h;
     pcclResult_t r = pt_cmd_submit(c->d, cmd, send, recv, bytes, &h);
     if (r != pcclSuccess) return r;
-    return pt_cmd_wait(c->d, h, c->params.timeout_ms, false, out);
+    return pt_cmd_wait(c->d, h, c->timeout_ms, false, out);
 }
 
 PCCL_EXPORT pcclResult_t pcclConnect(pcclComm_t *communicator)
@@ -186,7 +240,7 @@ PCCL_EXPORT pcclResult_t pcclConnect(pcclComm_t *communicator)
     cfg.peer_group = c->params.peer_group;
     cfg.p2p_pool_size = c->params.p2p_connection_pool_size != 0 ? c->params.p2p_connection_pool_size
                                                                 : PCCL_POOL_DEFAULT;
-    cfg.heartbeat_ms = c->params.heartbeat_ms;
+    cfg.heartbeat_ms = c->heartbeat_ms;
     if (cfg.heartbeat_ms > 0 && cfg.heartbeat_ms * 8u > 2000u) cfg.evict_ms = cfg.heartbeat_ms * 8u;
     pcclResult_t r = pt_peer_create(&cfg, bind_host_for(c), &c->d);
     if (r != pcclSuccess) return r;
@@ -359,6 +413,15 @@ PCCL_EXPORT pcclResult_t pcclAllReduceAsync(const void *sendbuff, void *recvbuff
     r = reduce_args(sendbuff, recvbuff, descriptor, &args, &bytes);
     if (r != pcclSuccess) return r;
     pcclComm_t *c = (pcclComm_t *)(uintptr_t)communicator;
+    pt_peer_info info;
+    pt_peer_info_get(c->d, &info);
+    if (info.world_size < 2) { /* as PCCL 1.0: refused by the call, not at await */
+        pt_log(CCOIP_LOG_WARN, "pccl",
+               "all-reduce (tag %llu): the peer group has %u member(s); update the topology "
+               "until others join",
+               (unsigned long long)args.tag, (unsigned)info.world_size);
+        return pcclTooFewPeers;
+    }
     pthread_mutex_lock(&c->mu);
     uint32_t slot = PCCL_MAX_ASYNC;
     for (uint32_t i = 0; i < PCCL_MAX_ASYNC; i++) {
@@ -423,7 +486,7 @@ PCCL_EXPORT pcclResult_t pcclAwaitAsyncReduce(const pcclAsyncReduceOp_t *reduce_
                                               pcclReduceInfo_t *reduce_info_out)
 {
     if (reduce_handle == NULL || reduce_handle->comm == NULL) return pcclInvalidArgument;
-    return await_impl(reduce_handle, reduce_handle->comm->params.timeout_ms, false,
+    return await_impl(reduce_handle, reduce_handle->comm->timeout_ms, false,
                       reduce_info_out);
 }
 
@@ -525,10 +588,10 @@ PCCL_EXPORT pcclResult_t pcclAllReduceMultipleWithRetry(const pcclReduceOpDescri
 /* Shared state                                                             */
 /* ------------------------------------------------------------------------ */
 
-PCCL_EXPORT pcclResult_t pcclSynchronizeSharedStateEx(const pcclComm_t *communicator,
-                                                      pcclSharedState_t *shared_state,
-                                                      pcclSharedStateSyncStrategy_t strategy,
-                                                      pcclSharedStateSyncInfo_t *sync_info_out)
+PCCL_EXPORT pcclResult_t(pcclSynchronizeSharedState)(const pcclComm_t *communicator,
+                                                     pcclSharedState_t *shared_state,
+                                                     pcclSharedStateSyncStrategy_t strategy,
+                                                     pcclSharedStateSyncInfo_t *sync_info_out)
 {
     pcclResult_t r = comm_check(communicator);
     if (r != pcclSuccess) return r;
@@ -582,7 +645,7 @@ PCCL_EXPORT pcclResult_t pcclSynchronizeSharedStateEx(const pcclComm_t *communic
         cmd.sync.keys = keys;
         uint32_t h;
         r = pt_cmd_submit_sync(c->d, &cmd, mem, bytes, n, &h);
-        if (r == pcclSuccess) r = pt_cmd_wait(c->d, h, c->params.timeout_ms, false, &res);
+        if (r == pcclSuccess) r = pt_cmd_wait(c->d, h, c->timeout_ms, false, &res);
     }
     free(keys);
     free(mem);
@@ -596,12 +659,12 @@ PCCL_EXPORT pcclResult_t pcclSynchronizeSharedStateEx(const pcclComm_t *communic
     return pcclSuccess;
 }
 
-PCCL_EXPORT pcclResult_t(pcclSynchronizeSharedState)(const pcclComm_t *communicator,
-                                                     pcclSharedState_t *shared_state,
-                                                     pcclSharedStateSyncInfo_t *sync_info_out)
+PCCL_EXPORT pcclResult_t pcclSynchronizeSharedStateEx(const pcclComm_t *communicator,
+                                                      pcclSharedState_t *shared_state,
+                                                      pcclSharedStateSyncStrategy_t strategy,
+                                                      pcclSharedStateSyncInfo_t *sync_info_out)
 {
-    return pcclSynchronizeSharedStateEx(
-        communicator, shared_state, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, sync_info_out);
+    return (pcclSynchronizeSharedState)(communicator, shared_state, strategy, sync_info_out);
 }
 
 /* ------------------------------------------------------------------------ */

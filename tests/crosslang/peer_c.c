@@ -101,9 +101,10 @@ static int run(const char *url, long steps, int32_t v, long world, size_t count,
         goto out;
     }
     pcclCommCreateParams_t params = {0};
-    params.master_url = url;
-    params.timeout_ms = (uint32_t)timeout_ms;
-    r = pcclCreateCommunicator(&params, &comm);
+    pcclCommCreateOptions_t opts = PCCL_COMM_CREATE_OPTIONS_INIT;
+    opts.master_url = url;
+    opts.timeout_ms = (uint32_t)timeout_ms;
+    r = pcclCreateCommunicatorEx(&params, &opts, &comm);
     if (r != pcclSuccess) {
         rc = failed("pcclCreateCommunicator", r);
         goto out;
@@ -152,7 +153,7 @@ static int run(const char *url, long steps, int32_t v, long world, size_t count,
             goto out;
         }
         shared.revision = (uint64_t)s;
-        r = pcclSynchronizeSharedStateEx(comm, &shared,
+        r = pcclSynchronizeSharedState(comm, &shared,
                                          PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, NULL);
         if (r != pcclSuccess) {
             rc = failed("pcclSynchronizeSharedState", r);
@@ -181,7 +182,7 @@ static int run(const char *url, long steps, int32_t v, long world, size_t count,
         fflush(stdout);
     }
     shared.revision = (uint64_t)steps;
-    r = pcclSynchronizeSharedStateEx(comm, &shared, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR,
+    r = pcclSynchronizeSharedState(comm, &shared, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR,
                                      NULL);
     if (r != pcclSuccess) {
         rc = failed("final pcclSynchronizeSharedState", r);

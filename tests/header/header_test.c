@@ -81,8 +81,10 @@ int main(void)
                                .port = CCOIP_PROTOCOL_PORT_MASTER},
             .peer_group = 0,
         };
-        CHECK(params.master_address.inet.ipv4.data[0] == 127 && params.master_url == NULL);
-        CHECK(params.p2p_connection_pool_size == 0 && params.timeout_ms == 0);
+        CHECK(params.master_address.inet.ipv4.data[0] == 127);
+        CHECK(params.p2p_connection_pool_size == 0 && sizeof params == 36);
+        pcclCommCreateOptions_t opts = PCCL_COMM_CREATE_OPTIONS_INIT;
+        CHECK(opts.struct_size == sizeof opts && opts.master_url == NULL && opts.timeout_ms == 0);
     }
     {
         float w[8] = {0};

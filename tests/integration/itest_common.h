@@ -74,10 +74,11 @@ static inline int itest_connect_group(const char *url, uint32_t world, pcclComm_
 {
     pcclCommCreateParams_t params;
     memset(&params, 0, sizeof params);
-    params.master_url = url;
-    params.timeout_ms = 20000;
+    pcclCommCreateOptions_t opts = PCCL_COMM_CREATE_OPTIONS_INIT;
+    opts.master_url = url;
+    opts.timeout_ms = 20000;
     *out = NULL;
-    if (pcclCreateCommunicator(&params, out) != pcclSuccess) return 2;
+    if (pcclCreateCommunicatorEx(&params, &opts, out) != pcclSuccess) return 2;
     pcclComm_t *comm = *out;
     int rc = pcclConnect(comm) == pcclSuccess ? 0 : 2;
     int ws = 0;

@@ -104,9 +104,10 @@ static pcclResult_t connect_comm(soak *s)
 {
     pcclCommCreateParams_t params;
     memset(&params, 0, sizeof params);
-    params.master_url = s->url;
-    params.timeout_ms = s->timeout_ms;
-    pcclResult_t r = pcclCreateCommunicator(&params, &s->comm);
+    pcclCommCreateOptions_t opts = PCCL_COMM_CREATE_OPTIONS_INIT;
+    opts.master_url = s->url;
+    opts.timeout_ms = s->timeout_ms;
+    pcclResult_t r = pcclCreateCommunicatorEx(&params, &opts, &s->comm);
     if (r != pcclSuccess) return r;
     r = pcclConnect(s->comm);
     if (r != pcclSuccess) {

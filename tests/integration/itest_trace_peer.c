@@ -131,10 +131,11 @@ int main(int argc, char **argv)
     if (pcclInit() != pcclSuccess) return 2;
     pcclCommCreateParams_t params;
     memset(&params, 0, sizeof params);
-    params.master_url = url;
-    params.timeout_ms = 20000;
+    pcclCommCreateOptions_t opts = PCCL_COMM_CREATE_OPTIONS_INIT;
+    opts.master_url = url;
+    opts.timeout_ms = 20000;
     pcclComm_t *comm = NULL;
-    if (pcclCreateCommunicator(&params, &comm) != pcclSuccess) return 2;
+    if (pcclCreateCommunicatorEx(&params, &opts, &comm) != pcclSuccess) return 2;
     pcclResult_t r = pcclConnect(comm);
     if (r != pcclSuccess) {
         fprintf(stderr, "itest_trace_peer %u: connect: %d\n", index, (int)r);
