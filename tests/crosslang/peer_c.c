@@ -154,7 +154,7 @@ static int run(const char *url, long steps, int32_t v, long world, size_t count,
         }
         shared.revision = (uint64_t)s;
         r = pcclSynchronizeSharedState(comm, &shared,
-                                         PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, NULL);
+                                       PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, NULL);
         if (r != pcclSuccess) {
             rc = failed("pcclSynchronizeSharedState", r);
             goto out;
@@ -183,7 +183,7 @@ static int run(const char *url, long steps, int32_t v, long world, size_t count,
     }
     shared.revision = (uint64_t)steps;
     r = pcclSynchronizeSharedState(comm, &shared, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR,
-                                     NULL);
+                                   NULL);
     if (r != pcclSuccess) {
         rc = failed("final pcclSynchronizeSharedState", r);
         goto out;
