@@ -320,7 +320,10 @@ typedef struct pcclCommCreateOptions_t {
 } pcclCommCreateOptions_t;
 
 /** An initializer of pcclCommCreateOptions_t: every option at its default. */
-#define PCCL_COMM_CREATE_OPTIONS_INIT {(uint32_t)sizeof(pcclCommCreateOptions_t), 0u, 0u, 0u, NULL}
+#define PCCL_COMM_CREATE_OPTIONS_INIT                                                              \
+    {                                                                                              \
+        (uint32_t)sizeof(pcclCommCreateOptions_t), 0u, 0u, 0u, NULL                                \
+    }
 
 /** Statistics of one all-reduce. */
 typedef struct pcclReduceInfo_t {
@@ -464,10 +467,9 @@ PCCL_EXPORT pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *pa
  * (a header newer than the library), a nonzero reserved field, or a
  * master_url of 256 bytes or more (each with a log line saying which).
  */
-PCCL_EXPORT pcclResult_t pcclCreateCommunicatorEx(const pcclCommCreateParams_t *params,
-                                                  PCCL_NULLABLE
-                                                  const pcclCommCreateOptions_t *options,
-                                                  pcclComm_t **comm_out);
+PCCL_EXPORT pcclResult_t pcclCreateCommunicatorEx(
+    const pcclCommCreateParams_t *params, PCCL_NULLABLE const pcclCommCreateOptions_t *options,
+    pcclComm_t **comm_out);
 
 /**
  * Leaves the run gracefully (when connected), stops the communicator's
@@ -641,7 +643,7 @@ PCCL_EXPORT pcclResult_t pcclSynchronizeSharedStateEx(
 #define PCCL_SSS3_(comm, state, info)                                                              \
     pcclSynchronizeSharedState(comm, state, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, info)
 #define pcclSynchronizeSharedState(...)                                                            \
-    PCCL_SSS_PICK_(__VA_ARGS__, pcclSynchronizeSharedState, PCCL_SSS3_, pcclSSSTooFewArguments_,  \
+    PCCL_SSS_PICK_(__VA_ARGS__, pcclSynchronizeSharedState, PCCL_SSS3_, pcclSSSTooFewArguments_,   \
                    pcclSSSTooFewArguments_)                                                        \
     (__VA_ARGS__)
 

@@ -110,7 +110,8 @@ static pcclResult_t options_read(const pcclCommCreateOptions_t *o, pcclCommCreat
     }
     memcpy(out, o, o->struct_size); /* fields beyond the caller's struct_size keep defaults */
     if (out->master_url != NULL && strlen(out->master_url) >= CCOIP_URL_MAX) {
-        pt_log(CCOIP_LOG_ERROR, "pccl", "pcclCreateCommunicatorEx: master_url is %u bytes or longer",
+        pt_log(CCOIP_LOG_ERROR, "pccl",
+               "pcclCreateCommunicatorEx: master_url is %u bytes or longer",
                (unsigned)CCOIP_URL_MAX);
         return pcclInvalidArgument;
     }
@@ -486,8 +487,7 @@ PCCL_EXPORT pcclResult_t pcclAwaitAsyncReduce(const pcclAsyncReduceOp_t *reduce_
                                               pcclReduceInfo_t *reduce_info_out)
 {
     if (reduce_handle == NULL || reduce_handle->comm == NULL) return pcclInvalidArgument;
-    return await_impl(reduce_handle, reduce_handle->comm->timeout_ms, false,
-                      reduce_info_out);
+    return await_impl(reduce_handle, reduce_handle->comm->timeout_ms, false, reduce_info_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclAwaitAsyncReduceTimeout(const pcclAsyncReduceOp_t *reduce_handle,
