@@ -18,7 +18,9 @@ import (
 // closed Communicator or Master.
 var ErrClosed = errors.New("closed")
 
-// Config holds the parameters of NewCommunicator (pcclCommCreateParams_t).
+// Config holds the parameters of NewCommunicator: PeerGroup goes to
+// pcclCommCreateParams_t, MasterURL, Timeout and Heartbeat to pccl's
+// pcclCommCreateOptions_t (master_url, timeout_ms, heartbeat_ms).
 type Config struct {
 	// MasterURL is the master's address: "tcp://host:port",
 	// "tls+tcp://host:port", "ipc:///path", or "host:port" (taken as tcp://).
@@ -78,14 +80,17 @@ func NewCommunicator(cfg Config) (*Communicator, error) {
 	}
 	curl := C.CString(url)
 	defer C.free(unsafe.Pointer(curl))
+	// PCCL 1.0's parameters: master_address stays zeroed, the URL overrides it.
 	var p C.pcclCommCreateParams_t
-	p.master_url = curl
 	p.peer_group = C.uint32_t(cfg.PeerGroup)
-	p.timeout_ms = durMs(cfg.Timeout)
-	p.heartbeat_ms = durMs(cfg.Heartbeat)
-	c := &Communicator{timeout: time.Duration(p.timeout_ms) * time.Millisecond,
+	var o C.pcclCommCreateOptions_t
+	o.struct_size = C.uint32_t(unsafe.Sizeof(o))
+	o.master_url = curl
+	o.timeout_ms = durMs(cfg.Timeout)
+	o.heartbeat_ms = durMs(cfg.Heartbeat)
+	c := &Communicator{timeout: time.Duration(o.timeout_ms) * time.Millisecond,
 		ops: make(map[*AsyncOp]struct{})}
-	if r := Code(C.pcclCreateCommunicator(&p, &c.h)); r != Success {
+	if r := Code(C.pcclCreateCommunicatorEx(&p, &o, &c.h)); r != Success {
 		return nil, newErr("NewCommunicator", r)
 	}
 	return c, nil

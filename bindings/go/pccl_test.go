@@ -293,3 +293,52 @@ func TestNotConnected(t *testing.T) {
 		t.Fatalf("Connect took %v", time.Since(t0))
 	}
 }
+
+// TestAlone: a peer alone in its group gets TooFewPeers from AllReduceAsync
+// itself (nothing started, its buffers free again) and from both forms of
+// AllReduce. The Config's options (URL without scheme, Timeout, Heartbeat)
+// reach pcclCreateCommunicatorEx.
+func TestAlone(t *testing.T) {
+	m := startMaster(t)
+	c, err := NewCommunicator(Config{MasterURL: fmt.Sprintf("127.0.0.1:%d", m.Port()),
+		PeerGroup: 3, Timeout: 10 * time.Second, Heartbeat: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.timeout != 10*time.Second {
+		t.Fatalf("timeout %v", c.timeout)
+	}
+	if err := c.Connect(); err != nil {
+		t.Fatal(err)
+	}
+	if ws, err := c.WorldSize(); err != nil || ws != 1 {
+		t.Fatalf("world size %d %v", ws, err)
+	}
+	b, err := BufferFrom([]int32{1, 2, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := AllReduceAsync(c, b, b, ReduceOptions{Tag: 5})
+	expectCode(t, "AllReduceAsync alone", err, ErrTooFewPeers)
+	if op != nil {
+		t.Fatal("an operation was returned")
+	}
+	if got := b.Slice(); got[0] != 1 || got[1] != 2 || got[2] != 3 {
+		t.Fatalf("buffer changed: %v", got)
+	}
+	if err := b.Free(); err != nil {
+		t.Fatalf("Free after the refused call: %v", err)
+	}
+	x := []int32{7, 8}
+	_, err = AllReduce(context.Background(), c, x, x, ReduceOptions{}) // staged (Config.Timeout)
+	expectCode(t, "AllReduce alone", err, ErrTooFewPeers)
+	if x[0] != 7 || x[1] != 8 {
+		t.Fatalf("data changed: %v", x)
+	}
+	// The same tag is free again: nothing is in flight.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = AllReduce(ctx, c, x, x, ReduceOptions{Tag: 5})
+	expectCode(t, "AllReduce alone, same tag", err, ErrTooFewPeers)
+}

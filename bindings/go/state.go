@@ -103,7 +103,7 @@ type SharedState struct {
 }
 
 // SyncSharedState synchronizes st with the group (a collective of every
-// accepted peer of the group; strategy as in pcclSynchronizeSharedStateEx).
+// accepted peer of the group; strategy as in pcclSynchronizeSharedState).
 // On success the tensors hold the popular content, bit-identical on every
 // peer, and st.Revision the group's revision. On failure the tensors are
 // untouched. Bounded by Config.Timeout; on Timeout the C memory of the call
@@ -157,7 +157,7 @@ func (c *Communicator) SyncSharedState(st *SharedState, strategy SyncStrategy) (
 	r := InvalidArgument
 	var info C.pcclSharedStateSyncInfo_t
 	if !badArg {
-		r = Code(C.pcclSynchronizeSharedStateEx(c.h, &cstate, C.pcclSharedStateSyncStrategy_t(strategy), &info))
+		r = Code(C.pcclSynchronizeSharedState(c.h, &cstate, C.pcclSharedStateSyncStrategy_t(strategy), &info))
 	}
 	if r == Timeout {
 		// The abandoned command may still read or write this memory.

@@ -262,16 +262,46 @@ pub type pcclMasterInstance_t = pcclMasterInstanceState_t;
 // Structs
 // ---------------------------------------------------------------------------
 
-/// `pcclCommCreateParams_t`. Zeroed appended fields (`master_url` .. `heartbeat_ms`) mean default.
+/// `pcclCommCreateParams_t`: PCCL 1.0's struct with its exact layout (36 bytes, alignment 4).
+/// `p2p_connection_pool_size`: 0 means pccl's default (2); values above 8 are clamped to 8.
+/// pccl's own options are in [`pcclCommCreateOptions_t`].
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
+#[derive(Debug, Copy, Clone, Default, PartialEq, Eq)]
 pub struct pcclCommCreateParams_t {
     pub master_address: ccoip_socket_address_t,
     pub peer_group: u32,
     pub p2p_connection_pool_size: u32,
-    pub master_url: *const c_char,
+}
+
+/// `pcclCommCreateOptions_t`: pccl's options of a communicator, for
+/// [`pcclCreateCommunicatorEx`]. Versioned by `struct_size` (set it to
+/// `size_of::<pcclCommCreateOptions_t>()`, as [`PCCL_COMM_CREATE_OPTIONS_INIT`] and `Default`
+/// do); zero fields mean the default; `reserved` must be 0. `master_url`, when not null and not
+/// empty, overrides `pcclCommCreateParams_t::master_address`.
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct pcclCommCreateOptions_t {
+    pub struct_size: u32,
     pub timeout_ms: u32,
     pub heartbeat_ms: u32,
+    pub reserved: u32,
+    pub master_url: *const c_char,
+}
+
+/// `PCCL_COMM_CREATE_OPTIONS_INIT`: every option at its default.
+pub const PCCL_COMM_CREATE_OPTIONS_INIT: pcclCommCreateOptions_t = pcclCommCreateOptions_t {
+    struct_size: core::mem::size_of::<pcclCommCreateOptions_t>() as u32,
+    timeout_ms: 0,
+    heartbeat_ms: 0,
+    reserved: 0,
+    master_url: core::ptr::null(),
+};
+
+impl Default for pcclCommCreateOptions_t {
+    /// [`PCCL_COMM_CREATE_OPTIONS_INIT`].
+    fn default() -> Self {
+        PCCL_COMM_CREATE_OPTIONS_INIT
+    }
 }
 
 /// `pcclReduceInfo_t`: statistics of one all-reduce.
@@ -395,6 +425,12 @@ extern "C" {
         params: *const pcclCommCreateParams_t,
         comm_out: *mut *mut pcclComm_t,
     ) -> pcclResult_t;
+    /// `options` may be null (the defaults, as `pcclCreateCommunicator`).
+    pub fn pcclCreateCommunicatorEx(
+        params: *const pcclCommCreateParams_t,
+        options: *const pcclCommCreateOptions_t,
+        comm_out: *mut *mut pcclComm_t,
+    ) -> pcclResult_t;
     pub fn pcclDestroyCommunicator(communicator: *mut pcclComm_t) -> pcclResult_t;
     pub fn pcclConnect(communicator: *mut pcclComm_t) -> pcclResult_t;
     pub fn pcclUpdateTopology(communicator: *mut pcclComm_t) -> pcclResult_t;
@@ -440,12 +476,15 @@ extern "C" {
         max_in_flight: c_int,
     ) -> pcclResult_t;
 
-    /// The 3-argument form (strategy ENFORCE_POPULAR); exported under this name.
+    /// PCCL 1.0's 4-argument function. (The header's 3-argument form is a C macro supplying
+    /// `PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR`.)
     pub fn pcclSynchronizeSharedState(
         communicator: *const pcclComm_t,
         shared_state: *mut pcclSharedState_t,
+        strategy: pcclSharedStateSyncStrategy_t,
         sync_info_out: *mut pcclSharedStateSyncInfo_t,
     ) -> pcclResult_t;
+    /// The same function as [`pcclSynchronizeSharedState`], under the name pccl 0.1 exported.
     pub fn pcclSynchronizeSharedStateEx(
         communicator: *const pcclComm_t,
         shared_state: *mut pcclSharedState_t,

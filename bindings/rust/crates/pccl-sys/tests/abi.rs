@@ -2,8 +2,10 @@
 //!
 //! 1. A C program compiled against pccl.h with the system C compiler (`$CC`, else `cc`) prints
 //!    the size and alignment of every struct, the offset of every field, the value, size and
-//!    signedness of every enum and enumerator, every numeric `#define` and the PCCL_RESULT_MAP
-//!    table; each line must equal what Rust computes from pccl-sys.
+//!    signedness of every enum and enumerator, every numeric `#define`, the fields of
+//!    `PCCL_COMM_CREATE_OPTIONS_INIT` and the PCCL_RESULT_MAP table; each line must equal what
+//!    Rust computes from pccl-sys. `pcclCommCreateParams_t` must moreover have PCCL 1.0's
+//!    layout, whatever the header says: 36 bytes, offsets 0, 28 and 32.
 //! 2. pccl.h is parsed: every struct's field list, every enumerator, every numeric `#define` and
 //!    every `PCCL_EXPORT` function (with its parameter count) must be declared in pccl-sys.
 //! 3. Every function is referenced (so the test links against libpccl), and every `pccl*`
@@ -54,8 +56,10 @@ fn struct_table() -> Vec<StructLayout> {
         "ccoip_inet_address_t" => ccoip_inet_address_t { protocol, ipv4, ipv6 }
         "ccoip_socket_address_t" => ccoip_socket_address_t { inet, port }
         "pcclCommCreateParams_t" => pcclCommCreateParams_t {
-            master_address, peer_group, p2p_connection_pool_size, master_url, timeout_ms,
-            heartbeat_ms
+            master_address, peer_group, p2p_connection_pool_size
+        }
+        "pcclCommCreateOptions_t" => pcclCommCreateOptions_t {
+            struct_size, timeout_ms, heartbeat_ms, reserved, master_url
         }
         "pcclReduceInfo_t" => pcclReduceInfo_t { local_world_size, tx_bytes, rx_bytes }
         "pcclReduceOperandDescriptor_t" => pcclReduceOperandDescriptor_t {
@@ -281,10 +285,13 @@ fn typedef_blocks(src: &str) -> Vec<(String, String, String)> {
     out
 }
 
-/// Object-like `#define`s with a value, except the export/annotation macros and include guards.
-fn numeric_defines(src: &str) -> Vec<String> {
+/// Object-like `#define`s with a value, except the export/annotation macros and include guards:
+/// (numeric ones, struct initializers `{...}`).
+fn numeric_defines(src: &str) -> (Vec<String>, Vec<String>) {
     let mut out = Vec::new();
-    for line in src.lines() {
+    let mut initializers = Vec::new();
+    let joined = src.replace("\\\n", " "); // continuation lines
+    for line in joined.lines() {
         let l = line.trim_start();
         if let Some(r) = l.strip_prefix("#define ") {
             let r = r.trim_start();
@@ -294,13 +301,17 @@ fn numeric_defines(src: &str) -> Vec<String> {
             if rest.starts_with('(') || rest.trim().is_empty() {
                 continue; // function-like, or a flag (include guards, PCCL_NULLABLE)
             }
+            if rest.trim_start().starts_with('{') {
+                initializers.push(name.to_string());
+                continue;
+            }
             if name == "PCCL_EXPORT" {
                 continue;
             }
             out.push(name.to_string());
         }
     }
-    out
+    (out, initializers)
 }
 
 /// Every `PCCL_EXPORT` function of pccl.h with its parameter count.
@@ -401,6 +412,12 @@ fn c_program() -> String {
             name
         ));
     }
+    c.push_str(
+        "{ const pcclCommCreateOptions_t o = PCCL_COMM_CREATE_OPTIONS_INIT;\n\
+         printf(\"init PCCL_COMM_CREATE_OPTIONS_INIT %u %u %u %u %d\\n\", (unsigned)o.struct_size, \
+         (unsigned)o.timeout_ms, (unsigned)o.heartbeat_ms, (unsigned)o.reserved, \
+         o.master_url == NULL); }\n",
+    );
     c.push_str("PCCL_RESULT_MAP(PRINT_RESULT)\nreturn 0;\n}\n");
     c
 }
@@ -421,6 +438,15 @@ fn rust_lines() -> Vec<String> {
     for (name, value) in constants() {
         v.push(format!("const {} {}", name, value));
     }
+    let o = PCCL_COMM_CREATE_OPTIONS_INIT;
+    v.push(format!(
+        "init PCCL_COMM_CREATE_OPTIONS_INIT {} {} {} {} {}",
+        o.struct_size,
+        o.timeout_ms,
+        o.heartbeat_ms,
+        o.reserved,
+        o.master_url.is_null() as i32
+    ));
     for (value, name, message) in PCCL_RESULT_MAP.iter() {
         v.push(format!("resultmap {} {} {}", value, name, message));
     }
@@ -467,8 +493,40 @@ fn layout_and_constants_match_the_c_compiler() {
         "ABI mismatches:\n{}",
         mismatches.join("\n")
     );
-    // The checks cover something: 17 structs, 9 enums, every result code.
+    // The checks cover something: 18 structs, 9 enums, every result code.
     assert!(c_lines.len() > 150, "only {} lines", c_lines.len());
+}
+
+#[test]
+fn comm_create_params_have_pccl_1_0_layout() {
+    // PCCL 1.0's struct: a 28-byte ccoip_socket_address_t, then two uint32_t. Binaries built
+    // against PCCL 1.0's header pass exactly this.
+    assert_eq!(size_of::<ccoip_socket_address_t>(), 28);
+    assert_eq!(size_of::<pcclCommCreateParams_t>(), 36);
+    assert_eq!(align_of::<pcclCommCreateParams_t>(), 4);
+    assert_eq!(offset!(pcclCommCreateParams_t, master_address), 0);
+    assert_eq!(offset!(pcclCommCreateParams_t, peer_group), 28);
+    assert_eq!(
+        offset!(pcclCommCreateParams_t, p2p_connection_pool_size),
+        32
+    );
+    // pccl's options: four uint32_t, then the URL pointer at 16.
+    assert_eq!(offset!(pcclCommCreateOptions_t, struct_size), 0);
+    assert_eq!(offset!(pcclCommCreateOptions_t, timeout_ms), 4);
+    assert_eq!(offset!(pcclCommCreateOptions_t, heartbeat_ms), 8);
+    assert_eq!(offset!(pcclCommCreateOptions_t, reserved), 12);
+    assert_eq!(offset!(pcclCommCreateOptions_t, master_url), 16);
+    assert_eq!(
+        size_of::<pcclCommCreateOptions_t>(),
+        16 + size_of::<*const u8>()
+    );
+    let d = pcclCommCreateOptions_t::default();
+    assert_eq!(d, PCCL_COMM_CREATE_OPTIONS_INIT);
+    assert_eq!(d.struct_size as usize, size_of::<pcclCommCreateOptions_t>());
+    assert_eq!(
+        pcclCommCreateParams_t::default().p2p_connection_pool_size,
+        0
+    );
 }
 
 #[test]
@@ -521,7 +579,9 @@ fn every_struct_field_enumerator_and_define_of_the_header_is_declared() {
         "every checked struct is in the header"
     );
     assert_eq!(enumerators_seen, 61, "enumerators in the headers");
-    let defines = numeric_defines(&src);
+    let (defines, initializers) = numeric_defines(&src);
+    // The C program prints the initializer's fields (the "init" line of the layout test).
+    assert_eq!(initializers, ["PCCL_COMM_CREATE_OPTIONS_INIT"]);
     assert!(defines.len() >= 11, "{:?}", defines);
     for d in defines {
         assert!(consts.contains(d.as_str()), "#define {} is not declared", d);
@@ -532,18 +592,19 @@ fn every_struct_field_enumerator_and_define_of_the_header_is_declared() {
 fn every_exported_function_is_declared_with_its_arity() {
     let header = exported_functions(&strip_comments(&read_header("pccl.h")));
     let declared = declared_functions();
-    assert_eq!(header.len(), 23, "{:?}", header.keys().collect::<Vec<_>>());
+    assert_eq!(header.len(), 24, "{:?}", header.keys().collect::<Vec<_>>());
     assert_eq!(header, declared);
 }
 
 #[test]
 fn every_function_links_and_every_exported_symbol_is_declared() {
     // Referencing each function makes the linker resolve it in libpccl.
-    let fns: [usize; 23] = [
+    let fns: [usize; 24] = [
         pcclInit as *const () as usize,
         pcclGetVersion as *const () as usize,
         pcclGetBuildInfo as *const () as usize,
         pcclCreateCommunicator as *const () as usize,
+        pcclCreateCommunicatorEx as *const () as usize,
         pcclDestroyCommunicator as *const () as usize,
         pcclConnect as *const () as usize,
         pcclUpdateTopology as *const () as usize,

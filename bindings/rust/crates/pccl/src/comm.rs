@@ -42,17 +42,20 @@ pub(crate) fn socket_address(addr: SocketAddr) -> sys::ccoip_socket_address_t {
     a
 }
 
-/// Parameters of [`Communicator::with_options`] (`pcclCommCreateParams_t`).
+/// Parameters of [`Communicator::with_options`]: `peer_group` and `p2p_connection_pool_size`
+/// go to PCCL 1.0's `pcclCommCreateParams_t`, `timeout` and `heartbeat` (and the master's URL)
+/// to pccl's `pcclCommCreateOptions_t` (`pcclCreateCommunicatorEx`).
 #[derive(Debug, Clone, Default)]
 pub struct CommOptions {
     /// Peer group: collectives and shared state are scoped to it.
     pub peer_group: u32,
-    /// Connections per ring neighbour (0 or 1).
+    /// Connections per ring neighbour: 0 means pccl's default (2); values above 8 are
+    /// accepted and clamped to 8 by the library (with a log line).
     pub p2p_connection_pool_size: u32,
     /// Upper bound of every blocking call (`timeout_ms`); `None`: no bound. See
     /// [`Communicator`] for what a timeout does to calls that borrow buffers.
     pub timeout: Option<Duration>,
-    /// Heartbeat interval to the master; `None`: 250 ms.
+    /// Heartbeat interval to the master (`heartbeat_ms`); `None`: 250 ms.
     pub heartbeat: Option<Duration>,
 }
 
@@ -91,9 +94,9 @@ impl Communicator {
         Communicator::with_options(master, &CommOptions::default())
     }
 
-    /// A communicator with options (`pcclCreateCommunicator`).
-    /// Errors: `InvalidArgument` (an address that does not parse or resolve, a URL too long,
-    /// a pool size above 8), `SystemError`.
+    /// A communicator with options (`pcclCreateCommunicatorEx`).
+    /// Errors: `InvalidArgument` (an address that does not parse or resolve, a URL too long),
+    /// `SystemError`.
     pub fn with_options(master: &str, options: &CommOptions) -> Result<Communicator> {
         crate::init()?;
         let mut url = None;
@@ -113,13 +116,16 @@ impl Communicator {
             master_address: address,
             peer_group: options.peer_group,
             p2p_connection_pool_size: options.p2p_connection_pool_size,
-            master_url: url.as_ref().map_or(ptr::null(), |u| u.as_ptr()),
+        };
+        let opts = sys::pcclCommCreateOptions_t {
             timeout_ms,
             heartbeat_ms: duration_ms(options.heartbeat),
+            master_url: url.as_ref().map_or(ptr::null(), |u| u.as_ptr()),
+            ..sys::PCCL_COMM_CREATE_OPTIONS_INIT
         };
         let mut raw = ptr::null_mut();
-        // SAFETY: params and the URL live across the call (the library copies both).
-        check(unsafe { sys::pcclCreateCommunicator(&params, &mut raw) })?;
+        // SAFETY: params, options and the URL live across the call (the library copies them).
+        check(unsafe { sys::pcclCreateCommunicatorEx(&params, &opts, &mut raw) })?;
         Ok(Communicator {
             raw: Cell::new(raw),
             timeout_ms,
@@ -408,7 +414,7 @@ impl Communicator {
     }
 
     /// Synchronizes the shared state of the caller's peer group
-    /// (`pcclSynchronizeSharedStateEx`): the popular revision and content win; an outdated
+    /// (`pcclSynchronizeSharedState`, PCCL 1.0's 4-argument form): the popular revision and content win; an outdated
     /// peer's tensors are overwritten in place after their hashes were verified. On success
     /// `state.revision` is the group's revision. Errors: `InvalidArgument` (bad or duplicate
     /// names, more than 64 tensors), `InvalidUsage` (revision or key-set violation, strategy
@@ -432,7 +438,7 @@ impl Communicator {
         // the call. On pcclTimeout the abandoned transfer may still write the tensors, so the
         // communicator is closed (its threads joined) before the borrow ends.
         let r =
-            unsafe { sys::pcclSynchronizeSharedStateEx(p, &mut raw, strategy.to_raw(), &mut info) };
+            unsafe { sys::pcclSynchronizeSharedState(p, &mut raw, strategy.to_raw(), &mut info) };
         if r == sys::pcclTimeout {
             self.close();
         }
@@ -505,7 +511,8 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
 
     /// Starts an all-reduce of `send` into `recv` (`pcclAllReduceAsync`); both stay borrowed
     /// until the scope ends. Errors: `InvalidArgument` (lengths differ, tag already in
-    /// flight), `InvalidUsage` (not connected, more than 16 in flight).
+    /// flight), `InvalidUsage` (not connected, more than 16 in flight), `TooFewPeers` (the
+    /// group had fewer than two peers at the last topology update: nothing started).
     pub fn all_reduce<T: Element>(
         &'scope self,
         send: &'scope [T],

@@ -195,14 +195,18 @@ fn bad_arguments_and_unconnected_calls() {
         Communicator::new("tcp://127.0.0.1:1\0").err(),
         Some(Error::InvalidArgument)
     );
-    let bad_pool = CommOptions {
-        p2p_connection_pool_size: 9,
-        ..Default::default()
-    };
-    assert_eq!(
-        Communicator::with_options("127.0.0.1:1", &bad_pool).err(),
-        Some(Error::InvalidArgument)
-    );
+    // Any pool size is accepted (the library clamps values above 8).
+    for pool in [9, 16, 64, u32::MAX] {
+        let big_pool = CommOptions {
+            p2p_connection_pool_size: pool,
+            ..Default::default()
+        };
+        assert!(
+            Communicator::with_options("127.0.0.1:1", &big_pool).is_ok(),
+            "pool size {}",
+            pool
+        );
+    }
     assert_eq!(Master::new("bogus://x").err(), Some(Error::InvalidArgument));
     let bad_evict = MasterOptions {
         listen_url: Some("tcp://127.0.0.1:0".into()),
@@ -272,6 +276,17 @@ fn bad_input_on_a_connected_group() {
         admit(&mut solo, pccl::Attribute::PeerGroupWorldSize, 1);
         let mut one = vec![1i32; 8];
         let alone = solo.all_reduce_in_place(&mut one, ReduceOp::Sum);
+        assert_eq!(one, vec![1; 8]);
+        // pcclAllReduceAsync refuses at once: the scope's call fails, nothing is in flight.
+        let started = solo.async_scope(|s| {
+            s.all_reduce_in_place(&mut one, ReduceOptions::new(ReduceOp::Sum).tag(3))
+                .map(|_| ())
+        });
+        assert_eq!(started, Err(Error::TooFewPeers));
+        assert_eq!(one, vec![1; 8]);
+        // Not closed by the refusal: the communicator still answers.
+        assert!(!solo.is_closed());
+        assert_eq!(solo.world_size(), Ok(1));
         drop(solo);
         run_peers(&addr, 2, move |i, c, _| {
             let send = vec![1i32; 8];
@@ -310,6 +325,54 @@ fn bad_input_on_a_connected_group() {
             assert_eq!(ok, vec![3; 8]);
         });
         assert_eq!(alone.err(), Some(Error::TooFewPeers));
+    });
+}
+
+#[test]
+fn pool_sizes_above_8_are_accepted_and_work() {
+    bounded(60, || {
+        let (_m, addr) = master();
+        // Two peers asking for 16 and 64 connections per neighbour (clamped to 8): exact sums
+        // of a buffer large enough to be striped over every connection, and concurrent ones.
+        let pools = [16u32, 64];
+        let handles: Vec<_> = pools
+            .iter()
+            .enumerate()
+            .map(|(i, &pool)| {
+                let addr = addr.clone();
+                std::thread::spawn(move || {
+                    let opts = CommOptions {
+                        p2p_connection_pool_size: pool,
+                        ..options(0)
+                    };
+                    let mut c = Communicator::with_options(&addr, &opts).unwrap();
+                    c.connect().unwrap();
+                    admit(&mut c, pccl::Attribute::CURRENT_WORLD_SIZE, 2);
+                    const BIG: usize = 1 << 20;
+                    let send: Vec<i32> = (0..BIG).map(|j| contribution(i, 0, j)).collect();
+                    let mut out = vec![0i32; BIG];
+                    let info = c.all_reduce(&send, &mut out, ReduceOp::Sum).unwrap();
+                    assert_eq!(info.local_world_size, 2);
+                    assert!((0..BIG).all(|j| out[j] == expected_sum(2, 0, j)));
+                    let mut bufs: Vec<Vec<i32>> = (0..12)
+                        .map(|k| (0..1000).map(|j| contribution(i, k, j)).collect())
+                        .collect();
+                    let mut refs: Vec<&mut [i32]> = bufs.iter_mut().map(|b| &mut b[..]).collect();
+                    c.all_reduce_multiple(&mut refs, ReduceOptions::new(ReduceOp::Sum).tag(10), 12)
+                        .unwrap();
+                    for (k, b) in bufs.iter().enumerate() {
+                        assert!(
+                            (0..1000).all(|j| b[j] == expected_sum(2, k, j)),
+                            "buffer {}",
+                            k
+                        );
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().expect("peer");
+        }
     });
 }
 
