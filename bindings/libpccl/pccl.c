@@ -84,12 +84,43 @@ static bool addr_valid(const ccoip_socket_address_t *a)
     return a->inet.protocol == inetIPv4 || a->inet.protocol == inetIPv6;
 }
 
-/* The options of pcclCreateCommunicatorEx, checked: NULL means the defaults. */
+/* A millisecond count from the environment variable name (unset or empty: *out unchanged). */
+static pcclResult_t env_ms(const char *name, uint32_t *out)
+{
+    const char *v = getenv(name);
+    if (v == NULL || v[0] == '\0') return pcclSuccess;
+    char *end = NULL;
+    const unsigned long long ms = strtoull(v, &end, 10);
+    if (*end != '\0' || ms > UINT32_MAX) {
+        pt_log(CCOIP_LOG_ERROR, "pccl", "%s=%s: want a count of milliseconds, 0 .. %u", name, v,
+               (unsigned)UINT32_MAX);
+        return pcclInvalidArgument;
+    }
+    *out = (uint32_t)ms;
+    return pcclSuccess;
+}
+
+static pcclResult_t options_env(pcclCommCreateOptions_t *out)
+{
+    pcclResult_t r = env_ms("PCCL_TIMEOUT_MS", &out->timeout_ms);
+    if (r == pcclSuccess) r = env_ms("PCCL_HEARTBEAT_MS", &out->heartbeat_ms);
+    const char *url = getenv("PCCL_MASTER_URL");
+    if (r == pcclSuccess && url != NULL && url[0] != '\0') out->master_url = url;
+    return r;
+}
+
+/*
+ * The options of pcclCreateCommunicatorEx, checked. A field the caller left
+ * zero (or NULL options, as pcclCreateCommunicator passes) takes its value
+ * from the environment, so programs built for PCCL 1.0 reach every option:
+ * PCCL_MASTER_URL, PCCL_TIMEOUT_MS, PCCL_HEARTBEAT_MS.
+ */
 static pcclResult_t options_read(const pcclCommCreateOptions_t *o, pcclCommCreateOptions_t *out)
 {
     const pcclCommCreateOptions_t defaults = PCCL_COMM_CREATE_OPTIONS_INIT;
     *out = defaults;
-    if (o == NULL) return pcclSuccess;
+    pcclResult_t r = options_env(out);
+    if (r != pcclSuccess || o == NULL) return r;
     if (o->struct_size < offsetof(pcclCommCreateOptions_t, reserved) + sizeof o->reserved) {
         pt_log(CCOIP_LOG_ERROR, "pccl",
                "pcclCreateCommunicatorEx: options.struct_size %u is too small (set it to "
@@ -108,7 +139,11 @@ static pcclResult_t options_read(const pcclCommCreateOptions_t *o, pcclCommCreat
         pt_log(CCOIP_LOG_ERROR, "pccl", "pcclCreateCommunicatorEx: options.reserved must be 0");
         return pcclInvalidArgument;
     }
-    memcpy(out, o, o->struct_size); /* fields beyond the caller's struct_size keep defaults */
+    pcclCommCreateOptions_t given = defaults;
+    memcpy(&given, o, o->struct_size); /* fields beyond the caller's struct_size: defaults */
+    if (given.timeout_ms != 0) out->timeout_ms = given.timeout_ms;
+    if (given.heartbeat_ms != 0) out->heartbeat_ms = given.heartbeat_ms;
+    if (given.master_url != NULL && given.master_url[0] != '\0') out->master_url = given.master_url;
     if (out->master_url != NULL && strlen(out->master_url) >= CCOIP_URL_MAX) {
         pt_log(CCOIP_LOG_ERROR, "pccl",
                "pcclCreateCommunicatorEx: master_url is %u bytes or longer",

@@ -236,7 +236,7 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
     do {                                                                                           \
         if (!(cond)) {                                                                             \
             pthread_mutex_lock(&g_mu);                                                             \
-            fprintf(stderr, "abi_pccl10: FAILED %s:%d: %s\n", __FILE__, __LINE__, #cond);        \
+            fprintf(stderr, "abi_pccl10: FAILED %s:%d: %s\n", __FILE__, __LINE__, #cond);          \
             g_failed++;                                                                            \
             pthread_mutex_unlock(&g_mu);                                                           \
         }                                                                                          \
@@ -247,7 +247,7 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
         const pcclResult_t got_ = (call);                                                          \
         if (got_ != (want)) {                                                                      \
             pthread_mutex_lock(&g_mu);                                                             \
-            fprintf(stderr, "abi_pccl10: FAILED %s:%d: %s returned %d, expected %d\n", __FILE__,  \
+            fprintf(stderr, "abi_pccl10: FAILED %s:%d: %s returned %d, expected %d\n", __FILE__,   \
                     __LINE__, #call, (int)got_, (int)(want));                                      \
             g_failed++;                                                                            \
             pthread_mutex_unlock(&g_mu);                                                           \
@@ -264,7 +264,8 @@ static void check_layouts(void)
     for (size_t i = 0; i < ns && i < abi_pccl_nstructs; i++) {
         const abi_struct_row *want = &k_pccl10_structs[i], *got = &abi_pccl_structs[i];
         if (want->size != got->size || want->align != got->align) {
-            fprintf(stderr, "abi_pccl10: FAILED %s: size %zu align %zu in pccl.h, PCCL 1.0 %zu/%zu\n",
+            fprintf(stderr,
+                    "abi_pccl10: FAILED %s: size %zu align %zu in pccl.h, PCCL 1.0 %zu/%zu\n",
                     want->name, got->size, got->align, want->size, want->align);
             g_failed++;
         }
@@ -296,7 +297,7 @@ static void check_layouts(void)
 /* Two peers and a master                                                   */
 /* ------------------------------------------------------------------------ */
 
-#define N_STATE 1000u
+#define N_STATE  1000u
 #define N_REDUCE 4099u
 
 static uint16_t g_port;
@@ -442,8 +443,9 @@ static void *peer_main(void *p)
     pcclSharedStateSyncInfo_t si;
     memset(&si, 0xFF, sizeof si);
     CHECK_RESULT(pcclSynchronizeSharedState(comm, &state,
-                                            rank == 0 ? PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY
-                                                      : PCCL_SHARED_STATE_SYNC_STRATEGY_RECEIVE_ONLY,
+                                            rank == 0
+                                                ? PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY
+                                                : PCCL_SHARED_STATE_SYNC_STRATEGY_RECEIVE_ONLY,
                                             &si),
                  pcclSuccess);
     CHECK(state.revision == 0);
@@ -455,9 +457,9 @@ static void *peer_main(void *p)
                     : (si.rx_bytes == N_STATE * 4u && si.tx_bytes == 0));
     /* The next revision, both ENFORCE_POPULAR, equal content: nothing moves. */
     state.revision = 1;
-    CHECK_RESULT(
-        pcclSynchronizeSharedState(comm, &state, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, &si),
-        pcclSuccess);
+    CHECK_RESULT(pcclSynchronizeSharedState(comm, &state,
+                                            PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, &si),
+                 pcclSuccess);
     CHECK(state.revision == 1 && si.rx_bytes == 0 && si.tx_bytes == 0);
     free(w);
 
