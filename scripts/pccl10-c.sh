@@ -4,11 +4,13 @@
 #   tests/c99_compat        compiled as C99 with -Wall -Wextra -Wpedantic -Werror, run
 #   tests/basic_reduce_test compiled as C++20, 2 peers run, a 3rd joins mid-run
 #   tests/concurrent_reduce_test  the same
-# No warning may come from pccl's headers (-Wall -Wextra). A run passes when
+# No warning may come from pccl's headers (-Wall -Wextra), and the programs get no warning with
+# pccl's headers that they do not get with PCCL 1.0's own (compiled side by side). A run passes when
 # no peer exits or prints "Error:"/"failed", every peer completes at least
 # --steps steps, and the newcomer is admitted and completes its own.
 #
 # Usage: scripts/pccl10-c.sh PCCL10_CHECKOUT [BUILD_DIR] [--steps N] [--timeout S]
+#   COMPILE_ONLY=1: stop after compiling (and running c99_compat)
 #   PCCL10_CHECKOUT  a checkout of PCCL 1.0 (its tests/ and log/ folders are used
 #                    in place; nothing of it is copied into pccl)
 #   BUILD_DIR        a configured and built pccl tree (default build/release)
@@ -70,7 +72,24 @@ compile() { # NAME COMPILER ARGS...
     fail "$name: warnings from pccl's headers"
     return 1
   fi
-  echo "ok: $name compiles ($(grep -c 'warning:' "$WORK/$name.build.log" || true) warning(s), none from pccl's headers)"
+  # The same source against PCCL 1.0's own headers: pccl's may add no warning to the program's
+  # (a struct with extra fields would add missing-initializer warnings to every initializer).
+  local ref=("${@/#-I$PREFIX\/include/-I$PCCL10/include}")
+  ref=("${ref[@]/#-o/-c}")
+  local args=()
+  for a in "${ref[@]}"; do
+    case $a in -L* | -l* | "$WORK/$name") ;; *) args+=("$a") ;; esac
+  done
+  "${args[@]}" -o /dev/null -I"$PCCL10/ccoip/public_include" >"$WORK/$name.pccl10.log" 2>&1 || true
+  local extra
+  extra=$(comm -23 <(grep 'warning:' "$WORK/$name.build.log" | sort -u) \
+    <(grep 'warning:' "$WORK/$name.pccl10.log" | sort -u))
+  if [[ -n $extra ]]; then
+    echo "$extra"
+    fail "$name: warnings with pccl's headers that PCCL 1.0's headers do not give"
+    return 1
+  fi
+  echo "ok: $name compiles ($(grep -c 'warning:' "$WORK/$name.build.log" || true) warning(s) of its own, the same with PCCL 1.0's headers; none from pccl's)"
 }
 
 echo "== compile"
@@ -147,6 +166,7 @@ run_program() { # NAME DONE_PATTERN
   wait "${peers[@]}" "$master" 2>/dev/null || true
 }
 
+[[ ${COMPILE_ONLY:-0} == 1 ]] && exit $FAILED
 run_program basic_reduce_test "All reduce finished"
 run_program concurrent_reduce_test "All reduces finished sucessfully"
 
