@@ -3,7 +3,8 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-install(FILES ${CMAKE_SOURCE_DIR}/include/pccl.h ${CMAKE_SOURCE_DIR}/include/ccoip.h
+install(FILES ${CMAKE_SOURCE_DIR}/include/pccl.h ${CMAKE_SOURCE_DIR}/include/pccl_types.h
+              ${CMAKE_SOURCE_DIR}/include/ccoip.h
               ${CMAKE_SOURCE_DIR}/include/ccoip_inet.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS pccl EXPORT pcclTargets

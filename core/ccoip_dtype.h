@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "pccl.h"
+#include "pccl_types.h"
 
 /** True when dt is one of the twelve pcclDataType_t values. */
 bool ccoip_dtype_valid(pcclDataType_t dt);

@@ -20,7 +20,7 @@
 
 #include "ccoip_pb.h"
 #include "ccoip_quant.h"
-#include "pccl.h"
+#include "pccl_types.h"
 
 /** The CCoIP protocol version this build speaks (docs/protocol.md §1.2). */
 #define CCOIP_PROTOCOL_VERSION (1u)

@@ -18,7 +18,7 @@
 
 #include <stdint.h>
 
-#include "pccl.h"
+#include "pccl_types.h"
 
 /** A named tensor to hash. Counts are uint64_t (size_t is 32 bits on wasm32). */
 typedef struct ccoip_hash_entry {

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "ccoip_sm.h"
-#include "pccl.h"
+#include "pccl_types.h"
 
 /** Configuration of a master. Zero fields take the documented defaults. */
 typedef struct ccoip_master_config {

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "ccoip_sm.h"
-#include "pccl.h"
+#include "pccl_types.h"
 
 /** The connection id of the control connection to the master. */
 #define CCOIP_PEER_MASTER_CONN ((uint64_t)1)

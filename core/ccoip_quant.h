@@ -78,7 +78,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "pccl.h"
+#include "pccl_types.h"
 
 /** Largest |zero_point| accepted in ZeroPointScale metadata (2^48). */
 #define CCOIP_QUANT_ZERO_POINT_LIMIT ((int64_t)1 << 48)

@@ -30,7 +30,7 @@
 
 #include <stdint.h>
 
-#include "pccl.h"
+#include "pccl_types.h"
 
 /**
  * dst[i] = dst[i] op src[i] for i in [0, count).

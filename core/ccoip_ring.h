@@ -26,7 +26,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "pccl.h"
+#include "pccl_types.h"
 
 /** Largest world size the schedule accepts. */
 #define CCOIP_RING_WORLD_MAX (1u << 20)

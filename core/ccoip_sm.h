@@ -133,7 +133,7 @@
 #include <stdint.h>
 
 #include "ccoip_quant.h"
-#include "pccl.h"
+#include "pccl_types.h"
 
 /** Connection ids at or above this value are chosen by the driver (accepted connections). */
 #define CCOIP_CONN_ACCEPTED_BASE ((uint64_t)1 << 62)

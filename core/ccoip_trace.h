@@ -87,7 +87,7 @@
 #include "ccoip_master.h"
 #include "ccoip_peer.h"
 #include "ccoip_sm.h"
-#include "pccl.h"
+#include "pccl_types.h"
 
 #define CCOIP_TRACE_MAGIC   "CCOIPTRC"
 #define CCOIP_TRACE_VERSION 2u

@@ -24,7 +24,7 @@
 
 #include <stdint.h>
 
-#include "pccl.h"
+#include "pccl_types.h"
 
 /** Largest n solved exactly. */
 #define CCOIP_TSP_EXACT_MAX 10u

@@ -7,6 +7,7 @@
 #include "ccoip_ring.h"
 
 #include <assert.h>
+#include <stddef.h>
 
 /* (a - b) mod world for a, b < world, without leaving unsigned range. */
 static uint32_t ring_sub_mod(uint32_t a, uint32_t b, uint32_t world)

@@ -9,7 +9,7 @@ CodeGeneratorResponse on stdout):
 For X.proto it writes X_pb.h and X_pb.c: one struct and three functions
 (encoded_size, encode, decode) per message, enum constants, and the fixed
 runtime of schema/templates/ (varints, bounds checks, arena). The output has
-no dependency beyond <stdint.h>, <stdbool.h>, <string.h> and pccl.h, does no
+no dependency beyond <stdint.h>, <stdbool.h>, <string.h> and pccl_types.h, does no
 I/O and allocates nothing, so it compiles into core/ for every target.
 docs/protocol.md §4 states the rules the decoders enforce and §12 the C API.
 
@@ -304,7 +304,7 @@ class Gen:
         guard = self.base.upper() + "_H"
         L = self.banner("h")
         L += [f"#ifndef {guard}", f"#define {guard}", "", "#include <stdbool.h>",
-              "#include <stdint.h>", "", '#include "pccl.h"', "", "#ifdef __cplusplus",
+              "#include <stdint.h>", "", '#include "pccl_types.h"', "", "#ifdef __cplusplus",
               'extern "C" {', "#endif", ""]
         L += read_template("runtime.h.in").rstrip("\n").split("\n")
         L += ["", "/* ---- enumerations ---- */", ""]

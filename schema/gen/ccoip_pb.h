@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "pccl.h"
+#include "pccl_types.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -19,14 +19,15 @@ import harness
 import pccl
 from pccl import _lib
 
-HEADER = harness.REPO / "include" / "pccl.h"
+# The enums and the result table live in pccl_types.h (included by pccl.h).
+HEADER = harness.REPO / "include" / "pccl_types.h"
 
 
 # ---------------------------------------------------------------- header conformance
 
 
 def c_enums():
-    """{enum type name: [(enumerator, value)]} from include/pccl.h, aliases resolved."""
+    """{enum type name: [(enumerator, value)]} from include/pccl_types.h, aliases resolved."""
     text = HEADER.read_text()
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     out = {}

@@ -3,7 +3,8 @@
 
 Two independent checks:
 1. Source scan: no call to a banned function (clocks, randomness, environment,
-   I/O, sockets, threads, nng) and no include of a banned header, outside
+   I/O, sockets, threads, nng) and no include of a banned header (the public
+   API pccl.h among them: core/ and schema/ include pccl_types.h), outside
    comments and string literals.
 2. Link scan: every symbol the core library leaves undefined must be on a
    short allowlist of pure libc/libm functions. This catches calls the source
@@ -35,7 +36,7 @@ BANNED_CALLS = [
     "select", "poll", "epoll_wait",
 ]
 BANNED_PREFIXES = ["pthread_", "nng_", "thrd_", "mtx_", "cnd_", "atomic_"]
-BANNED_HEADERS = ["stdio.h", "time.h", "pthread.h", "threads.h", "unistd.h", "sys/", "nng/",
+BANNED_HEADERS = ["pccl.h", "stdio.h", "time.h", "pthread.h", "threads.h", "unistd.h", "sys/", "nng/",
                   "stdatomic.h", "signal.h", "fcntl.h", "netinet/", "arpa/"]
 
 # Undefined symbols the core may leave for the C library: pure functions only.
@@ -130,6 +131,7 @@ def self_test(nm):
     bad = """
 #include <stdio.h>
 #include <time.h>
+#include "pccl.h"
 /* printf( in a comment is fine */
 static const char *s = "getenv(\\"X\\") in a string is fine";
 int ccoip_bad(void) { printf("%d", rand()); return (int)time(0) + pthread_self(); }
@@ -138,7 +140,7 @@ int ccoip_bad(void) { printf("%d", rand()); return (int)time(0) + pthread_self()
         with open(os.path.join(d, "bad.c"), "w") as fh:
             fh.write(bad)
         found = scan_sources(d)
-        want = ["includes <stdio.h>", "includes <time.h>", "calls printf()", "calls rand()",
+        want = ["includes <stdio.h>", "includes <time.h>", "includes <pccl.h>", "calls printf()", "calls rand()",
                 "calls time()", "calls pthread_self()"]
         missing = [w for w in want if not any(w in p for p in found)]
         spurious = [p for p in found if "getenv" in p]
@@ -154,7 +156,7 @@ int ccoip_bad(void) { printf("%d", rand()); return (int)time(0) + pthread_self()
         if not any("puts" in p for p in lib_problems):
             print("tidy self-test FAILED: link scan missed puts:", lib_problems)
             return 1
-    print("tidy self-test: the canary was caught (6 source findings, 1 link finding)")
+    print("tidy self-test: the canary was caught (7 source findings, 1 link finding)")
     print("1 passed, 0 failed")
     return 0
 

@@ -202,10 +202,10 @@ fn read_header(name: &str) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("read {}: {}", p.display(), e))
 }
 
-/// The three headers, without comments.
+/// The public headers, without comments.
 fn headers_source() -> String {
     let mut all = String::new();
-    for h in ["ccoip_inet.h", "ccoip.h", "pccl.h"] {
+    for h in ["ccoip_inet.h", "ccoip.h", "pccl_types.h", "pccl.h"] {
         all.push_str(&strip_comments(&read_header(h)));
         all.push('\n');
     }
