@@ -364,6 +364,7 @@ void check_m2p_sent(sim_world *w, uint32_t dst_node, const uint8_t *frame, uint6
         break;
     }
     if (epoch > w->master_max_epoch_sent) w->master_max_epoch_sent = epoch;
+    fault_on_m2p(w, dst_node, &m);
 }
 
 void check_m2p_recv(sim_world *w, uint32_t node, const uint8_t *frame, uint64_t len)
