@@ -71,6 +71,9 @@ typedef struct m_peer {
     uint32_t sync_load; /**< receivers assigned to this distributor */
     uint32_t sync_dist; /**< slot of its distributor (ASSIGNED receivers), else M_SLOT_NONE */
     uint64_t opt_call;
+    /** A p2p phase that failed early sent it the verdict of this epoch as a notification
+     *  before its report (docs/protocol.md §6.4): a late report of it is dropped. */
+    uint64_t early_epoch;
     uint8_t ip[16];
     uint32_t ip_len;
     m_endpoint ep[M_ENDPOINT_KINDS];
