@@ -41,6 +41,7 @@ void m_topo_on_update_vote(ccoip_master *m, uint32_t slot, uint64_t call,
         return;
     }
     p->topo_voted = true;
+    m->mm_dirty = true;
     if (p->state == MP_ACCEPTED) m->n_tv_acc++;
     p->topo_accept = v->accept_new_peers;
     p->topo_call = call;
@@ -58,6 +59,7 @@ void m_topo_on_pending_query(ccoip_master *m, uint32_t slot, uint64_t call)
         return;
     }
     p->pend_voted = true;
+    m->mm_dirty = true;
     m->n_pend_voted++;
     p->pend_call = call;
     if (!m->pend_timer) {

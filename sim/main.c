@@ -405,8 +405,8 @@ static int run_one(cli *c, int argc, char **argv, uint64_t seed, bool line_only)
                r.crashes, r.hangs, r.evictions, r.live_peers_end, r.net_frames, r.net_bytes,
                r.replaced, r.syncs, r.sync_fetches, r.sync_failed, r.optimizes);
         printf("faults: %" PRIu64 " timed into a phase; survivors checked after %" PRIu64
-               " faults\n",
-               r.phase_faults, r.fault_checks);
+               " faults; %" PRIu64 " calls failed as mismatched\n",
+               r.phase_faults, r.fault_checks, r.call_mismatches);
     }
     if (st != SIM_OK) {
         printf("FAILED (%s): %s\n", sim_status_name(st), r.message);

@@ -213,8 +213,9 @@ typedef struct sim_result {
     uint64_t leaves;
     uint64_t crashes;
     uint64_t hangs;
-    uint64_t phase_faults; /**< Hangs and crashes timed into a phase (included above). */
-    uint64_t fault_checks; /**< Faults whose survivors were checked against the bound. */
+    uint64_t phase_faults;    /**< Hangs and crashes timed into a phase (included above). */
+    uint64_t fault_checks;    /**< Faults whose survivors were checked against the bound. */
+    uint64_t call_mismatches; /**< Calls failed as blocked in a call the others are not in. */
     uint64_t evictions;
     uint64_t replaced;            /**< Per-step churn replacements. */
     uint64_t syncs;               /**< Successful shared-state syncs (per peer). */

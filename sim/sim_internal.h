@@ -304,6 +304,7 @@ typedef struct sim_node {
     uint64_t sync_round;    /* master event that sent its SYNC_DONE_VERDICT (success) */
     uint64_t verdict_epoch; /* epoch of the last successful TopologyVerdict it received */
     bool sync_retry;        /* a sync failed retryably; the next success is a retry */
+    bool call_mismatch;     /* the master's last refusal: REASON_CALL_MISMATCH (§6.12) */
     /* trace recording */
     uint64_t rec_len, rec_cap;
     uint64_t rec_events;
