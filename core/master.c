@@ -502,6 +502,7 @@ static void master_remove(ccoip_master *m, uint32_t slot)
         if (p->topo_voted) m->n_tv_acc--;
     }
     if (p->pend_voted) m->n_pend_voted--;
+    m->mm_dirty = true;
     if (p->state >= MP_NEW) {
         m_opt_on_loss(m, slot);
         m_sync_on_loss(m, slot);
@@ -862,6 +863,7 @@ static void master_progress(ccoip_master *m)
         changed = m_coll_progress(m) || changed;
         changed = m_sync_progress(m) || changed;
         changed = m_opt_progress(m) || changed;
+        if (!changed) changed = m_mismatch_progress(m); /* only once the votes settled */
         if (!changed) break;
     }
 }

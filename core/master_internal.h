@@ -71,6 +71,9 @@ typedef struct m_peer {
     uint32_t sync_load; /**< receivers assigned to this distributor */
     uint32_t sync_dist; /**< slot of its distributor (ASSIGNED receivers), else M_SLOT_NONE */
     uint64_t opt_call;
+    /** A p2p phase that failed early sent it the verdict of this epoch as a notification
+     *  before its report (docs/protocol.md §6.4): a late report of it is dropped. */
+    uint64_t early_epoch;
     uint8_t ip[16];
     uint32_t ip_len;
     m_endpoint ep[M_ENDPOINT_KINDS];
@@ -246,8 +249,9 @@ struct ccoip_master {
     uint32_t n_pend_voted; /**< peers with pend_voted */
     uint32_t n_phase_wait; /**< peers in_phase that have not reported (during a phase) */
     uint64_t rewire_gen;   /**< bumped by m_mark_rewire*: collective votes re-check their group */
-    bool opt_any;          /**< some peer may have opt_st != MO_NONE */
-    uint32_t sg_hi;        /**< sgroups[sg_hi..] were never used */
+    bool mm_dirty;  /**< a blocking ballot arrived or a peer left: check for mismatched calls */
+    bool opt_any;   /**< some peer may have opt_st != MO_NONE */
+    uint32_t sg_hi; /**< sgroups[sg_hi..] were never used */
     /* Liveness: a lower bound of the earliest heartbeat/silence deadline (docs/core.md §2.3). */
     uint64_t live_next;
     /* Every used slot in a binary min-heap on (deadline key, slot): a key is a lower bound of the
@@ -321,6 +325,8 @@ void m_sync_on_done(ccoip_master *m, uint32_t slot, uint64_t call,
 bool m_sync_progress(ccoip_master *m);
 void m_sync_on_loss(ccoip_master *m, uint32_t slot);
 void m_sync_timers(ccoip_master *m);
+/** Forgets slot's open sync ballot (its call was answered elsewhere). */
+void m_sync_drop_vote(ccoip_master *m, uint32_t slot);
 uint64_t m_sync_deadline(const ccoip_master *m);
 
 /* master_optimize.c */
@@ -330,6 +336,12 @@ void m_opt_on_done(ccoip_master *m, uint32_t slot, uint64_t call);
 void m_opt_on_loss(ccoip_master *m, uint32_t slot);
 bool m_opt_progress(ccoip_master *m);
 void m_opt_timers(ccoip_master *m);
+/** Forgets slot's open optimize ballot (its call was answered elsewhere). */
+void m_opt_drop_vote(ccoip_master *m, uint32_t slot);
+
+/* master_mismatch.c */
+/** Members blocked in different calls (docs/protocol.md §6.12): fails them all at once. */
+bool m_mismatch_progress(ccoip_master *m);
 uint64_t m_opt_deadline(const ccoip_master *m);
 
 /* master_topology.c, for the optimization */

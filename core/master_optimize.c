@@ -25,12 +25,25 @@ void m_opt_on_vote(ccoip_master *m, uint32_t slot, uint64_t call)
     }
     p->opt_st = MO_VOTED;
     m->opt_any = true;
+    m->mm_dirty = true;
     p->opt_call = call;
     p->opt_failed = false;
     if (!m->opt_timer) {
         m->opt_timer = true;
         m->opt_first_ns = m->now;
     }
+}
+
+void m_opt_drop_vote(ccoip_master *m, uint32_t slot)
+{
+    m_peer *p = m_peer_at(m, slot);
+    if (p->opt_st != MO_VOTED) return;
+    p->opt_st = MO_NONE;
+    p->opt_call = 0;
+    bool any = false;
+    for (uint32_t k = 0; k < m->order_n && !any; k++)
+        any = m->peers[m->order[k]].opt_st != MO_NONE;
+    if (!any) m->opt_timer = false; /* the vote's deadline goes with its last ballot */
 }
 
 /* Link cost in microseconds per MiB (integer, >= 1, below CCOIP_TSP_COST_MAX). */

@@ -111,6 +111,24 @@ void m_sync_on_vote(ccoip_master *m, uint32_t slot, uint64_t call,
         g->has_first = true;
         g->first_ns = m->now;
     }
+    m->mm_dirty = true;
+}
+
+void m_sync_drop_vote(ccoip_master *m, uint32_t slot)
+{
+    m_peer *p = m_peer_at(m, slot);
+    if (p->sync_st != MS_VOTED) return;
+    p->sync_st = MS_NONE;
+    p->sync_call = 0;
+    m_sgroup *g = sync_group(m, p->group, false);
+    if (g == NULL || g->transfer) return;
+    /* The vote's deadline goes when its last ballot does. */
+    bool voters = false;
+    for (uint32_t k = 0; k < m->order_n && !voters; k++) {
+        const m_peer *q = &m->peers[m->order[k]];
+        voters = q->group == p->group && q->state == MP_ACCEPTED && q->sync_st == MS_VOTED;
+    }
+    if (!voters) g->has_first = false;
 }
 
 void m_sync_on_done(ccoip_master *m, uint32_t slot, uint64_t call,

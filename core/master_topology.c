@@ -41,6 +41,7 @@ void m_topo_on_update_vote(ccoip_master *m, uint32_t slot, uint64_t call,
         return;
     }
     p->topo_voted = true;
+    m->mm_dirty = true;
     if (p->state == MP_ACCEPTED) m->n_tv_acc++;
     p->topo_accept = v->accept_new_peers;
     p->topo_call = call;
@@ -58,6 +59,7 @@ void m_topo_on_pending_query(ccoip_master *m, uint32_t slot, uint64_t call)
         return;
     }
     p->pend_voted = true;
+    m->mm_dirty = true;
     m->n_pend_voted++;
     p->pend_call = call;
     if (!m->pend_timer) {
@@ -378,6 +380,15 @@ void m_topo_start_optimized_phase(ccoip_master *m)
 static void topo_conclude(ccoip_master *m)
 {
     bool success = !m->phase_failed;
+    if (m->n_phase_wait > 0) {
+        /* A member was lost (evicted, closed, left): the phase cannot succeed, and members that
+         * dial or await the lost one would never report. Fail it now (§6.4): the members that
+         * have not reported get the verdict as a notification. */
+        sm_log(&m->out, CCOIP_LOG_WARN,
+               "master: epoch %U: a member was lost, failing the p2p phase (%u members had not "
+               "reported)",
+               m->epoch, m->n_phase_wait);
+    }
     for (uint32_t i = 0; i < m->order_n; i++) {
         const m_peer *p = &m->peers[m->order[i]];
         if (p->in_phase && !p->report_ok) success = false;
@@ -409,7 +420,8 @@ static void topo_conclude(ccoip_master *m)
         if (!p->in_phase) continue;
         ccoip_pb_master_to_peer env;
         memset(&env, 0, sizeof(env));
-        env.call_id = p->report_call;
+        env.call_id = p->report_call; /* 0 (a notification) when it has not reported */
+        if (!p->reported) p->early_epoch = m->epoch;
         env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_TOPOLOGY_VERDICT;
         ccoip_pb_topology_verdict *v = &env.body.topology_verdict;
         v->epoch = m->epoch;
@@ -445,6 +457,11 @@ static void topo_conclude(ccoip_master *m)
 void m_topo_on_p2p(ccoip_master *m, uint32_t slot, uint64_t call, const ccoip_pb_p2p_established *r)
 {
     m_peer *p = m_peer_at(m, slot);
+    if (p->early_epoch != 0 && r->epoch == p->early_epoch) {
+        /* Crossed the verdict that failed its phase early: the peer has its answer. */
+        p->early_epoch = 0;
+        return;
+    }
     if (m->phase == MPH_NONE || !p->in_phase || p->reported || r->epoch != m->epoch) {
         m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "p2p report outside its phase");
         return;
@@ -498,7 +515,8 @@ bool m_topo_progress(ccoip_master *m)
 #endif
     bool changed = topo_pending_progress(m);
     if (m->phase != MPH_NONE) {
-        if (m->n_phase_wait > 0) return changed; /* a member has not reported yet */
+        /* Wait for every report, unless a member was lost: then the phase fails at once. */
+        if (m->n_phase_wait > 0 && !m->phase_failed) return changed;
         topo_conclude(m);
         return true;
     }

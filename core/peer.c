@@ -352,13 +352,30 @@ static void peer_on_join(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
     peer_send_topo_vote(p);
 }
 
-static void peer_on_verdict(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
+/*
+ * The TopologyVerdict of the plan being wired: the answer to our report, or (notified) a
+ * notification when the master failed the phase before we reported (a member was lost,
+ * docs/protocol.md §6.4). Then wiring stops, and a report already sent is never answered.
+ */
+static void peer_on_verdict(ccoip_peer *p, const ccoip_pb_master_to_peer *env, bool notified)
 {
     if (env->body_case != CCOIP_PB_MASTER_TO_PEER_BODY_TOPOLOGY_VERDICT) {
         p_fail(p, "p2p report answered without a verdict");
         return;
     }
     const ccoip_pb_topology_verdict *v = &env->body.topology_verdict;
+    if (notified) {
+        if (v->epoch != p->plan_epoch || (!p->wiring && !p->reported)) {
+            sm_log(&p->out, CCOIP_LOG_DEBUG, "peer %U: verdict of epoch %U ignored", p->id,
+                   v->epoch);
+            return;
+        }
+        for (uint32_t i = 0; i < p->calls_cap; i++) {
+            if (p->calls[i].kind == PC_P2P) p->calls[i].kind = PC_NONE;
+        }
+        p->wiring = false;
+        p->reported = true;
+    }
     if (!p->reported || v->epoch != p->plan_epoch) {
         p_fail(p, "topology verdict for another epoch");
         return;
@@ -475,6 +492,10 @@ static void peer_on_frame(ccoip_peer *p, const uint8_t *data, uint64_t len)
             if (p->state != PS_ACCEPTED) break;
             p_ring_on_verdict(p, &env.body.collective_verdict);
             return;
+        case CCOIP_PB_MASTER_TO_PEER_BODY_TOPOLOGY_VERDICT:
+            if (p->state != PS_ACCEPTED && p->state != PS_PENDING) break;
+            peer_on_verdict(p, &env, true); /* a phase failed before we reported (§6.4) */
+            return;
         case CCOIP_PB_MASTER_TO_PEER_BODY_SYNC_DONE_VERDICT:
             if (p->state != PS_ACCEPTED) break;
             p_state_on_round_failed(p);
@@ -499,7 +520,7 @@ static void peer_on_frame(ccoip_peer *p, const uint8_t *data, uint64_t len)
         peer_on_topo_answer(p, &env);
         return;
     case PC_P2P:
-        peer_on_verdict(p, &env);
+        peer_on_verdict(p, &env, false);
         return;
     case PC_PENDING:
         peer_on_pending_answer(p, &env);

@@ -131,6 +131,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: pccl-sim [--seed N] [--swarm] [--scenario NAME] [--canary NAME] [--trace]\n"
                "                [--peers N] [--max-peers N] [--steps N] [--churn-ms T]\n"
                "                [--join-rate R] [--leave-rate R] [--crash-rate R] [--hang-rate R]\n"
+               "                [--phase-fault-rate R]\n"
                "                [--restart-rate R] [--loss PERMILLE] [--partitions N] [--clogs N]\n"
                "                [--count N] [--tags N] [--pool N] [--reverse-tags]\n"
                "                [--not-in-place] [--seeds A:B] [--quiet]\n"
@@ -188,6 +189,7 @@ static const knob knobs[] = {
     K32("--leave-rate", leave_per_min),
     K32("--crash-rate", crash_per_min),
     K32("--hang-rate", hang_per_min),
+    K32("--phase-fault-rate", phase_fault_per_min),
     K32("--restart-rate", restart_per_min),
     K32("--loss", loss_permille),
     K32("--partitions", partitions),
@@ -402,6 +404,9 @@ static int run_one(cli *c, int argc, char **argv, uint64_t seed, bool line_only)
                r.epochs, r.ops_completed, r.ops_aborted, r.ops_failed_other, r.joins, r.leaves,
                r.crashes, r.hangs, r.evictions, r.live_peers_end, r.net_frames, r.net_bytes,
                r.replaced, r.syncs, r.sync_fetches, r.sync_failed, r.optimizes);
+        printf("faults: %" PRIu64 " timed into a phase; survivors checked after %" PRIu64
+               " faults; %" PRIu64 " calls failed as mismatched\n",
+               r.phase_faults, r.fault_checks, r.call_mismatches);
     }
     if (st != SIM_OK) {
         printf("FAILED (%s): %s\n", sim_status_name(st), r.message);

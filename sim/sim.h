@@ -65,9 +65,25 @@ typedef enum sim_script_kind {
     SIM_SCRIPT_CRASH_MID_RING = 9, /**< peer crashes right after its arg-th next RING_SEND. */
     SIM_SCRIPT_DIVERGE = 10,       /**< peer corrupts a compared shared-state tensor (next sync). */
     SIM_SCRIPT_SKIP_REVISION = 11, /**< peer's next sync submits revision + 2 (a program bug). */
-    SIM_SCRIPT_CRASH_MID_STATE = 12 /**< the sender of the arg-th next STATE_SEND (any peer)
-                                         crashes right after it (peer is ignored). */
+    SIM_SCRIPT_CRASH_MID_STATE = 12, /**< the sender of the arg-th next STATE_SEND (any peer)
+                                          crashes right after it (peer is ignored). */
+    /** Arms a phase fault: peer hangs (stops for good, like SIGSTOP) as soon as the master
+     *  starts the next phase of kind (arg & 0xff) (sim_phase) whose ring has at least
+     *  (arg >> 8) & 0xff members; bit 16 of arg: crash instead of hang. */
+    SIM_SCRIPT_PHASE_FAULT = 13
 } sim_script_kind;
+
+/** The phases a phase fault can be timed into (sim_fault.c classifies the master's frames). */
+typedef enum sim_phase {
+    SIM_PH_ADMIT = 1,      /**< TopologyPlan answering votes ("admit phase") */
+    SIM_PH_REWIRE = 2,     /**< TopologyPlan notification ("re-wire phase") */
+    SIM_PH_OPT_REWIRE = 3, /**< OptimizeTopologyVerdict with a plan ("optimized re-wire") */
+    SIM_PH_PROBE = 4,      /**< BandwidthProbeRequests (the optimization's probe phase) */
+    SIM_PH_SYNC = 5,       /**< SharedStateSyncVerdict (shared-state distribution) */
+    SIM_PH_COLLECTIVE = 6, /**< CollectiveCommence (a running all-reduce) */
+    SIM_PH_END = 7
+} sim_phase;
+#define SIM_PHASE_FAULT_CRASH (1u << 16)
 
 #define SIM_SCRIPT_MAX 32u
 
@@ -90,7 +106,8 @@ typedef enum sim_expect {
     SIM_EXPECT_ACI_FETCH = 1u << 6,    /**< An outdated peer fetched an allow_inequality key. */
     SIM_EXPECT_SYNC_RETRY = 1u << 7,   /**< A sync failed with pcclRankConnectionLost, state
                                             untouched, and a retry succeeded. */
-    SIM_EXPECT_OPTIMIZED = 1u << 8     /**< An optimize-topology succeeded (ring cost checked). */
+    SIM_EXPECT_OPTIMIZED = 1u << 8,    /**< An optimize-topology succeeded (ring cost checked). */
+    SIM_EXPECT_PHASE_FAULT = 1u << 9   /**< A scripted phase fault fired. */
 } sim_expect;
 
 typedef struct sim_config {
@@ -105,6 +122,9 @@ typedef struct sim_config {
     uint32_t crash_per_min;
     uint32_t hang_per_min;
     uint32_t restart_per_min;
+    /** Phase faults: each arms a hang or crash of the next peer the master starts a phase
+     *  with (a random sim_phase; docs/simulator.md). */
+    uint32_t phase_fault_per_min;
     uint64_t churn_ns;
 
     /* Network. */
@@ -193,6 +213,9 @@ typedef struct sim_result {
     uint64_t leaves;
     uint64_t crashes;
     uint64_t hangs;
+    uint64_t phase_faults;    /**< Hangs and crashes timed into a phase (included above). */
+    uint64_t fault_checks;    /**< Faults whose survivors were checked against the bound. */
+    uint64_t call_mismatches; /**< Calls failed as blocked in a call the others are not in. */
     uint64_t evictions;
     uint64_t replaced;            /**< Per-step churn replacements. */
     uint64_t syncs;               /**< Successful shared-state syncs (per peer). */

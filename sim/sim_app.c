@@ -453,7 +453,9 @@ void app_notify(sim_world *w, uint32_t node, const ccoip_action *act)
         if (act->result == pcclSuccess) {
             a->world = act->world_size;
             app_after_update(w, node);
-        } else if (act->result == pcclUpdateTopologyFailed) {
+        } else if (act->result == pcclUpdateTopologyFailed ||
+                   (act->result == pcclInvalidUsage && n->call_mismatch)) {
+            /* (the others were blocked in another call, docs/protocol.md §6.12: retry) */
             app_sleep(w, node, 100u * SIM_MS);
             a->state = APP_SLEEPING;
             a->iter = a->iter > 0 ? a->iter : 1u; /* retry the update */
@@ -482,6 +484,8 @@ void app_notify(sim_world *w, uint32_t node, const ccoip_action *act)
             app_sync(w, node); /* retryable: the same revision again */
         } else if (act->result == pcclMasterConnectionFailed) {
             app_exit(w, node, "evicted or master gone (sync)");
+        } else if (act->result == pcclInvalidUsage && n->call_mismatch) {
+            app_sync(w, node); /* the others were blocked in another call (§6.12): retry */
         } else if (act->result == pcclInvalidUsage) {
             w->seen_expect |= SIM_EXPECT_INVALID_USAGE;
             app_exit(w, node, "sync rejected: pcclInvalidUsage");
@@ -500,7 +504,8 @@ void app_notify(sim_world *w, uint32_t node, const ccoip_action *act)
             app_exit(w, node, "evicted or master gone (optimize)");
         } else if (act->result == pcclTopologyOptimizationFailed ||
                    act->result == pcclUpdateTopologyFailed ||
-                   act->result == pcclRankConnectionLost || act->result == pcclTooFewPeers) {
+                   act->result == pcclRankConnectionLost || act->result == pcclTooFewPeers ||
+                   (act->result == pcclInvalidUsage && n->call_mismatch)) {
             app_reduce_phase(w, node); /* best effort: carry on with the ring as it is */
         } else {
             world_fail(w, SIM_CORRECTNESS, "node %u: pcclOptimizeTopology returned %d", node,

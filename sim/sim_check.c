@@ -364,6 +364,11 @@ void check_m2p_sent(sim_world *w, uint32_t dst_node, const uint8_t *frame, uint6
         break;
     }
     if (epoch > w->master_max_epoch_sent) w->master_max_epoch_sent = epoch;
+    if (m.status == CCOIP_PB_STATUS_INVALID_USAGE) {
+        w->nodes[dst_node].call_mismatch = m.reason == CCOIP_PB_REASON_CALL_MISMATCH;
+        if (m.reason == CCOIP_PB_REASON_CALL_MISMATCH) w->res->call_mismatches++;
+    }
+    fault_on_m2p(w, dst_node, &m);
 }
 
 void check_m2p_recv(sim_world *w, uint32_t node, const uint8_t *frame, uint64_t len)

@@ -93,6 +93,8 @@ void sim_config_swarm(sim_config *cfg, uint64_t seed)
     /* Optimization is a global vote: only with one group (the default). */
     cfg->optimize_every =
         cfg->shared_state && sim_rng_chance(&r, 400) ? (uint32_t)sim_rng_range(&r, 1, 4) : 0;
+    /* Liveness knob (drawn last): hangs and crashes timed into a phase (sim_fault.c). */
+    cfg->phase_fault_per_min = sim_rng_chance(&r, 500) ? (uint32_t)sim_rng_range(&r, 2, 20) : 0;
 }
 
 const char *const sim_scenario_names[] = {"join_during_allreduce",
@@ -107,6 +109,8 @@ const char *const sim_scenario_names[] = {"join_during_allreduce",
                                           "state_distributor_killed",
                                           "state_two_groups",
                                           "optimize_asymmetric",
+                                          "hang_in_admit",
+                                          "hang_in_optimized_rewire",
                                           NULL};
 
 static void script_add(sim_config *cfg, uint64_t t, sim_script_kind k, uint32_t peer, uint64_t arg)
@@ -224,6 +228,20 @@ bool sim_config_scenario(sim_config *cfg, const char *name)
         cfg->expect = SIM_EXPECT_STATE_REPAIR | SIM_EXPECT_OPTIMIZED;
         return true;
     }
+    if (strcmp(name, "hang_in_optimized_rewire") == 0) {
+        /* Four members optimize every 2nd revision: peer 1 stops for good right as the
+         * master starts the optimized re-wire; a newcomer joins meanwhile. The re-wire must
+         * fail once peer 1 is evicted, the survivors carry on, the newcomer is admitted. */
+        cfg->shared_state = true;
+        cfg->count = 256;
+        cfg->dtype = pcclFloat;
+        cfg->peers = 4;
+        cfg->optimize_every = 2;
+        script_add(cfg, 1000u * MS, SIM_SCRIPT_PHASE_FAULT, 1, SIM_PH_OPT_REWIRE);
+        script_add(cfg, 2500u * MS, SIM_SCRIPT_JOIN, 0, 0);
+        cfg->expect = SIM_EXPECT_PHASE_FAULT | SIM_EXPECT_EVICT_HEARTBEAT | SIM_EXPECT_ADMIT_LATE;
+        return true;
+    }
     if (strcmp(name, "optimize_asymmetric") == 0) {
         /* Five peers with a known asymmetric bandwidth matrix (up != down): the optimized
          * ring must cost what the brute-force optimum costs. */
@@ -236,6 +254,16 @@ bool sim_config_scenario(sim_config *cfg, const char *name)
             cfg->host_down_bps[i] = down[i] * 1000u * 1000u;
         }
         cfg->expect = SIM_EXPECT_OPTIMIZED;
+        return true;
+    }
+    if (strcmp(name, "hang_in_admit") == 0) {
+        /* Three members and a newcomer: peer 1 stops for good (SIGSTOP, never resumed) right
+         * as the master starts 'admit phase with 4 members'. It is evicted evict_ms later;
+         * the phase must fail at once (not at the vote timeout), the survivors' update
+         * returns, and the newcomer is admitted by the next admit phase. */
+        script_add(cfg, 1400u * MS, SIM_SCRIPT_PHASE_FAULT, 1, SIM_PH_ADMIT | (4u << 8));
+        script_add(cfg, 1500u * MS, SIM_SCRIPT_JOIN, 0, 0);
+        cfg->expect = SIM_EXPECT_PHASE_FAULT | SIM_EXPECT_EVICT_HEARTBEAT | SIM_EXPECT_ADMIT_LATE;
         return true;
     }
     if (strcmp(name, "mismatched_params") == 0) {

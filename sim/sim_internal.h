@@ -59,7 +59,9 @@ typedef enum sim_evk {
     EVK_PHASE,       /* churn ends */
     EVK_RESTART,     /* a = host: a new process on it */
     EVK_EP_BROKEN,   /* a = endpoint: its stream broke under its owner */
-    EVK_PROBE        /* node, a = io id: a PROBE finished */
+    EVK_PROBE,       /* node, a = io id: a PROBE finished */
+    EVK_FAULT,       /* node, a = 1: crash, 0: hang (a phase fault, sim_fault.c) */
+    EVK_FAULT_CHECK  /* a = fault generation: the survivors' bound is due */
 } sim_evk;
 
 typedef struct sim_ev {
@@ -302,6 +304,7 @@ typedef struct sim_node {
     uint64_t sync_round;    /* master event that sent its SYNC_DONE_VERDICT (success) */
     uint64_t verdict_epoch; /* epoch of the last successful TopologyVerdict it received */
     bool sync_retry;        /* a sync failed retryably; the next success is a retry */
+    bool call_mismatch;     /* the master's last refusal: REASON_CALL_MISMATCH (§6.12) */
     /* trace recording */
     uint64_t rec_len, rec_cap;
     uint64_t rec_events;
@@ -441,6 +444,18 @@ typedef struct sim_world {
     uint32_t undone;      /* live peers not yet admitted or short of their steps */
     uint32_t spawn_group; /* group of the next spawned peer (SIM_NONE32: by index) */
     uint64_t next_progress_ns;
+
+    /* Phase faults and the survivors' bound after a fault (sim_fault.c). */
+    bool pf_armed;
+    bool pf_crash;
+    bool pf_scripted;        /* armed by a script: may fire after churn too */
+    uint32_t pf_phase;       /* sim_phase */
+    uint32_t pf_min_ring;    /* the phase's ring must have at least this many members */
+    uint32_t pf_victim;      /* node to fault, or SIM_NONE32: the recipient of the frame */
+    uint32_t pf_skip;        /* matching frames to let pass first */
+    uint64_t flt_ns;         /* the newest fault (hang, crash, leave) */
+    uint64_t flt_gen;        /* bumped by every fault and network window: the newest is checked */
+    uint64_t net_busy_until; /* the latest end of a partition or clog window */
 } sim_world;
 
 /* sm_core.c: the header of a trace of the machine these parameters create. */
@@ -475,6 +490,21 @@ sim_appcmd *app_find_unbound_tag(sim_node *n, uint32_t tag);
  * names them; they belong to no ring epoch. */
 #define SIM_RELAY_EPOCH UINT64_MAX
 void app_schedule(sim_world *w, uint32_t node, uint64_t delay_ns);
+
+/* sim_fault.c */
+/** The survivors' bound after a fault: evict_ms + SIM_FAULT_SLACK + 16 one-way latencies. */
+uint64_t fault_bound_ns(const sim_world *w);
+/** Arms a phase fault (a script or the phase-fault churn). */
+void fault_arm(sim_world *w, uint32_t phase, bool crash, uint32_t victim, uint32_t min_ring,
+               uint32_t skip, bool scripted);
+/** A frame the master sends to dst_node: fires an armed phase fault on a match. */
+void fault_on_m2p(sim_world *w, uint32_t dst_node, const void *env);
+/** A peer hung, crashed or left at w->now: its survivors are checked at now + bound. */
+void fault_noted(sim_world *w);
+/** A partition or clog window until until_ns: no fault is checked across it. */
+void fault_net_window(sim_world *w, uint64_t until_ns);
+/** EVK_FAULT_CHECK: every live peer's command older than the fault must be done. */
+void fault_check(sim_world *w, uint64_t gen);
 
 /* sim_check.c */
 void check_m2p_sent(sim_world *w, uint32_t dst_node, const uint8_t *frame, uint64_t len);

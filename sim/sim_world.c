@@ -1698,6 +1698,7 @@ void world_replace_peer(sim_world *w, uint32_t node)
     w->nodes[fresh].inherited_steps = steps;
     world_kill(w, node, false);
     w->res->replaced++;
+    fault_noted(w);
 }
 
 /* A random peer in the given state (SIM_NONE32 when none). */
@@ -1733,6 +1734,7 @@ enum {
     CHURN_CRASH,
     CHURN_HANG,
     CHURN_RESTART,
+    CHURN_PHASE_FAULT,
     CHURN_PARTITION,
     CHURN_CLOG,
     CHURN_KIND_END
@@ -1751,6 +1753,8 @@ static uint32_t churn_rate(const sim_config *c, uint32_t kind)
         return c->hang_per_min;
     case CHURN_RESTART:
         return c->restart_per_min;
+    case CHURN_PHASE_FAULT:
+        return c->phase_fault_per_min;
     default:
         return 0;
     }
@@ -1777,6 +1781,7 @@ static void add_window(sim_world *w, sim_fault_kind kind)
     if (f.until_ns > w->cfg.churn_ns) f.until_ns = w->cfg.churn_ns;
     const uint32_t a = pick_peer(w, NODE_ALIVE);
     if (a == SIM_NONE32) return;
+    fault_net_window(w, f.until_ns);
     if (kind == SIM_FAULT_PARTITION) {
         f.set[f.set_len++] = w->nodes[a].host;
         const uint32_t b = pick_peer(w, NODE_ALIVE);
@@ -1802,11 +1807,15 @@ static void churn_fire(sim_world *w, uint32_t kind)
         if (p != SIM_NONE32) {
             w->nodes[p].app.leave_requested = true;
             app_wake(w, p);
+            fault_noted(w);
         }
         break;
     case CHURN_CRASH:
         p = pick_peer(w, NODE_ALIVE);
-        if (p != SIM_NONE32) world_kill(w, p, false);
+        if (p != SIM_NONE32) {
+            world_kill(w, p, false);
+            fault_noted(w);
+        }
         break;
     case CHURN_HANG:
         p = pick_peer(w, NODE_ALIVE);
@@ -1814,6 +1823,7 @@ static void churn_fire(sim_world *w, uint32_t kind)
             node_set_state(w, p, NODE_HUNG);
             node_recount(w, p);
             w->res->hangs++;
+            fault_noted(w);
         }
         break;
     case CHURN_RESTART:
@@ -1823,8 +1833,17 @@ static void churn_fire(sim_world *w, uint32_t kind)
             world_kill(w, p, false);
             world_push(w, w->now + sim_rng_range(&w->rng, 100u * SIM_MS, 2u * SIM_SEC), EVK_RESTART,
                        0, host, 0);
+            fault_noted(w);
         }
         break;
+    case CHURN_PHASE_FAULT: {
+        /* The next phase of a random kind: its skip-th recipient hangs or crashes in it. */
+        const uint32_t ph = SIM_PH_ADMIT + (uint32_t)sim_rng_below(&w->rng, SIM_PH_END - 1u);
+        const bool crash = sim_rng_chance(&w->rng, 500);
+        const uint32_t skip = (uint32_t)sim_rng_below(&w->rng, 4);
+        fault_arm(w, ph, crash, SIM_NONE32, 0, skip, false);
+        break;
+    }
     case CHURN_PARTITION:
         add_window(w, SIM_FAULT_PARTITION);
         break;
@@ -1851,23 +1870,31 @@ static void script_fire(sim_world *w, uint32_t i)
     case SIM_SCRIPT_LEAVE:
         w->nodes[node].app.leave_requested = true;
         app_wake(w, node);
+        fault_noted(w);
         break;
     case SIM_SCRIPT_CRASH:
         world_kill(w, node, false);
+        fault_noted(w);
         break;
     case SIM_SCRIPT_HANG:
         if (w->nodes[node].state == NODE_ALIVE) {
             node_set_state(w, node, NODE_HUNG);
             node_recount(w, node);
             w->res->hangs++;
+            fault_noted(w);
         }
         break;
     case SIM_SCRIPT_RESTART: {
         const uint32_t host = w->nodes[node].host;
         world_kill(w, node, false);
         world_push(w, w->now + 500u * SIM_MS, EVK_RESTART, 0, host, 0);
+        fault_noted(w);
         break;
     }
+    case SIM_SCRIPT_PHASE_FAULT:
+        fault_arm(w, (uint32_t)(s->arg & 0xffu), (s->arg & SIM_PHASE_FAULT_CRASH) != 0, node,
+                  (uint32_t)((s->arg >> 8) & 0xffu), 0, true);
+        break;
     case SIM_SCRIPT_CUT: {
         const uint32_t other = node_of_peer(w, (uint32_t)s->arg);
         if (node == SIM_NONE32 || other == SIM_NONE32) break;
@@ -2018,6 +2045,21 @@ static void fire(sim_world *w, const sim_ev *ev)
         break;
     case EVK_SCRIPT:
         script_fire(w, (uint32_t)ev->a);
+        break;
+    case EVK_FAULT:
+        if (ev->node >= w->num_nodes || w->nodes[ev->node].state != NODE_ALIVE) break;
+        w->res->phase_faults++;
+        if (ev->a != 0) {
+            world_kill(w, ev->node, false);
+        } else {
+            node_set_state(w, ev->node, NODE_HUNG);
+            node_recount(w, ev->node);
+            w->res->hangs++;
+        }
+        fault_noted(w);
+        break;
+    case EVK_FAULT_CHECK:
+        fault_check(w, ev->a);
         break;
     case EVK_CHURN:
         churn_fire(w, (uint32_t)ev->a);

@@ -616,6 +616,7 @@ bool ccoip_pb_reason_is_known(int32_t v)
     case CCOIP_PB_REASON_EPOCH_CHANGED:
     case CCOIP_PB_REASON_RESOURCE_LIMIT:
     case CCOIP_PB_REASON_NON_FINITE:
+    case CCOIP_PB_REASON_CALL_MISMATCH:
         return true;
     default:
         return false;
@@ -659,6 +660,8 @@ const char *ccoip_pb_reason_name(int32_t v)
         return "REASON_RESOURCE_LIMIT";
     case CCOIP_PB_REASON_NON_FINITE:
         return "REASON_NON_FINITE";
+    case CCOIP_PB_REASON_CALL_MISMATCH:
+        return "REASON_CALL_MISMATCH";
     default:
         return NULL;
     }

@@ -172,7 +172,9 @@ typedef enum ccoip_pb_reason {
     /* a bounded table of the master is full */
     CCOIP_PB_REASON_RESOURCE_LIMIT = 15,
     /* a member's data is NaN/inf and cannot be quantized (§6.8); */
-    CCOIP_PB_REASON_NON_FINITE = 16
+    CCOIP_PB_REASON_NON_FINITE = 16,
+    /* members blocked in different calls, none can end (§6.12) */
+    CCOIP_PB_REASON_CALL_MISMATCH = 17
 } ccoip_pb_reason;
 
 /* True when v is a value of Reason this codec knows. */

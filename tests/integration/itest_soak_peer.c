@@ -3,12 +3,15 @@
  *
  *   itest_soak_peer --url URL --slot S --inc I --seed X --stop-file PATH
  *                   [--count C] [--timeout-ms T] [--max-s M] [--diverge-pct P]
- *                   [--corrupt-permille Q]
+ *                   [--corrupt-permille Q] [--optimize-every K]
  *
  * Loops like a training job until PATH exists: update topology, synchronize
  * the shared state (one int32 tensor "w" of C elements and the revision),
  * all-reduce (SUM, int32) exact integer data, then w = w * 1000003 + result
- * (wrapping) and revision + 1. --corrupt-permille (a canary, default 0)
+ * (wrapping) and revision + 1. --optimize-every K (default 0: never) calls
+ * pcclOptimizeTopology after the sync of every revision that is a multiple of K
+ * (every member syncs to the same revision, so all call it together); a
+ * failed optimization is printed and the step carries on. --corrupt-permille (a canary, default 0)
  * flips a bit of w after Q of 1000 syncs, as a broken sync would.
  * Before a sync it sometimes (P percent)
  * perturbs one element of w without touching the revision: the sync must
@@ -27,6 +30,7 @@
  *   READY slot inc u            connected
  *   S rev hash rx tx            a successful sync: the state hash after it
  *   R rev M U                   a successful, exact all-reduce
+ *   O rev                       a successful pcclOptimizeTopology
  *   F what code                 a failed call (retried)
  *   W world                     waiting for a second peer (about once a second)
  *   RECONNECT code              the master connection was lost (eviction): a
@@ -166,6 +170,7 @@ int main(int argc, char **argv)
     s.timeout_ms = 30000;
     const char *stop_file = NULL;
     uint32_t slot = 0, inc = 0, max_s = 600, diverge_pct = 10, corrupt_permille = 0;
+    uint64_t optimize_every = 0;
     uint64_t seed = 1, count = 50021;
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *a = argv[i], *v = argv[i + 1];
@@ -189,6 +194,8 @@ int main(int argc, char **argv)
             diverge_pct = (uint32_t)strtoul(v, NULL, 10);
         else if (strcmp(a, "--corrupt-permille") == 0)
             corrupt_permille = (uint32_t)strtoul(v, NULL, 10);
+        else if (strcmp(a, "--optimize-every") == 0)
+            optimize_every = strtoull(v, NULL, 10);
     }
     if (s.url == NULL || stop_file == NULL || count < 2 || count > (1u << 24)) return 2;
     uint64_t rng = seed * 1000003u + slot * 1009u + inc;
@@ -281,6 +288,17 @@ int main(int argc, char **argv)
         OUT("S %llu %016llx %llu %llu", (unsigned long long)rev,
             (unsigned long long)state_hash(w, count, rev), (unsigned long long)si.rx_bytes,
             (unsigned long long)si.tx_bytes);
+        if (optimize_every > 0 && rev % optimize_every == 0) {
+            r = pcclOptimizeTopology(s.comm);
+            if (r == pcclSuccess) {
+                OUT("O %llu", (unsigned long long)rev);
+            } else if (r == pcclTopologyOptimizationFailed) {
+                OUT("F optimize %d", (int)r); /* carry on with the ring as it is */
+            } else {
+                rc = on_failure(&s, "optimize", r);
+                continue;
+            }
+        }
         x[0] = 1u;
         x[1] = u;
         for (uint64_t j = 2; j < count; j++) {

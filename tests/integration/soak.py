@@ -4,7 +4,9 @@
 For --seconds (default 60, env PCCL_SOAK_SECONDS) a controller driven by a
 seeded RNG (--seed, env PCCL_SOAK_SEED, else the clock; always printed) picks
 random peers and SIGKILLs them (restarted after 0-2 s), or SIGSTOPs them for
-0.2-3 s (then SIGCONT, or SIGKILL and a restart), keeping at least two peers
+0.2-3 s (then SIGCONT, or SIGKILL and a restart), or SIGSTOPs them for good
+(a hung machine: never resumed, SIGKILLed at the end; a new process takes its
+slot after 0.5-2 s), keeping at least two peers
 running, two of them holding the newest revision (the state lives only in
 the peers). The peers loop: update topology, sync shared state, exact all-reduce,
 revision + 1 (itest_soak_peer.c). Then a calm phase: every peer running,
@@ -15,7 +17,9 @@ two different (world size, contribution sum) pairs for one revision, or two
 peers entering one revision's all-reduce with different shared state (the
 hash of their last sync); a running (not stopped) peer without
 output for --hang-s seconds, a call returning pcclTimeout, a peer exiting on
-its own; no revision completed for --hang-s seconds; unexpected result codes;
+its own; no revision completed for --hang-s seconds; no all-reduce completed
+within evict (1 s) + 2 s + 3 s of a peer stopped for good (a phase waiting on
+the hung member); unexpected result codes;
 the calm phase or the stop exceeding their bounds; the master not exiting 0
 on SIGTERM. Everything is bounded; every child is killed on exit.
 
@@ -96,6 +100,10 @@ def main():
     procs.append(master)
     peers = [Peer(i) for i in range(args.peers)]
     counts = collections.Counter()
+    hung = []  # processes stopped for good (never resumed; SIGKILLed at the end)
+    hang_checks = []  # monotonic times of those stops: an all-reduce must complete after each
+    # evict_ms (1 s) + 2 s, plus 3 s for a temporary stop (up to 3 s) overlapping it.
+    hang_progress_s = (1.0 + 2.0 + 3.0) * scale
 
     def cleanup():
         for p in procs:
@@ -207,6 +215,13 @@ def main():
                     start(p)
             # Global progress: some revision must complete now and then.
             best = max_revision(peers)
+            for t in list(hang_checks):
+                if any(getattr(p, "r_time", 0) > t * 1000 for p in peers):
+                    hang_checks.remove(t)
+                elif now - t > hang_progress_s:
+                    fail(f"no all-reduce completed within {hang_progress_s:.1f} s of a peer "
+                         f"stopped for good")
+                    hang_checks.remove(t)
             if best > last_progress[1]:
                 last_progress = (now, best)
             elif now - last_progress[0] > hang_s:
@@ -233,6 +248,14 @@ def main():
                 victim.state = "dead"
                 victim.resume_at = now + rng.uniform(0.0, 2.0) * scale
                 counts["kill"] += 1
+            elif what < 0.85 and rng.random() < 0.2:
+                # A hung machine: stopped for good; a new process takes the slot later.
+                victim.proc.send_signal(signal.SIGSTOP)
+                hung.append(victim.proc)
+                hang_checks.append(now)
+                victim.state = "dead"
+                victim.resume_at = now + rng.uniform(0.5, 2.0) * scale
+                counts["stop-forever"] += 1
             elif what < 0.85:
                 victim.proc.send_signal(signal.SIGSTOP)
                 victim.state = "stopped"
@@ -265,6 +288,10 @@ def main():
             if time.monotonic() > calm_deadline:
                 fail("calm phase: not every peer reached revision %d: %s" % (
                     target, [(p.slot, last_r(p)) for p in peers]))
+        # The hung processes never resumed: killed now.
+        for h in hung:
+            h.kill()
+            h.wait()
         # Stop: each peer leaves its loop at the stop file and exits 0.
         open(stop_file, "w").close()
         stop_deadline = time.monotonic() + 20 * scale + 5
@@ -316,6 +343,7 @@ def last_r(p):
         f = l.split()
         if len(f) >= 3 and f[1] == "R":
             p.r_best = int(f[2])
+            p.r_time = int(f[0])  # CLOCK_MONOTONIC ms, as time.monotonic()
     return p.r_best
 
 
