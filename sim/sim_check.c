@@ -507,13 +507,13 @@ static void inrec_add_bytes(sim_world *w, uint32_t node, uint64_t epoch, uint64_
 void check_ring_action(sim_world *w, uint32_t node, const ccoip_action *act)
 {
     sim_node *n = &w->nodes[node];
-    sim_opbuf *o = &n->ops[act->op_slot];
+    sim_opmeta *o = &n->opm[act->op_slot];
     if (!o->bound) {
         o->bound = true;
         o->epoch = act->epoch;
         o->tag = act->tag;
         o->seq = act->seq;
-        sim_appcmd *c = app_find_cmd(n, o->cmd_id);
+        sim_appcmd *c = app_find_cmd(n, n->ops[act->op_slot].cmd_id);
         if (c == NULL) return;
         c->commenced = true;
         c->epoch = act->epoch;

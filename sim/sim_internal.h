@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ccoip_exec.h"
 #include "ccoip_sm.h"
 #include "ccoip_trace.h"
 #include "sim.h"
@@ -155,20 +156,12 @@ typedef struct sim_io {
     uint64_t probe_bytes, duration_us; /* IO_PROBE */
 } sim_io;
 
-typedef struct sim_opbuf {
-    bool used;
-    uint64_t cmd_id;
-    uint8_t *send;
-    uint8_t *recv;
-    uint64_t bytes;
-    uint8_t *scratch;
-    uint64_t scratch_bytes;
-    uint8_t *backup;
-    uint64_t backup_bytes;
+/* What the simulator keeps of an op slot beside the executor's regions (ccoip_exec.h). */
+typedef struct sim_opmeta {
     bool is_sync; /* the shared-state sync: TENSOR spans map onto the app's tensors */
     bool bound;   /* (epoch, seq) known from a ring action */
     uint64_t epoch, tag, seq;
-} sim_opbuf;
+} sim_opmeta;
 
 typedef enum sim_app_state {
     APP_START = 0,
@@ -273,7 +266,12 @@ typedef struct sim_node {
     uint64_t epc_id[SIM_EP_CACHE];
     uint32_t epc_e1[SIM_EP_CACHE];
     uint32_t ports[3];
-    sim_opbuf ops[SIM_OP_SLOTS];
+    /* Op slots: the regions each in-flight op bound (the core's executor resolves spans in
+     * them), the simulator's own per-slot facts, and the sync's tensor pointers. */
+    ccoip_exec_slot ops[SIM_OP_SLOTS];
+    sim_opmeta opm[SIM_OP_SLOTS];
+    uint8_t *st_ptr[SIM_STATE_KEYS];
+    uint64_t st_bytes[SIM_STATE_KEYS];
     uint64_t peer_id; /* from HelloResult (0: unknown) */
     uint64_t max_epoch_seen;
     uint64_t last_commence_seq[SIM_MAX_TAGS];

@@ -500,58 +500,26 @@ static sim_io *io_add(sim_world *w, sim_node *n, uint64_t io_id, sim_io_kind kin
     return io;
 }
 
-/* Maps a span onto memory; NULL (and a crash verdict) when it is out of bounds. */
+/* The node's slot table as the core's executor sees it. */
+static ccoip_exec node_exec(sim_node *n)
+{
+    ccoip_exec x = {n->ops, SIM_OP_SLOTS};
+    return x;
+}
+
+/* Maps a span onto memory (ccoip_exec_span); NULL and a crash verdict when it does not map. */
 static uint8_t *span_ptr(sim_world *w, uint32_t node, const ccoip_span_ref *s)
 {
-    sim_node *n = &w->nodes[node];
-    if (s->op_slot >= SIM_OP_SLOTS || !n->ops[s->op_slot].used) {
-        world_fail(w, SIM_CRASH, "node %u: span names op slot %u that is not begun", node,
-                   s->op_slot);
-        return NULL;
-    }
-    sim_opbuf *o = &n->ops[s->op_slot];
-    uint8_t *base = NULL;
-    uint64_t size = 0;
-    switch (s->region) {
-    case CCOIP_REGION_SEND:
-        base = o->send;
-        size = o->bytes;
-        break;
-    case CCOIP_REGION_RECV:
-        base = o->recv;
-        size = o->bytes;
-        break;
-    case CCOIP_REGION_SCRATCH:
-        base = o->scratch;
-        size = o->scratch_bytes;
-        break;
-    case CCOIP_REGION_BACKUP:
-        base = o->backup;
-        size = o->backup_bytes;
-        break;
-    case CCOIP_REGION_TENSOR:
-        if (!o->is_sync || s->tensor >= SIM_STATE_KEYS) {
-            world_fail(w, SIM_CRASH, "node %u: TENSOR span (slot %u tensor %u) outside a sync",
-                       node, s->op_slot, s->tensor);
-            return NULL;
-        }
-        base = n->app.st[s->tensor];
-        size = s->tensor == SIM_STATE_KEYS - 1u ? SIM_STATE_BYTES / 2u : SIM_STATE_BYTES;
-        break;
-    default:
-        world_fail(w, SIM_CRASH, "node %u: span names region %d the simulator does not map", node,
-                   (int)s->region);
-        return NULL;
-    }
-    if (s->offset > size || s->length > size - s->offset) {
+    const ccoip_exec x = node_exec(&w->nodes[node]);
+    const char *why = "";
+    uint8_t *p = ccoip_exec_span(&x, s, &why);
+    if (p == NULL) {
         world_fail(w, SIM_CRASH,
-                   "node %u: span (slot %u region %d offset %llu length %llu) outside its region "
-                   "of %llu bytes",
-                   node, s->op_slot, (int)s->region, (unsigned long long)s->offset,
-                   (unsigned long long)s->length, (unsigned long long)size);
-        return NULL;
+                   "node %u: span (slot %u region %d offset %llu length %llu tensor %u): %s", node,
+                   s->op_slot, (int)s->region, (unsigned long long)s->offset,
+                   (unsigned long long)s->length, s->tensor, why);
     }
-    return base != NULL ? base + s->offset : (uint8_t *)o;
+    return p;
 }
 
 /* Fails every pending send/receive on endpoint e of node (the stream broke). */
@@ -595,101 +563,33 @@ static void ep_close_remote(sim_world *w, uint32_t e)
 
 static void kernel_run(sim_world *w, uint32_t node, sim_io *io, const ccoip_action *a)
 {
-    uint8_t *dst = a->type == CCOIP_ACT_HASH ? NULL : span_ptr(w, node, &a->dst);
-    if (dst == NULL && a->type != CCOIP_ACT_HASH) return;
-    const uint8_t *src = a->type == CCOIP_ACT_FINALIZE ? dst : span_ptr(w, node, &a->src);
-    if (src == NULL) return;
-    pcclResult_t r = pcclSuccess;
-    const uint64_t esz = ccoip_dtype_valid(a->dtype) ? ccoip_dtype_size(a->dtype) : 0;
-    switch (a->type) {
-    case CCOIP_ACT_REDUCE:
-        if (esz == 0 || a->count * esz > a->dst.length || a->count * esz > a->src.length) {
-            world_fail(w, SIM_CRASH, "node %u: REDUCE of %llu elements beyond its spans", node,
-                       (unsigned long long)a->count);
-            return;
-        }
-        if (a->base.length > 0) { /* dst = base op src (ccoip_sm.h v6) */
-            const uint8_t *base = span_ptr(w, node, &a->base);
-            if (base == NULL || a->base.length != a->dst.length) {
-                world_fail(w, SIM_CRASH, "node %u: REDUCE base span invalid", node);
-                return;
-            }
-            r = ccoip_reduce(a->red_op, a->dtype, dst, base, src, a->count);
-        } else {
-            r = ccoip_reduce_inplace(a->red_op, a->dtype, dst, src, a->count);
-        }
-        if ((w->cfg.canary & SIM_CANARY_CORRUPT_REDUCE) && w->corrupt_done == 0 && a->count > 0) {
-            dst[0] ^= 1u;
-            w->corrupt_done = 1;
-        }
-        break;
-    case CCOIP_ACT_GATHER_REDUCE: {
-        const uint8_t *slots = span_ptr(w, node, &a->base);
-        if (slots == NULL || !ccoip_action_gather_ok(a)) {
-            world_fail(w, SIM_CRASH, "node %u: GATHER_REDUCE spans invalid", node);
-            return;
-        }
-        r = ccoip_reduce_gather(a->red_op, a->dtype, dst, slots, src, a->chunk, a->divisor,
-                                a->count);
-        break;
-    }
-    case CCOIP_ACT_FINALIZE:
-        if (esz == 0 || a->count * esz > a->dst.length) {
-            world_fail(w, SIM_CRASH, "node %u: FINALIZE of %llu elements beyond its span", node,
-                       (unsigned long long)a->count);
-            return;
-        }
-        r = ccoip_reduce_finalize_avg(a->dtype, dst, a->count, a->divisor);
-        break;
-    case CCOIP_ACT_COPY:
-        if (a->src.length != a->dst.length) {
-            world_fail(w, SIM_CRASH, "node %u: COPY spans of different lengths", node);
-            return;
-        }
-        if ((w->cfg.canary & SIM_CANARY_DROP_RESTORE_COPY) &&
-            a->src.region == CCOIP_REGION_BACKUP) {
-            break;
-        }
-        if (a->src.length > 0) memmove(dst, src, (size_t)a->src.length);
-        if ((w->cfg.canary & SIM_CANARY_CORRUPT_ADOPT) && a->dst.region == CCOIP_REGION_TENSOR &&
-            w->corrupt_done == 0 && a->dst.length > 0) {
-            dst[0] ^= 1u;
-            w->corrupt_done = 1;
-        }
-        break;
-    case CCOIP_ACT_QUANTIZE: {
-        ccoip_quant_meta meta;
-        memset(&meta, 0, sizeof meta);
-        r = ccoip_quant_compute_meta(a->quant.algorithm, a->quant.src_type, a->quant.quant_type,
-                                     src, a->count, &meta);
-        if (r == pcclSuccess) r = ccoip_quantize(&meta, dst, src, a->count);
-        io->quant_out = meta;
-        break;
-    }
-    case CCOIP_ACT_HASH: {
-        char name[CCOIP_STATE_NAME_MAX];
-        if (a->len >= sizeof name || esz == 0 || a->count * esz != a->src.length) {
-            world_fail(w, SIM_CRASH, "node %u: HASH with a bad name or span", node);
-            return;
-        }
-        if (a->len > 0) memcpy(name, a->data, (size_t)a->len);
-        name[a->len] = '\0';
-        const ccoip_hash_entry he = {name, src, a->count, a->dtype};
-        r = ccoip_hash_tensor(&he, &io->hash);
-        break;
-    }
-    case CCOIP_ACT_DEQUANTIZE:
-        if (a->reduce) {
-            r = ccoip_dequantize_reduce(&a->quant, a->red_op, dst, src, a->count);
-        } else {
-            r = ccoip_dequantize(&a->quant, dst, src, a->count);
-        }
-        break;
-    default:
-        world_fail(w, SIM_CRASH, "node %u: kernel action of type %d", node, (int)a->type);
+    const ccoip_exec x = node_exec(&w->nodes[node]);
+    ccoip_kernel k;
+    const char *why = "";
+    if (ccoip_kernel_prepare(&x, a, &k, &why) != pcclSuccess) {
+        world_fail(w, SIM_CRASH, "node %u: kernel io %llu (type %d): %s", node,
+                   (unsigned long long)a->io_id, (int)a->type, why);
         return;
     }
-    io->result = r;
+    /* Canaries (docs/simulator.md): a restore COPY that never happens, one flipped bit. */
+    if (a->type == CCOIP_ACT_COPY && (w->cfg.canary & SIM_CANARY_DROP_RESTORE_COPY) &&
+        a->src.region == CCOIP_REGION_BACKUP) {
+        io->result = pcclSuccess;
+        return;
+    }
+    io->result = ccoip_kernel_run(&k);
+    io->quant_out = k.quant_out;
+    io->hash = k.hash;
+    if (a->type == CCOIP_ACT_REDUCE && (w->cfg.canary & SIM_CANARY_CORRUPT_REDUCE) &&
+        w->corrupt_done == 0 && a->count > 0) {
+        k.dst[0] ^= 1u;
+        w->corrupt_done = 1;
+    }
+    if (a->type == CCOIP_ACT_COPY && (w->cfg.canary & SIM_CANARY_CORRUPT_ADOPT) &&
+        a->dst.region == CCOIP_REGION_TENSOR && w->corrupt_done == 0 && a->dst.length > 0) {
+        k.dst[0] ^= 1u;
+        w->corrupt_done = 1;
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1205,8 +1105,8 @@ static void act_kernel(sim_world *w, uint32_t node, const ccoip_action *a)
 static void act_cancel(sim_world *w, uint32_t node, const ccoip_action *a)
 {
     sim_node *n = &w->nodes[node];
-    if (a->op_slot < SIM_OP_SLOTS && n->ops[a->op_slot].bound) {
-        const sim_opbuf *o = &n->ops[a->op_slot];
+    if (a->op_slot < SIM_OP_SLOTS && n->opm[a->op_slot].bound) {
+        const sim_opmeta *o = &n->opm[a->op_slot];
         uint64_t *k = n->cancelled[n->cancelled_next++ % 32u];
         k[0] = o->epoch;
         if (o->epoch > n->cancelled_max_epoch) n->cancelled_max_epoch = o->epoch;
@@ -1259,10 +1159,20 @@ static void act_op_begin(sim_world *w, uint32_t node, const ccoip_action *a)
                        a->op_slot, (unsigned long long)a->cmd_id);
             return;
         }
-        sim_opbuf *o = &n->ops[a->op_slot];
+        ccoip_exec_slot *o = &n->ops[a->op_slot];
         memset(o, 0, sizeof *o);
+        memset(&n->opm[a->op_slot], 0, sizeof n->opm[a->op_slot]);
         o->used = true;
-        o->is_sync = a->op_slot == SIM_MAX_OPS;
+        n->opm[a->op_slot].is_sync = a->op_slot == SIM_MAX_OPS;
+        if (a->op_slot == SIM_MAX_OPS) {
+            for (uint32_t t = 0; t < SIM_STATE_KEYS; t++) {
+                n->st_ptr[t] = n->app.st[t];
+                n->st_bytes[t] = t == SIM_STATE_KEYS - 1u ? SIM_STATE_BYTES / 2u : SIM_STATE_BYTES;
+            }
+            o->tensors = n->st_ptr;
+            o->tensor_bytes = n->st_bytes;
+            o->ntensors = SIM_STATE_KEYS;
+        }
         o->cmd_id = a->cmd_id;
         o->scratch_bytes = a->scratch_bytes;
         o->scratch = calloc(1, (size_t)(a->scratch_bytes + 1u));
@@ -1275,8 +1185,9 @@ static void act_op_begin(sim_world *w, uint32_t node, const ccoip_action *a)
                    (unsigned long long)a->cmd_id);
         return;
     }
-    sim_opbuf *o = &n->ops[a->op_slot];
+    ccoip_exec_slot *o = &n->ops[a->op_slot];
     memset(o, 0, sizeof *o);
+    memset(&n->opm[a->op_slot], 0, sizeof n->opm[a->op_slot]);
     o->used = true;
     o->cmd_id = a->cmd_id;
     o->send = c->sendbuf;
@@ -1293,11 +1204,13 @@ static void act_op_begin(sim_world *w, uint32_t node, const ccoip_action *a)
     if (o->scratch == NULL || o->backup == NULL) world_fail(w, SIM_CRASH, "out of memory (op)");
 }
 
-static void opbuf_release(sim_opbuf *o)
+static void opbuf_release(sim_node *n, uint32_t slot)
 {
+    ccoip_exec_slot *o = &n->ops[slot];
     free(o->scratch);
     free(o->backup);
     memset(o, 0, sizeof *o);
+    memset(&n->opm[slot], 0, sizeof n->opm[slot]);
 }
 
 static void act_op_end(sim_world *w, uint32_t node, const ccoip_action *a)
@@ -1314,7 +1227,7 @@ static void act_op_end(sim_world *w, uint32_t node, const ccoip_action *a)
             i++;
         }
     }
-    opbuf_release(&n->ops[a->op_slot]);
+    opbuf_release(n, a->op_slot);
 }
 
 static void act_run(sim_world *w, uint32_t node, const ccoip_action *a)
@@ -2178,7 +2091,7 @@ static void node_release(sim_world *w, uint32_t i)
     n->m = NULL;
     w->node_m[i] = NULL;
     for (uint32_t s = 0; s < SIM_OP_SLOTS; s++)
-        opbuf_release(&n->ops[s]);
+        opbuf_release(n, s);
     free(n->ios);
     free(n->io_pool);
     free(n->io_free);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ccoip_dtype.h"
+#include "ccoip_exec.h"
 #include "ccoip_frame.h"
 #include "ccoip_hash.h"
 #include "ccoip_quant.h"
@@ -61,18 +62,14 @@ typedef struct h_cmd {
     void *recv;
     uint64_t bytes;
     /* SYNC_SHARED_STATE */
-    void *tensors[H_MAX_TENSORS];
+    uint8_t *tensors[H_MAX_TENSORS];
     uint64_t tensor_bytes[H_MAX_TENSORS];
     uint32_t ntensors;
     uint64_t rx, tx, revision;
 } h_cmd;
 
 typedef struct h_slot {
-    int cmd; /* index into cmds, -1 free */
-    uint8_t *scratch;
-    uint64_t scratch_bytes;
-    uint8_t *backup;
-    uint64_t backup_bytes;
+    int cmd; /* index into cmds, -1 free (its regions: h_peer.xs, the core's executor) */
     uint32_t gen;
     uint64_t epoch, tag, seq; /* an optimistic op's frames differ only by epoch (seq 0) */
     bool has_tagseq;
@@ -96,6 +93,7 @@ typedef struct h_peer {
     bool dead, frozen;
     h_cmd cmds[SMH_MAX_CMDS];
     h_slot slots[H_MAX_SLOTS];
+    ccoip_exec_slot xs[H_MAX_SLOTS]; /* the regions each bound slot maps (ccoip_exec.h) */
     h_posted posted[H_MAX_POSTED];
     uint32_t nposted;
     h_cancelled cancelled[256];
@@ -324,42 +322,31 @@ static void h_link_break(smh *h, h_link *l, int closer)
 /* Buffers and kernels                                                       */
 /* ------------------------------------------------------------------------ */
 
+static ccoip_exec h_exec(h_peer *hp)
+{
+    ccoip_exec x = {hp->xs, H_MAX_SLOTS};
+    return x;
+}
+
 static uint8_t *h_region(smh *h, uint32_t peer, const ccoip_span_ref *s)
 {
-    h_peer *hp = &h->peers[peer];
-    if (s->op_slot >= H_MAX_SLOTS) h_die("op slot out of range");
-    h_slot *sl = &hp->slots[s->op_slot];
-    if (sl->cmd < 0) h_die("span of an unbound op slot");
-    h_cmd *c = &hp->cmds[sl->cmd];
-    uint8_t *base = NULL;
-    uint64_t size = 0;
-    switch (s->region) {
-    case CCOIP_REGION_SEND:
-        base = (uint8_t *)(uintptr_t)c->send;
-        size = c->bytes;
-        break;
-    case CCOIP_REGION_RECV:
-        base = c->recv;
-        size = c->bytes;
-        break;
-    case CCOIP_REGION_SCRATCH:
-        base = sl->scratch;
-        size = sl->scratch_bytes;
-        break;
-    case CCOIP_REGION_BACKUP:
-        base = sl->backup;
-        size = sl->backup_bytes;
-        break;
-    case CCOIP_REGION_TENSOR:
-        if (s->tensor >= c->ntensors) h_die("tensor index out of range");
-        base = c->tensors[s->tensor];
-        size = c->tensor_bytes[s->tensor];
-        break;
-    default:
-        h_die("bad region");
-    }
-    if (s->offset > size || s->length > size - s->offset) h_die("span outside its region");
-    return base + s->offset;
+    const ccoip_exec x = h_exec(&h->peers[peer]);
+    const char *why = "bad span";
+    uint8_t *p = ccoip_exec_span(&x, s, &why);
+    if (p == NULL) h_die(why);
+    return p;
+}
+
+/* A kernel action through the core's executor; its KERNEL_DONE is queued. */
+static void h_kernel(smh *h, uint32_t peer, const ccoip_action *a)
+{
+    const ccoip_exec x = h_exec(&h->peers[peer]);
+    ccoip_kernel k;
+    const char *why = "bad kernel";
+    if (ccoip_kernel_prepare(&x, a, &k, &why) != pcclSuccess) h_die(why);
+    const pcclResult_t r = ccoip_kernel_run(&k);
+    h_push_done_hash(h, peer, CCOIP_EV_KERNEL_DONE, a->io_id, a->op_slot, r, NULL,
+                     a->type == CCOIP_ACT_QUANTIZE ? &k.quant_out : NULL, k.hash);
 }
 
 static int h_cmd_index(h_peer *hp, uint64_t id)
@@ -529,10 +516,12 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
         free(frame);
         return;
     }
-    case CCOIP_ACT_WRITE:
-        if (a->len != a->dst.length) h_die("WRITE length differs from its span");
-        memcpy(h_region(h, peer, &a->dst), a->data, (size_t)a->len);
+    case CCOIP_ACT_WRITE: {
+        const ccoip_exec x = h_exec(hp);
+        const char *why = "bad WRITE";
+        if (ccoip_exec_write(&x, a, &why) != pcclSuccess) h_die(why);
         return;
+    }
     case CCOIP_ACT_CLOSE: {
         bool is_a;
         h_link *l = h_link_of(h, (int)peer, a->conn, &is_a);
@@ -560,18 +549,29 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
         }
         h_slot *sl = &hp->slots[a->op_slot];
         sl->cmd = ci;
-        sl->scratch = calloc((size_t)a->scratch_bytes + 1u, 1);
-        sl->scratch_bytes = a->scratch_bytes;
-        sl->backup = calloc((size_t)a->backup_bytes + 1u, 1);
-        sl->backup_bytes = a->backup_bytes;
         sl->has_tagseq = false;
+        const h_cmd *c = &hp->cmds[ci];
+        ccoip_exec_slot *xs = &hp->xs[a->op_slot];
+        memset(xs, 0, sizeof *xs);
+        xs->used = true;
+        xs->cmd_id = a->cmd_id;
+        xs->send = (uint8_t *)(uintptr_t)c->send;
+        xs->recv = c->recv;
+        xs->bytes = c->bytes;
+        xs->tensors = c->tensors;
+        xs->tensor_bytes = c->tensor_bytes;
+        xs->ntensors = c->ntensors;
+        xs->scratch = calloc((size_t)a->scratch_bytes + 1u, 1);
+        xs->scratch_bytes = a->scratch_bytes;
+        xs->backup = calloc((size_t)a->backup_bytes + 1u, 1);
+        xs->backup_bytes = a->backup_bytes;
         return;
     }
     case CCOIP_ACT_OP_END: {
         h_slot *sl = &hp->slots[a->op_slot];
-        free(sl->scratch);
-        free(sl->backup);
-        sl->scratch = sl->backup = NULL;
+        free(hp->xs[a->op_slot].scratch);
+        free(hp->xs[a->op_slot].backup);
+        memset(&hp->xs[a->op_slot], 0, sizeof hp->xs[a->op_slot]);
         sl->cmd = -1;
         sl->gen++;
         return;
@@ -731,21 +731,6 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
         h_match(h, l);
         return;
     }
-    case CCOIP_ACT_HASH: {
-        char name[CCOIP_STATE_NAME_MAX];
-        if (a->len >= CCOIP_STATE_NAME_MAX) h_die("HASH name too long");
-        memcpy(name, a->data, (size_t)a->len);
-        name[a->len] = '\0';
-        ccoip_hash_entry e;
-        e.name = name;
-        e.data = h_region(h, peer, &a->src);
-        e.count = a->count;
-        e.dtype = a->dtype;
-        uint64_t hv = 0;
-        pcclResult_t r = ccoip_hash_tensor(&e, &hv);
-        h_push_done_hash(h, peer, CCOIP_EV_KERNEL_DONE, a->io_id, a->op_slot, r, NULL, NULL, hv);
-        return;
-    }
     case CCOIP_ACT_PROBE: {
         h->probes++;
         uint32_t target = (a->port - H_PORT_BASE) % 100u;
@@ -766,60 +751,15 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
         h_push(h, (int)peer, &ev, NULL, 0);
         return;
     }
-    case CCOIP_ACT_COPY: {
-        if (a->src.length != a->dst.length) h_die("COPY lengths differ");
-        memmove(h_region(h, peer, &a->dst), h_region(h, peer, &a->src), (size_t)a->src.length);
-        h_push_done(h, peer, CCOIP_EV_KERNEL_DONE, a->io_id, a->op_slot, pcclSuccess, NULL, NULL);
+    case CCOIP_ACT_COPY:
+    case CCOIP_ACT_REDUCE:
+    case CCOIP_ACT_GATHER_REDUCE:
+    case CCOIP_ACT_FINALIZE:
+    case CCOIP_ACT_QUANTIZE:
+    case CCOIP_ACT_DEQUANTIZE:
+    case CCOIP_ACT_HASH:
+        h_kernel(h, peer, a);
         return;
-    }
-    case CCOIP_ACT_REDUCE: {
-        pcclResult_t r;
-        if (a->base.length > 0) { /* dst = base op src (ccoip_sm.h v6) */
-            if (a->base.length != a->dst.length) h_die("REDUCE base length differs from dst");
-            r = ccoip_reduce(a->red_op, a->dtype, h_region(h, peer, &a->dst),
-                             h_region(h, peer, &a->base), h_region(h, peer, &a->src), a->count);
-        } else {
-            r = ccoip_reduce_inplace(a->red_op, a->dtype, h_region(h, peer, &a->dst),
-                                     h_region(h, peer, &a->src), a->count);
-        }
-        h_push_done(h, peer, CCOIP_EV_KERNEL_DONE, a->io_id, a->op_slot, r, NULL, NULL);
-        return;
-    }
-    case CCOIP_ACT_GATHER_REDUCE: {
-        if (!ccoip_action_gather_ok(a)) h_die("GATHER_REDUCE spans do not fit together");
-        pcclResult_t r = ccoip_reduce_gather(
-            a->red_op, a->dtype, h_region(h, peer, &a->dst), h_region(h, peer, &a->base),
-            h_region(h, peer, &a->src), a->chunk, a->divisor, a->count);
-        h_push_done(h, peer, CCOIP_EV_KERNEL_DONE, a->io_id, a->op_slot, r, NULL, NULL);
-        return;
-    }
-    case CCOIP_ACT_FINALIZE: {
-        pcclResult_t r =
-            ccoip_reduce_finalize_avg(a->dtype, h_region(h, peer, &a->dst), a->count, a->divisor);
-        h_push_done(h, peer, CCOIP_EV_KERNEL_DONE, a->io_id, a->op_slot, r, NULL, NULL);
-        return;
-    }
-    case CCOIP_ACT_QUANTIZE: {
-        ccoip_quant_meta meta;
-        const uint8_t *src = h_region(h, peer, &a->src);
-        pcclResult_t r = ccoip_quant_compute_meta(a->quant.algorithm, a->quant.src_type,
-                                                  a->quant.quant_type, src, a->count, &meta);
-        if (r == pcclSuccess) r = ccoip_quantize(&meta, h_region(h, peer, &a->dst), src, a->count);
-        h_push_done(h, peer, CCOIP_EV_KERNEL_DONE, a->io_id, a->op_slot, r, NULL, &meta);
-        return;
-    }
-    case CCOIP_ACT_DEQUANTIZE: {
-        pcclResult_t r;
-        if (a->reduce) {
-            r = ccoip_dequantize_reduce(&a->quant, a->red_op, h_region(h, peer, &a->dst),
-                                        h_region(h, peer, &a->src), a->count);
-        } else {
-            r = ccoip_dequantize(&a->quant, h_region(h, peer, &a->dst), h_region(h, peer, &a->src),
-                                 a->count);
-        }
-        h_push_done(h, peer, CCOIP_EV_KERNEL_DONE, a->io_id, a->op_slot, r, NULL, NULL);
-        return;
-    }
     }
     h_die("unknown peer action");
 }
@@ -945,8 +885,8 @@ void smh_destroy(smh *h)
     for (uint32_t i = 0; i < h->npeers; i++) {
         ccoip_peer_destroy(h->peers[i].p);
         for (uint32_t s = 0; s < H_MAX_SLOTS; s++) {
-            free(h->peers[i].slots[s].scratch);
-            free(h->peers[i].slots[s].backup);
+            free(h->peers[i].xs[s].scratch);
+            free(h->peers[i].xs[s].backup);
         }
     }
     for (uint32_t i = 0; i < h->nlinks; i++) {
