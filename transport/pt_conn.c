@@ -27,12 +27,12 @@ pt_conn *pt_conn_new(pt_driver *d, uint64_t id, bool data)
     c->id = id;
     c->d = d;
     c->data = data;
-    if (nng_aio_alloc(&c->send_aio, pt_cb_send, c) != 0 ||
-        nng_aio_alloc(&c->recv_aio, pt_cb_recv, c) != 0) {
-        if (c->send_aio != NULL) nng_aio_free(c->send_aio);
+    if (pt_nng_stream_init(&c->ns, id, pt_dp_done, d) != 0) {
         free(c);
         return NULL;
     }
+    c->dp = &pt_nng_ops;
+    c->dp_t = &c->ns;
     d->conns[d->nconns++] = c;
     return c;
 }
@@ -54,27 +54,23 @@ static void ios_fail_on_conn(pt_driver *d, uint64_t conn)
     }
 }
 
-/* Frees c: stops its aios (their callbacks have run when this returns). */
+/* Frees c: stops its data plane and aios (their callbacks have run when this returns). */
 void pt_conn_free(pt_driver *d, pt_conn *c)
 {
-    if (c->ep_added && c->link != NULL) {
-        (void)epoll_ctl(d->epfd, EPOLL_CTL_DEL, pt_tcp_link_fd(c->link), NULL);
+    if (c->dp != &pt_nng_ops) { /* a transport took the stream over */
+        if (c->ep_added) (void)epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->dp->fd(c->dp_t), NULL);
+        d->n_links--;
+        c->dp->close(c->dp_t); /* when it returns, no buffer is touched any more */
+        c->dp = &pt_nng_ops;
+        c->dp_t = &c->ns;
     }
-    if (c->link != NULL) d->n_links--;
-    pt_tcp_link_close(c->link); /* its threads are joined: no buffer is touched any more */
-    c->link = NULL;
-    if (c->s != NULL) nng_stream_close(c->s);
+    pt_nng_stream_fini(&c->ns);
     if (c->dial_aio != NULL) {
         /* A dial that completed queued its stream in a DIALED event: that
          * event owns it (on_dialed closes it when the conn is gone). */
         nng_aio_stop(c->dial_aio);
         nng_aio_free(c->dial_aio);
     }
-    nng_aio_stop(c->send_aio);
-    nng_aio_stop(c->recv_aio);
-    nng_aio_free(c->send_aio);
-    nng_aio_free(c->recv_aio);
-    if (c->s != NULL) nng_stream_free(c->s);
     if (c->dialer != NULL) nng_stream_dialer_free(c->dialer);
     while (c->sq_head != NULL) {
         pt_sitem *it = c->sq_head;
@@ -132,33 +128,23 @@ static void send_kick(pt_driver *d, pt_conn *c)
 {
     (void)d;
     if (c->send_busy || !c->up || c->sq_head == NULL) return;
-    pt_sitem *it = c->sq_head;
-    nng_iov iov[2];
-    unsigned n = 0;
-    const uint8_t *head = it->ring ? it->hdr : it->bytes;
+    const pt_sitem *it = c->sq_head;
+    const uint8_t *a, *b = NULL;
+    uint64_t na, nb = 0;
     if (it->done < it->len) {
-        iov[n].iov_buf = (void *)(uintptr_t)(head + it->done);
-        iov[n].iov_len = (size_t)(it->len - it->done);
-        n++;
+        a = (it->ring ? it->hdr : it->bytes) + it->done;
+        na = it->len - it->done;
         if (it->payload_len > 0) {
-            iov[n].iov_buf = (void *)(uintptr_t)it->payload;
-            iov[n].iov_len = (size_t)it->payload_len;
-            n++;
+            b = it->payload;
+            nb = it->payload_len;
         }
     } else {
         const uint64_t off = it->done - it->len;
-        iov[n].iov_buf = (void *)(uintptr_t)(it->payload + off);
-        iov[n].iov_len = (size_t)(it->payload_len - off);
-        n++;
+        a = it->payload + off;
+        na = it->payload_len - off;
     }
     c->send_busy = true;
-    if (c->link != NULL) {
-        pt_tcp_link_send(c->link, iov[0].iov_buf, iov[0].iov_len, n > 1 ? iov[1].iov_buf : NULL,
-                         n > 1 ? iov[1].iov_len : 0);
-        return;
-    }
-    nng_aio_set_iov(c->send_aio, n, iov);
-    nng_stream_send(c->s, c->send_aio);
+    c->dp->send(c->dp_t, a, na, b, nb);
 }
 
 void pt_on_sent(pt_driver *d, pt_conn *c, int rv, uint64_t count)
@@ -201,20 +187,10 @@ void pt_on_sent(pt_driver *d, pt_conn *c, int rv, uint64_t count)
 
 /* ---- receiving ---- */
 
-static void recv_issue(pt_conn *c, uint8_t *dst, uint64_t want)
+static void recv_issue(pt_conn *c, uint8_t *dst, uint64_t want, const pt_dp_fuse *fuse)
 {
-    if (c->link != NULL) {
-        c->recv_busy = true;
-        pt_tcp_link_recv(c->link, dst, want, NULL);
-        pt_park_arm(c->d, c);
-        return;
-    }
-    nng_iov iov;
-    iov.iov_buf = dst;
-    iov.iov_len = (size_t)want;
-    nng_aio_set_iov(c->recv_aio, 1, &iov);
     c->recv_busy = true;
-    nng_stream_recv(c->s, c->recv_aio);
+    if (c->dp->recv(c->dp_t, dst, want, fuse)) pt_park_arm(c->d, c);
 }
 
 void pt_rd_next(pt_conn *c)
@@ -222,24 +198,26 @@ void pt_rd_next(pt_conn *c)
     if (c->recv_busy || !c->up) return;
     switch (c->rd) {
     case RD_HDR:
-        recv_issue(c, c->hdr + c->rd_have, c->hdr_want - c->rd_have);
+        recv_issue(c, c->hdr + c->rd_have, c->hdr_want - c->rd_have, NULL);
         break;
     case RD_PAYLOAD:
         if (c->data && c->rd_ctrl) {
-            recv_issue(c, c->buf + CCOIP_DATA_HEADER_BYTES + c->rd_have, c->rd_want - c->rd_have);
+            recv_issue(c, c->buf + CCOIP_DATA_HEADER_BYTES + c->rd_have, c->rd_want - c->rd_have,
+                       NULL);
         } else if (c->data && c->rd_fused && c->rd_have == 0) {
-            c->recv_busy = true; /* the link reads it whole, reducing it as it arrives */
-            pt_tcp_link_recv(c->link, NULL, c->rd_want, &c->rd_fuse);
+            /* The data plane reads it whole, reducing it as it arrives. */
+            recv_issue(c, NULL, c->rd_want, &c->rd_fuse);
         } else if (c->data) {
-            recv_issue(c, c->rd_dst + c->rd_have, c->rd_want - c->rd_have);
+            recv_issue(c, c->rd_dst + c->rd_have, c->rd_want - c->rd_have, NULL);
         } else {
-            recv_issue(c, c->buf + CCOIP_CTRL_HEADER_BYTES + c->rd_have, c->rd_want - c->rd_have);
+            recv_issue(c, c->buf + CCOIP_CTRL_HEADER_BYTES + c->rd_have, c->rd_want - c->rd_have,
+                       NULL);
         }
         break;
     case RD_DISCARD: {
         uint64_t n = c->rd_want - c->rd_have;
         if (n > PT_DISCARD_BYTES) n = PT_DISCARD_BYTES;
-        recv_issue(c, c->discard, n);
+        recv_issue(c, c->discard, n, NULL);
         break;
     }
     case RD_HELD:
@@ -268,9 +246,9 @@ static bool key_cancelled(const pt_driver *d, const ccoip_data_header *h)
     return false;
 }
 
-/* A RING_RECV that announces its REDUCE (ccoip_sm.h v5) over a link, whose
- * one frame covers the whole span: the link reduces the payload into the
- * REDUCE's destination as it arrives (pt_tcp.h); SCRATCH is never written. */
+/* A RING_RECV that announces its REDUCE (ccoip_sm.h v5) over a data plane that
+ * fuses (pt_dp.h), whose one frame covers the whole span: the data plane reduces
+ * the payload into the REDUCE's destination as it arrives; SCRATCH is never written. */
 static void fuse_try(pt_driver *d, pt_conn *c, pt_io *io)
 {
     const ccoip_action *a = &io->act;
@@ -359,7 +337,7 @@ bool pt_ring_dispatch(pt_driver *d, pt_conn *c)
     c->rd_want = h->length;
     c->rd_dst = dst + h->offset;
     c->rd_fused = false;
-    if (c->link != NULL && exact->frames == 1) fuse_try(d, c, exact);
+    if (c->dp->fuses && exact->frames == 1) fuse_try(d, c, exact);
     if (h->length == 0) {
         if (exact->got >= exact->act.dst.length) pt_io_done_queue(d, exact, pcclSuccess);
         pt_rd_start_header(c);
@@ -604,7 +582,7 @@ void pt_on_received(pt_driver *d, pt_conn *c, int rv, uint64_t count)
                 pt_slot *o = &d->slots[io->slot];
                 if (o->nfused < CCOIP_P2P_POOL_MAX) {
                     o->fused[o->nfused] = io->act;
-                    o->fused_result[o->nfused] = pt_tcp_link_fuse_result(c->link);
+                    o->fused_result[o->nfused] = c->dp->fuse_result(c->dp_t);
                     o->nfused++;
                 }
             }
@@ -632,31 +610,37 @@ void pt_on_received(pt_driver *d, pt_conn *c, int rv, uint64_t count)
 
 void pt_conn_up(pt_driver *d, pt_conn *c, nng_stream *s)
 {
-    c->s = s;
+    c->ns.s = s;
     c->up = true;
     nng_stream_set_bool(s, NNG_OPT_TCP_NODELAY, true);
+    /* Which transport takes the stream over (transport/README.md, "Adding a transport"): the
+     * POSIX TCP link for plain tcp:// (pt_tcp_open declines TLS and ipc), never for probes,
+     * on the master for at most PT_MASTER_MAX_LINKS connections. */
     if (c->probe == PROBE_NONE && pt_tcp_enabled() &&
         (!d->is_master || d->n_links < PT_MASTER_MAX_LINKS)) {
-        c->link = pt_tcp_link_open(s, c->id, pt_cb_link, d); /* NULL: stays on nng */
-        if (c->link != NULL) d->n_links++;
-        if (c->link != NULL && d->epfd >= 0) pt_tcp_link_set_park(c->link, true);
+        void *t = pt_tcp_open(s, c->id, pt_dp_done, d, d->epfd >= 0); /* NULL: stays on nng */
+        if (t != NULL) {
+            c->dp = &pt_tcp_ops;
+            c->dp_t = t;
+            d->n_links++;
+        }
         pt_log(CCOIP_LOG_DEBUG, d->who, "connection %" PRIu64 ": %s data plane", c->id,
-               c->link != NULL ? "POSIX TCP" : "nng stream");
+               c->dp->name);
     }
     pt_rd_start_header(c);
     pt_rd_next(c);
     send_kick(d, c);
 }
 
-/* Arms the one-shot epoll registration of c's socket when its small receive parked. */
+/* Arms the one-shot epoll registration of c's descriptor: its receive parked (pt_dp.h). */
 void pt_park_arm(pt_driver *d, pt_conn *c)
 {
-    if (d->epfd < 0 || c->link == NULL || !pt_tcp_link_parked(c->link)) return;
+    if (d->epfd < 0) return;
     struct epoll_event e;
     memset(&e, 0, sizeof e);
     e.events = EPOLLIN | EPOLLONESHOT;
     e.data.u64 = c->id;
-    const int fd = pt_tcp_link_fd(c->link);
+    const int fd = c->dp->fd(c->dp_t);
     if (epoll_ctl(d->epfd, c->ep_added ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &e) == 0) {
         c->ep_added = true;
     }

@@ -322,9 +322,8 @@ static void do_work(pt_driver *d, pt_work w, const uint64_t *ready, uint32_t nre
         /* Continue the readable parked receives here: completions are queued. */
         for (uint32_t k = 0; k < nready; k++) {
             pt_conn *c = pt_conn_find(d, ready[k]);
-            if (c == NULL || c->link == NULL) continue;
-            pt_tcp_link_poll(c->link);
-            pt_park_arm(d, c);
+            if (c == NULL || c->dp->poll == NULL) continue;
+            if (c->dp->poll(c->dp_t)) pt_park_arm(d, c); /* still parked: armed again */
         }
     } else if (w == W_TIMER) {
         ccoip_event t;

@@ -48,35 +48,13 @@ void pt_q_core(pt_driver *d, const ccoip_event *cev)
 /* aio callbacks: lock, enqueue, signal                                     */
 /* ------------------------------------------------------------------------ */
 
-/* Queues the outcome of a finished stream send or receive on c. */
-static void q_io_result(pt_conn *c, pt_ev_type type, nng_aio *aio)
-{
-    pt_ev *ev = ev_new(type);
-    ev->conn = c->id;
-    ev->rv = nng_aio_result(aio);
-    ev->count = nng_aio_count(aio);
-    q_push(c->d, ev);
-}
-
-void pt_cb_send(void *arg)
-{
-    pt_conn *c = arg;
-    q_io_result(c, PT_EV_SENT, c->send_aio);
-}
-
-void pt_cb_recv(void *arg)
-{
-    pt_conn *c = arg;
-    q_io_result(c, PT_EV_RECEIVED, c->recv_aio);
-}
-
-/* A POSIX TCP link finished a whole send or receive (pt_tcp.h): the same
- * events as an nng aio's, one per request. */
-void pt_cb_link(void *arg, uint64_t conn, bool send, int err, uint64_t count)
+/* A data plane finished a send or a receive (pt_dp.h): an nng aio's callback, a link's
+ * thread, or the driver thread inside send/recv/poll. */
+void pt_dp_done(void *arg, uint64_t conn, bool send, int rv, uint64_t count)
 {
     pt_ev *ev = ev_new(send ? PT_EV_SENT : PT_EV_RECEIVED);
     ev->conn = conn;
-    ev->rv = err != 0 ? NNG_ECONNRESET : 0;
+    ev->rv = rv;
     ev->count = count;
     q_push((pt_driver *)arg, ev);
 }

@@ -11,7 +11,8 @@
  *
  * Files (transport/README.md): pt_log.c, pt_events.c, pt_trace.c,
  * pt_conn.c, pt_probe.c, pt_kernel.c, pt_tls.c, pt_actions.c, pt_driver.c,
- * pt_cmd.c; pt_tcp.c is the POSIX TCP data plane (pt_tcp.h).
+ * pt_cmd.c; the data-plane interface pt_dp.h and its implementations pt_nng.c
+ * (nng streams) and pt_tcp.c (POSIX TCP).
  */
 #ifndef PT_INTERNAL_H
 #define PT_INTERNAL_H
@@ -35,6 +36,8 @@
 #include "ccoip_peer.h"
 #include "ccoip_sm.h"
 #include "pt.h"
+#include "pt_dp.h"
+#include "pt_nng.h"
 #include "pt_tcp.h"
 
 /* Bounds (STYLE.md: limits on everything). */
@@ -110,11 +113,13 @@ typedef struct pt_conn {
     bool up;
     bool accepted;
     uint32_t listener;
-    nng_stream *s;
+    /* The data plane its bytes go over (pt_dp.h): c->dp->op(c->dp_t, ...). &pt_nng_ops with
+     * dp_t = &ns until a transport takes the stream over at CONN_UP (pt_tcp_ops, its link). */
+    const pt_dp_ops *dp;
+    void *dp_t;
+    pt_nng_stream ns; /* the stream as nng connected it (closed with the connection) */
     nng_stream_dialer *dialer;
     nng_aio *dial_aio;
-    nng_aio *send_aio;
-    nng_aio *recv_aio;
     bool send_busy;
     bool recv_busy;
     pt_sitem *sq_head, *sq_tail;
@@ -130,11 +135,9 @@ typedef struct pt_conn {
     ccoip_data_header dh;
     uint64_t rd_io; /* io_id the payload lands in */
     uint64_t max_recv_epoch;
-    bool rd_ctrl; /* RD_PAYLOAD of a data connection lands in buf (STATE_REQUEST/RESPONSE) */
-    /* POSIX TCP data plane (pt_tcp.h): the stream's socket, taken over; NULL: nng I/O */
-    pt_tcp_link *link;
-    bool rd_fused; /* the payload under way is reduced into rd_fuse.target (link only) */
-    pt_tcp_fuse rd_fuse;
+    bool rd_ctrl;  /* RD_PAYLOAD of a data connection lands in buf (STATE_REQUEST/RESPONSE) */
+    bool rd_fused; /* the payload under way is reduced into rd_fuse.target (dp->fuses only) */
+    pt_dp_fuse rd_fuse;
     /* bandwidth probes */
     pt_probe_role probe;
     uint64_t probe_io;
@@ -162,7 +165,7 @@ typedef struct pt_io {
     uint64_t got;
     uint32_t frames;
     ccoip_quant_meta quant;
-    bool fused; /* RING_RECV: its payload was reduced on arrival (pt_tcp.h) */
+    bool fused; /* RING_RECV: its payload was reduced on arrival (pt_dp.h, fuses) */
 } pt_io;
 
 typedef struct pt_slot {
@@ -240,7 +243,7 @@ typedef struct pt_listener {
 
 struct pt_driver {
     bool is_master;
-    uint32_t n_links; /* connections on a POSIX TCP link */
+    uint32_t n_links; /* connections a transport took over (pt_tcp.h: two threads each) */
     ccoip_master *m;
     ccoip_peer *p;
     char who[48];
@@ -259,7 +262,7 @@ struct pt_driver {
     pt_ev *q_head, *q_tail;
     /* Waiting (issue 7): with epfd >= 0 the driving thread waits in epoll_wait on efd (written
      * by q_push while someone polls; guarded by mu) and the sockets of parked small receives
-     * (pt_tcp.h; one-shot, armed when a receive parks, data.u64 = conn id). epfd < 0: cv_ev.
+     * (pt_dp.h; one-shot, armed when a receive parks, data.u64 = conn id). epfd < 0: cv_ev.
      * The baton: one thread at a time steps the core and runs its actions ("owned by the
      * driver thread" below means: by the baton holder). busy: an application thread holds it
      * to step its all-reduce SUBMIT itself (the queue being empty); the driver thread yields
@@ -325,13 +328,11 @@ struct pt_driver {
 
 /** Queues a core event to be fed as is (copied). Any thread. */
 void pt_q_core(pt_driver *d, const ccoip_event *cev);
-/** nng aio callbacks (arg: the pt_conn, or the pt_listener for accept). */
-void pt_cb_send(void *arg);
-void pt_cb_recv(void *arg);
+/** nng aio callbacks of dials and accepts (arg: the pt_conn, the pt_listener). */
 void pt_cb_dial(void *arg);
 void pt_cb_accept(void *arg);
-/** A POSIX TCP link's completion (pt_tcp_cb; arg: the driver). */
-void pt_cb_link(void *arg, uint64_t conn, bool send, int err, uint64_t count);
+/** Every data plane's completion (pt_dp_done_fn; arg: the driver): a SENT or RECEIVED event. */
+void pt_dp_done(void *arg, uint64_t conn, bool send, int rv, uint64_t count);
 
 /* ---- pt_trace.c: PCCL_TRACE ---- */
 
@@ -365,7 +366,7 @@ pt_conn *pt_conn_new(pt_driver *d, uint64_t id, bool data);
 void pt_conn_free(pt_driver *d, pt_conn *c);
 /** Closes c: fails its pending I/O; when tell_core, the core learns it with CONN_CLOSED. */
 void pt_conn_close(pt_driver *d, pt_conn *c, bool tell_core);
-/** The stream s of c is connected: take it over (POSIX TCP) or keep it on nng, start reading. */
+/** The stream s of c is connected: a transport takes it over or it stays on nng; reading starts. */
 void pt_conn_up(pt_driver *d, pt_conn *c, nng_stream *s);
 /** Queues a frame on c (it is sent after the ones before it). */
 void pt_send_enqueue(pt_driver *d, pt_conn *c, pt_sitem *it);
@@ -383,7 +384,7 @@ bool pt_ring_dispatch(pt_driver *d, pt_conn *c);
 bool pt_held_dispatch(pt_driver *d, pt_conn *c);
 /** Re-examines every held frame (after a RING_RECV, a STATE_RECV or a CANCEL). */
 void pt_held_retry(pt_driver *d);
-/** Arms the one-shot epoll registration of c's socket when its small receive parked. */
+/** Arms the one-shot epoll registration of c's descriptor: its receive parked (pt_dp.h). */
 void pt_park_arm(pt_driver *d, pt_conn *c);
 /** Binds listener kind on url. pcclSuccess, pcclInvalidArgument, pcclInvalidUsage, pcclSystemError.
  */
