@@ -8,14 +8,6 @@
 
 #include "pt_internal.h"
 
-pt_conn *pt_conn_find(pt_driver *d, uint64_t id)
-{
-    for (uint32_t i = 0; i < d->nconns; i++) {
-        if (d->conns[i]->id == id) return d->conns[i];
-    }
-    return NULL;
-}
-
 pt_conn *pt_conn_new(pt_driver *d, uint64_t id, bool data)
 {
     if (d->nconns >= PT_MAX_CONNS) {

@@ -58,7 +58,7 @@ void pt_core_feed(pt_driver *d, ccoip_event *ev)
     if (now < d->last_now) now = d->last_now;
     d->last_now = now;
     ev->now_ns = now;
-    pt_trace_event(d, ev);
+    if (d->trace != NULL) pt_trace_event(d, ev);
     const pcclResult_t rc = d->is_master ? ccoip_master_step(d->m, ev) : ccoip_peer_step(d->p, ev);
     if (d->trace != NULL) pt_trace_step(d, rc);
     if (rc == pcclInternalError) {

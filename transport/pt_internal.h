@@ -339,7 +339,8 @@ void pt_dp_done(void *arg, uint64_t conn, bool send, int rv, uint64_t count);
 /** Opens the trace when PCCL_TRACE is set and writes its header (creating thread). */
 void pt_trace_open(pt_driver *d, uint64_t seed, const ccoip_master_config *mcfg,
                    const ccoip_peer_config *pcfg);
-/** EVENT before each step call (d->trace != NULL). */
+/** EVENT before each step call (d->trace != NULL: the caller tests it, so tracing off costs
+ * one pointer test per step and per action). */
 void pt_trace_event(pt_driver *d, const ccoip_event *ev);
 /** Hashes a step's result (d->trace != NULL). */
 void pt_trace_step(pt_driver *d, pcclResult_t rc);
@@ -359,7 +360,14 @@ void pt_core_feed(pt_driver *d, ccoip_event *ev);
 
 /* ---- pt_conn.c: connections, framing, sending and receiving, held frames, listeners ---- */
 
-pt_conn *pt_conn_find(pt_driver *d, uint64_t id);
+/** The connection with this id, or NULL (inline: looked up for every event). */
+static inline pt_conn *pt_conn_find(pt_driver *d, uint64_t id)
+{
+    for (uint32_t i = 0; i < d->nconns; i++) {
+        if (d->conns[i]->id == id) return d->conns[i];
+    }
+    return NULL;
+}
 /** A new connection (not up yet) in the table; NULL when full or out of memory. */
 pt_conn *pt_conn_new(pt_driver *d, uint64_t id, bool data);
 /** Frees c: stops its I/O (no callback runs and no buffer is touched when this returns). */
