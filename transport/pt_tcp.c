@@ -1,6 +1,7 @@
 /*
  * pt_tcp.c — the POSIX TCP data plane (pt_tcp.h): a sender and a receiver
- * thread per taken-over tcp:// data connection, blocking I/O.
+ * thread per taken-over tcp:// connection, blocking I/O; the data-plane
+ * interface (pt_dp.h) as pt_tcp_ops.
  */
 #define _GNU_SOURCE
 #include "pt_tcp.h"
@@ -46,13 +47,13 @@ typedef struct pt_tcp_dir {
     uint64_t want;
     uint64_t off;
     bool fused;
-    pt_tcp_fuse fuse;
+    pt_dp_fuse fuse;
 } pt_tcp_dir;
 
-struct pt_tcp_link {
+typedef struct pt_tcp_link {
     int fd;
     uint64_t conn;
-    pt_tcp_cb cb;
+    pt_dp_done_fn done;
     void *arg;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -61,12 +62,19 @@ struct pt_tcp_link {
     pt_tcp_dir tx, rx;
     pcclResult_t fuse_result;
     uint8_t *scratch; /* PT_TCP_SLICE bytes, the receiver's */
-    /* Parking (pt_tcp_link_set_park): touched only by the thread that issues receives. */
+    /* Parking (pt_tcp_open with park, link_recv, link_poll): touched only by the thread that
+     * issues receives. */
     bool can_park;
     bool parked;
     uint8_t *pk_dst;
     uint64_t pk_want, pk_off;
-};
+} pt_tcp_link;
+
+/* Reports a completion: err 0, or an errno value (the connection broke: NNG_ECONNRESET). */
+static void link_done(pt_tcp_link *l, bool send, int err, uint64_t count)
+{
+    l->done(l->arg, l->conn, send, err != 0 ? NNG_ECONNRESET : 0, count);
+}
 
 bool pt_tcp_enabled(void)
 {
@@ -312,7 +320,7 @@ static void *tx_main(void *arg)
         l->tx.busy = false;
         if (l->stop) break;
         pthread_mutex_unlock(&l->mu);
-        l->cb(l->arg, l->conn, true, err, err == 0 ? total : 0);
+        link_done(l, true, err, err == 0 ? total : 0);
         pthread_mutex_lock(&l->mu);
     }
     pthread_mutex_unlock(&l->mu);
@@ -320,7 +328,7 @@ static void *tx_main(void *arg)
 }
 
 /* A fused receive: slice by slice into scratch, reduced into the target. */
-static int rx_fused(pt_tcp_link *l, const pt_tcp_fuse *f, uint64_t want, uint64_t *got,
+static int rx_fused(pt_tcp_link *l, const pt_dp_fuse *f, uint64_t want, uint64_t *got,
                     pcclResult_t *res)
 {
     const uint64_t esz = ccoip_dtype_size(f->dtype);
@@ -357,7 +365,7 @@ static void *rx_main(void *arg)
         uint8_t *dst = l->rx.dst;
         const uint64_t want = l->rx.want, off = l->rx.off;
         const bool fused = l->rx.fused;
-        const pt_tcp_fuse fuse = l->rx.fuse;
+        const pt_dp_fuse fuse = l->rx.fuse;
         pthread_mutex_unlock(&l->mu);
         uint64_t got = 0;
         pcclResult_t fr = pcclSuccess;
@@ -370,11 +378,11 @@ static void *rx_main(void *arg)
         if (l->stop) break;
         pthread_mutex_unlock(&l->mu);
         if (rv == 0) {
-            l->cb(l->arg, l->conn, false, 0, got);
+            link_done(l, false, 0, got);
         } else if (rv == -1 && got == 0) {
-            l->cb(l->arg, l->conn, false, 0, 0); /* end of stream */
+            link_done(l, false, 0, 0); /* end of stream */
         } else {
-            l->cb(l->arg, l->conn, false, rv == -1 ? ECONNRESET : rv, 0);
+            link_done(l, false, rv == -1 ? ECONNRESET : rv, 0);
         }
         pthread_mutex_lock(&l->mu);
     }
@@ -382,9 +390,11 @@ static void *rx_main(void *arg)
     return NULL;
 }
 
-/* ---- API ---- */
+/* ---- the data-plane operations (pt_dp.h) ---- */
 
-pt_tcp_link *pt_tcp_link_open(nng_stream *s, uint64_t conn, pt_tcp_cb cb, void *arg)
+static void link_close(void *t);
+
+void *pt_tcp_open(nng_stream *s, uint64_t conn, pt_dp_done_fn done, void *arg, bool park)
 {
     const int fd = stream_fd_dup(s);
     if (fd < 0) return NULL;
@@ -401,8 +411,9 @@ pt_tcp_link *pt_tcp_link_open(nng_stream *s, uint64_t conn, pt_tcp_cb cb, void *
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     l->fd = fd;
     l->conn = conn;
-    l->cb = cb;
+    l->done = done;
     l->arg = arg;
+    l->can_park = park;
     l->fuse_result = pcclSuccess;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, NULL);
@@ -414,19 +425,20 @@ pt_tcp_link *pt_tcp_link_open(nng_stream *s, uint64_t conn, pt_tcp_cb cb, void *
         /* No threads: give the stream back to nng (blocking mode off again). */
         fcntl(fd, F_SETFL, fl);
         l->keep_socket = true;
-        pt_tcp_link_close(l);
+        link_close(l);
         return NULL;
     }
     return l;
 }
 
-void pt_tcp_link_send(pt_tcp_link *l, const uint8_t *a, uint64_t na, const uint8_t *b, uint64_t nb)
+static void link_send(void *t, const uint8_t *a, uint64_t na, const uint8_t *b, uint64_t nb)
 {
+    pt_tcp_link *l = t;
     const uint64_t total = na + nb;
     if (total <= PT_TCP_INLINE) {
         const int err = write_some(l->fd, &a, &na, &b, &nb, MSG_DONTWAIT);
         if (err == 0 || (err != EAGAIN && err != EWOULDBLOCK)) {
-            l->cb(l->arg, l->conn, true, err, err == 0 ? total : 0);
+            link_done(l, true, err, err == 0 ? total : 0);
             return;
         }
     }
@@ -441,29 +453,30 @@ void pt_tcp_link_send(pt_tcp_link *l, const uint8_t *a, uint64_t na, const uint8
     pthread_mutex_unlock(&l->mu);
 }
 
-void pt_tcp_link_recv(pt_tcp_link *l, uint8_t *dst, uint64_t want, const pt_tcp_fuse *fuse)
+static bool link_recv(void *t, uint8_t *dst, uint64_t want, const pt_dp_fuse *fuse)
 {
+    pt_tcp_link *l = t;
     uint64_t off = 0;
     if (fuse == NULL && want <= PT_TCP_INLINE) {
         const int rv = read_flags(l->fd, dst, want, &off, MSG_DONTWAIT);
         if (rv == 0) {
-            l->cb(l->arg, l->conn, false, 0, want);
-            return;
+            link_done(l, false, 0, want);
+            return false;
         }
         if (rv == -1) {
-            l->cb(l->arg, l->conn, false, off == 0 ? 0 : ECONNRESET, 0); /* end of stream */
-            return;
+            link_done(l, false, off == 0 ? 0 : ECONNRESET, 0); /* end of stream */
+            return false;
         }
         if (rv != EAGAIN && rv != EWOULDBLOCK) {
-            l->cb(l->arg, l->conn, false, rv, 0);
-            return;
+            link_done(l, false, rv, 0);
+            return false;
         }
         if (l->can_park) {
             l->parked = true;
             l->pk_dst = dst;
             l->pk_want = want;
             l->pk_off = off;
-            return;
+            return true;
         }
     }
     pthread_mutex_lock(&l->mu);
@@ -476,51 +489,47 @@ void pt_tcp_link_recv(pt_tcp_link *l, uint8_t *dst, uint64_t want, const pt_tcp_
     l->rx.busy = true;
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
+    return false;
 }
 
-void pt_tcp_link_set_park(pt_tcp_link *l, bool on)
+static int link_fd(const void *t)
 {
-    l->can_park = on;
-}
-
-bool pt_tcp_link_parked(const pt_tcp_link *l)
-{
-    return l->parked;
-}
-
-int pt_tcp_link_fd(const pt_tcp_link *l)
-{
+    const pt_tcp_link *l = t;
     return l->fd;
 }
 
-void pt_tcp_link_poll(pt_tcp_link *l)
+static bool link_poll(void *t)
 {
-    if (!l->parked) return;
+    pt_tcp_link *l = t;
+    if (!l->parked) return false;
     uint64_t got = 0;
     const int rv =
         read_flags(l->fd, l->pk_dst + l->pk_off, l->pk_want - l->pk_off, &got, MSG_DONTWAIT);
     l->pk_off += got;
-    if (rv == EAGAIN || rv == EWOULDBLOCK) return; /* still parked */
+    if (rv == EAGAIN || rv == EWOULDBLOCK) return true; /* still parked */
     l->parked = false;
     if (rv == 0) {
-        l->cb(l->arg, l->conn, false, 0, l->pk_want);
+        link_done(l, false, 0, l->pk_want);
     } else if (rv == -1) {
-        l->cb(l->arg, l->conn, false, l->pk_off == 0 ? 0 : ECONNRESET, 0); /* end of stream */
+        link_done(l, false, l->pk_off == 0 ? 0 : ECONNRESET, 0); /* end of stream */
     } else {
-        l->cb(l->arg, l->conn, false, rv, 0);
+        link_done(l, false, rv, 0);
     }
+    return false;
 }
 
-pcclResult_t pt_tcp_link_fuse_result(pt_tcp_link *l)
+static pcclResult_t link_fuse_result(void *t)
 {
+    pt_tcp_link *l = t;
     pthread_mutex_lock(&l->mu);
     const pcclResult_t r = l->fuse_result;
     pthread_mutex_unlock(&l->mu);
     return r;
 }
 
-void pt_tcp_link_close(pt_tcp_link *l)
+static void link_close(void *t)
 {
+    pt_tcp_link *l = t;
     if (l == NULL) return;
     pthread_mutex_lock(&l->mu);
     l->stop = true;
@@ -536,3 +545,14 @@ void pt_tcp_link_close(pt_tcp_link *l)
     free(l->scratch);
     free(l);
 }
+
+const pt_dp_ops pt_tcp_ops = {
+    .name = "POSIX TCP",
+    .fuses = true,
+    .send = link_send,
+    .recv = link_recv,
+    .poll = link_poll,
+    .fd = link_fd,
+    .fuse_result = link_fuse_result,
+    .close = link_close,
+};

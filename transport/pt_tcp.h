@@ -15,9 +15,11 @@
  * is first tried without blocking on the caller's thread (MSG_DONTWAIT): what
  * the socket takes or already holds costs no thread hand-off.
  *
- * pt_tcp_link_close shuts the socket down (waking a thread blocked in
- * read/write), joins both threads and closes the descriptor: when it
- * returns, no thread touches any buffer handed to the link.
+ * It implements the data-plane interface (pt_dp.h) as pt_tcp_ops, with
+ * parking (poll, fd) and fused receives. Its close shuts the socket down
+ * (waking a thread blocked in read/write), joins both threads and closes
+ * the descriptor: when it returns, no thread touches any buffer handed to
+ * the link.
  */
 #ifndef PT_TCP_H
 #define PT_TCP_H
@@ -26,65 +28,28 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "pccl.h"
-
-typedef struct pt_tcp_link pt_tcp_link;
-
-/**
- * Completion of a link's send or receive, called on the link's thread, or
- * on the caller's thread inside pt_tcp_link_send/recv when a small request
- * (at most 512 KiB, not fused) completes at once without blocking.
- * err 0: count bytes were moved (all of them; a receive with count 0 is the
- * end of the stream). err != 0: the connection broke (errno value).
- */
-typedef void (*pt_tcp_cb)(void *arg, uint64_t conn, bool send, int err, uint64_t count);
-
-/** A reduction fused into a receive: target[0 .. want) op= received bytes, or, with base,
- * target = base op received bytes (ccoip_sm.h v6). */
-typedef struct pt_tcp_fuse {
-    uint8_t *target;
-    const uint8_t *base; /* NULL: target itself */
-    pcclRedOp_t op;
-    pcclDataType_t dtype;
-} pt_tcp_fuse;
+#include "pt_dp.h"
 
 /** False when PCCL_DATAPLANE=nng (every data connection stays on nng streams). */
 bool pt_tcp_enabled(void);
 
 /**
  * Takes over the socket of a plain TCP stream (not TLS, not ipc): a
- * duplicate of its descriptor in blocking mode, TCP_NODELAY. Returns NULL
- * (the stream stays with nng) when it is not one or the threads fail.
+ * duplicate of its descriptor in blocking mode, TCP_NODELAY. Returns the
+ * handle for pt_tcp_ops, or NULL (the stream stays with nng) when it is not
+ * one or the threads fail. Completions go to done(arg, conn, ...) with rv 0
+ * or NNG_ECONNRESET. With park, a small receive (at most 512 KiB, not
+ * fused) that finds no bytes parks (pt_dp.h) instead of waking the
+ * receiver thread (issue 7, small messages).
  */
-pt_tcp_link *pt_tcp_link_open(nng_stream *s, uint64_t conn, pt_tcp_cb cb, void *arg);
-
-/** Writes a[0 .. na) then b[0 .. nb) completely (one send at a time). */
-void pt_tcp_link_send(pt_tcp_link *l, const uint8_t *a, uint64_t na, const uint8_t *b, uint64_t nb);
+void *pt_tcp_open(nng_stream *s, uint64_t conn, pt_dp_done_fn done, void *arg, bool park);
 
 /**
- * Reads exactly want bytes into dst, or with fuse != NULL reduces them
- * into fuse->target instead (want a multiple of the element size; dst
- * unused). One receive at a time.
+ * The operations on a link: send writes both buffers whole; recv reads
+ * exactly want bytes (never short), may fuse, and parks when opened with
+ * park. A request of at most 512 KiB (not fused) is first tried with
+ * MSG_DONTWAIT on the caller's thread and may complete there.
  */
-void pt_tcp_link_recv(pt_tcp_link *l, uint8_t *dst, uint64_t want, const pt_tcp_fuse *fuse);
-
-/**
- * Parking (issue 7, small messages): with parking on, a small receive (at
- * most 512 KiB, not fused) that finds no bytes does not wake the receiver
- * thread; it is parked instead, and the caller (the driver thread, which
- * polls pt_tcp_link_fd for POLLIN) continues it with pt_tcp_link_poll, which
- * never blocks and completes it through the callback on the caller's thread.
- * Only the thread that issues receives may call these.
- */
-void pt_tcp_link_set_park(pt_tcp_link *l, bool on);
-bool pt_tcp_link_parked(const pt_tcp_link *l);
-int pt_tcp_link_fd(const pt_tcp_link *l);
-void pt_tcp_link_poll(pt_tcp_link *l);
-
-/** The result of the last fused reduction (valid after its completion). */
-pcclResult_t pt_tcp_link_fuse_result(pt_tcp_link *l);
-
-/** Shuts down, joins the threads, closes the descriptor, frees l. */
-void pt_tcp_link_close(pt_tcp_link *l);
+extern const pt_dp_ops pt_tcp_ops;
 
 #endif /* PT_TCP_H */

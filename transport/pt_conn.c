@@ -1,0 +1,671 @@
+/*
+ * pt_conn.c — connections: the table, framing (control and data headers),
+ * sending and receiving, matching data frames to posted receives, held
+ * frames, and the listeners.
+ */
+#define _GNU_SOURCE
+#include <sys/epoll.h>
+
+#include "pt_internal.h"
+
+pt_conn *pt_conn_new(pt_driver *d, uint64_t id, bool data)
+{
+    if (d->nconns >= PT_MAX_CONNS) {
+        pt_log(CCOIP_LOG_ERROR, d->who, "connection table full (%u)", PT_MAX_CONNS);
+        return NULL;
+    }
+    pt_conn *c = calloc(1, sizeof *c);
+    if (c == NULL) return NULL;
+    c->id = id;
+    c->d = d;
+    c->data = data;
+    if (pt_nng_stream_init(&c->ns, id, pt_dp_done, d) != 0) {
+        free(c);
+        return NULL;
+    }
+    c->dp = &pt_nng_ops;
+    c->dp_t = &c->ns;
+    d->conns[d->nconns++] = c;
+    return c;
+}
+
+/* Fails every pending ring I/O on conn (the stream broke or was closed). */
+static void ios_fail_on_conn(pt_driver *d, uint64_t conn)
+{
+    for (uint32_t i = 0; i < d->ios_hi; i++) {
+        pt_io *io = &d->ios[i];
+        if (!io->used || io->done_queued || io->conn != conn) continue;
+        if (io->kind != IO_SEND && io->kind != IO_RECV) continue;
+        io->done_queued = true;
+        ccoip_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.type = CCOIP_EV_IO_DONE;
+        ev.done.io_id = io->io_id;
+        ev.done.result = pcclRankConnectionLost;
+        pt_q_core(d, &ev);
+    }
+}
+
+/* Frees c: stops its data plane and aios (their callbacks have run when this returns). */
+void pt_conn_free(pt_driver *d, pt_conn *c)
+{
+    if (c->dp != &pt_nng_ops) { /* a transport took the stream over */
+        if (c->ep_added) (void)epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->dp->fd(c->dp_t), NULL);
+        d->n_links--;
+        c->dp->close(c->dp_t); /* when it returns, no buffer is touched any more */
+        c->dp = &pt_nng_ops;
+        c->dp_t = &c->ns;
+    }
+    pt_nng_stream_fini(&c->ns);
+    if (c->dial_aio != NULL) {
+        /* A dial that completed queued its stream in a DIALED event: that
+         * event owns it (on_dialed closes it when the conn is gone). */
+        nng_aio_stop(c->dial_aio);
+        nng_aio_free(c->dial_aio);
+    }
+    if (c->dialer != NULL) nng_stream_dialer_free(c->dialer);
+    while (c->sq_head != NULL) {
+        pt_sitem *it = c->sq_head;
+        c->sq_head = it->next;
+        free(it->bytes);
+        free(it);
+    }
+    free(c->buf);
+    for (uint32_t i = 0; i < d->nconns; i++) {
+        if (d->conns[i] == c) {
+            d->conns[i] = d->conns[--d->nconns];
+            break;
+        }
+    }
+    free(c);
+}
+
+/* Closes c. When tell_core, the core learns it with CONN_CLOSED (after the
+ * failed I/O completions); a CLOSE action does not tell it. */
+void pt_conn_close(pt_driver *d, pt_conn *c, bool tell_core)
+{
+    if (c->probe != PROBE_NONE) {
+        pt_probe_end(d, c); /* the core never hears of probe connections */
+        return;
+    }
+    const uint64_t id = c->id;
+    ios_fail_on_conn(d, id);
+    pt_conn_free(d, c);
+    if (tell_core) {
+        ccoip_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.type = CCOIP_EV_CONN_CLOSED;
+        ev.conn = id;
+        pt_q_core(d, &ev);
+    }
+}
+
+/* ---- sending ---- */
+
+static void send_kick(pt_driver *d, pt_conn *c);
+
+void pt_send_enqueue(pt_driver *d, pt_conn *c, pt_sitem *it)
+{
+    it->next = NULL;
+    if (c->sq_tail != NULL) {
+        c->sq_tail->next = it;
+    } else {
+        c->sq_head = it;
+    }
+    c->sq_tail = it;
+    send_kick(d, c);
+}
+
+static void send_kick(pt_driver *d, pt_conn *c)
+{
+    (void)d;
+    if (c->send_busy || !c->up || c->sq_head == NULL) return;
+    const pt_sitem *it = c->sq_head;
+    const uint8_t *a, *b = NULL;
+    uint64_t na, nb = 0;
+    if (it->done < it->len) {
+        a = (it->ring ? it->hdr : it->bytes) + it->done;
+        na = it->len - it->done;
+        if (it->payload_len > 0) {
+            b = it->payload;
+            nb = it->payload_len;
+        }
+    } else {
+        const uint64_t off = it->done - it->len;
+        a = it->payload + off;
+        na = it->payload_len - off;
+    }
+    c->send_busy = true;
+    c->dp->send(c->dp_t, a, na, b, nb);
+}
+
+void pt_on_sent(pt_driver *d, pt_conn *c, int rv, uint64_t count)
+{
+    c->send_busy = false;
+    if (rv != 0 || c->sq_head == NULL) {
+        pt_log(rv == NNG_ECLOSED ? CCOIP_LOG_DEBUG : CCOIP_LOG_INFO, d->who,
+               "connection %" PRIu64 ": send failed: %s", c->id, nng_strerror(rv));
+        pt_conn_close(d, c, true);
+        return;
+    }
+    pt_sitem *it = c->sq_head;
+    it->done += count;
+    if (it->done < it->len + it->payload_len) {
+        send_kick(d, c); /* short write: continue where it stopped */
+        return;
+    }
+    c->sq_head = it->next;
+    if (c->sq_head == NULL) c->sq_tail = NULL;
+    if (it->probe_last) c->probe_sent_all = true;
+    if (it->ring && it->last) {
+        for (uint32_t i = 0; i < d->ios_hi; i++) {
+            pt_io *io = &d->ios[i];
+            if (io->used && io->io_id == it->io_id && io->kind == IO_SEND && !io->done_queued) {
+                io->done_queued = true;
+                ccoip_event ev;
+                memset(&ev, 0, sizeof ev);
+                ev.type = CCOIP_EV_IO_DONE;
+                ev.done.io_id = it->io_id;
+                ev.done.result = pcclSuccess;
+                pt_q_core(d, &ev);
+                break;
+            }
+        }
+    }
+    free(it->bytes);
+    free(it);
+    send_kick(d, c);
+}
+
+/* ---- receiving ---- */
+
+static void recv_issue(pt_conn *c, uint8_t *dst, uint64_t want, const pt_dp_fuse *fuse)
+{
+    c->recv_busy = true;
+    if (c->dp->recv(c->dp_t, dst, want, fuse)) pt_park_arm(c->d, c);
+}
+
+void pt_rd_next(pt_conn *c)
+{
+    if (c->recv_busy || !c->up) return;
+    switch (c->rd) {
+    case RD_HDR:
+        recv_issue(c, c->hdr + c->rd_have, c->hdr_want - c->rd_have, NULL);
+        break;
+    case RD_PAYLOAD:
+        if (c->data && c->rd_ctrl) {
+            recv_issue(c, c->buf + CCOIP_DATA_HEADER_BYTES + c->rd_have, c->rd_want - c->rd_have,
+                       NULL);
+        } else if (c->data && c->rd_fused && c->rd_have == 0) {
+            /* The data plane reads it whole, reducing it as it arrives. */
+            recv_issue(c, NULL, c->rd_want, &c->rd_fuse);
+        } else if (c->data) {
+            recv_issue(c, c->rd_dst + c->rd_have, c->rd_want - c->rd_have, NULL);
+        } else {
+            recv_issue(c, c->buf + CCOIP_CTRL_HEADER_BYTES + c->rd_have, c->rd_want - c->rd_have,
+                       NULL);
+        }
+        break;
+    case RD_DISCARD: {
+        uint64_t n = c->rd_want - c->rd_have;
+        if (n > PT_DISCARD_BYTES) n = PT_DISCARD_BYTES;
+        recv_issue(c, c->discard, n, NULL);
+        break;
+    }
+    case RD_HELD:
+        break;
+    }
+}
+
+void pt_rd_start_header(pt_conn *c)
+{
+    c->rd = RD_HDR;
+    c->rd_have = 0;
+    c->rd_ctrl = false;
+    c->rd_fused = false;
+    c->hdr_want = c->data ? CCOIP_DATA_HEADER_BYTES : CCOIP_CTRL_HEADER_BYTES;
+}
+
+static bool key_cancelled(const pt_driver *d, const ccoip_data_header *h)
+{
+    if ((h->epoch | h->tag | h->seq) == 0) return false;
+    for (uint32_t i = 0; i < PT_CANCELLED_KEYS; i++) {
+        if (d->cancelled[i][0] == h->epoch && d->cancelled[i][1] == h->tag &&
+            d->cancelled[i][2] == h->seq) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A RING_RECV that announces its REDUCE (ccoip_sm.h v5) over a data plane that
+ * fuses (pt_dp.h), whose one frame covers the whole span: the data plane reduces
+ * the payload into the REDUCE's destination as it arrives; SCRATCH is never written. */
+static void fuse_try(pt_driver *d, pt_conn *c, pt_io *io)
+{
+    const ccoip_action *a = &io->act;
+    const ccoip_data_header *h = &c->dh;
+    if (!a->reduce || h->offset != 0 || h->length != a->dst.length || h->length == 0) return;
+    if (h->length <= PT_INLINE_BYTES) return; /* small: read inline, reduced inline */
+    if (!ccoip_dtype_valid(a->dtype)) return;
+    const uint64_t esz = ccoip_dtype_size(a->dtype);
+    if (a->count == 0 || a->count * esz != h->length || a->src.length != h->length) return;
+    if (a->src.op_slot != a->op_slot || a->dst.op_slot != a->op_slot) return;
+    uint8_t *target = pt_span_ptr(d, &a->src);
+    if (target == NULL) return;
+    const uint8_t *base = NULL;
+    if (a->base.length > 0) {
+        if (a->base.length != h->length || a->base.op_slot != a->op_slot) return;
+        base = pt_span_ptr(d, &a->base);
+        if (base == NULL) return;
+    }
+    c->rd_fused = true;
+    c->rd_fuse.target = target;
+    c->rd_fuse.base = base;
+    c->rd_fuse.op = a->red_op;
+    c->rd_fuse.dtype = a->dtype;
+    io->fused = true;
+}
+
+/* A ring frame header is in c->dh: land it, drop it, or hold it
+ * (ccoip_sm.h, data connections). Returns false when c was closed. */
+bool pt_ring_dispatch(pt_driver *d, pt_conn *c)
+{
+    const ccoip_data_header *h = &c->dh;
+    if (h->epoch < c->max_recv_epoch || key_cancelled(d, h)) {
+        c->rd = RD_DISCARD; /* an older epoch's or a cancelled op's frame (§8.2) */
+        c->rd_have = 0;
+        c->rd_want = h->length;
+        if (h->length == 0) pt_rd_start_header(c);
+        pt_rd_next(c);
+        return true;
+    }
+    pt_io *exact = NULL, *same_op = NULL;
+    for (uint32_t i = 0; i < d->ios_hi; i++) {
+        pt_io *io = &d->ios[i];
+        if (!io->used || io->done_queued || io->kind != IO_RECV || io->conn != c->id) continue;
+        if (io->act.type != CCOIP_ACT_RING_RECV) continue;
+        if (io->act.epoch != h->epoch || io->act.tag != h->tag || io->act.seq != h->seq) continue;
+        if (io->act.chunk == h->chunk && io->act.step == h->step) {
+            exact = io;
+            break;
+        }
+        same_op = io;
+    }
+    pt_io *bad = NULL;
+    const char *why = NULL;
+    if (exact != NULL) {
+        if (h->offset > exact->act.dst.length || h->length > exact->act.dst.length - h->offset) {
+            bad = exact;
+            why = "overruns its receive span";
+        } else if (exact->frames > 0 && memcmp(&exact->quant, &h->quant, sizeof h->quant) != 0) {
+            bad = exact;
+            why = "changes quantization metadata";
+        }
+    } else if (same_op != NULL) {
+        bad = same_op;
+        why = "does not match its RING_RECV (step/chunk)";
+    }
+    if (bad != NULL) {
+        pt_log(CCOIP_LOG_WARN, d->who,
+               "connection %" PRIu64 ": ring frame (epoch %" PRIu64 " seq %" PRIu64
+               " step %u chunk %u) %s: closing the connection",
+               c->id, h->epoch, h->seq, h->step, h->chunk, why);
+        pt_io_done_queue(d, bad, pcclProtocolError);
+        pt_conn_close(d, c, true);
+        return false;
+    }
+    if (exact == NULL) {
+        c->rd = RD_HELD; /* held until its RING_RECV is posted or its op cancelled */
+        return true;
+    }
+    uint8_t *dst = pt_span_ptr(d, &exact->act.dst);
+    assert(dst != NULL);
+    if (exact->frames == 0) exact->quant = h->quant;
+    exact->frames++;
+    c->rd_io = exact->io_id;
+    c->rd = RD_PAYLOAD;
+    c->rd_have = 0;
+    c->rd_want = h->length;
+    c->rd_dst = dst + h->offset;
+    c->rd_fused = false;
+    if (c->dp->fuses && exact->frames == 1) fuse_try(d, c, exact);
+    if (h->length == 0) {
+        if (exact->got >= exact->act.dst.length) pt_io_done_queue(d, exact, pcclSuccess);
+        pt_rd_start_header(c);
+    }
+    pt_rd_next(c);
+    return true;
+}
+
+/* Starts reading the payload of the frame in c->dh into dst for io. */
+static void payload_into(pt_driver *d, pt_conn *c, pt_io *io, uint8_t *dst)
+{
+    const ccoip_data_header *h = &c->dh;
+    io->frames++;
+    c->rd_io = io->io_id;
+    c->rd = RD_PAYLOAD;
+    c->rd_have = 0;
+    c->rd_want = h->length;
+    c->rd_dst = dst + h->offset;
+    if (h->length == 0) {
+        if (io->got >= io->act.dst.length) pt_io_done_queue(d, io, pcclSuccess);
+        pt_rd_start_header(c);
+    }
+    pt_rd_next(c);
+}
+
+/* A STATE_DATA header is in c->dh: land it in its STATE_RECV (matched on
+ * tag, seq, chunk), drop it (cancelled fetch) or hold it. False when c was closed. */
+static bool state_dispatch(pt_driver *d, pt_conn *c)
+{
+    const ccoip_data_header *h = &c->dh;
+    if (key_cancelled(d, h)) {
+        c->rd = RD_DISCARD;
+        c->rd_have = 0;
+        c->rd_want = h->length;
+        if (h->length == 0) pt_rd_start_header(c);
+        pt_rd_next(c);
+        return true;
+    }
+    pt_io *exact = NULL;
+    for (uint32_t i = 0; i < d->ios_hi; i++) {
+        pt_io *io = &d->ios[i];
+        if (!io->used || io->done_queued || io->kind != IO_RECV || io->conn != c->id) continue;
+        if (io->act.type != CCOIP_ACT_STATE_RECV) continue;
+        if (io->act.tag == h->tag && io->act.seq == h->seq && io->act.chunk == h->chunk) {
+            exact = io;
+            break;
+        }
+    }
+    if (exact == NULL) {
+        c->rd = RD_HELD; /* held until its STATE_RECV is posted */
+        return true;
+    }
+    if (h->offset > exact->act.dst.length || h->length > exact->act.dst.length - h->offset) {
+        pt_log(CCOIP_LOG_WARN, d->who,
+               "connection %" PRIu64 ": STATE_DATA (seq %" PRIu64
+               " chunk %u) overruns its tensor: closing the connection",
+               c->id, h->seq, h->chunk);
+        pt_io_done_queue(d, exact, pcclProtocolError);
+        pt_conn_close(d, c, true);
+        return false;
+    }
+    uint8_t *dst = pt_span_ptr(d, &exact->act.dst);
+    assert(dst != NULL);
+    payload_into(d, c, exact, dst);
+    return true;
+}
+
+bool pt_held_dispatch(pt_driver *d, pt_conn *c)
+{
+    return c->dh.kind == CCOIP_DATA_STATE_DATA ? state_dispatch(d, c) : pt_ring_dispatch(d, c);
+}
+
+/* Re-examines held frames (after a RING_RECV, a STATE_RECV or a CANCEL). */
+void pt_held_retry(pt_driver *d)
+{
+    for (uint32_t i = 0; i < d->nconns; i++) {
+        pt_conn *c = d->conns[i];
+        if (c->rd == RD_HELD) {
+            if (!pt_held_dispatch(d, c)) i = (uint32_t)-1; /* table changed: rescan */
+        }
+    }
+}
+
+/* A data frame header is in c->dh (not HELLO/HELLO_ACK): route it by kind. */
+static void data_frame(pt_driver *d, pt_conn *c)
+{
+    const ccoip_data_header *h = &c->dh;
+    if (c->probe != PROBE_NONE) {
+        pt_probe_frame(d, c);
+        return;
+    }
+    switch (h->kind) {
+    case CCOIP_DATA_RING_CHUNK:
+        pt_ring_dispatch(d, c);
+        return;
+    case CCOIP_DATA_STATE_DATA:
+        state_dispatch(d, c);
+        return;
+    case CCOIP_DATA_STATE_REQUEST:
+    case CCOIP_DATA_STATE_RESPONSE: {
+        /* Header + protobuf payload to the core as one RECV (ccoip_sm.h v3). */
+        if (h->length > d->lim.pb.max_message_bytes) break;
+        const uint64_t total = CCOIP_DATA_HEADER_BYTES + h->length;
+        if (total > c->buf_cap) {
+            uint8_t *nb = realloc(c->buf, (size_t)total);
+            if (nb == NULL) break;
+            c->buf = nb;
+            c->buf_cap = total;
+        }
+        memcpy(c->buf, c->hdr, CCOIP_DATA_HEADER_BYTES);
+        c->rd = RD_PAYLOAD;
+        c->rd_ctrl = true;
+        c->rd_have = 0;
+        c->rd_want = h->length;
+        if (h->length == 0) {
+            ccoip_event ev;
+            memset(&ev, 0, sizeof ev);
+            ev.type = CCOIP_EV_RECV;
+            ev.conn = c->id;
+            ev.data = c->buf;
+            ev.len = CCOIP_DATA_HEADER_BYTES;
+            const uint64_t id = c->id;
+            pt_rd_start_header(c);
+            pt_core_feed(d, &ev);
+            c = pt_conn_find(d, id);
+            if (c == NULL) return;
+        }
+        pt_rd_next(c);
+        return;
+    }
+    default:
+        break;
+    }
+    pt_log(CCOIP_LOG_WARN, d->who,
+           "connection %" PRIu64 ": unexpected data frame (kind %d, %" PRIu64 " bytes): closing it",
+           c->id, (int)h->kind, h->length);
+    pt_conn_close(d, c, true);
+}
+
+void pt_on_received(pt_driver *d, pt_conn *c, int rv, uint64_t count)
+{
+    c->recv_busy = false;
+    if (rv != 0 || count == 0) {
+        pt_log(rv == NNG_ECLOSED || rv == NNG_ECONNSHUT ? CCOIP_LOG_DEBUG : CCOIP_LOG_INFO, d->who,
+               "connection %" PRIu64 " closed: %s", c->id,
+               rv != 0 ? nng_strerror(rv) : "end of stream");
+        pt_conn_close(d, c, true);
+        return;
+    }
+    c->rd_have += count;
+    switch (c->rd) {
+    case RD_HDR: {
+        if (c->rd_have < c->hdr_want) break;
+        if (!c->data) {
+            ccoip_ctrl_header h;
+            const pcclResult_t r = ccoip_ctrl_header_decode(c->hdr, c->hdr_want, &d->lim, &h);
+            if (r != pcclSuccess && r != pcclInvalidUsage) {
+                pt_log(CCOIP_LOG_WARN, d->who,
+                       "connection %" PRIu64 ": malformed control frame header: closing it", c->id);
+                pt_conn_close(d, c, true);
+                return;
+            }
+            if ((uint64_t)h.payload_bytes > d->lim.pb.max_message_bytes) {
+                pt_log(CCOIP_LOG_WARN, d->who,
+                       "connection %" PRIu64 ": oversized control frame (%u bytes): closing it",
+                       c->id, h.payload_bytes);
+                pt_conn_close(d, c, true);
+                return;
+            }
+            const uint64_t total = CCOIP_CTRL_HEADER_BYTES + (uint64_t)h.payload_bytes;
+            if (total > c->buf_cap) {
+                uint8_t *nb = realloc(c->buf, (size_t)total);
+                if (nb == NULL) {
+                    pt_conn_close(d, c, true);
+                    return;
+                }
+                c->buf = nb;
+                c->buf_cap = total;
+            }
+            memcpy(c->buf, c->hdr, CCOIP_CTRL_HEADER_BYTES);
+            c->rd = RD_PAYLOAD;
+            c->rd_have = 0;
+            c->rd_want = h.payload_bytes;
+            if (c->rd_want > 0) break;
+            /* fall into the payload-complete path */
+        } else {
+            const pcclResult_t r = ccoip_data_header_decode(c->hdr, c->hdr_want, &d->lim, &c->dh);
+            if (r != pcclSuccess) {
+                pt_log(CCOIP_LOG_WARN, d->who,
+                       "connection %" PRIu64 ": malformed data frame header: closing it", c->id);
+                pt_conn_close(d, c, true);
+                return;
+            }
+            if (c->probe == PROBE_NONE &&
+                (c->dh.kind == CCOIP_DATA_HELLO || c->dh.kind == CCOIP_DATA_HELLO_ACK)) {
+                if (c->dh.length != 0) {
+                    pt_conn_close(d, c, true);
+                    return;
+                }
+                pt_rd_start_header(c);
+                ccoip_event ev;
+                memset(&ev, 0, sizeof ev);
+                ev.type = CCOIP_EV_RECV;
+                ev.conn = c->id;
+                ev.data = c->hdr;
+                ev.len = CCOIP_DATA_HEADER_BYTES;
+                const uint64_t id = c->id;
+                uint8_t copy[CCOIP_DATA_HEADER_BYTES];
+                memcpy(copy, c->hdr, sizeof copy);
+                ev.data = copy;
+                pt_core_feed(d, &ev);
+                c = pt_conn_find(d, id);
+                if (c != NULL) pt_rd_next(c);
+                return;
+            }
+            data_frame(d, c);
+            return;
+        }
+    }
+        /* fallthrough */
+    case RD_PAYLOAD:
+        if (c->rd_have < c->rd_want) break;
+        if (!c->data || c->rd_ctrl) {
+            /* A whole control frame (control plane, or a data connection's control frame
+             * behind its data header) goes to the core as one RECV. */
+            ccoip_event ev;
+            memset(&ev, 0, sizeof ev);
+            ev.type = CCOIP_EV_RECV;
+            ev.conn = c->id;
+            ev.data = c->buf;
+            ev.len = (c->data ? CCOIP_DATA_HEADER_BYTES : CCOIP_CTRL_HEADER_BYTES) + c->rd_want;
+            const uint64_t id = c->id;
+            pt_rd_start_header(c);
+            pt_core_feed(d, &ev);
+            c = pt_conn_find(d, id);
+            if (c == NULL) return;
+        } else {
+            pt_io *io = pt_io_find(d, c->rd_io);
+            if (io != NULL && !io->done_queued && io->fused && c->rd_fused &&
+                io->slot < PT_MAX_SLOTS) {
+                /* The announced REDUCE is done: remember it (act_kernel completes it). */
+                pt_slot *o = &d->slots[io->slot];
+                if (o->nfused < CCOIP_P2P_POOL_MAX) {
+                    o->fused[o->nfused] = io->act;
+                    o->fused_result[o->nfused] = c->dp->fuse_result(c->dp_t);
+                    o->nfused++;
+                }
+            }
+            if (io != NULL && !io->done_queued) {
+                io->got += c->rd_want;
+                if (io->got >= io->act.dst.length) pt_io_done_queue(d, io, pcclSuccess);
+            }
+            pt_rd_start_header(c);
+        }
+        break;
+    case RD_DISCARD:
+        if (c->rd_have >= c->rd_want) {
+            if (c->probe == PROBE_TARGET && c->probe_got >= c->probe_want) {
+                pt_conn_free(d, c); /* drained: closing tells the prober the time */
+                return;
+            }
+            pt_rd_start_header(c);
+        }
+        break;
+    case RD_HELD:
+        break;
+    }
+    pt_rd_next(c);
+}
+
+void pt_conn_up(pt_driver *d, pt_conn *c, nng_stream *s)
+{
+    c->ns.s = s;
+    c->up = true;
+    nng_stream_set_bool(s, NNG_OPT_TCP_NODELAY, true);
+    /* Which transport takes the stream over (transport/README.md, "Adding a transport"): the
+     * POSIX TCP link for plain tcp:// (pt_tcp_open declines TLS and ipc), never for probes,
+     * on the master for at most PT_MASTER_MAX_LINKS connections. */
+    if (c->probe == PROBE_NONE && pt_tcp_enabled() &&
+        (!d->is_master || d->n_links < PT_MASTER_MAX_LINKS)) {
+        void *t = pt_tcp_open(s, c->id, pt_dp_done, d, d->epfd >= 0); /* NULL: stays on nng */
+        if (t != NULL) {
+            c->dp = &pt_tcp_ops;
+            c->dp_t = t;
+            d->n_links++;
+        }
+        pt_log(CCOIP_LOG_DEBUG, d->who, "connection %" PRIu64 ": %s data plane", c->id,
+               c->dp->name);
+    }
+    pt_rd_start_header(c);
+    pt_rd_next(c);
+    send_kick(d, c);
+}
+
+/* Arms the one-shot epoll registration of c's descriptor: its receive parked (pt_dp.h). */
+void pt_park_arm(pt_driver *d, pt_conn *c)
+{
+    if (d->epfd < 0) return;
+    struct epoll_event e;
+    memset(&e, 0, sizeof e);
+    e.events = EPOLLIN | EPOLLONESHOT;
+    e.data.u64 = c->id;
+    const int fd = c->dp->fd(c->dp_t);
+    if (epoll_ctl(d->epfd, c->ep_added ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &e) == 0) {
+        c->ep_added = true;
+    }
+}
+
+pcclResult_t pt_listen_on(pt_driver *d, uint32_t kind, const char *url, uint32_t *port_out)
+{
+    if (kind >= PT_MAX_LISTENERS) return pcclInvalidArgument;
+    pt_listener *l = &d->listeners[kind];
+    if (l->l != NULL) return pcclInvalidUsage;
+    l->d = d;
+    l->kind = kind;
+    int rv = nng_stream_listener_alloc(&l->l, url);
+    nng_tls_config *tls = NULL;
+    if (rv == 0) rv = pt_tls_config_for(d, url, true, &tls);
+    if (rv == 0 && tls != NULL) {
+        rv = nng_stream_listener_set_ptr(l->l, NNG_OPT_TLS_CONFIG, tls);
+        nng_tls_config_free(tls); /* the listener holds its own reference */
+    }
+    if (rv == 0) rv = nng_stream_listener_listen(l->l);
+    if (rv == 0) rv = nng_aio_alloc(&l->aio, pt_cb_accept, l);
+    if (rv != 0) {
+        pt_log(CCOIP_LOG_ERROR, d->who, "listen on %s: %s", url, nng_strerror(rv));
+        if (l->l != NULL) nng_stream_listener_free(l->l);
+        l->l = NULL;
+        return rv == NNG_EINVAL || rv == NNG_EADDRINVAL || rv == NNG_ENOTSUP ? pcclInvalidArgument
+                                                                             : pcclSystemError;
+    }
+    int port = 0;
+    if (strncmp(url, "tcp", 3) == 0 || strncmp(url, "tls+tcp", 7) == 0) {
+        nng_stream_listener_get_int(l->l, NNG_OPT_TCP_BOUND_PORT, &port);
+    }
+    if (port_out != NULL) *port_out = (uint32_t)port;
+    pt_log(CCOIP_LOG_DEBUG, d->who, "listening on %s (port %d)", url, port);
+    return pcclSuccess;
+}

@@ -1,0 +1,455 @@
+/*
+ * pt_internal.h — private to transport/: the driver's internal types (events,
+ * connections, pending I/O, op slots, commands, kernel jobs, listeners, the
+ * driver itself) and the functions its files share. Not installed, not
+ * included outside transport/; the runtime's API is pt.h.
+ *
+ * Threads: everything "owned by the driver thread" below belongs to the
+ * thread holding the baton (the driver thread, or an application thread
+ * stepping its SUBMIT, pt_cmd.c); `mu` guards the queue, the commands and the
+ * snapshots; `kmu` the kernel worker's queue.
+ *
+ * Files (transport/README.md): pt_log.c, pt_events.c, pt_trace.c,
+ * pt_conn.c, pt_probe.c, pt_kernel.c, pt_tls.c, pt_actions.c, pt_driver.c,
+ * pt_cmd.c; the data-plane interface pt_dp.h and its implementations pt_nng.c
+ * (nng streams) and pt_tcp.c (POSIX TCP).
+ */
+#ifndef PT_INTERNAL_H
+#define PT_INTERNAL_H
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <nng/nng.h>
+#include <nng/supplemental/tls/tls.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ccoip_dtype.h"
+#include "ccoip_frame.h"
+#include "ccoip_master.h"
+#include "ccoip_peer.h"
+#include "ccoip_sm.h"
+#include "pt.h"
+#include "pt_dp.h"
+#include "pt_nng.h"
+#include "pt_tcp.h"
+
+/* Bounds (STYLE.md: limits on everything). */
+#define PT_MAX_CONNS       1024u
+#define PT_MAX_IOS         4096u
+#define PT_MAX_CMDS        64u
+#define PT_MAX_LISTENERS   3u
+#define PT_MAX_SLOTS       64u
+#define PT_CANCELLED_KEYS  64u
+#define PT_SLICE_BYTES     ((uint64_t)1 << 20)
+#define PT_DIAL_TIMEOUT_MS 5000
+#define PT_DISCARD_BYTES   65536u
+#define PT_PROBE_TRIES     50u
+#define PT_NO_SLOT         UINT32_MAX
+
+/* Kernels of at most this many bytes run on the driver thread when the kernel
+ * worker is idle (issue 7, small messages): a hand-off to the worker and back
+ * costs more than the kernel. Receives of at most this size are not fused
+ * (their payload is then usually read at once, without waking a link thread). */
+#ifndef PT_INLINE_BYTES
+#define PT_INLINE_BYTES ((uint64_t)512 << 10)
+#endif
+
+typedef enum pt_ev_type {
+    PT_EV_ACCEPTED = 1, /* listener accepted a stream */
+    PT_EV_DIALED,       /* a dial finished (stream or error) */
+    PT_EV_SENT,         /* send aio finished */
+    PT_EV_RECEIVED,     /* recv aio finished */
+    PT_EV_CORE,         /* a core event to feed as is (IO_DONE, KERNEL_DONE, CONN_CLOSED, SUBMIT) */
+    PT_EV_STOP
+} pt_ev_type;
+
+typedef struct pt_ev {
+    pt_ev_type type;
+    uint64_t conn;
+    uint32_t listener;
+    int rv;
+    uint64_t count;
+    nng_stream *stream;
+    ccoip_event core;
+    struct pt_ev *next;
+} pt_ev;
+
+typedef enum pt_rd_state {
+    RD_HDR = 1, /* reading a frame header */
+    RD_PAYLOAD, /* reading a control payload (or data payload into rd_dst) */
+    RD_HELD,    /* a ring frame waits for its RING_RECV */
+    RD_DISCARD, /* reading a dropped frame's payload into the void */
+} pt_rd_state;
+
+typedef struct pt_sitem {
+    uint8_t hdr[CCOIP_DATA_HEADER_BYTES];
+    uint8_t *bytes; /* control frame copy (owned) */
+    uint64_t len;   /* bytes of hdr/bytes part */
+    const uint8_t *payload;
+    uint64_t payload_len;
+    uint64_t done; /* bytes written so far (header part first) */
+    uint64_t io_id;
+    uint32_t slot;
+    bool ring;       /* hdr + payload from a span (data frame) */
+    bool last;       /* completes io_id (IO_DONE) when written */
+    bool probe_last; /* the last PROBE_DATA frame of a probe */
+    struct pt_sitem *next;
+} pt_sitem;
+
+/* A connection the driver serves itself (bandwidth probes, docs/protocol.md §8.4). */
+typedef enum pt_probe_role { PROBE_NONE = 0, PROBE_PROBER, PROBE_TARGET } pt_probe_role;
+
+typedef struct pt_conn {
+    uint64_t id;
+    struct pt_driver *d;
+    bool data; /* data-plane framing (80-byte headers) */
+    bool up;
+    bool accepted;
+    uint32_t listener;
+    /* The data plane its bytes go over (pt_dp.h): c->dp->op(c->dp_t, ...). &pt_nng_ops with
+     * dp_t = &ns until a transport takes the stream over at CONN_UP (pt_tcp_ops, its link). */
+    const pt_dp_ops *dp;
+    void *dp_t;
+    pt_nng_stream ns; /* the stream as nng connected it (closed with the connection) */
+    nng_stream_dialer *dialer;
+    nng_aio *dial_aio;
+    bool send_busy;
+    bool recv_busy;
+    pt_sitem *sq_head, *sq_tail;
+    /* reader */
+    pt_rd_state rd;
+    uint8_t hdr[CCOIP_DATA_HEADER_BYTES];
+    uint64_t hdr_want;
+    uint64_t rd_have;
+    uint8_t *buf; /* control frame (header + payload) */
+    uint64_t buf_cap;
+    uint64_t rd_want;
+    uint8_t *rd_dst;
+    ccoip_data_header dh;
+    uint64_t rd_io; /* io_id the payload lands in */
+    uint64_t max_recv_epoch;
+    bool rd_ctrl;  /* RD_PAYLOAD of a data connection lands in buf (STATE_REQUEST/RESPONSE) */
+    bool rd_fused; /* the payload under way is reduced into rd_fuse.target (dp->fuses only) */
+    pt_dp_fuse rd_fuse;
+    /* bandwidth probes */
+    pt_probe_role probe;
+    uint64_t probe_io;
+    uint64_t probe_want; /* bytes announced */
+    uint64_t probe_got;  /* target: bytes drained */
+    uint64_t probe_t0;
+    uint32_t probe_tries;
+    bool probe_accepted;
+    bool probe_sent_all;
+    char probe_url[300];
+    uint8_t discard[PT_DISCARD_BYTES];
+    bool ep_added; /* its socket is registered in the driver's epoll set */
+} pt_conn;
+
+typedef enum pt_io_kind { IO_SEND = 1, IO_RECV, IO_KERNEL } pt_io_kind;
+
+typedef struct pt_io {
+    bool used;
+    bool done_queued;
+    pt_io_kind kind;
+    uint64_t io_id;
+    uint32_t slot;
+    uint64_t conn;
+    ccoip_action act;
+    uint64_t got;
+    uint32_t frames;
+    ccoip_quant_meta quant;
+    bool fused; /* RING_RECV: its payload was reduced on arrival (pt_dp.h, fuses) */
+} pt_io;
+
+typedef struct pt_slot {
+    bool used;
+    uint64_t cmd_id;
+    uint8_t *send;
+    uint8_t *recv;
+    uint64_t bytes;
+    uint8_t *scratch;
+    uint64_t scratch_bytes;
+    uint8_t *backup;
+    uint64_t backup_bytes;
+    uint64_t epoch, tag, seq; /* key of the op's ring frames, from its ring actions */
+    bool keyed;
+    /* RING_RECVs that fused their announced REDUCE (ccoip_sm.h v5): those REDUCEs complete at
+     * once. One per stripe of a step (a striped step has one per pool connection, §8.2). */
+    uint32_t nfused;
+    ccoip_action fused[CCOIP_P2P_POOL_MAX]; /* the REDUCEs announced: red_op, dtype, count, ... */
+    pcclResult_t fused_result[CCOIP_P2P_POOL_MAX];
+    uint8_t **tensors; /* CCOIP_REGION_TENSOR (sync commands), owned copy of the arrays */
+    uint64_t *tensor_bytes;
+    uint32_t ntensors;
+    /* scratch/backup point into these, kept across ops (grown, never shrunk): fresh buffers per
+     * op cost a page fault and a zeroed page per 4 KiB above glibc's mmap threshold. */
+    uint8_t *cache_scratch, *cache_backup;
+    uint64_t cache_scratch_cap, cache_backup_cap;
+} pt_slot;
+
+typedef enum pt_cmd_state { CMD_FREE = 0, CMD_POSTED, CMD_DONE, CMD_ABANDONED } pt_cmd_state;
+
+typedef struct pt_cmd {
+    pt_cmd_state state;
+    uint64_t cmd_id;
+    void *sendbuf;
+    void *recvbuf;
+    uint64_t bytes;
+    uint8_t **tensors; /* SYNC_SHARED_STATE: owned copies of the arrays */
+    uint64_t *tensor_bytes;
+    uint32_t ntensors;
+    void *keys_mem; /* SYNC_SHARED_STATE: the keys (and names) the SUBMIT event points at */
+    bool spin;      /* a latency-sensitive all-reduce (PT_SPIN_MAX_BYTES): counted in spin_cmds */
+    pt_cmd_result res;
+} pt_cmd;
+
+typedef struct pt_job {
+    uint64_t io_id;
+    uint32_t slot;
+    ccoip_action act;
+    uint8_t *dst;
+    const uint8_t *src;
+    const uint8_t *base; /* REDUCE with a base (ccoip_sm.h v6): dst = base op src; else NULL */
+    char name[CCOIP_STATE_NAME_MAX]; /* HASH: the key (copied: action bytes are borrowed) */
+    bool skip; /* a REDUCE already done by a fused receive: completes with skip_result */
+    pcclResult_t skip_result;
+    struct pt_job *next;
+} pt_job;
+
+typedef struct pt_listener {
+    struct pt_driver *d;
+    uint32_t kind;
+    nng_stream_listener *l;
+    nng_aio *aio;
+} pt_listener;
+
+/* The master gives at most this many peer connections their own POSIX TCP link (two threads
+ * each); the rest stay on nng streams, so a master of thousands of peers does not run thousands
+ * of threads. Small groups get the low-latency control path. */
+#define PT_MASTER_MAX_LINKS 64u
+
+/* Spin-then-sleep (docs/benchmarks.md, "Waiting"): the default polling budget before a thread
+ * sleeps while a latency-sensitive operation is in flight, and the largest all-reduce that
+ * counts as one. PCCL_SPIN_US overrides the budget (0 turns spinning off). */
+#define PT_SPIN_US_DEFAULT 200u
+#define PT_SPIN_MAX_BYTES  (1024u * 1024u)
+
+struct pt_driver {
+    bool is_master;
+    uint32_t n_links; /* connections a transport took over (pt_tcp.h: two threads each) */
+    ccoip_master *m;
+    ccoip_peer *p;
+    char who[48];
+    char bind_host[64];
+    /* The master cannot observe this peer's address (ipc:// master): the
+     * peer advertises its listeners as tcp://bind_host:port URLs. */
+    bool advertise_url;
+    /* p2p links (ring, shared state, probes) over tls+tcp:// too: the master URL is tls+ and
+     * PCCL_TLS_P2P is not "0" (docs/runtime-tests.md, tls+tcp://). */
+    bool p2p_tls;
+    ccoip_codec_limits lim;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv_ev;
+    pthread_cond_t cv_cmd;
+    pt_ev *q_head, *q_tail;
+    /* Waiting (issue 7): with epfd >= 0 the driving thread waits in epoll_wait on efd (written
+     * by q_push while someone polls; guarded by mu) and the sockets of parked small receives
+     * (pt_dp.h; one-shot, armed when a receive parks, data.u64 = conn id). epfd < 0: cv_ev.
+     * The baton: one thread at a time steps the core and runs its actions ("owned by the
+     * driver thread" below means: by the baton holder). busy: an application thread holds it
+     * to step its all-reduce SUBMIT itself (the queue being empty); the driver thread yields
+     * meanwhile (cv_baton). */
+    uint32_t polling;
+    int efd;
+    int epfd;
+    bool busy;
+    uint64_t deferred[64]; /* parked links found readable while busy, for the driver thread */
+    uint32_t ndeferred;
+    bool core_started; /* START was stepped: others may take the baton */
+    bool api_submit;   /* PCCL_API_SUBMIT=0: every SUBMIT goes through the queue */
+    /* Spin-then-sleep (docs/benchmarks.md, "Waiting"): while a small all-reduce is in flight
+     * (spin_cmds > 0; the master: while a collective op is live) the driving thread polls
+     * without blocking, yielding the core between polls, for up to spin_ns before it sleeps,
+     * and the calling thread polls `notified` the same way before its condition variable. */
+    uint64_t spin_ns;          /* PCCL_SPIN_US (default PT_SPIN_US_DEFAULT); 0: never spin */
+    uint32_t spin_cmds;        /* posted commands with spin set (guarded by mu) */
+    uint64_t linger_until;     /* spin until then although nothing is in flight (guarded by mu) */
+    _Atomic uint64_t notified; /* NOTIFY count: a spinning caller's cue to look */
+    pthread_cond_t cv_baton;
+    bool stop;
+    bool started;
+    bool running;
+    bool joined;
+    pthread_t thread;
+
+    /* kernel worker */
+    pthread_mutex_t kmu;
+    pthread_cond_t kcv;
+    pthread_cond_t kcv_idle;
+    pt_job *kq_head, *kq_tail;
+    pt_job *kcur;
+    bool kcur_cancel;
+    bool kstop;
+    bool kstarted;
+    pthread_t kthread;
+
+    /* owned by the driver thread */
+    pt_conn *conns[PT_MAX_CONNS];
+    uint32_t nconns;
+    pt_listener listeners[PT_MAX_LISTENERS];
+    pt_io ios[PT_MAX_IOS];
+    uint32_t ios_hi; /* every used entry lies in ios[0 .. ios_hi): the scans stop there */
+    pt_slot slots[PT_MAX_SLOTS];
+    uint64_t cancelled[PT_CANCELLED_KEYS][3];
+    uint32_t cancelled_next;
+    uint64_t next_accept_id;
+    uint64_t last_now;
+    bool core_broken;
+    struct pt_trace *trace; /* PCCL_TRACE: NULL when off (or after a write failure) */
+    /* Tensor bytes the COPY kernel moved with memmove since creation (docs/benchmarks.md,
+     * "copied_bytes"): added by whichever thread runs the kernel, published to pinfo at NOTIFY. */
+    _Atomic uint64_t copied_bytes;
+
+    /* guarded by mu */
+    pt_cmd cmds[PT_MAX_CMDS];
+    uint64_t next_cmd_id;
+    pt_peer_info pinfo;
+    pt_master_info minfo;
+};
+/* ---- pt_events.c: the event queue and the nng aio callbacks ---- */
+
+/** Queues a core event to be fed as is (copied). Any thread. */
+void pt_q_core(pt_driver *d, const ccoip_event *cev);
+/** nng aio callbacks of dials and accepts (arg: the pt_conn, the pt_listener). */
+void pt_cb_dial(void *arg);
+void pt_cb_accept(void *arg);
+/** Every data plane's completion (pt_dp_done_fn; arg: the driver): a SENT or RECEIVED event. */
+void pt_dp_done(void *arg, uint64_t conn, bool send, int rv, uint64_t count);
+
+/* ---- pt_trace.c: PCCL_TRACE ---- */
+
+/** Opens the trace when PCCL_TRACE is set and writes its header (creating thread). */
+void pt_trace_open(pt_driver *d, uint64_t seed, const ccoip_master_config *mcfg,
+                   const ccoip_peer_config *pcfg);
+/** EVENT before each step call (d->trace != NULL: the caller tests it, so tracing off costs
+ * one pointer test per step and per action). */
+void pt_trace_event(pt_driver *d, const ccoip_event *ev);
+/** Hashes a step's result (d->trace != NULL). */
+void pt_trace_step(pt_driver *d, pcclResult_t rc);
+/** Hashes a polled action (d->trace != NULL). */
+void pt_trace_action(pt_driver *d, const ccoip_action *a);
+/** SET_PORT before a ccoip_peer_set_port call. */
+void pt_trace_set_port(pt_driver *d, uint32_t listener, uint32_t port);
+/** After draining: the deadline hashed, CHECKPOINT. */
+void pt_trace_checkpoint(pt_driver *d, uint64_t deadline_ns);
+/** TRAILER, flush, close (at destroy; NULL trace is fine). */
+void pt_trace_close(pt_driver *d);
+
+/* ---- pt_driver.c: the driver thread ---- */
+
+/** Steps the core with ev (its now_ns is set here) and runs every action it drains. */
+void pt_core_feed(pt_driver *d, ccoip_event *ev);
+
+/* ---- pt_conn.c: connections, framing, sending and receiving, held frames, listeners ---- */
+
+/** The connection with this id, or NULL (inline: looked up for every event). */
+static inline pt_conn *pt_conn_find(pt_driver *d, uint64_t id)
+{
+    for (uint32_t i = 0; i < d->nconns; i++) {
+        if (d->conns[i]->id == id) return d->conns[i];
+    }
+    return NULL;
+}
+/** A new connection (not up yet) in the table; NULL when full or out of memory. */
+pt_conn *pt_conn_new(pt_driver *d, uint64_t id, bool data);
+/** Frees c: stops its I/O (no callback runs and no buffer is touched when this returns). */
+void pt_conn_free(pt_driver *d, pt_conn *c);
+/** Closes c: fails its pending I/O; when tell_core, the core learns it with CONN_CLOSED. */
+void pt_conn_close(pt_driver *d, pt_conn *c, bool tell_core);
+/** The stream s of c is connected: a transport takes it over or it stays on nng; reading starts. */
+void pt_conn_up(pt_driver *d, pt_conn *c, nng_stream *s);
+/** Queues a frame on c (it is sent after the ones before it). */
+void pt_send_enqueue(pt_driver *d, pt_conn *c, pt_sitem *it);
+/** A send on c finished (rv an nng error or 0; count bytes written). */
+void pt_on_sent(pt_driver *d, pt_conn *c, int rv, uint64_t count);
+/** A receive on c finished (rv an nng error or 0; count 0: end of stream). */
+void pt_on_received(pt_driver *d, pt_conn *c, int rv, uint64_t count);
+/** Issues the next receive of c's reader state, if none is under way. */
+void pt_rd_next(pt_conn *c);
+/** Resets c's reader to read a frame header. */
+void pt_rd_start_header(pt_conn *c);
+/** Lands, drops or holds the ring frame whose header is in c->dh. False when c was closed. */
+bool pt_ring_dispatch(pt_driver *d, pt_conn *c);
+/** As pt_ring_dispatch for a held frame of any kind (ring or STATE_DATA). */
+bool pt_held_dispatch(pt_driver *d, pt_conn *c);
+/** Re-examines every held frame (after a RING_RECV, a STATE_RECV or a CANCEL). */
+void pt_held_retry(pt_driver *d);
+/** Arms the one-shot epoll registration of c's descriptor: its receive parked (pt_dp.h). */
+void pt_park_arm(pt_driver *d, pt_conn *c);
+/** Binds listener kind on url. pcclSuccess, pcclInvalidArgument, pcclInvalidUsage, pcclSystemError.
+ */
+pcclResult_t pt_listen_on(pt_driver *d, uint32_t kind, const char *url, uint32_t *port_out);
+
+/* ---- pt_probe.c: bandwidth probes ---- */
+
+/** Queues PROBE_DONE for io_id. */
+void pt_probe_done_queue(pt_driver *d, uint64_t io_id, bool ok, uint64_t bytes, uint64_t us);
+/** Dials a probe connection (tries: BUSY answers so far). */
+void pt_probe_dial(pt_driver *d, uint64_t conn, uint64_t io_id, const char *url, uint64_t want,
+                   uint32_t tries);
+/** A probe dial finished (rv an nng error or 0, s the stream). */
+void pt_probe_dialed(pt_driver *d, pt_conn *c, int rv, nng_stream *s);
+/** A probe frame arrived on c (header in c->dh). */
+void pt_probe_frame(pt_driver *d, pt_conn *c);
+/** A probe connection ended (closed by the remote, broke, or was refused): frees c. */
+void pt_probe_end(pt_driver *d, pt_conn *c);
+
+/* ---- pt_kernel.c: the kernel worker ---- */
+
+/** Starts the worker thread. pcclSystemError when it cannot. */
+pcclResult_t pt_kernel_start(pt_driver *d);
+/** Stops and joins the worker (queued jobs must have been cancelled). */
+void pt_kernel_stop(pt_driver *d);
+/** Runs j inline (small, worker idle) or queues it; takes j. KERNEL_DONE is queued. */
+void pt_kernel_submit(pt_driver *d, pt_job *j);
+/** Removes queued kernels of slot and waits until the running one (if of slot) stopped. */
+void pt_kernels_cancel(pt_driver *d, uint32_t slot);
+
+/* ---- pt_tls.c: TLS configurations, URLs ---- */
+
+/** For a tls+ URL, an nng TLS configuration from PCCL_TLS_*; 0 with *out NULL for others. */
+int pt_tls_config_for(pt_driver *d, const char *url, bool server, nng_tls_config **out);
+/** The URL a CONNECT or PROBE action names (its bytes, or its IP and port). 0, or -1. */
+int pt_url_for(const ccoip_action *a, bool tls, char *url, size_t cap);
+
+/* ---- pt_actions.c: action handlers, op slots, spans, the pending I/O table ---- */
+
+/** Executes one action the core drained (never steps the core). */
+void pt_act_run(pt_driver *d, const ccoip_action *a);
+/** The pending I/O entry of io_id, or NULL. */
+pt_io *pt_io_find(pt_driver *d, uint64_t io_id);
+/** Frees an entry of the pending I/O table. */
+void pt_io_free(pt_driver *d, pt_io *io);
+/** Queues IO_DONE(r) for io. */
+void pt_io_done_queue(pt_driver *d, pt_io *io, pcclResult_t r);
+/** The bytes a span names, or NULL (no such slot, region or range). */
+uint8_t *pt_span_ptr(pt_driver *d, const ccoip_span_ref *s);
+
+/* ---- pt_cmd.c: commands ---- */
+
+/** A command leaves flight (mu held): no longer a reason to spin. */
+void pt_cmd_spin_end(pt_driver *d, pt_cmd *c);
+/** Frees what a command owns and marks it free (mu held). */
+void pt_cmd_release(pt_cmd *c);
+/** At shutdown (mu held): posted commands fail, abandoned ones are freed. */
+void pt_cmds_fail_all(pt_driver *d);
+
+#endif /* PT_INTERNAL_H */

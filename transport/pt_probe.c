@@ -1,0 +1,171 @@
+/*
+ * pt_probe.c — bandwidth probes (docs/protocol.md §8.4): the prober's dial,
+ * request and timed PROBE_DATA, and the target the driver serves itself.
+ * The core never hears of probe connections, only PROBE_DONE.
+ */
+#define _GNU_SOURCE
+#include "pt_internal.h"
+
+static uint8_t g_probe_zeros[PT_SLICE_BYTES]; /* PROBE_DATA payload (content ignored) */
+
+/* Queues one header-only or zero-payload data frame (probe control). */
+static bool send_header(pt_driver *d, pt_conn *c, const ccoip_data_header *h,
+                        const uint8_t *payload, bool probe_last)
+{
+    pt_sitem *it = calloc(1, sizeof *it);
+    if (it == NULL) return false;
+    if (ccoip_data_header_encode(h, &d->lim, it->hdr, sizeof it->hdr) != pcclSuccess) {
+        free(it);
+        return false;
+    }
+    it->ring = true;
+    it->len = CCOIP_DATA_HEADER_BYTES;
+    it->payload = payload;
+    it->payload_len = payload != NULL ? h->length : 0;
+    it->slot = PT_NO_SLOT;
+    it->probe_last = probe_last;
+    pt_send_enqueue(d, c, it);
+    return true;
+}
+
+void pt_probe_done_queue(pt_driver *d, uint64_t io_id, bool ok, uint64_t bytes, uint64_t us)
+{
+    ccoip_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = CCOIP_EV_PROBE_DONE;
+    ev.done.io_id = io_id;
+    ev.done.result = ok ? pcclSuccess : pcclRankConnectionFailed;
+    ev.done.probe_bytes = ok ? bytes : 0;
+    ev.done.duration_us = ok ? us : 0;
+    pt_q_core(d, &ev);
+}
+
+/* A probe connection ended (closed by the remote, broke, or was refused). */
+void pt_probe_end(pt_driver *d, pt_conn *c)
+{
+    if (c->probe == PROBE_PROBER) {
+        const bool ok = c->probe_accepted && c->probe_sent_all;
+        uint64_t us = (pt_now_ns() - c->probe_t0) / 1000u;
+        if (us == 0) us = 1;
+        pt_log(ok ? CCOIP_LOG_DEBUG : CCOIP_LOG_INFO, d->who,
+               "probe %" PRIu64 ": %s (%" PRIu64 " bytes, %" PRIu64 " us)", c->id,
+               ok ? "done" : "failed", c->probe_want, us);
+        pt_probe_done_queue(d, c->probe_io, ok, c->probe_want, us);
+    }
+    pt_conn_free(d, c);
+}
+
+/* A probe frame arrived on c (header in c->dh). */
+void pt_probe_frame(pt_driver *d, pt_conn *c)
+{
+    const ccoip_data_header *h = &c->dh;
+    if (c->probe == PROBE_TARGET) {
+        if (h->kind == CCOIP_DATA_PROBE_REQUEST && !c->probe_accepted) {
+            c->probe_accepted = true;
+            c->probe_want = h->offset;
+            ccoip_data_header a;
+            ccoip_data_header_init(&a, CCOIP_DATA_PROBE_ACCEPT);
+            a.tag = h->tag;
+            if (!send_header(d, c, &a, NULL, false) || c->probe_want == 0) {
+                pt_conn_free(d, c);
+                return;
+            }
+            pt_rd_start_header(c);
+            pt_rd_next(c);
+            return;
+        }
+        if (h->kind == CCOIP_DATA_PROBE_DATA && c->probe_accepted) {
+            c->probe_got += h->length;
+            c->rd = RD_DISCARD;
+            c->rd_have = 0;
+            c->rd_want = h->length;
+            if (h->length == 0) {
+                if (c->probe_got >= c->probe_want) {
+                    pt_conn_free(d, c);
+                    return;
+                }
+                pt_rd_start_header(c);
+            }
+            pt_rd_next(c);
+            return;
+        }
+    } else if (c->probe == PROBE_PROBER && !c->probe_accepted) {
+        if (h->kind == CCOIP_DATA_PROBE_ACCEPT) {
+            c->probe_accepted = true;
+            c->probe_t0 = pt_now_ns();
+            uint64_t slice = d->lim.max_data_payload_bytes;
+            if (slice == 0 || slice > PT_SLICE_BYTES) slice = PT_SLICE_BYTES;
+            for (uint64_t off = 0; off < c->probe_want; off += slice) {
+                ccoip_data_header p;
+                ccoip_data_header_init(&p, CCOIP_DATA_PROBE_DATA);
+                p.offset = off;
+                p.length = c->probe_want - off < slice ? c->probe_want - off : slice;
+                if (!send_header(d, c, &p, g_probe_zeros, off + p.length >= c->probe_want)) {
+                    pt_probe_end(d, c);
+                    return;
+                }
+            }
+            pt_rd_start_header(c);
+            pt_rd_next(c); /* the target's close ends the measurement */
+            return;
+        }
+        if (h->kind == CCOIP_DATA_PROBE_BUSY && c->probe_tries + 1u < PT_PROBE_TRIES) {
+            char url[sizeof c->probe_url];
+            memcpy(url, c->probe_url, sizeof url);
+            const uint64_t id = c->id, io = c->probe_io, want = c->probe_want;
+            const uint32_t tries = c->probe_tries + 1u;
+            pt_conn_free(d, c);
+            pt_probe_dial(d, id, io, url, want, tries);
+            return;
+        }
+    }
+    pt_log(CCOIP_LOG_INFO, d->who, "probe connection %" PRIu64 ": unexpected frame kind %d", c->id,
+           (int)h->kind);
+    pt_probe_end(d, c);
+}
+
+void pt_probe_dial(pt_driver *d, uint64_t conn, uint64_t io_id, const char *url, uint64_t want,
+                   uint32_t tries)
+{
+    pt_conn *c = pt_conn_new(d, conn, true);
+    if (c == NULL) {
+        pt_probe_done_queue(d, io_id, false, 0, 0);
+        return;
+    }
+    c->probe = PROBE_PROBER;
+    c->probe_io = io_id;
+    c->probe_want = want;
+    c->probe_tries = tries;
+    snprintf(c->probe_url, sizeof c->probe_url, "%s", url);
+    int rv = nng_stream_dialer_alloc(&c->dialer, url);
+    nng_tls_config *tls = NULL;
+    if (rv == 0) rv = pt_tls_config_for(d, url, false, &tls);
+    if (rv == 0 && tls != NULL) {
+        rv = nng_stream_dialer_set_ptr(c->dialer, NNG_OPT_TLS_CONFIG, tls);
+        nng_tls_config_free(tls); /* the dialer holds its own reference */
+    }
+    if (rv == 0) rv = nng_aio_alloc(&c->dial_aio, pt_cb_dial, c);
+    if (rv != 0) {
+        pt_log(CCOIP_LOG_WARN, d->who, "probe %s: %s", url, nng_strerror(rv));
+        pt_probe_end(d, c);
+        return;
+    }
+    nng_aio_set_timeout(c->dial_aio, PT_DIAL_TIMEOUT_MS);
+    nng_stream_dialer_dial(c->dialer, c->dial_aio);
+}
+
+void pt_probe_dialed(pt_driver *d, pt_conn *c, int rv, nng_stream *s)
+{
+    if (rv != 0 || s == NULL) {
+        pt_log(CCOIP_LOG_INFO, d->who, "probe %s: connect failed: %s", c->probe_url,
+               nng_strerror(rv));
+        pt_probe_end(d, c);
+        return;
+    }
+    pt_conn_up(d, c, s);
+    ccoip_data_header h;
+    ccoip_data_header_init(&h, CCOIP_DATA_PROBE_REQUEST);
+    h.tag = ccoip_peer_id(d->p);
+    h.offset = c->probe_want;
+    if (!send_header(d, c, &h, NULL, false)) pt_probe_end(d, c);
+}
