@@ -45,12 +45,10 @@ class DeviceType(enum.IntEnum):
 
     @staticmethod
     def from_torch_device_type(device_type):
+        """'cpu' -> CPU, 'cuda' -> CUDA, anything else ('meta', 'mps', ...) -> None, as
+        PCCL. A torch.device is accepted too (its .type is used)."""
         s = getattr(device_type, "type", device_type)
-        if s == "cpu":
-            return DeviceType.CPU
-        if s == "cuda":
-            return DeviceType.CUDA
-        raise ValueError(f"no pccl device type for torch device {device_type!r}")
+        return {"cpu": DeviceType.CPU, "cuda": DeviceType.CUDA}.get(s)
 
 
 class DistributionHint(enum.IntEnum):
