@@ -451,3 +451,26 @@ def test_tensor_info_and_shared_state_like_pccl():
     assert pccl.DeviceType.from_torch_device_type("mps") is None
     assert pccl.DeviceType.from_torch_device_type("cpu") is pccl.DeviceType.CPU
     assert pccl.DeviceType.from_torch_device_type("cuda") is pccl.DeviceType.CUDA
+
+
+def test_refused_tensors_raise_pccl10_builtin_classes():
+    """PCCL 1.0 asserts (AssertionError) on non-contiguous, mismatched or non-CPU inputs and
+    raises ValueError for a wrong type: pccl's classes are those too."""
+    c = pccl.Communicator("127.0.0.1:1", 0)  # never connected: refused before C
+    a = np.arange(10, dtype=np.float32)
+    for send, recv, builtin in ((a[::2], np.zeros(5, np.float32), AssertionError),
+                                (a, np.zeros(10, np.float64), AssertionError),
+                                (a, np.zeros(11, np.float32), AssertionError),
+                                ([1.0], [2.0], ValueError)):
+        with pytest.raises(builtin) as ei:
+            c.all_reduce_async(send, recv, op=pccl.ReduceOp.SUM)
+        assert isinstance(ei.value, pccl.InvalidArgument)
+    with pytest.raises(AssertionError):
+        pccl.TensorInfo.from_numpy(a[::2], "x")
+    torch = pytest.importorskip("torch")
+    with pytest.raises(AssertionError):
+        c.all_reduce(torch.zeros(4, device="meta"), torch.zeros(4, device="meta"), op=pccl.ReduceOp.SUM)
+    with pytest.raises(ValueError):
+        c.all_reduce(torch.zeros(4, dtype=torch.complex64), torch.zeros(4, dtype=torch.complex64),
+                     op=pccl.ReduceOp.SUM)
+    c.close()

@@ -187,29 +187,31 @@ class ProtocolError(PCCLError):
 
 
 # ---- errors the binding raises before calling C (all are InvalidArgument) ----
+# Each is also the builtin exception PCCL 1.0 raises for the same input: its
+# `assert`s (AssertionError) and ValueError (a wrong type, an unknown torch dtype).
 
 
 class TensorArgumentError(InvalidArgument):
     """A tensor or buffer argument cannot be passed to libpccl as it is."""
 
 
-class UnsupportedTensorTypeError(TensorArgumentError, TypeError):
+class UnsupportedTensorTypeError(TensorArgumentError, TypeError, ValueError):
     """The object is neither a numpy array, a torch tensor nor a raw pointer."""
 
 
-class UnsupportedDTypeError(TensorArgumentError, TypeError):
+class UnsupportedDTypeError(TensorArgumentError, TypeError, ValueError, AssertionError):
     """The element type has no pcclDataType_t (e.g. complex, bool, object, big-endian)."""
 
 
-class DTypeMismatchError(TensorArgumentError, TypeError):
+class DTypeMismatchError(TensorArgumentError, TypeError, AssertionError):
     """send/recv element types differ, or differ from the operand descriptor."""
 
 
-class NonContiguousTensorError(TensorArgumentError, ValueError):
+class NonContiguousTensorError(TensorArgumentError, ValueError, AssertionError):
     """The array or tensor is not C-contiguous; pass .copy() / .contiguous() explicitly."""
 
 
-class SizeMismatchError(TensorArgumentError, ValueError):
+class SizeMismatchError(TensorArgumentError, ValueError, AssertionError):
     """send and recv have different element counts."""
 
 
@@ -217,7 +219,7 @@ class ReadOnlyBufferError(TensorArgumentError, ValueError):
     """A buffer pccl writes into (recv buffer, shared-state tensor) is read-only."""
 
 
-class UnsupportedDeviceError(TensorArgumentError, ValueError):
+class UnsupportedDeviceError(TensorArgumentError, ValueError, AssertionError):
     """The tensor is not in CPU memory (libpccl collectives take CPU memory only)."""
 
 
