@@ -29,7 +29,9 @@
 # PCCL_LIBRARY = BUILD_DIR's libpccl, BUILD_DIR/master on PATH (ccoip_master). PCCL's tests use
 # the fixed port 48148: nothing else may listen there meanwhile.
 #   - basic_stress_test/stresstest_peer.py imports `python.framework.pccl._pccl` (PCCL's package
-#     by its path in PCCL's repository): the shim directory maps that name to pccl._pccl.
+#     by its path in PCCL's repository): the shim directory maps that name to pccl._pccl. It also
+#     imports Optional and List from typing_extensions (>= 4.7 has them; Debian 12 ships 4.4):
+#     when they are missing, the shim directory adds them to the installed typing_extensions.
 #   - mnist_peer.py loads MNIST with torchvision from ./data (download=True, but nothing is
 #     downloaded when the files are present): the suite runs in a scratch directory whose
 #     data/MNIST/raw holds the checkout's python/tests/end_to_end/data/MNIST/raw files (.gz ones
@@ -76,6 +78,25 @@ import pccl._pccl
 sys.modules[__name__] = pccl
 sys.modules[__name__ + "._pccl"] = pccl._pccl
 EOF
+# typing_extensions >= 4.7 re-exports typing's names, and basic_stress_test/stresstest_peer.py
+# imports Optional and List from it; Debian 12's 4.4 does not: add them (only when missing)
+if ! "$PY" -c 'from typing_extensions import Optional, List' 2> /dev/null; then
+    cat > "$SHIM/typing_extensions.py" << 'EOF'
+# Debian's typing_extensions plus typing's names, as typing_extensions >= 4.7 (scripts/pccl10-python.sh)
+import importlib.machinery, importlib.util, os, sys, typing
+_here = os.path.dirname(os.path.abspath(__file__))
+_path = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+_spec = importlib.machinery.PathFinder.find_spec(__name__, _path)
+_mod = importlib.util.module_from_spec(_spec)
+sys.modules[__name__] = _mod
+_spec.loader.exec_module(_mod)
+for _n in typing.__all__:
+    if not hasattr(_mod, _n):
+        setattr(_mod, _n, getattr(typing, _n))
+EOF
+    echo "pccl10-python: NOTE: the installed typing_extensions lacks typing's names (Optional, List):" \
+        "a shim adds them (typing_extensions >= 4.7 has them)"
+fi
 export PYTHONPATH="$ROOT/bindings/python:$SHIM"
 export PCCL_LIBRARY="$BUILD/bindings/libpccl/libpccl.so"
 export PATH="$BUILD/master:$PATH"
@@ -220,7 +241,7 @@ for pat in ("Traceback (most recent call last)", "failed with:", "considering te
         problems.append(f"{n} x {pat!r}")
 bad_ends = [m for m in re.findall(r"Peer PID=\d+ ended \(code=(-?\d+)\)", log) if m not in ("0", "-9")]
 if bad_ends:
-    problems.append(f"peers ended with codes {bad_ends}")
+    problems.append(f"{len(bad_ends)} peers ended with an error (exit codes {sorted(set(bad_ends))})")
 reduces = log.count("Reduce completed RX:")
 steps = 0
 its, waits = {}, {}

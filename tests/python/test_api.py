@@ -517,7 +517,7 @@ def test_async_wait_timeout_keeps_the_operation():
         assert (ok, status, info.world_size) == (True, pccl.Result.SUCCESS, 2) and h0.done
         assert h0.result().world_size == 2  # cached
         assert np.array_equal(x0, np.arange(100, dtype=np.int32) * 11) and np.array_equal(x0, x1)
-        # the 3-argument and the strategy form of the shared-state sync
+        # the default (ENFORCE_POPULAR) and an explicit strategy of the shared-state sync
         s0 = pccl.SharedState([pccl.TensorInfo("w", np.full(5, 3, np.float64))])
         s1 = pccl.SharedState([pccl.TensorInfo("w", np.zeros(5, np.float64))])
         res = {}
