@@ -474,3 +474,14 @@ def test_refused_tensors_raise_pccl10_builtin_classes():
         c.all_reduce(torch.zeros(4, dtype=torch.complex64), torch.zeros(4, dtype=torch.complex64),
                      op=pccl.ReduceOp.SUM)
     c.close()
+
+
+def test_dtype_conversions_reject_like_pccl():
+    assert pccl.DataType.from_numpy_dtype(np.dtype(np.float32)) is pccl.DataType.FLOAT
+    with pytest.raises(AssertionError):  # PCCL: assert dtype_clazz in dtype_map
+        pccl.DataType.from_numpy_dtype(np.dtype(np.complex64))
+    torch = pytest.importorskip("torch")
+    assert pccl.DataType.from_torch_dtype(torch.bfloat16) is pccl.DataType.BFLOAT16
+    with pytest.raises(ValueError) as ei:  # PCCL: ValueError(f'Unsupported dtype: {dtype}')
+        pccl.DataType.from_torch_dtype(torch.complex64)
+    assert ei.value.args == ("Unsupported dtype: torch.complex64",)

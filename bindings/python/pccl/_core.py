@@ -76,7 +76,7 @@ def _is_torch(obj):
 def _buffer_of(obj, what, writable, cpu_only=True):
     """Describes obj for libpccl, used in place (never copied); raises a TensorArgumentError."""
     if _is_numpy(obj):
-        dt = DataType.from_numpy_dtype(obj.dtype)
+        dt = DataType._numpy_or_none(obj.dtype)
         if dt is None:
             raise UnsupportedDTypeError(
                 f"{what}: numpy dtype {obj.dtype.str} ({obj.dtype}) has no pccl DataType "
@@ -94,7 +94,7 @@ def _buffer_of(obj, what, writable, cpu_only=True):
         torch = sys.modules["torch"]
         if obj.layout != torch.strided:
             raise UnsupportedTensorTypeError(f"{what}: torch tensor layout {obj.layout} is not strided")
-        dt = DataType.from_torch_dtype(obj.dtype)
+        dt = DataType._torch_or_none(obj.dtype)
         if dt is None:
             raise UnsupportedDTypeError(f"{what}: torch dtype {obj.dtype} has no pccl DataType")
         dev = obj.device.type

@@ -135,7 +135,17 @@ class DataType(enum.IntEnum):
 
     @staticmethod
     def from_numpy_dtype(dtype):
-        """The DataType of a numpy dtype, or None (unsupported, or not native byte order)."""
+        """The DataType of a numpy dtype. Unsupported ones (complex, bool, non-native byte
+        order, ...) raise UnsupportedDTypeError, an AssertionError as PCCL's."""
+        dt = DataType._numpy_or_none(dtype)
+        if dt is None:
+            from ._errors import UnsupportedDTypeError
+
+            raise UnsupportedDTypeError(f"Unsupported dtype: {dtype}")
+        return dt
+
+    @staticmethod
+    def _numpy_or_none(dtype):
         import numpy as np
 
         dtype = np.dtype(dtype)
@@ -156,7 +166,17 @@ class DataType(enum.IntEnum):
 
     @staticmethod
     def from_torch_dtype(dtype):
-        """The DataType of a torch dtype, or None."""
+        """The DataType of a torch dtype. Unsupported ones raise UnsupportedDTypeError, a
+        ValueError as PCCL's."""
+        dt = DataType._torch_or_none(dtype)
+        if dt is None:
+            from ._errors import UnsupportedDTypeError
+
+            raise UnsupportedDTypeError(f"Unsupported dtype: {dtype}")
+        return dt
+
+    @staticmethod
+    def _torch_or_none(dtype):
         torch = sys.modules.get("torch")
         if torch is None:
             return None
