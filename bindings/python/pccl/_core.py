@@ -3,6 +3,7 @@
 import atexit
 import ctypes
 import ipaddress
+import operator
 import signal
 import socket
 import sys
@@ -569,18 +570,21 @@ class Communicator:
             options.master_url = self._url
         else:
             params.master_address = parse_address(address)
-        for name, value, bound in (("peer_group", peer_group, 2**32),
-                                   ("p2p_connection_pool_size", p2p_connection_pool_size, 2**32),
-                                   ("timeout_ms", timeout_ms, 2**32),
-                                   ("heartbeat_ms", heartbeat_ms, 2**32)):
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < bound:
+        def u32(name, value):
+            try:
+                v = operator.index(value)  # int, numpy integers, ...
+            except TypeError:
+                v = None
+            if v is None or isinstance(value, bool) or not 0 <= v < 2**32:
                 raise InvalidArgument(f"{name} must be an int in [0, 2**32), got {value!r}")
-        params.peer_group = peer_group
-        params.p2p_connection_pool_size = p2p_connection_pool_size
-        options.timeout_ms = timeout_ms
-        options.heartbeat_ms = heartbeat_ms
+            return v
+
+        params.peer_group = u32("peer_group", peer_group)
+        params.p2p_connection_pool_size = u32("p2p_connection_pool_size", p2p_connection_pool_size)
+        options.timeout_ms = u32("timeout_ms", timeout_ms)
+        options.heartbeat_ms = u32("heartbeat_ms", heartbeat_ms)
         self.address = address
-        self.peer_group = int(peer_group)
+        self.peer_group = params.peer_group
         self._in_flight = {}
         self._lock = threading.Lock()
         handle = ctypes.c_void_p()
