@@ -84,8 +84,9 @@ if ! "$PY" -c 'from typing_extensions import Optional, List' 2> /dev/null; then
     cat > "$SHIM/typing_extensions.py" << 'EOF'
 # Debian's typing_extensions plus typing's names, as typing_extensions >= 4.7 (scripts/pccl10-python.sh)
 import importlib.machinery, importlib.util, os, sys, typing
-_here = os.path.dirname(os.path.abspath(__file__))
-_path = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+_me = os.path.realpath(__file__)
+_path = [p for p in sys.path
+         if os.path.realpath(os.path.join(p or ".", "typing_extensions.py")) != _me]
 _spec = importlib.machinery.PathFinder.find_spec(__name__, _path)
 _mod = importlib.util.module_from_spec(_spec)
 sys.modules[__name__] = _mod
@@ -107,7 +108,7 @@ mksite() { # DIR MODULE...
     local dir=$1
     shift
     mkdir -p "$dir"
-    "$PY" - "$dir" "$@" << 'EOF'
+    env -u PYTHONPATH "$PY" - "$dir" "$@" << 'EOF'
 import importlib.util, os, sys
 dst = sys.argv[1]
 for name in sys.argv[2:]:
