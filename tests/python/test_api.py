@@ -204,7 +204,11 @@ def test_error_classes():
         assert type(e) is pccl.ERROR_CLASSES[pccl.Result(code)]
         assert isinstance(e, pccl.PCCLError)
         assert e.result == code and e.function == "pcclX"
-        assert pccl._errors.RESULT_INFO[code][0] in str(e)
+        # PCCL 1.0's message: "<func> failed with error: <NAME>", str() appends ": <NAME>"
+        name = pccl.Result(code).name
+        assert e.args == (f"pcclX failed with error: {name}",)
+        assert str(e) == f"pcclX failed with error: {name}: {name}"
+        assert e.describe.startswith(pccl._errors.RESULT_INFO[code][0] + " (")
         seen.add(type(e))
     assert len(seen) == 17  # a distinct class per code
     assert pccl.error_for(12).__class__ is pccl.OptimizeTopologyFailed
@@ -348,8 +352,10 @@ def test_address_parsing():
     for bad in ("1.2.3.4:x", "1.2.3.4:70000", "[::1", 5):
         with pytest.raises(pccl.InvalidArgument):
             pccl.parse_address(bad)
-    with pytest.raises(pccl.InvalidArgument):  # the library rejects pool sizes above 8
-        pccl.Communicator("127.0.0.1:1", 0, p2p_connection_pool_size=9)
+    # any pool size is accepted, as PCCL 1.0 (the library clamps values above 8)
+    pccl.Communicator("127.0.0.1:1", 0, p2p_connection_pool_size=9).close()
+    with pytest.raises(pccl.InvalidArgument):
+        pccl.Communicator("127.0.0.1:1", 0, p2p_connection_pool_size=-1)
 
 
 def test_dtype_mapping():
@@ -499,7 +505,9 @@ def test_async_wait_timeout_keeps_the_operation():
         x1 = np.arange(100, dtype=np.int32) * 10
         h0 = c0.all_reduce_async(x0, x0, op=pccl.ReduceOp.SUM, tag=42)
         # the other peer has not started tag 42: the wait times out, the op stays in flight
-        assert h0.wait(timeout_ms=200) == (False, pccl.Result.TIMEOUT, None)
+        ok, status, info = h0.wait(timeout_ms=200)
+        assert (ok, status) == (False, pccl.Result.TIMEOUT)
+        assert (info.local_world_size, info.tx_bytes, info.rx_bytes) == (0, 0, 0)
         assert not h0.done
         with pytest.raises(pccl.InvalidArgument):  # the tag is still in flight
             c0.all_reduce_async(x0, x0, tag=42)
@@ -510,7 +518,7 @@ def test_async_wait_timeout_keeps_the_operation():
         assert (ok, status, info.world_size) == (True, pccl.Result.SUCCESS, 2) and h0.done
         assert h0.result().world_size == 2  # cached
         assert np.array_equal(x0, np.arange(100, dtype=np.int32) * 11) and np.array_equal(x0, x1)
-        # the 3-argument and the strategy form of the shared-state sync
+        # the default (ENFORCE_POPULAR) and an explicit strategy of the shared-state sync
         s0 = pccl.SharedState([pccl.TensorInfo("w", np.full(5, 3, np.float64))])
         s1 = pccl.SharedState([pccl.TensorInfo("w", np.zeros(5, np.float64))])
         res = {}

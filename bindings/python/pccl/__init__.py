@@ -9,6 +9,7 @@ checkout, the dynamic loader, or the installed library (see docs/python.md).
 
 from ._errors import (
     DTypeMismatchError,
+    EmptySharedStateError,
     InternalError,
     InvalidArgument,
     InvalidUsage,
@@ -16,6 +17,7 @@ from ._errors import (
     NoSharedStateAvailable,
     NonContiguousTensorError,
     NotInitialized,
+    NullPointerError,
     OptimizeTopologyFailed,
     OverlappingBuffersError,
     PCCLError,
@@ -82,6 +84,7 @@ __all__ = [
     "DeviceType",
     "DistributionHint",
     "ERROR_CLASSES",
+    "EmptySharedStateError",
     "InternalError",
     "InvalidArgument",
     "InvalidUsage",
@@ -91,6 +94,7 @@ __all__ = [
     "NoSharedStateAvailable",
     "NonContiguousTensorError",
     "NotInitialized",
+    "NullPointerError",
     "OptimizeTopologyFailed",
     "OverlappingBuffersError",
     "PCCLError",

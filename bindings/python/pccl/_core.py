@@ -1,18 +1,24 @@
 """Communicator, shared state, all-reduce and master over libpccl (ctypes)."""
 
+import atexit
 import ctypes
 import ipaddress
+import operator
+import signal
 import socket
 import sys
 import threading
 import time
+import weakref
 
 from . import _lib as L
 from ._errors import (
     DTypeMismatchError,
+    EmptySharedStateError,
     InvalidArgument,
     InvalidUsage,
     NonContiguousTensorError,
+    NullPointerError,
     OverlappingBuffersError,
     ReadOnlyBufferError,
     Result,
@@ -71,7 +77,7 @@ def _is_torch(obj):
 def _buffer_of(obj, what, writable, cpu_only=True):
     """Describes obj for libpccl, used in place (never copied); raises a TensorArgumentError."""
     if _is_numpy(obj):
-        dt = DataType.from_numpy_dtype(obj.dtype)
+        dt = DataType._numpy_or_none(obj.dtype)
         if dt is None:
             raise UnsupportedDTypeError(
                 f"{what}: numpy dtype {obj.dtype.str} ({obj.dtype}) has no pccl DataType "
@@ -89,7 +95,7 @@ def _buffer_of(obj, what, writable, cpu_only=True):
         torch = sys.modules["torch"]
         if obj.layout != torch.strided:
             raise UnsupportedTensorTypeError(f"{what}: torch tensor layout {obj.layout} is not strided")
-        dt = DataType.from_torch_dtype(obj.dtype)
+        dt = DataType._torch_or_none(obj.dtype)
         if dt is None:
             raise UnsupportedDTypeError(f"{what}: torch dtype {obj.dtype} has no pccl DataType")
         dev = obj.device.type
@@ -215,13 +221,27 @@ def _make_descriptor(send, recv, op, tag, operand_descriptor, quantization_optio
 
 
 class ReduceOpDescriptor:
-    """One all-reduce with its buffers, for Communicator.all_reduce_multiple_with_retry."""
+    """One all-reduce with its buffers, for Communicator.all_reduce_multiple_with_retry.
 
-    def __init__(self, sendbuf, recvbuf, reduce_descriptor, _keep=None):
-        self.sendbuf = sendbuf  # address (int)
-        self.recvbuf = recvbuf
+    ReduceOpDescriptor(sendbuf_ptr, recvbuf_ptr, reduce_descriptor) is PCCL's
+    raw form (addresses the caller keeps valid); from_numpy / from_torch /
+    from_arrays build one from arrays, checked and kept alive.
+    """
+
+    def __init__(self, sendbuf_ptr, recvbuf_ptr, reduce_descriptor, _keep=None):
+        self.sendbuf_ptr = int(sendbuf_ptr)
+        self.recvbuf_ptr = int(recvbuf_ptr)
         self.reduce_descriptor = reduce_descriptor
         self._keep = _keep
+
+    # pccl's earlier names of the two addresses
+    @property
+    def sendbuf(self):
+        return self.sendbuf_ptr
+
+    @property
+    def recvbuf(self):
+        return self.recvbuf_ptr
 
     @classmethod
     def from_arrays(cls, send, recv, *, op=ReduceOp.SUM, tag=0, operand_descriptor=None,
@@ -242,12 +262,32 @@ class ReduceOpDescriptor:
     def _from(cls, send, recv, rd, kw):
         if rd is None:
             return cls.from_arrays(send, recv, **kw)
-        return cls.from_arrays(send, recv, op=rd.op, tag=rd.tag,
-                               operand_descriptor=rd.operand_descriptor,
-                               quantization_options=rd.quantization_options)
+        out = cls.from_arrays(send, recv, op=rd.op, tag=rd.tag,
+                              operand_descriptor=rd.operand_descriptor,
+                              quantization_options=rd.quantization_options)
+        # PCCL reduces reduce_descriptor.count elements: a prefix is fine, more is not
+        if rd.count != out.reduce_descriptor.count:
+            if not 0 <= rd.count <= out.reduce_descriptor.count:
+                raise SizeMismatchError(f"reduce_descriptor.count is {rd.count} but the buffers "
+                                        f"hold {out.reduce_descriptor.count} elements")
+            out.reduce_descriptor.count = int(rd.count)
+        return out
+
+    def to_c_inpl(self, c_desc):
+        """Fills c_desc (a ctypes pcclReduceOpDescriptor_t) in place, as PCCL's to_c_inpl."""
+        c_desc.sendbuf = self.sendbuf_ptr
+        c_desc.recvbuf = self.recvbuf_ptr
+        c_desc.descriptor = self.reduce_descriptor.to_c()
 
     def to_c(self):
-        return L.CReduceOpDescriptor(self.sendbuf, self.recvbuf, self.reduce_descriptor.to_c())
+        """A new ctypes pcclReduceOpDescriptor_t."""
+        c_desc = L.CReduceOpDescriptor()
+        self.to_c_inpl(c_desc)
+        return c_desc
+
+    def __repr__(self):
+        return (f"ReduceOpDescriptor(sendbuf_ptr={self.sendbuf_ptr:#x}, "
+                f"recvbuf_ptr={self.recvbuf_ptr:#x}, count={self.reduce_descriptor.count})")
 
 
 class ReduceInfo:
@@ -293,7 +333,8 @@ class TensorInfo:
     TensorInfo(name, data, allow_content_inequality=False) with a numpy array or
     a torch tensor; or PCCL's raw form TensorInfo(name, data_ptr, numel=...,
     dtype=DataType..., device_type=DeviceType.CPU, allow_content_inequality=...)
-    where data_ptr is an address (int) the caller keeps valid.
+    where data_ptr is an address (int) the caller keeps valid; 0 raises
+    NullPointerError (a ValueError, as PCCL).
     """
 
     def __init__(self, name, data=None, allow_content_inequality=False, *, numel=None,
@@ -306,6 +347,8 @@ class TensorInfo:
         if len(encoded) > 127 or b"\0" in encoded:
             raise InvalidArgument(f"tensor name must be 1..127 bytes without NUL: {name!r}")
         if isinstance(data, int) and not isinstance(data, bool):
+            if data == 0:
+                raise NullPointerError("Invalid data pointer: nullptr")
             if numel is None or dtype is None:
                 raise InvalidArgument("a raw data pointer needs numel= and dtype=")
             buf = _Buffer(int(data), int(numel), DataType(dtype), DeviceType(device_type), None)
@@ -318,10 +361,10 @@ class TensorInfo:
         self._name_bytes = encoded
 
     @classmethod
-    def from_numpy(cls, array, name, *, allow_content_inequality=False):
-        if not _is_numpy(array):
-            raise UnsupportedTensorTypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
-        return cls(name, array, allow_content_inequality)
+    def from_numpy(cls, tensor, name, *, allow_content_inequality=False):
+        if not _is_numpy(tensor):
+            raise UnsupportedTensorTypeError(f"from_numpy expects a numpy.ndarray, got {type(tensor).__name__}")
+        return cls(name, tensor, allow_content_inequality)
 
     @classmethod
     def from_torch(cls, tensor, name, *, allow_content_inequality=False):
@@ -360,6 +403,8 @@ class SharedState:
 
     def __init__(self, tensor_infos, revision=0):
         infos = list(tensor_infos)
+        if not infos:
+            raise EmptySharedStateError("At least one tensor info must be provided")
         seen = set()
         for ti in infos:
             if not isinstance(ti, TensorInfo):
@@ -368,7 +413,7 @@ class SharedState:
                 raise InvalidArgument(f"duplicate tensor name {ti.name!r} in shared state")
             seen.add(ti.name)
         self.tensor_infos = infos
-        self._array = (L.CTensorInfo * max(1, len(infos)))(*[ti.to_c() for ti in infos])
+        self._array = (L.CTensorInfo * len(infos))(*[ti.to_c() for ti in infos])
         self._c = L.CSharedState(int(revision), len(infos),
                                  ctypes.cast(self._array, ctypes.POINTER(L.CTensorInfo)))
 
@@ -416,12 +461,14 @@ class AsyncReduceHandle:
         return self._result is not None
 
     def wait(self, timeout_ms=None):
-        """Waits for the operation. Returns (is_success, status: Result, info or None).
+        """Waits for the operation. Returns (is_success, status, info), as PCCL:
+        status is a Result (an int), info a ReduceInfo, on failure too (with
+        what the library reported, typically zeros).
 
         The result is cached: later calls return it again. With timeout_ms, a
-        timeout returns (False, Result.TIMEOUT, None) and the operation stays
-        in flight (call wait() again); without it the wait is bounded only by
-        the communicator's timeout_ms.
+        timeout returns (False, Result.TIMEOUT, ReduceInfo(0, 0, 0)) and the
+        operation stays in flight (call wait() again); without it the wait is
+        bounded only by the communicator's timeout_ms.
         """
         with self._lock:
             if self._result is not None:
@@ -434,16 +481,13 @@ class AsyncReduceHandle:
                 t = max(1, int(timeout_ms))
                 rc = lib.pcclAwaitAsyncReduceTimeout(ctypes.byref(self._c), t, ctypes.byref(info))
                 if rc == Result.TIMEOUT:
-                    return (False, Result.TIMEOUT, None)
+                    return (False, Result.TIMEOUT, ReduceInfo(0, 0, 0))
             try:
                 status = Result(rc)
             except ValueError:
                 status = rc
-            if rc == 0:
-                self._result = (True, status,
-                                ReduceInfo(info.local_world_size, info.tx_bytes, info.rx_bytes))
-            else:
-                self._result = (False, status, None)
+            self._result = (rc == 0, status,
+                            ReduceInfo(info.local_world_size, info.tx_bytes, info.rx_bytes))
             self._comm._forget(self)
             self._keep = None
             return self._result
@@ -510,30 +554,42 @@ class Communicator:
     address: "ip:port", "[ipv6]:port", "host:port", or a URL
     ("tcp://host:port", "tls+tcp://host:port", "ipc:///path").
     timeout_ms bounds every blocking call (0: unbounded); heartbeat_ms is the
-    heartbeat period to the master (0: 250 ms).
+    heartbeat period to the master (0: 250 ms). Any p2p_connection_pool_size
+    is accepted (0: the default, 2; the library opens at most 8).
     """
 
     def __init__(self, address="127.0.0.1:48148", peer_group=0, p2p_connection_pool_size=0, *,
                  timeout_ms=0, heartbeat_ms=0):
         lib = L.lib()
         params = L.CommCreateParams()
+        options = L.CommCreateOptions()
+        options.struct_size = ctypes.sizeof(L.CommCreateOptions)
         self._url = None
         if isinstance(address, str) and "://" in address:
             self._url = address.encode("utf-8")
-            params.master_url = self._url
+            options.master_url = self._url
         else:
             params.master_address = parse_address(address)
-        params.peer_group = int(peer_group)
-        params.p2p_connection_pool_size = int(p2p_connection_pool_size)
-        params.timeout_ms = int(timeout_ms)
-        params.heartbeat_ms = int(heartbeat_ms)
+        def u32(name, value):
+            try:
+                v = operator.index(value)  # int, numpy integers, ...
+            except TypeError:
+                v = None
+            if v is None or isinstance(value, bool) or not 0 <= v < 2**32:
+                raise InvalidArgument(f"{name} must be an int in [0, 2**32), got {value!r}")
+            return v
+
+        params.peer_group = u32("peer_group", peer_group)
+        params.p2p_connection_pool_size = u32("p2p_connection_pool_size", p2p_connection_pool_size)
+        options.timeout_ms = u32("timeout_ms", timeout_ms)
+        options.heartbeat_ms = u32("heartbeat_ms", heartbeat_ms)
         self.address = address
-        self.peer_group = int(peer_group)
+        self.peer_group = params.peer_group
         self._in_flight = {}
         self._lock = threading.Lock()
         handle = ctypes.c_void_p()
-        _check(lib.pcclCreateCommunicator(ctypes.byref(params), ctypes.byref(handle)),
-               "pcclCreateCommunicator")
+        _check(lib.pcclCreateCommunicatorEx(ctypes.byref(params), ctypes.byref(options),
+                                            ctypes.byref(handle)), "pcclCreateCommunicator")
         self._h = handle
 
     # -- lifecycle --
@@ -605,24 +661,20 @@ class Communicator:
 
     # -- shared state --
 
-    def sync_shared_state(self, shared_state, strategy=None):
+    def sync_shared_state(self, shared_state, strategy=SharedStateSyncStrategy.ENFORCE_POPULAR):
         """Synchronizes shared_state (in place); returns SharedStateSyncInfo.
 
-        strategy: a SharedStateSyncStrategy; omitted, the 3-argument
-        pcclSynchronizeSharedState (ENFORCE_POPULAR) is called, otherwise
-        pcclSynchronizeSharedStateEx.
+        strategy: a SharedStateSyncStrategy (None: ENFORCE_POPULAR), passed to
+        PCCL 1.0's 4-argument pcclSynchronizeSharedState.
         """
         if not isinstance(shared_state, SharedState):
             raise InvalidArgument(f"expected a SharedState, got {type(shared_state).__name__}")
-        info = L.CSharedStateSyncInfo()
-        lib = L.lib()
         if strategy is None:
-            rc = lib.pcclSynchronizeSharedState(self._handle(), ctypes.byref(shared_state._c),
-                                                ctypes.byref(info))
-        else:
-            rc = lib.pcclSynchronizeSharedStateEx(self._handle(), ctypes.byref(shared_state._c),
-                                                  int(SharedStateSyncStrategy(strategy)),
-                                                  ctypes.byref(info))
+            strategy = SharedStateSyncStrategy.ENFORCE_POPULAR
+        strategy = SharedStateSyncStrategy(int(getattr(strategy, "value", strategy)))
+        info = L.CSharedStateSyncInfo()
+        rc = L.lib().pcclSynchronizeSharedState(self._handle(), ctypes.byref(shared_state._c),
+                                                int(strategy), ctypes.byref(info))
         _check(rc, "pcclSynchronizeSharedState")
         return SharedStateSyncInfo(info.tx_bytes, info.rx_bytes)
 
@@ -666,7 +718,9 @@ class Communicator:
         """Runs all-reduces (ReduceOpDescriptor list), retrying failed ones until
         all succeed. Returns ReduceInfo with the summed tx/rx bytes."""
         descs = list(descriptors)
-        arr = (L.CReduceOpDescriptor * max(1, len(descs)))(*[d.to_c() for d in descs])
+        arr = (L.CReduceOpDescriptor * max(1, len(descs)))()
+        for i, d in enumerate(descs):
+            d.to_c_inpl(arr[i])
         info = L.CReduceInfo()
         rc = L.lib().pcclAllReduceMultipleWithRetry(arr, len(descs), self._handle(),
                                                     ctypes.byref(info), int(max_in_flight))
@@ -687,12 +741,32 @@ def _listen_url(listen_address):
     return f"tcp://{listen_address}:{DEFAULT_MASTER_PORT}"
 
 
+class _Terminate(BaseException):
+    """Raised by the temporary SIGTERM handler while a master serves until interrupted."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminate()
+
+
+# Masters that run(): the interpreter's exit serves each until it is interrupted.
+_masters = weakref.WeakSet()
+
+
 class MasterNode:
     """A master running in this process (on libpccl's own thread).
 
     listen_address: "ip:port" (port 0: any free port, read .port) or a URL
     ("tcp://host:port", "ipc:///path"). The listener is bound on construction;
-    run() starts serving.
+    run() starts serving and returns at once.
+
+    Lifetime, as PCCL 1.0: a master that was run() and not interrupt()ed keeps
+    serving when it is dropped -- when the function holding it returns, or the
+    script ends -- until it is interrupted: interrupt() from another thread,
+    SIGINT (KeyboardInterrupt), or SIGTERM (handled while it waits, when the
+    program has no SIGTERM handler of its own). So a script that calls run()
+    and returns is a master process. Then it is stopped and freed.
+    close() (and leaving a `with` block) stops and frees it at once.
     """
 
     def __init__(self, listen_address="0.0.0.0:48148", *, heartbeat_ms=0, evict_ms=0,
@@ -704,12 +778,16 @@ class MasterNode:
                                       int(vote_timeout_ms), int(max_peers))
         handle = ctypes.c_void_p()
         port = ctypes.c_uint16()
+        self._running = False
+        self._interrupted = False
+        self._waiter = None
+        self._terminated = threading.Event()
+        self._await_rc = 0
+        self._lock = threading.Lock()
         _check(lib.pcclCreateMasterEx(ctypes.byref(params), ctypes.byref(handle),
                                       ctypes.byref(port)), "pcclCreateMasterEx")
         self._h = handle
         self.port = int(port.value)
-        self._running = False
-        self._interrupted = False
 
     def _handle(self):
         h = getattr(self, "_h", None)
@@ -717,31 +795,103 @@ class MasterNode:
             raise InvalidUsage("the master is destroyed")
         return h
 
+    @property
+    def running(self):
+        """Whether run() was called and the master has not terminated yet."""
+        return self._running and not self._terminated.is_set()
+
     def run(self):
         """Starts serving (returns at once; the master runs on its own thread)."""
         _check(L.lib().pcclRunMaster(self._handle()), "pcclRunMaster")
         self._running = True
+        _masters.add(self)
 
     def interrupt(self):
         """Asks the master to stop. Safe from any thread."""
         _check(L.lib().pcclInterruptMaster(self._handle()), "pcclInterruptMaster")
         self._interrupted = True
 
-    def await_termination(self):
-        _check(L.lib().pcclMasterAwaitTermination(self._handle()), "pcclMasterAwaitTermination")
-        self._running = False
+    def _start_waiter(self):
+        # pcclMasterAwaitTermination runs once, on a helper thread, so that the
+        # waiting thread stays responsive to signals (KeyboardInterrupt)
+        with self._lock:
+            if self._waiter is None:
+                h = self._handle()
+                done = self._terminated
+
+                def wait():
+                    try:
+                        self._await_rc = L.lib().pcclMasterAwaitTermination(h)
+                    finally:
+                        done.set()
+
+                self._waiter = threading.Thread(target=wait, name="pccl-master-await", daemon=True)
+                self._waiter.start()
+        return self._terminated
+
+    def await_termination(self, timeout=None):
+        """Waits until the master stopped (after interrupt()). Returns whether it
+        did (False only when timeout, in seconds, elapsed). Signals are handled
+        meanwhile (Ctrl-C raises KeyboardInterrupt here; the master keeps running)."""
+        if not self._running:
+            return True
+        done = self._start_waiter()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not done.wait(0.2):
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+        _check(self._await_rc, "pcclMasterAwaitTermination")
+        return True
+
+    def serve_forever(self):
+        """Serves until interrupted: interrupt() from another thread, SIGINT or
+        SIGTERM (while waiting here, SIGTERM is handled as an interrupt unless the
+        program installed its own handler). Then stops and frees the master.
+        What a dropped master that runs does (PCCL's lifetime)."""
+        if not self._running:
+            self.close()
+            return
+        restore = None
+        if threading.current_thread() is threading.main_thread():
+            try:
+                if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+                    restore = signal.signal(signal.SIGTERM, _on_sigterm)
+            except (ValueError, OSError, TypeError):
+                restore = None
+        try:
+            try:
+                self.await_termination()
+            except (KeyboardInterrupt, _Terminate):
+                pass
+        finally:
+            if restore is not None:
+                try:
+                    signal.signal(signal.SIGTERM, restore)
+                except (ValueError, OSError, TypeError):
+                    pass
+        self.close()
 
     def close(self):
-        """Stops (if running) and frees the master."""
+        """Stops (if running) and frees the master at once."""
         h = getattr(self, "_h", None)
         if h is None or not h.value:
             return
+        pending = None
         if self._running:
             if not self._interrupted:
                 self.interrupt()
-            self.await_termination()
+            while True:
+                try:
+                    self.await_termination()
+                    break
+                except KeyboardInterrupt as e:  # interrupted already: termination is imminent
+                    pending = e
         self._h = None
+        self._running = False
+        _masters.discard(self)
         _check(L.lib().pcclDestroyMaster(h), "pcclDestroyMaster")
+        if pending is not None:
+            raise pending
 
     destroy = close
 
@@ -753,7 +903,24 @@ class MasterNode:
 
     def __del__(self):
         try:
-            self.close()
+            if getattr(self, "_running", False) and not self._interrupted:
+                self.serve_forever()  # PCCL: a running master is awaited, not killed
+            else:
+                self.close()
+        except Exception:
+            pass
+
+
+@atexit.register
+def _serve_masters_at_exit():
+    # a master kept in a global (or anywhere still alive at exit) that runs
+    # and was not interrupted: the script ends as PCCL's does, by serving it
+    for m in list(_masters):
+        try:
+            if m._running and not m._interrupted:
+                m.serve_forever()
+            else:
+                m.close()
         except Exception:
             pass
 

@@ -51,17 +51,33 @@ RESULT_INFO = {
 }
 
 
+def _result_name(result):
+    return result.name if isinstance(result, Result) else str(result)
+
+
 class PCCLError(Exception):
     """Base class of every error pccl raises.
 
-    .result is the Result (or the raw int for a code this binding does not
-    know), .function the C function that returned it (None for errors the
-    binding detects itself before calling C).
+    PCCLError(result, func_name) is PCCL 1.0's constructor: result is a
+    Result (or its int), func_name the C function that returned it; the
+    message is PCCL's: "pcclConnect failed with error: INVALID_USAGE", and
+    str() appends ": INVALID_USAGE" as PCCL's __str__ does.
+
+    pccl's additions: .function (= func_name), and the keyword form
+    PCCLError(message="...", result=..., function=...) the binding uses for
+    arguments it refuses before calling C (function is None then). A
+    subclass called without a result takes its own code (InvalidUsage() has
+    Result.INVALID_USAGE). A str as the first positional argument is taken as
+    the message (InvalidArgument("tag must be ...")).
     """
 
     result_code = None  # set on each subclass
 
-    def __init__(self, message=None, result=None, function=None):
+    def __init__(self, result=None, func_name=None, *, message=None, function=None):
+        if isinstance(result, str):  # PCCLError("message") / Subclass("message")
+            message, result = result, None
+        if function is None:
+            function = func_name
         if result is None:
             result = self.result_code
         try:
@@ -71,20 +87,27 @@ class PCCLError(Exception):
         self.result = result
         self.function = function
         if message is None:
-            cname, text = RESULT_INFO.get(int(result) if result is not None else -1, (None, None))
-            if cname is None:
-                message = f"unknown pccl result {result}"
-            else:
-                message = f"{text} ({cname}={int(result)})"
-            if function:
-                message = f"{function}: {message}"
+            message = f"{function} failed with error: {_result_name(result)}"
         super().__init__(message)
+
+    def __str__(self):
+        base = super().__str__()
+        return base if self.result is None else f"{base}: {_result_name(self.result)}"
 
     @staticmethod
     def check(result, func_name=None):
         """Raises the exception for a non-zero result code (PCCL's API)."""
-        if int(result) != 0:
+        if int(getattr(result, "value", result)) != 0:
             raise error_for(result, func_name)
+
+    @property
+    def describe(self):
+        """The C name and the header's text of the result code, e.g. 'pcclTooFewPeers (too few peers)'."""
+        try:
+            cname, text = RESULT_INFO[int(self.result)]
+        except (KeyError, TypeError, ValueError):
+            return f"unknown pccl result {self.result}"
+        return f"{cname} ({text})"
 
 
 class NotInitialized(PCCLError):
@@ -147,8 +170,8 @@ class PCCLSystemError(PCCLError, OSError):
 
     result_code = Result.SYSTEM_ERROR
 
-    def __init__(self, message=None, result=None, function=None):
-        PCCLError.__init__(self, message, result, function)
+    def __init__(self, result=None, func_name=None, *, message=None, function=None):
+        PCCLError.__init__(self, result, func_name, message=message, function=function)
 
 
 class RemoteError(PCCLError):
@@ -164,29 +187,31 @@ class ProtocolError(PCCLError):
 
 
 # ---- errors the binding raises before calling C (all are InvalidArgument) ----
+# Each is also the builtin exception PCCL 1.0 raises for the same input: its
+# `assert`s (AssertionError) and ValueError (a wrong type, an unknown torch dtype).
 
 
 class TensorArgumentError(InvalidArgument):
     """A tensor or buffer argument cannot be passed to libpccl as it is."""
 
 
-class UnsupportedTensorTypeError(TensorArgumentError, TypeError):
+class UnsupportedTensorTypeError(TensorArgumentError, TypeError, ValueError):
     """The object is neither a numpy array, a torch tensor nor a raw pointer."""
 
 
-class UnsupportedDTypeError(TensorArgumentError, TypeError):
+class UnsupportedDTypeError(TensorArgumentError, TypeError, ValueError, AssertionError):
     """The element type has no pcclDataType_t (e.g. complex, bool, object, big-endian)."""
 
 
-class DTypeMismatchError(TensorArgumentError, TypeError):
+class DTypeMismatchError(TensorArgumentError, TypeError, AssertionError):
     """send/recv element types differ, or differ from the operand descriptor."""
 
 
-class NonContiguousTensorError(TensorArgumentError, ValueError):
+class NonContiguousTensorError(TensorArgumentError, ValueError, AssertionError):
     """The array or tensor is not C-contiguous; pass .copy() / .contiguous() explicitly."""
 
 
-class SizeMismatchError(TensorArgumentError, ValueError):
+class SizeMismatchError(TensorArgumentError, ValueError, AssertionError):
     """send and recv have different element counts."""
 
 
@@ -194,12 +219,20 @@ class ReadOnlyBufferError(TensorArgumentError, ValueError):
     """A buffer pccl writes into (recv buffer, shared-state tensor) is read-only."""
 
 
-class UnsupportedDeviceError(TensorArgumentError, ValueError):
+class UnsupportedDeviceError(TensorArgumentError, ValueError, AssertionError):
     """The tensor is not in CPU memory (libpccl collectives take CPU memory only)."""
 
 
 class OverlappingBuffersError(TensorArgumentError, ValueError):
     """send and recv overlap without being the same buffer (in place needs send is recv)."""
+
+
+class NullPointerError(TensorArgumentError, ValueError):
+    """TensorInfo(name, 0, ...): a raw data pointer of 0 (PCCL raises ValueError)."""
+
+
+class EmptySharedStateError(InvalidArgument, AssertionError):
+    """SharedState([]): a shared state needs at least one tensor (PCCL raises AssertionError)."""
 
 
 ERROR_CLASSES = {
@@ -229,4 +262,4 @@ def error_for(result, function=None):
         cls = ERROR_CLASSES.get(Result(int(result)), PCCLError)
     except ValueError:
         cls = PCCLError
-    return cls(result=int(result), function=function)
+    return cls(int(getattr(result, "value", result)), function)

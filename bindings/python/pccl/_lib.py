@@ -1,8 +1,10 @@
 """Finding and loading libpccl, and the ctypes mirror of include/pccl.h.
 
-Every Structure below matches the C declaration field by field (appended
-fields included); tests/python/test_abi.py compiles a C program that prints
-sizeof/offsetof of each one and compares it with these classes.
+Every Structure below matches the C declaration field by field;
+tests/python/test_api.py (test_struct_layouts_match_c) compiles a C program
+that prints sizeof/_Alignof/offsetof of each one and compares them with these
+classes. PCCL 1.0's structs keep PCCL 1.0's exact layout (DESIGN.md §6);
+pccl's own options live in CommCreateOptions (pcclCreateCommunicatorEx).
 """
 
 import ctypes
@@ -44,10 +46,18 @@ class CommCreateParams(ctypes.Structure):
         ("master_address", CcoipSocketAddress),
         ("peer_group", ctypes.c_uint32),
         ("p2p_connection_pool_size", ctypes.c_uint32),
-        # appended by pccl
-        ("master_url", ctypes.c_char_p),
+    ]
+
+
+class CommCreateOptions(ctypes.Structure):
+    """pcclCommCreateOptions_t: pccl's options, versioned by struct_size."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
         ("timeout_ms", ctypes.c_uint32),
         ("heartbeat_ms", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint32),
+        ("master_url", ctypes.c_char_p),
     ]
 
 
@@ -137,6 +147,7 @@ C_STRUCTS = {
     "ccoip_inet_address_t": CcoipInetAddress,
     "ccoip_socket_address_t": CcoipSocketAddress,
     "pcclCommCreateParams_t": CommCreateParams,
+    "pcclCommCreateOptions_t": CommCreateOptions,
     "pcclReduceInfo_t": CReduceInfo,
     "pcclReduceOperandDescriptor_t": CReduceOperandDescriptor,
     "pcclQuantizationOptions_t": CQuantizationOptions,
@@ -164,6 +175,7 @@ PROTOTYPES = {
     "pcclGetVersion": [_P(ctypes.c_uint32)],
     "pcclGetBuildInfo": [_P(CBuildInfo)],
     "pcclCreateCommunicator": [_P(CommCreateParams), _P(_vp)],
+    "pcclCreateCommunicatorEx": [_P(CommCreateParams), _P(CommCreateOptions), _P(_vp)],
     "pcclDestroyCommunicator": [_vp],
     "pcclConnect": [_vp],
     "pcclUpdateTopology": [_vp],
@@ -181,9 +193,9 @@ PROTOTYPES = {
         _P(CReduceInfo),
         ctypes.c_int,
     ],
-    # The 3-argument form is a real exported symbol (the header's macro
-    # expands to it); the 4-argument form is pcclSynchronizeSharedStateEx.
-    "pcclSynchronizeSharedState": [_vp, _P(CSharedState), _P(CSharedStateSyncInfo)],
+    # PCCL 1.0's 4-argument function (the header's 3-argument form is a macro);
+    # pcclSynchronizeSharedStateEx is the same function under pccl's old name.
+    "pcclSynchronizeSharedState": [_vp, _P(CSharedState), c_enum, _P(CSharedStateSyncInfo)],
     "pcclSynchronizeSharedStateEx": [_vp, _P(CSharedState), c_enum, _P(CSharedStateSyncInfo)],
     "pcclCreateMaster": [CcoipSocketAddress, _P(_vp)],
     "pcclCreateMasterEx": [_P(MasterCreateParams), _P(_vp), _P(ctypes.c_uint16)],

@@ -45,12 +45,10 @@ class DeviceType(enum.IntEnum):
 
     @staticmethod
     def from_torch_device_type(device_type):
+        """'cpu' -> CPU, 'cuda' -> CUDA, anything else ('meta', 'mps', ...) -> None, as
+        PCCL. A torch.device is accepted too (its .type is used)."""
         s = getattr(device_type, "type", device_type)
-        if s == "cpu":
-            return DeviceType.CPU
-        if s == "cuda":
-            return DeviceType.CUDA
-        raise ValueError(f"no pccl device type for torch device {device_type!r}")
+        return {"cpu": DeviceType.CPU, "cuda": DeviceType.CUDA}.get(s)
 
 
 class DistributionHint(enum.IntEnum):
@@ -137,7 +135,17 @@ class DataType(enum.IntEnum):
 
     @staticmethod
     def from_numpy_dtype(dtype):
-        """The DataType of a numpy dtype, or None (unsupported, or not native byte order)."""
+        """The DataType of a numpy dtype. Unsupported ones (complex, bool, non-native byte
+        order, ...) raise UnsupportedDTypeError, an AssertionError as PCCL's."""
+        dt = DataType._numpy_or_none(dtype)
+        if dt is None:
+            from ._errors import UnsupportedDTypeError
+
+            raise UnsupportedDTypeError(f"Unsupported dtype: {dtype}")
+        return dt
+
+    @staticmethod
+    def _numpy_or_none(dtype):
         import numpy as np
 
         dtype = np.dtype(dtype)
@@ -158,7 +166,17 @@ class DataType(enum.IntEnum):
 
     @staticmethod
     def from_torch_dtype(dtype):
-        """The DataType of a torch dtype, or None."""
+        """The DataType of a torch dtype. Unsupported ones raise UnsupportedDTypeError, a
+        ValueError as PCCL's."""
+        dt = DataType._torch_or_none(dtype)
+        if dt is None:
+            from ._errors import UnsupportedDTypeError
+
+            raise UnsupportedDTypeError(f"Unsupported dtype: {dtype}")
+        return dt
+
+    @staticmethod
+    def _torch_or_none(dtype):
         torch = sys.modules.get("torch")
         if torch is None:
             return None

@@ -1,9 +1,7 @@
 """Runs a master in this process: python3 -m pccl.master --listen-address 0.0.0.0:48148"""
 
 import argparse
-import signal
 import sys
-import threading
 
 from ._core import MasterNode
 
@@ -20,14 +18,9 @@ def main(argv=None):
     master = MasterNode(args.listen_address, heartbeat_ms=args.heartbeat_ms,
                         evict_ms=args.evict_ms, vote_timeout_ms=args.vote_timeout_ms,
                         max_peers=args.max_peers)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
     master.run()
     print(f"PORT {master.port}", flush=True)
-    while not stop.wait(0.2):
-        pass
-    master.close()
+    master.serve_forever()  # until SIGINT / SIGTERM
     return 0
 
 
