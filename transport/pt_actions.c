@@ -64,40 +64,10 @@ pt_io *pt_io_find(pt_driver *d, uint64_t io_id)
     return NULL;
 }
 
+/* A span's memory through the core's executor (ccoip_exec_span): NULL when it does not map. */
 uint8_t *pt_span_ptr(pt_driver *d, const ccoip_span_ref *s)
 {
-    if (s->op_slot >= PT_MAX_SLOTS || !d->slots[s->op_slot].used) return NULL;
-    pt_slot *o = &d->slots[s->op_slot];
-    uint8_t *base = NULL;
-    uint64_t size = 0;
-    switch (s->region) {
-    case CCOIP_REGION_SEND:
-        base = o->send;
-        size = o->bytes;
-        break;
-    case CCOIP_REGION_RECV:
-        base = o->recv;
-        size = o->bytes;
-        break;
-    case CCOIP_REGION_SCRATCH:
-        base = o->scratch;
-        size = o->scratch_bytes;
-        break;
-    case CCOIP_REGION_BACKUP:
-        base = o->backup;
-        size = o->backup_bytes;
-        break;
-    case CCOIP_REGION_TENSOR:
-        if (s->tensor >= o->ntensors) return NULL;
-        base = o->tensors[s->tensor];
-        size = o->tensor_bytes[s->tensor];
-        break;
-    default:
-        return NULL;
-    }
-    if (s->offset > size || s->length > size - s->offset) return NULL;
-    if (base == NULL) return (uint8_t *)o; /* zero-length region: any valid pointer */
-    return base + s->offset;
+    return ccoip_exec_span(&d->exec, s, NULL);
 }
 
 void pt_io_done_queue(pt_driver *d, pt_io *io, pcclResult_t r)
@@ -114,12 +84,7 @@ void pt_io_done_queue(pt_driver *d, pt_io *io, pcclResult_t r)
 
 static void slot_key(pt_driver *d, const ccoip_action *a)
 {
-    if (a->op_slot >= PT_MAX_SLOTS) return;
-    pt_slot *o = &d->slots[a->op_slot];
-    o->epoch = a->epoch;
-    o->tag = a->tag;
-    o->seq = a->seq;
-    o->keyed = true;
+    ccoip_exec_key(&d->exec, a);
 }
 
 static void act_connect(pt_driver *d, const ccoip_action *a)
@@ -205,12 +170,11 @@ static void act_send(pt_driver *d, const ccoip_action *a)
 /* v9: the master's relayed result into the op's span, now. */
 static void act_write(pt_driver *d, const ccoip_action *a)
 {
-    uint8_t *dst = pt_span_ptr(d, &a->dst);
-    if (dst == NULL || a->len != a->dst.length) {
-        pt_log(CCOIP_LOG_ERROR, d->who, "WRITE: bad span (%" PRIu64 " bytes)", a->len);
+    const char *why = "";
+    if (ccoip_exec_write(&d->exec, a, &why) != pcclSuccess) {
+        pt_log(CCOIP_LOG_ERROR, d->who, "WRITE (%" PRIu64 " bytes): %s", a->len, why);
         return;
     }
-    if (a->len > 0) memcpy(dst, a->data, (size_t)a->len);
     atomic_fetch_add_explicit(&d->copied_bytes, a->len, memory_order_relaxed);
 }
 
@@ -353,7 +317,7 @@ static bool span_eq(const ccoip_span_ref *x, const ccoip_span_ref *y)
 static void fuse_match(pt_driver *d, pt_job *j)
 {
     pt_slot *o = &d->slots[j->slot];
-    const ccoip_action *a = &j->act;
+    const ccoip_action *a = &j->k.act;
     for (uint32_t k = 0; k < o->nfused; k++) {
         const ccoip_action *f = &o->fused[k];
         if (span_eq(&a->dst, &f->src) && span_eq(&a->src, &f->dst) && span_eq(&a->base, &f->base) &&
@@ -375,17 +339,9 @@ static void act_kernel(pt_driver *d, const ccoip_action *a)
     pt_io *io = io_add(d, a, IO_KERNEL);
     if (io == NULL) return;
     pt_job *j = calloc(1, sizeof *j);
-    const bool hash = a->type == CCOIP_ACT_HASH;
-    uint8_t *dst = hash ? pt_span_ptr(d, &a->src) : pt_span_ptr(d, &a->dst);
-    const uint8_t *src = a->type == CCOIP_ACT_FINALIZE || hash ? dst : pt_span_ptr(d, &a->src);
-    const bool has_base =
-        (a->type == CCOIP_ACT_REDUCE || a->type == CCOIP_ACT_GATHER_REDUCE) && a->base.length > 0;
-    const uint8_t *base = has_base ? pt_span_ptr(d, &a->base) : NULL;
-    if (j == NULL || dst == NULL || src == NULL || (has_base && base == NULL) ||
-        (has_base && a->type == CCOIP_ACT_REDUCE && a->base.length != a->dst.length) ||
-        (a->type == CCOIP_ACT_GATHER_REDUCE && !has_base) ||
-        (hash && a->len >= CCOIP_STATE_NAME_MAX)) {
-        pt_log(CCOIP_LOG_ERROR, d->who, "kernel io %" PRIu64 ": bad span", a->io_id);
+    const char *why = "out of memory";
+    if (j == NULL || ccoip_kernel_prepare(&d->exec, a, &j->k, &why) != pcclSuccess) {
+        pt_log(CCOIP_LOG_ERROR, d->who, "kernel io %" PRIu64 ": %s", a->io_id, why);
         free(j);
         io->done_queued = true;
         ccoip_event ev;
@@ -398,23 +354,19 @@ static void act_kernel(pt_driver *d, const ccoip_action *a)
     }
     j->io_id = a->io_id;
     j->slot = a->op_slot;
-    j->act = *a;
-    j->dst = dst;
-    j->src = src;
-    j->base = base;
     if (a->type == CCOIP_ACT_REDUCE && a->op_slot < PT_MAX_SLOTS) fuse_match(d, j);
-    if (hash && a->len > 0) memcpy(j->name, a->data, (size_t)a->len);
     pt_kernel_submit(d, j);
 }
 
 static void act_cancel(pt_driver *d, const ccoip_action *a)
 {
     const uint32_t slot = a->op_slot;
-    if (slot < PT_MAX_SLOTS && d->slots[slot].keyed) {
+    const ccoip_exec_slot *xs = ccoip_exec_slot_at(&d->exec, slot);
+    if (xs != NULL && xs->keyed) {
         uint64_t *k = d->cancelled[d->cancelled_next++ % PT_CANCELLED_KEYS];
-        k[0] = d->slots[slot].epoch;
-        k[1] = d->slots[slot].tag;
-        k[2] = d->slots[slot].seq;
+        k[0] = xs->epoch;
+        k[1] = xs->tag;
+        k[2] = xs->seq;
     }
     pt_kernels_cancel(d, slot);
     if (slot < PT_MAX_SLOTS) d->slots[slot].nfused = 0; /* no REDUCE of the op follows */
@@ -473,36 +425,40 @@ static void act_op_begin(pt_driver *d, const ccoip_action *a)
         return;
     }
     pt_slot *o = &d->slots[a->op_slot];
+    ccoip_exec_slot *xs = &d->xslots[a->op_slot];
     slot_reset(o);
-    o->used = true;
-    o->cmd_id = a->cmd_id;
+    memset(xs, 0, sizeof *xs);
+    xs->used = true;
+    xs->cmd_id = a->cmd_id;
     pthread_mutex_lock(&d->mu);
     for (uint32_t i = 0; i < PT_MAX_CMDS; i++) {
         pt_cmd *c = &d->cmds[i];
         if (c->state != CMD_FREE && c->cmd_id == a->cmd_id) {
-            o->send = c->sendbuf;
-            o->recv = c->recvbuf;
-            o->bytes = c->bytes;
+            xs->send = c->sendbuf;
+            xs->recv = c->recvbuf;
+            xs->bytes = c->bytes;
             if (c->ntensors > 0) {
                 o->tensors = malloc(c->ntensors * sizeof *o->tensors);
                 o->tensor_bytes = malloc(c->ntensors * sizeof *o->tensor_bytes);
                 if (o->tensors != NULL && o->tensor_bytes != NULL) {
                     memcpy(o->tensors, c->tensors, c->ntensors * sizeof *o->tensors);
                     memcpy(o->tensor_bytes, c->tensor_bytes, c->ntensors * sizeof *o->tensor_bytes);
-                    o->ntensors = c->ntensors;
+                    xs->tensors = o->tensors;
+                    xs->tensor_bytes = o->tensor_bytes;
+                    xs->ntensors = c->ntensors;
                 }
             }
         }
     }
     pthread_mutex_unlock(&d->mu);
-    o->scratch_bytes = a->scratch_bytes;
-    o->backup_bytes = a->backup_bytes;
-    o->scratch = slot_cached(&o->cache_scratch, &o->cache_scratch_cap, a->scratch_bytes + 1u);
-    o->backup = slot_cached(&o->cache_backup, &o->cache_backup_cap, a->backup_bytes + 1u);
-    if (o->scratch == NULL || o->backup == NULL) {
+    xs->scratch_bytes = a->scratch_bytes;
+    xs->backup_bytes = a->backup_bytes;
+    xs->scratch = slot_cached(&o->cache_scratch, &o->cache_scratch_cap, a->scratch_bytes + 1u);
+    xs->backup = slot_cached(&o->cache_backup, &o->cache_backup_cap, a->backup_bytes + 1u);
+    if (xs->scratch == NULL || xs->backup == NULL) {
         pt_log(CCOIP_LOG_ERROR, d->who, "out of memory for op slot %u", a->op_slot);
-        o->scratch_bytes = 0;
-        o->backup_bytes = 0;
+        xs->scratch_bytes = 0;
+        xs->backup_bytes = 0;
     }
 }
 
@@ -519,6 +475,7 @@ static void act_op_end(pt_driver *d, const ccoip_action *a)
     free(o->tensors);
     free(o->tensor_bytes);
     slot_reset(o);
+    memset(&d->xslots[a->op_slot], 0, sizeof d->xslots[a->op_slot]);
 }
 
 static void act_notify(pt_driver *d, const ccoip_action *a)

@@ -194,6 +194,7 @@ static void driver_shutdown(pt_driver *d)
         free(d->slots[s].tensors);
         free(d->slots[s].tensor_bytes);
         memset(&d->slots[s], 0, sizeof d->slots[s]);
+        memset(&d->xslots[s], 0, sizeof d->xslots[s]);
     }
     pthread_mutex_lock(&d->mu);
     while (d->q_head != NULL) {
@@ -398,6 +399,7 @@ static pt_driver *driver_alloc(bool is_master)
 {
     pt_driver *d = calloc(1, sizeof *d);
     if (d == NULL) return NULL;
+    ccoip_exec_init(&d->exec, d->xslots, PT_MAX_SLOTS);
     d->is_master = is_master;
     d->next_accept_id = CCOIP_CONN_ACCEPTED_BASE;
     d->next_cmd_id = 1;

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "ccoip_dtype.h"
+#include "ccoip_exec.h"
 #include "ccoip_frame.h"
 #include "ccoip_master.h"
 #include "ccoip_peer.h"
@@ -168,26 +169,16 @@ typedef struct pt_io {
     bool fused; /* RING_RECV: its payload was reduced on arrival (pt_dp.h, fuses) */
 } pt_io;
 
+/* What the driver keeps of an op slot beside its regions, which are the core executor's
+ * (d->xslots, ccoip_exec.h: bound at OP_BEGIN, spans resolved and checked there). */
 typedef struct pt_slot {
-    bool used;
-    uint64_t cmd_id;
-    uint8_t *send;
-    uint8_t *recv;
-    uint64_t bytes;
-    uint8_t *scratch;
-    uint64_t scratch_bytes;
-    uint8_t *backup;
-    uint64_t backup_bytes;
-    uint64_t epoch, tag, seq; /* key of the op's ring frames, from its ring actions */
-    bool keyed;
     /* RING_RECVs that fused their announced REDUCE (ccoip_sm.h v5): those REDUCEs complete at
      * once. One per stripe of a step (a striped step has one per pool connection, §8.2). */
     uint32_t nfused;
     ccoip_action fused[CCOIP_P2P_POOL_MAX]; /* the REDUCEs announced: red_op, dtype, count, ... */
     pcclResult_t fused_result[CCOIP_P2P_POOL_MAX];
-    uint8_t **tensors; /* CCOIP_REGION_TENSOR (sync commands), owned copy of the arrays */
+    uint8_t **tensors; /* CCOIP_REGION_TENSOR (sync commands): owned copies of the arrays */
     uint64_t *tensor_bytes;
-    uint32_t ntensors;
     /* scratch/backup point into these, kept across ops (grown, never shrunk): fresh buffers per
      * op cost a page fault and a zeroed page per 4 KiB above glibc's mmap threshold. */
     uint8_t *cache_scratch, *cache_backup;
@@ -213,12 +204,8 @@ typedef struct pt_cmd {
 typedef struct pt_job {
     uint64_t io_id;
     uint32_t slot;
-    ccoip_action act;
-    uint8_t *dst;
-    const uint8_t *src;
-    const uint8_t *base; /* REDUCE with a base (ccoip_sm.h v6): dst = base op src; else NULL */
-    char name[CCOIP_STATE_NAME_MAX]; /* HASH: the key (copied: action bytes are borrowed) */
-    bool skip; /* a REDUCE already done by a fused receive: completes with skip_result */
+    ccoip_kernel k; /* the kernel, resolved and checked by the core's executor */
+    bool skip;      /* a REDUCE already done by a fused receive: completes with skip_result */
     pcclResult_t skip_result;
     struct pt_job *next;
 } pt_job;
@@ -308,6 +295,8 @@ struct pt_driver {
     pt_io ios[PT_MAX_IOS];
     uint32_t ios_hi; /* every used entry lies in ios[0 .. ios_hi): the scans stop there */
     pt_slot slots[PT_MAX_SLOTS];
+    ccoip_exec_slot xslots[PT_MAX_SLOTS]; /* the op slots' regions (ccoip_exec.h) */
+    ccoip_exec exec;                      /* over xslots */
     uint64_t cancelled[PT_CANCELLED_KEYS][3];
     uint32_t cancelled_next;
     uint64_t next_accept_id;

@@ -4,87 +4,35 @@
  * slices that check for cancellation; small ones inline on the driver thread.
  */
 #define _GNU_SOURCE
-#include "ccoip_hash.h"
-#include "ccoip_quant.h"
-#include "ccoip_reduce.h"
 #include "pt_internal.h"
 
+/* Runs a job's kernel (prepared by the core's executor): REDUCE, FINALIZE and COPY in slices
+ * of about PT_SLICE_BYTES, checking for cancellation between them; the others whole. */
 static pcclResult_t kernel_exec(pt_driver *d, pt_job *j, ccoip_quant_meta *qout, uint64_t *hash)
 {
-    const ccoip_action *a = &j->act;
-    const uint64_t esz = ccoip_dtype_valid(a->dtype) ? ccoip_dtype_size(a->dtype) : 0;
-    pcclResult_t r = pcclSuccess;
     if (j->skip) return j->skip_result;
-    switch (a->type) {
-    case CCOIP_ACT_REDUCE:
-    case CCOIP_ACT_FINALIZE: {
-        if (esz == 0) return pcclInvalidArgument;
-        const uint64_t per = PT_SLICE_BYTES / esz > 0 ? PT_SLICE_BYTES / esz : 1;
-        for (uint64_t i = 0; i < a->count && r == pcclSuccess; i += per) {
+    ccoip_kernel *k = &j->k;
+    uint64_t unit_bytes = 0;
+    const uint64_t units = ccoip_kernel_units(k, &unit_bytes);
+    pcclResult_t r = pcclSuccess;
+    if (unit_bytes == 0) {
+        r = ccoip_kernel_run(k);
+    } else {
+        const uint64_t per = PT_SLICE_BYTES / unit_bytes > 0 ? PT_SLICE_BYTES / unit_bytes : 1;
+        for (uint64_t i = 0; i < units && r == pcclSuccess; i += per) {
             pthread_mutex_lock(&d->kmu);
             const bool cancel = d->kcur_cancel;
             pthread_mutex_unlock(&d->kmu);
             if (cancel) return pcclSuccess;
-            const uint64_t n = a->count - i < per ? a->count - i : per;
-            if (a->type == CCOIP_ACT_REDUCE && j->base != NULL) {
-                r = ccoip_reduce(a->red_op, a->dtype, j->dst + i * esz, j->base + i * esz,
-                                 j->src + i * esz, n);
-            } else if (a->type == CCOIP_ACT_REDUCE) {
-                r = ccoip_reduce_inplace(a->red_op, a->dtype, j->dst + i * esz, j->src + i * esz,
-                                         n);
-            } else {
-                r = ccoip_reduce_finalize_avg(a->dtype, j->dst + i * esz, n, a->divisor);
+            const uint64_t n = units - i < per ? units - i : per;
+            r = ccoip_kernel_run_part(k, i, n);
+            if (k->act.type == CCOIP_ACT_COPY) {
+                atomic_fetch_add_explicit(&d->copied_bytes, n, memory_order_relaxed);
             }
         }
-        break;
     }
-    case CCOIP_ACT_COPY:
-        for (uint64_t i = 0; i < a->src.length; i += PT_SLICE_BYTES) {
-            pthread_mutex_lock(&d->kmu);
-            const bool cancel = d->kcur_cancel;
-            pthread_mutex_unlock(&d->kmu);
-            if (cancel) return pcclSuccess;
-            const uint64_t n =
-                a->src.length - i < PT_SLICE_BYTES ? a->src.length - i : PT_SLICE_BYTES;
-            memmove(j->dst + i, j->src + i, (size_t)n);
-            atomic_fetch_add_explicit(&d->copied_bytes, n, memory_order_relaxed);
-        }
-        break;
-    case CCOIP_ACT_QUANTIZE: {
-        ccoip_quant_meta meta;
-        memset(&meta, 0, sizeof meta);
-        r = ccoip_quant_compute_meta(a->quant.algorithm, a->quant.src_type, a->quant.quant_type,
-                                     j->src, a->count, &meta);
-        if (r == pcclSuccess) r = ccoip_quantize(&meta, j->dst, j->src, a->count);
-        *qout = meta;
-        break;
-    }
-    case CCOIP_ACT_DEQUANTIZE:
-        if (a->reduce) {
-            r = ccoip_dequantize_reduce(&a->quant, a->red_op, j->dst, j->src, a->count);
-        } else {
-            r = ccoip_dequantize(&a->quant, j->dst, j->src, a->count);
-        }
-        break;
-    case CCOIP_ACT_GATHER_REDUCE:
-        if (!ccoip_action_gather_ok(a)) return pcclInvalidArgument;
-        r = ccoip_reduce_gather(a->red_op, a->dtype, j->dst, j->base, j->src, a->chunk, a->divisor,
-                                a->count);
-        break;
-    case CCOIP_ACT_HASH: {
-        if (esz == 0 || a->count > a->src.length / esz) return pcclInvalidArgument;
-        ccoip_hash_entry e;
-        e.name = j->name;
-        e.data = j->src;
-        e.count = a->count;
-        e.dtype = a->dtype;
-        r = ccoip_hash_tensor(&e, hash);
-        break;
-    }
-    default:
-        r = pcclInternalError;
-        break;
-    }
+    *qout = k->quant_out;
+    *hash = k->hash;
     return r;
 }
 
@@ -171,7 +119,7 @@ void pt_kernel_stop(pt_driver *d)
 
 void pt_kernel_submit(pt_driver *d, pt_job *j)
 {
-    const ccoip_action *a = &j->act;
+    const ccoip_action *a = &j->k.act;
     pthread_mutex_lock(&d->kmu);
     const uint64_t kbytes = a->src.length > a->dst.length ? a->src.length : a->dst.length;
     if (d->kq_head == NULL && d->kcur == NULL && kbytes <= PT_INLINE_BYTES) {
