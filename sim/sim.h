@@ -21,7 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "pccl.h"
+#include "pccl_types.h"
 #include "sim_sm.h"
 
 /** Outcomes and the CLI's exit codes. */
