@@ -497,11 +497,6 @@ static void master_remove(ccoip_master *m, uint32_t slot)
 {
     m_peer *p = m_peer_at(m, slot);
     if (p->state == MP_FREE) return;
-    if (p->state == MP_ACCEPTED) {
-        m->n_acc--;
-        if (p->topo_voted) m->n_tv_acc--;
-    }
-    if (p->pend_voted) m->n_pend_voted--;
     m->mm_dirty = true;
     if (p->state >= MP_NEW) {
         m_opt_on_loss(m, slot);
@@ -520,8 +515,8 @@ static void master_remove(ccoip_master *m, uint32_t slot)
     }
     conn_map_remove(m, slot);
     live_remove(m, slot);
+    m_peer_set_state(m, p, MP_FREE); /* the counters it was in (n_acc, ...) */
     memset(p, 0, sizeof(*p));
-    p->state = MP_FREE;
 }
 
 void m_evict(ccoip_master *m, uint32_t slot, int32_t reason, const char *detail)
@@ -571,7 +566,7 @@ static void master_on_hello(ccoip_master *m, uint32_t slot, const ccoip_pb_peer_
         return;
     }
     p->id = m->next_id++;
-    p->state = MP_NEW;
+    m_peer_set_state(m, p, MP_NEW);
     m->order[m->order_n++] = slot; /* ids only grow: appending keeps order[] sorted */
     env.body.hello.version = version;
     env.body.hello.peer_id = p->id;
@@ -606,7 +601,7 @@ static void master_on_join(ccoip_master *m, uint32_t slot, const ccoip_pb_peer_t
         return;
     }
     p->group = j->peer_group;
-    p->state = MP_PENDING;
+    m_peer_set_state(m, p, MP_PENDING);
     ccoip_pb_master_to_peer env;
     memset(&env, 0, sizeof(env));
     env.call_id = in->call_id;
@@ -901,7 +896,7 @@ pcclResult_t ccoip_master_step(ccoip_master *m, const ccoip_event *ev)
         }
         m_peer *p = &m->peers[slot];
         memset(p, 0, sizeof(*p));
-        p->state = MP_HELLO;
+        m_peer_set_state(m, p, MP_HELLO);
         p->conn = ev->conn;
         p->last_recv_ns = m->now;
         p->last_send_ns = m->now;

@@ -143,8 +143,7 @@ static uint32_t coll_alloc(ccoip_master *m, uint32_t group, uint64_t tag)
     o->group = group;
     o->tag = tag;
     o->anchor = M_SLOT_NONE;
-    o->state = MOP_VOTING;
-    m->ops_live++;
+    m_op_set_state(m, o, MOP_VOTING); /* ops_live */
     coll_index_put(m, i);
     return i;
 }
@@ -158,10 +157,8 @@ static void coll_free(ccoip_master *m, uint32_t op)
         free(o->mem[k].relay);
         o->mem[k].relay = NULL;
     }
-    if (o->state == MOP_RUNNING) m->n_running--;
     coll_index_del(m, op);
-    m->ops_live--;
-    o->state = MOP_FREE;
+    m_op_set_state(m, o, MOP_FREE); /* ops_live, n_running */
     o->mem_n = 0;
     o->has_first = false;
     o->timer_gen++;
@@ -732,8 +729,7 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
         coll_mark_dirty(m, i);
         return false;
     }
-    o->state = MOP_RUNNING;
-    m->n_running++;
+    m_op_set_state(m, o, MOP_RUNNING); /* n_running */
     o->seq = m->next_seq++;
     o->epoch = ring_epoch; /* the group's epoch: its members' ring (§6.9) */
     o->world = required;

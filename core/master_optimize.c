@@ -23,7 +23,7 @@ void m_opt_on_vote(ccoip_master *m, uint32_t slot, uint64_t call)
                         CCOIP_PB_REASON_ILLEGAL_MESSAGE, "an optimization is already running");
         return;
     }
-    p->opt_st = MO_VOTED;
+    m_peer_set_opt(p, MO_VOTED);
     m->opt_any = true;
     m->mm_dirty = true;
     p->opt_call = call;
@@ -38,7 +38,7 @@ void m_opt_drop_vote(ccoip_master *m, uint32_t slot)
 {
     m_peer *p = m_peer_at(m, slot);
     if (p->opt_st != MO_VOTED) return;
-    p->opt_st = MO_NONE;
+    m_peer_set_opt(p, MO_NONE);
     p->opt_call = 0;
     bool any = false;
     for (uint32_t k = 0; k < m->order_n && !any; k++)
@@ -92,7 +92,7 @@ void m_opt_on_done(ccoip_master *m, uint32_t slot, uint64_t call)
         m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "optimize_done outside a probe phase");
         return;
     }
-    p->opt_st = MO_DONE;
+    m_peer_set_opt(p, MO_DONE);
     p->opt_call = call;
 }
 
@@ -142,7 +142,7 @@ static void opt_request_probes(ccoip_master *m)
         env.body.probe_requests.targets = m->targets;
         env.body.probe_requests.targets_count = n;
         m_send(m, s, &env);
-        p->opt_st = MO_PROBING;
+        m_peer_set_opt(p, MO_PROBING);
         p->opt_call = 0;
     }
     m->opt_first_ns = m->now; /* the probe phase gets its own deadline */
@@ -160,7 +160,7 @@ static void opt_answer_failure(ccoip_master *m)
         env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_OPTIMIZE_VERDICT;
         env.body.optimize_verdict.success = false;
         m_send(m, s, &env);
-        p->opt_st = MO_NONE;
+        m_peer_set_opt(p, MO_NONE);
         p->opt_call = 0;
     }
     sm_log(&m->out, CCOIP_LOG_WARN, "master: topology optimization failed");

@@ -48,7 +48,7 @@ static void sync_refuse_evict(ccoip_master *m, uint32_t slot, int32_t reason, co
 {
     m_peer *p = m_peer_at(m, slot);
     m_answer_status(m, slot, p->sync_call, CCOIP_PB_STATUS_INVALID_USAGE, reason, why);
-    p->sync_st = MS_NONE;
+    m_peer_set_sync(p, MS_NONE);
     m_evict(m, slot, reason, why);
 }
 
@@ -96,7 +96,7 @@ void m_sync_on_vote(ccoip_master *m, uint32_t slot, uint64_t call,
                         CCOIP_PB_REASON_RESOURCE_LIMIT, "too many peer groups");
         return;
     }
-    p->sync_st = MS_VOTED;
+    m_peer_set_sync(p, MS_VOTED);
     p->sync_call = call;
     p->sync_rev = v->revision;
     p->sync_strategy = v->strategy;
@@ -118,7 +118,7 @@ void m_sync_drop_vote(ccoip_master *m, uint32_t slot)
 {
     m_peer *p = m_peer_at(m, slot);
     if (p->sync_st != MS_VOTED) return;
-    p->sync_st = MS_NONE;
+    m_peer_set_sync(p, MS_NONE);
     p->sync_call = 0;
     m_sgroup *g = sync_group(m, p->group, false);
     if (g == NULL || g->transfer) return;
@@ -144,7 +144,7 @@ void m_sync_on_done(ccoip_master *m, uint32_t slot, uint64_t call,
         m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "sync_done outside a sync");
         return;
     }
-    p->sync_st = MS_DONE;
+    m_peer_set_sync(p, MS_DONE);
     p->sync_call = call;
     p->sync_ok = d->success;
     m_sgroup *g = sync_group(m, p->group, false);
@@ -222,7 +222,7 @@ static void sync_send_verdict(ccoip_master *m, uint32_t slot, uint64_t prev, uin
         v->distributor.url.len = ep->url_len;
     }
     m_send(m, slot, &env);
-    p->sync_st = MS_ASSIGNED;
+    m_peer_set_sync(p, MS_ASSIGNED);
     p->sync_call = 0;
 }
 
@@ -254,7 +254,7 @@ static void sync_elect(ccoip_master *m, m_sgroup *g)
             if (p->group != g->group || p->sync_st != MS_VOTED) continue;
             m_answer_status(m, s, p->sync_call, CCOIP_PB_STATUS_NO_SHARED_STATE_AVAILABLE,
                             CCOIP_PB_REASON_UNSPECIFIED, "no member distributes shared state");
-            p->sync_st = MS_NONE;
+            m_peer_set_sync(p, MS_NONE);
         }
         return;
     }
@@ -453,7 +453,7 @@ static void sync_finish(ccoip_master *m, m_sgroup *g)
         env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_SYNC_DONE_VERDICT;
         env.body.sync_done_verdict.success = ok;
         m_send(m, s, &env);
-        p->sync_st = MS_NONE;
+        m_peer_set_sync(p, MS_NONE);
         p->sync_call = 0;
     }
     if (ok) {
@@ -496,7 +496,7 @@ void m_sync_on_loss(ccoip_master *m, uint32_t slot)
         }
     }
     if (!orphan) return;
-    x->sync_st = MS_NONE;
+    m_peer_set_sync(x, MS_NONE);
     for (uint32_t k = 0; k < m->order_n; k++) {
         uint32_t s = m->order[k];
         m_peer *q = &m->peers[s];
@@ -510,7 +510,7 @@ void m_sync_on_loss(ccoip_master *m, uint32_t slot)
         env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_SYNC_DONE_VERDICT;
         env.body.sync_done_verdict.success = false;
         m_send(m, s, &env);
-        q->sync_st = MS_NONE;
+        m_peer_set_sync(q, MS_NONE);
         q->sync_call = 0;
     }
     g->transfer = false;

@@ -322,11 +322,11 @@ static void topo_start_phase(ccoip_master *m, bool answer_votes)
     }
     assert(members == m->n_phase_wait);
     if (members == 0) {
-        m->phase = MPH_NONE;
+        m_set_phase(m, MPH_NONE);
         m->ring_healthy = true;
         return;
     }
-    m->phase = admit ? MPH_ADMIT : MPH_REWIRE;
+    m_set_phase(m, admit ? MPH_ADMIT : MPH_REWIRE);
     m->phase_start_ns = m->now;
     m->phase_answers_votes = answer_votes;
     sm_log(&m->out, CCOIP_LOG_INFO, "master: epoch %U: %s phase with %u members", m->epoch,
@@ -361,7 +361,7 @@ void m_topo_start_optimized_phase(ccoip_master *m)
     }
     m->n_phase_wait = members;
     m->phase_failed = false;
-    m->phase = MPH_REWIRE;
+    m_set_phase(m, MPH_REWIRE);
     m->phase_start_ns = m->now;
     m->phase_answers_votes = false;
     sm_log(&m->out, CCOIP_LOG_INFO, "master: epoch %U: optimized re-wire phase with %u members",
@@ -373,7 +373,7 @@ void m_topo_start_optimized_phase(ccoip_master *m)
         if (!p->in_phase) continue;
         topo_send_plan(m, s, p->opt_call, true);
         p->opt_call = 0;
-        p->opt_st = MO_NONE;
+        m_peer_set_opt(p, MO_NONE);
     }
 }
 
@@ -397,9 +397,7 @@ static void topo_conclude(ccoip_master *m)
         m_peer *p = &m->peers[m->order[i]];
         if (!p->in_phase) continue;
         if (success && p->state == MP_PENDING) {
-            p->state = MP_ACCEPTED;
-            m->n_acc++;
-            if (p->topo_voted) m->n_tv_acc++;
+            m_peer_set_state(m, p, MP_ACCEPTED); /* n_acc, n_tv_acc */
         }
         if (success) {
             p->rewire = false;
@@ -449,7 +447,7 @@ static void topo_conclude(ccoip_master *m)
         const m_peer *p = &m->peers[m->order[i]];
         if (p->state == MP_ACCEPTED && p->rewire) m->ring_healthy = false;
     }
-    m->phase = MPH_NONE;
+    m_set_phase(m, MPH_NONE);
     sm_log(&m->out, CCOIP_LOG_INFO, "master: epoch %U: p2p phase %s", m->epoch,
            success ? "succeeded" : "failed");
 }

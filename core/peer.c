@@ -246,7 +246,7 @@ static void p_fail_at(ccoip_peer *p, ccoip_log_level level, const char *why)
         sm_log(&p->out, level, "peer %U: %s", p->id, why);
     }
     bool master_open = p->state >= PS_CONNECTING && p->state <= PS_ACCEPTED && !p->master_closed;
-    p->state = PS_FAILED;
+    p_set_state(p, PS_FAILED);
     if (master_open) {
         ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
         if (a != NULL) a->conn = CCOIP_PEER_MASTER_CONN;
@@ -326,7 +326,7 @@ static void peer_on_hello(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
     out.body.join.endpoints = ep;
     out.body.join.endpoints_count = nep;
     out.body.join.p2p_pool_size = p->cfg.p2p_pool_size;
-    p->state = PS_JOIN;
+    p_set_state(p, PS_JOIN);
     p_send(p, &out);
 }
 
@@ -341,7 +341,7 @@ static void peer_on_join(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
         p_fail(p, "join refused");
         return;
     }
-    p->state = PS_PENDING;
+    p_set_state(p, PS_PENDING);
     if (env->body.join.has_world) {
         p->wi.global = env->body.join.world.global;
         p->wi.peer_group = env->body.join.world.peer_group;
@@ -405,7 +405,7 @@ static void peer_on_verdict(ccoip_peer *p, const ccoip_pb_master_to_peer *env, b
            ok ? "established" : "failed", p->plan_rank, p->plan_n);
     if (p->state == PS_PENDING) {
         if (ok) {
-            p->state = PS_ACCEPTED;
+            p_set_state(p, PS_ACCEPTED);
             if (p->connect_pending) {
                 p->connect_pending = false;
                 p_notify(p, p->connect_cmd, pcclSuccess);
@@ -590,7 +590,7 @@ static void peer_on_submit(ccoip_peer *p, const ccoip_cmd *cmd)
             a->ip_len = p->cfg.master_ip_len;
             a->port = p->cfg.master_port;
         }
-        p->state = PS_CONNECTING;
+        p_set_state(p, PS_CONNECTING);
         p->connect_pending = true;
         p->connect_cmd = cmd->cmd_id;
         p->last_recv_ns = p->now;
@@ -635,7 +635,7 @@ static void peer_on_submit(ccoip_peer *p, const ccoip_cmd *cmd)
             p_send(p, &env);
         }
         p_fail_at(p, CCOIP_LOG_INFO, "leaving the run");
-        p->state = PS_LEFT;
+        p_set_state(p, PS_LEFT);
         p_notify(p, cmd->cmd_id, pcclSuccess);
         return;
     }
@@ -693,7 +693,7 @@ pcclResult_t ccoip_peer_step(ccoip_peer *p, const ccoip_event *ev)
     switch (ev->type) {
     case CCOIP_EV_START:
         if (p->state != PS_INIT) break;
-        p->state = PS_IDLE;
+        p_set_state(p, PS_IDLE);
         {
             ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_LISTEN);
             if (a != NULL) a->listener = CCOIP_LISTENER_P2P;
@@ -711,7 +711,7 @@ pcclResult_t ccoip_peer_step(ccoip_peer *p, const ccoip_event *ev)
     case CCOIP_EV_CONN_UP:
         if (!ev->accepted && ev->conn == CCOIP_PEER_MASTER_CONN) {
             if (p->state != PS_CONNECTING) break;
-            p->state = PS_HELLO;
+            p_set_state(p, PS_HELLO);
             p->last_recv_ns = p->now;
             ccoip_pb_peer_to_master env;
             memset(&env, 0, sizeof(env));

@@ -10,7 +10,7 @@
 
 static void opt_finish(ccoip_peer *p, pcclResult_t r)
 {
-    p->opt = POPT_NONE;
+    p_set_opt(p, POPT_NONE);
     p->opt_io = 0;
     p_notify(p, p->opt_cmd, r);
 }
@@ -18,7 +18,7 @@ static void opt_finish(ccoip_peer *p, pcclResult_t r)
 pcclResult_t p_opt_submit(ccoip_peer *p, const ccoip_cmd *cmd)
 {
     if (p->opt != POPT_NONE) return pcclInvalidUsage;
-    p->opt = POPT_VOTED;
+    p_set_opt(p, POPT_VOTED);
     p->opt_cmd = cmd->cmd_id;
     ccoip_pb_peer_to_master env;
     memset(&env, 0, sizeof(env));
@@ -44,7 +44,7 @@ static void opt_report(ccoip_peer *p)
     env.call_id = p_call_new(p, PC_OPT_DONE, 0);
     env.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_OPTIMIZE_DONE;
     p_send(p, &env);
-    p->opt = POPT_DONE_WAIT;
+    p_set_opt(p, POPT_DONE_WAIT);
 }
 
 static void opt_probe_next(ccoip_peer *p, uint32_t i)
@@ -58,7 +58,7 @@ static void opt_probe_next(ccoip_peer *p, uint32_t i)
     const p_probe *t = &p->probes[i];
     ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_PROBE);
     if (a == NULL) return;
-    p->opt = POPT_PROBING;
+    p_set_opt(p, POPT_PROBING);
     p->opt_io = p->next_io++;
     a->io_id = p->opt_io;
     a->conn = p->next_conn++;
@@ -144,7 +144,7 @@ void p_opt_on_answer(ccoip_peer *p, p_call_kind kind, const ccoip_pb_master_to_p
         return;
     }
     /* Re-wire exactly as for a TopologyPlan; the TopologyVerdict of that epoch completes. */
-    p->opt = POPT_REWIRING;
+    p_set_opt(p, POPT_REWIRING);
     p->opt_epoch = v->plan.epoch;
     p_wire_on_plan(p, &v->plan);
 }

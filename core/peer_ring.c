@@ -104,6 +104,7 @@ static void ring_finish(ccoip_peer *p, uint32_t i)
     }
     p_call_drop_op(p, PC_INITIATE, i);
     p_call_drop_op(p, PC_COMPLETE, i);
+    p_op_set_state(o, PO_FREE);
     memset(o, 0, sizeof(*o));
 }
 
@@ -134,7 +135,7 @@ static void ring_after_restore(ccoip_peer *p, uint32_t i)
         return;
     }
     ring_send_complete(p, i, true, true);
-    o->state = PO_COMPLETING;
+    p_op_set_state(o, PO_COMPLETING);
 }
 
 static void ring_start_restore(ccoip_peer *p, uint32_t i)
@@ -143,7 +144,7 @@ static void ring_start_restore(ccoip_peer *p, uint32_t i)
     /* Frames of an optimistic op are keyed by (epoch, tag): after an abort, wait for the next
      * epoch (the master re-wires the group) before starting optimistically again (§6.8.1). */
     if (o->begun && o->epoch == p->epoch) p->opt_off = true;
-    o->state = PO_RESTORING;
+    p_op_set_state(o, PO_RESTORING);
     if (o->begun && o->a.in_place && !p->cfg.canary_skip_restore) {
         uint64_t bytes = o->a.count * o->esize;
         ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_COPY, POS_RESTORE);
@@ -334,7 +335,7 @@ static void ring_done(ccoip_peer *p, uint32_t i)
 {
     p_op *o = &p->ops[i];
     o->sub = POS_NONE;
-    o->state = PO_COMPLETING;
+    p_op_set_state(o, PO_COMPLETING);
     ring_send_complete(p, i, false, true);
 }
 
@@ -667,7 +668,7 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
     if (free_slot == UINT32_MAX) return pcclInvalidUsage;
     p_op *o = &p->ops[free_slot];
     memset(o, 0, sizeof(*o));
-    o->state = PO_INITIATING;
+    p_op_set_state(o, PO_INITIATING);
     o->cmd = cmd->cmd_id;
     o->a = *a;
     if (a->quant_algorithm == pcclQuantNone) o->a.quant_dtype = pcclUint8; /* not on the wire */
@@ -712,7 +713,7 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
         o->seq = 0;
         o->epoch = p->epoch;
         o->world = p->ring_n;
-        o->state = PO_RUNNING;
+        p_op_set_state(o, PO_RUNNING);
         ring_begin(p, free_slot);
     }
     return pcclSuccess;
@@ -811,7 +812,7 @@ void p_ring_on_commence(ccoip_peer *p, uint32_t i, const ccoip_pb_master_to_peer
     if (o->optimistic) p->opt_joins++;
     o->epoch = cc->epoch;
     o->world = cc->world_size;
-    o->state = PO_RUNNING;
+    p_op_set_state(o, PO_RUNNING);
     bool links = p->ring_n == 1 || ring_links_up(p);
     if (!p->ring_ready || cc->epoch != p->epoch || cc->world_size != p->ring_n || !links ||
         cc->world_size == 0) {

@@ -93,7 +93,7 @@ static void state_finish(ccoip_peer *p, pcclResult_t r)
             a->revision = p->sync_popular;
         }
     }
-    p->sync = PSS_NONE;
+    p_set_sync(p, PSS_NONE);
     p->sync_io = 0;
     p->sync_nsends = 0;
     p->sync_conn_open = false;
@@ -112,7 +112,7 @@ static void state_send_done(ccoip_peer *p, bool ok)
     env.body.sync_done.rx_bytes = p->sync_rx;
     env.body.sync_done.tx_bytes = p->sync_tx;
     p_send(p, &env);
-    p->sync = PSS_DONE_WAIT;
+    p_set_sync(p, PSS_DONE_WAIT);
 }
 
 /* The fetch failed: the tensors were not touched (scratch only). Report and wait. */
@@ -168,7 +168,7 @@ static void state_vote(ccoip_peer *p)
     env.body.sync_vote.keys = p->vkeys;
     env.body.sync_vote.keys_count = p->nkeys;
     p_send(p, &env);
-    p->sync = PSS_VOTED;
+    p_set_sync(p, PSS_VOTED);
 }
 
 /* Hashes key i (local tensors), or votes when all are hashed. */
@@ -180,7 +180,7 @@ static void state_hash_next(ccoip_peer *p, uint32_t i)
         state_vote(p);
         return;
     }
-    p->sync = PSS_HASHING;
+    p_set_sync(p, PSS_HASHING);
     state_hash(p, &p->skeys[i], state_tensor(p, &p->skeys[i]));
 }
 
@@ -310,7 +310,7 @@ static void state_on_verdict(ccoip_peer *p, const ccoip_pb_shared_state_sync_ver
     p->sync_conn_open = true;
     p->sync_recv_pending = 0;
     p->sync_resp_ok = false;
-    p->sync = PSS_FETCHING;
+    p_set_sync(p, PSS_FETCHING);
 }
 
 void p_state_on_answer(ccoip_peer *p, p_call_kind kind, const ccoip_pb_master_to_peer *env)
@@ -416,7 +416,7 @@ static void state_verify_next(ccoip_peer *p, uint32_t from)
 {
     for (uint32_t i = from; i < p->nkeys; i++) {
         if (!p->skeys[i].fetch) continue;
-        p->sync = PSS_VERIFYING;
+        p_set_sync(p, PSS_VERIFYING);
         p->sync_i = i;
         state_hash(p, &p->skeys[i], state_scratch(p, &p->skeys[i]));
         return;
@@ -427,7 +427,7 @@ static void state_verify_next(ccoip_peer *p, uint32_t from)
         if (a != NULL) a->conn = p->sync_conn;
         p->sync_conn_open = false;
     }
-    p->sync = PSS_ADOPTING;
+    p_set_sync(p, PSS_ADOPTING);
     p->sync_i = UINT32_MAX;
     p->sync_io_first = p->next_io;
     for (uint32_t i = 0; i < p->nkeys; i++) {

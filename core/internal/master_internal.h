@@ -7,6 +7,8 @@
 #ifndef CCOIP_MASTER_INTERNAL_H
 #define CCOIP_MASTER_INTERNAL_H
 
+#include <assert.h>
+
 #include "ccoip_master.h"
 #include "ccoip_peer.h"
 #include "ccoip_ring.h"
@@ -279,6 +281,125 @@ struct ccoip_master {
 
 #define M_LINK_BW      0x01u /**< slot_links: some bw[slot][*] or bw[*][slot] may be set */
 #define M_LINK_UNREACH 0x02u /**< slot_links: some unreach bit of the slot may be set */
+
+/* ------------------------------------------------------------------------ */
+/* State transitions: one setter per state machine, checked against its table  */
+/* (docs/core.md §2.7). Every change of one of these states goes through its    */
+/* setter; the assertions stay on in release builds (DESIGN.md §2 rule 6), so   */
+/* the fuzzers and the simulator's swarm find a transition the table lacks.     */
+/* Bit `to` of the row `from` is set when from -> to is legal.                  */
+/* ------------------------------------------------------------------------ */
+
+#define M_TO(s) (1u << (s))
+
+/** The session of a peer slot (m_peer.state; docs/core.md §2.1). */
+static inline bool m_peer_state_legal(m_peer_state from, m_peer_state to)
+{
+    static const uint8_t next[5] = {
+        [MP_FREE] = M_TO(MP_HELLO),                       /* CONN_UP */
+        [MP_HELLO] = M_TO(MP_NEW) | M_TO(MP_FREE),        /* hello ok / mismatch, silence, close */
+        [MP_NEW] = M_TO(MP_PENDING) | M_TO(MP_FREE),      /* join / leave, eviction, close */
+        [MP_PENDING] = M_TO(MP_ACCEPTED) | M_TO(MP_FREE), /* phase succeeded / removal */
+        [MP_ACCEPTED] = M_TO(MP_FREE),                    /* removal */
+    };
+    return (unsigned)from < 5u && (unsigned)to < 5u && ((next[from] >> to) & 1u) != 0;
+}
+
+/**
+ * Sets a slot's session state. Keeps the counters that follow it: n_acc and n_tv_acc (an
+ * accepted peer's topology ballot counts), and, when the slot is freed, n_pend_voted (its
+ * pending-peers ballot goes with it). The caller clears the record after MP_FREE.
+ */
+static inline void m_peer_set_state(ccoip_master *m, m_peer *p, m_peer_state to)
+{
+    assert(m_peer_state_legal(p->state, to));
+    if (p->state == MP_ACCEPTED) {
+        m->n_acc--;
+        if (p->topo_voted) m->n_tv_acc--;
+    }
+    if (to == MP_ACCEPTED) {
+        m->n_acc++;
+        if (p->topo_voted) m->n_tv_acc++;
+    }
+    if (to == MP_FREE && p->pend_voted) m->n_pend_voted--;
+    p->state = to;
+}
+
+/** A collective op (m_op.state; docs/core.md §2.4). */
+static inline bool m_op_state_legal(m_op_state from, m_op_state to)
+{
+    static const uint8_t next[3] = {
+        [MOP_FREE] = M_TO(MOP_VOTING),                     /* first initiate */
+        [MOP_VOTING] = M_TO(MOP_RUNNING) | M_TO(MOP_FREE), /* commence / refused, relayed */
+        [MOP_RUNNING] = M_TO(MOP_FREE),                    /* verdicts sent */
+    };
+    return (unsigned)from < 3u && (unsigned)to < 3u && ((next[from] >> to) & 1u) != 0;
+}
+
+/** Sets an op's state; keeps ops_live (ops not free) and n_running. */
+static inline void m_op_set_state(ccoip_master *m, m_op *o, m_op_state to)
+{
+    assert(m_op_state_legal(o->state, to));
+    if (o->state == MOP_FREE) m->ops_live++;
+    if (to == MOP_FREE) m->ops_live--;
+    if (o->state == MOP_RUNNING) m->n_running--;
+    if (to == MOP_RUNNING) m->n_running++;
+    o->state = to;
+}
+
+/** The topology phase (ccoip_master.phase; docs/core.md §2.2). */
+static inline bool m_phase_legal(m_phase_kind from, m_phase_kind to)
+{
+    static const uint8_t next[3] = {
+        /* a vote completes (NONE: no member) / the ring is unhealthy / an optimized ring */
+        [MPH_NONE] = M_TO(MPH_NONE) | M_TO(MPH_ADMIT) | M_TO(MPH_REWIRE),
+        [MPH_ADMIT] = M_TO(MPH_NONE),  /* concluded */
+        [MPH_REWIRE] = M_TO(MPH_NONE), /* concluded */
+    };
+    return (unsigned)from < 3u && (unsigned)to < 3u && ((next[from] >> to) & 1u) != 0;
+}
+
+static inline void m_set_phase(ccoip_master *m, m_phase_kind to)
+{
+    assert(m_phase_legal(m->phase, to));
+    m->phase = to;
+}
+
+/** A peer's part in a shared-state sync (m_peer.sync_st, MS_*; docs/core.md §2.5). */
+static inline bool m_sync_st_legal(uint8_t from, uint8_t to)
+{
+    static const uint8_t next[4] = {
+        [MS_NONE] = M_TO(MS_VOTED),                     /* sync_vote */
+        [MS_VOTED] = M_TO(MS_ASSIGNED) | M_TO(MS_NONE), /* verdict / refused */
+        [MS_ASSIGNED] = M_TO(MS_DONE) | M_TO(MS_NONE),  /* sync_done / round failed */
+        [MS_DONE] = M_TO(MS_NONE),                      /* done verdict */
+    };
+    return from < 4u && to < 4u && ((next[from] >> to) & 1u) != 0;
+}
+
+static inline void m_peer_set_sync(m_peer *p, uint8_t to)
+{
+    assert(m_sync_st_legal(p->sync_st, to));
+    p->sync_st = to;
+}
+
+/** A peer's part in a topology optimization (m_peer.opt_st, MO_*; docs/core.md §2.6). */
+static inline bool m_opt_st_legal(uint8_t from, uint8_t to)
+{
+    static const uint8_t next[4] = {
+        [MO_NONE] = M_TO(MO_VOTED) | M_TO(MO_NONE),    /* optimize_topology / optimized phase */
+        [MO_VOTED] = M_TO(MO_PROBING) | M_TO(MO_NONE), /* probe requests / ballot dropped */
+        [MO_PROBING] = M_TO(MO_DONE) | M_TO(MO_NONE),  /* optimize_done / optimized phase */
+        [MO_DONE] = M_TO(MO_NONE),                     /* verdict */
+    };
+    return from < 4u && to < 4u && ((next[from] >> to) & 1u) != 0;
+}
+
+static inline void m_peer_set_opt(m_peer *p, uint8_t to)
+{
+    assert(m_opt_st_legal(p->opt_st, to));
+    p->opt_st = to;
+}
 
 /* master.c */
 uint32_t m_next_by_id(const ccoip_master *m, uint64_t after_id);

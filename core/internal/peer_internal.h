@@ -6,6 +6,8 @@
 #ifndef CCOIP_PEER_INTERNAL_H
 #define CCOIP_PEER_INTERNAL_H
 
+#include <assert.h>
+
 #include "ccoip_peer.h"
 #include "ccoip_ring.h"
 #include "ccoip_sm_internal.h"
@@ -323,6 +325,103 @@ struct ccoip_peer {
     uint64_t arena_cap;
     bool arena_owned; /* false: borrowed (ccoip_peer_config.decode_arena) */
 };
+
+/* ------------------------------------------------------------------------ */
+/* State transitions: one setter per state machine, checked against its table  */
+/* (docs/core.md §3.7). Every change of one of these states goes through its    */
+/* setter; the assertions stay on in release builds (DESIGN.md §2 rule 6), so   */
+/* the fuzzers and the simulator's swarm find a transition the table lacks.     */
+/* Bit `to` of the row `from` is set when from -> to is legal.                  */
+/* ------------------------------------------------------------------------ */
+
+#define P_TO(s) (1u << (s))
+
+/** The peer's own state (ccoip_peer.state; docs/core.md §3.1). */
+static inline bool p_state_legal(p_state from, p_state to)
+{
+    /* Every live state may fail (master lost, evicted, LEAVE); LEAVE fails first, then LEFT. */
+    enum { LIVE_FAIL = P_TO(PS_FAILED) };
+    static const uint16_t next[9] = {
+        [PS_INIT] = P_TO(PS_IDLE) | LIVE_FAIL,        /* START */
+        [PS_IDLE] = P_TO(PS_CONNECTING) | LIVE_FAIL,  /* CONNECT command */
+        [PS_CONNECTING] = P_TO(PS_HELLO) | LIVE_FAIL, /* CONN_UP of the master */
+        [PS_HELLO] = P_TO(PS_JOIN) | LIVE_FAIL,       /* HelloResult */
+        [PS_JOIN] = P_TO(PS_PENDING) | LIVE_FAIL,     /* JoinResult */
+        [PS_PENDING] = P_TO(PS_ACCEPTED) | LIVE_FAIL, /* TopologyVerdict ok */
+        [PS_ACCEPTED] = LIVE_FAIL,                    /* master lost, evicted, LEAVE */
+        [PS_FAILED] = P_TO(PS_LEFT),                  /* LEAVE */
+        [PS_LEFT] = 0,
+    };
+    return (unsigned)from < 9u && (unsigned)to < 9u && ((next[from] >> to) & 1u) != 0;
+}
+
+static inline void p_set_state(ccoip_peer *p, p_state to)
+{
+    assert(p_state_legal(p->state, to));
+    p->state = to;
+}
+
+/** An all-reduce op slot (p_op.state; docs/core.md §3.4). */
+static inline bool p_op_state_legal(p_op_state from, p_op_state to)
+{
+    static const uint8_t next[5] = {
+        [PO_FREE] = P_TO(PO_INITIATING),                         /* submit */
+        [PO_INITIATING] = P_TO(PO_RUNNING) | P_TO(PO_FREE),      /* commence, optimistic / answer */
+        [PO_RUNNING] = P_TO(PO_COMPLETING) | P_TO(PO_RESTORING), /* ring done / abort */
+        [PO_RESTORING] = P_TO(PO_COMPLETING) | P_TO(PO_FREE),    /* restored: report / finish */
+        [PO_COMPLETING] = P_TO(PO_RESTORING) | P_TO(PO_FREE),    /* aborted verdict / verdict */
+    };
+    return (unsigned)from < 5u && (unsigned)to < 5u && ((next[from] >> to) & 1u) != 0;
+}
+
+static inline void p_op_set_state(p_op *o, p_op_state to)
+{
+    assert(p_op_state_legal(o->state, to));
+    o->state = to;
+}
+
+/** The shared-state sync (ccoip_peer.sync; docs/core.md §3.5). */
+static inline bool p_sync_legal(p_sync_state from, p_sync_state to)
+{
+    /* Every state but NONE may end (failure, the master lost, the round failed). */
+    enum { END = P_TO(PSS_NONE) };
+    static const uint8_t next[7] = {
+        [PSS_NONE] = P_TO(PSS_HASHING) | P_TO(PSS_VOTED),             /* submit (VOTED: no key) */
+        [PSS_HASHING] = P_TO(PSS_HASHING) | P_TO(PSS_VOTED) | END,    /* next key / all hashed */
+        [PSS_VOTED] = P_TO(PSS_FETCHING) | P_TO(PSS_DONE_WAIT) | END, /* verdict / refused */
+        [PSS_FETCHING] = P_TO(PSS_VERIFYING) | P_TO(PSS_ADOPTING) | P_TO(PSS_DONE_WAIT) | END,
+        [PSS_VERIFYING] = P_TO(PSS_VERIFYING) | P_TO(PSS_ADOPTING) | P_TO(PSS_DONE_WAIT) | END,
+        [PSS_ADOPTING] = P_TO(PSS_DONE_WAIT) | END, /* copies done / round failed meanwhile */
+        [PSS_DONE_WAIT] = END,                      /* sync_done_verdict */
+    };
+    return (unsigned)from < 7u && (unsigned)to < 7u && ((next[from] >> to) & 1u) != 0;
+}
+
+static inline void p_set_sync(ccoip_peer *p, p_sync_state to)
+{
+    assert(p_sync_legal(p->sync, to));
+    p->sync = to;
+}
+
+/** The optimize command (ccoip_peer.opt; docs/core.md §3.6). */
+static inline bool p_opt_legal(p_opt_state from, p_opt_state to)
+{
+    enum { END = P_TO(POPT_NONE) };
+    static const uint8_t next[5] = {
+        [POPT_NONE] = P_TO(POPT_VOTED),                                   /* submit */
+        [POPT_VOTED] = P_TO(POPT_PROBING) | P_TO(POPT_DONE_WAIT) | END,   /* probe requests */
+        [POPT_PROBING] = P_TO(POPT_PROBING) | P_TO(POPT_DONE_WAIT) | END, /* next / reported */
+        [POPT_DONE_WAIT] = P_TO(POPT_REWIRING) | END, /* verdict: plan / failure */
+        [POPT_REWIRING] = END,                        /* TopologyVerdict */
+    };
+    return (unsigned)from < 5u && (unsigned)to < 5u && ((next[from] >> to) & 1u) != 0;
+}
+
+static inline void p_set_opt(ccoip_peer *p, p_opt_state to)
+{
+    assert(p_opt_legal(p->opt, to));
+    p->opt = to;
+}
 
 /* peer.c */
 void p_notify(ccoip_peer *p, uint64_t cmd, pcclResult_t result);
