@@ -183,138 +183,6 @@ void ccoip_master_destroy(ccoip_master *m)
     free(m);
 }
 
-int m_cmp_u32(const void *a, const void *b)
-{
-    const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
-int m_cmp_u64(const void *a, const void *b)
-{
-    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-m_peer *m_peer_at(ccoip_master *m, uint32_t slot)
-{
-    assert(slot < m->cfg.max_peers);
-    return &m->peers[slot];
-}
-
-uint32_t m_count_state(const ccoip_master *m, m_peer_state st)
-{
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        if (m->peers[m->order[i]].state == st) n++;
-    }
-    return n;
-}
-
-void m_mark_rewire(ccoip_master *m, uint32_t group)
-{
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        m_peer *p = &m->peers[m->order[i]];
-        if (p->state == MP_ACCEPTED && p->group == group) p->rewire = true;
-    }
-    m->ring_healthy = false;
-    m->rewire_gen++;
-}
-
-void m_mark_rewire_all(ccoip_master *m)
-{
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        m_peer *p = &m->peers[m->order[i]];
-        if (p->state == MP_ACCEPTED) p->rewire = true;
-    }
-    m->ring_healthy = false;
-    m->rewire_gen++;
-}
-
-bool m_unreachable(const ccoip_master *m, uint32_t from, uint32_t to)
-{
-    uint64_t bit = (uint64_t)from * m->cfg.max_peers + to;
-    return (((unsigned)m->unreach[bit / 8u] >> (bit % 8u)) & 1u) != 0;
-}
-
-void m_set_unreachable(ccoip_master *m, uint32_t from, uint32_t to)
-{
-    uint64_t bit = (uint64_t)from * m->cfg.max_peers + to;
-    m->unreach[bit / 8u] = (uint8_t)(m->unreach[bit / 8u] | (1u << (bit % 8u)));
-    m->slot_links[from] |= M_LINK_UNREACH;
-    m->slot_links[to] |= M_LINK_UNREACH;
-}
-
-static void master_clear_unreachable(ccoip_master *m, uint32_t slot)
-{
-    /* Only slots that ever had a mark pay the O(max_peers) walk (a column walk touches a page
-     * per row: done for every loss, it would fault the whole matrix in at 10,000 peers). */
-    if ((m->slot_links[slot] & M_LINK_UNREACH) == 0) return;
-    m->slot_links[slot] = (uint8_t)(m->slot_links[slot] & ~M_LINK_UNREACH);
-    for (uint32_t o = 0; o < m->cfg.max_peers; o++) {
-        uint64_t b1 = (uint64_t)slot * m->cfg.max_peers + o;
-        uint64_t b2 = (uint64_t)o * m->cfg.max_peers + slot;
-        m->unreach[b1 / 8u] = (uint8_t)(m->unreach[b1 / 8u] & ~(1u << (b1 % 8u)));
-        m->unreach[b2 / 8u] = (uint8_t)(m->unreach[b2 / 8u] & ~(1u << (b2 % 8u)));
-    }
-}
-
-static uint32_t world_hash(const ccoip_master *m, uint32_t group)
-{
-    uint64_t z = ((uint64_t)group + 1u) * 0x9e3779b97f4a7c15ull;
-    z ^= z >> 31;
-    return (uint32_t)(z & (m->conn_cap - 1u));
-}
-
-void m_world_prepare(ccoip_master *m, bool include_phase)
-{
-    /* Clear only the map entries of the previous snapshot. */
-    for (uint32_t k = 0; k < m->w_ngroups; k++) {
-        uint32_t i = world_hash(m, m->w_gid[k]);
-        while (m->w_map[i] != M_SLOT_NONE) {
-            m->w_map[i] = M_SLOT_NONE;
-            i = (i + 1u) & (m->conn_cap - 1u);
-        }
-    }
-    m->w_ngroups = 0;
-    m->w_global = 0;
-    m->w_largest = 0;
-    for (uint32_t n = 0; n < m->order_n; n++) {
-        const m_peer *p = &m->peers[m->order[n]];
-        bool counted = p->state == MP_ACCEPTED || (include_phase && p->in_phase);
-        if (!counted) continue;
-        m->w_global++;
-        uint32_t i = world_hash(m, p->group), k;
-        for (;; i = (i + 1u) & (m->conn_cap - 1u)) {
-            k = m->w_map[i];
-            if (k == M_SLOT_NONE || m->w_gid[k] == p->group) break;
-        }
-        if (k == M_SLOT_NONE) {
-            k = m->w_ngroups++;
-            m->w_map[i] = k;
-            m->w_gid[k] = p->group;
-            m->w_cnt[k] = 0;
-        }
-        m->w_cnt[k]++;
-        if (m->w_cnt[k] > m->w_largest) m->w_largest = m->w_cnt[k];
-    }
-}
-
-void m_world_sizes(const ccoip_master *m, uint32_t group, ccoip_pb_world_sizes *out)
-{
-    memset(out, 0, sizeof(*out));
-    out->global = m->w_global;
-    out->num_peer_groups = m->w_ngroups;
-    out->largest_peer_group = m->w_largest;
-    for (uint32_t i = world_hash(m, group);; i = (i + 1u) & (m->conn_cap - 1u)) {
-        uint32_t k = m->w_map[i];
-        if (k == M_SLOT_NONE) break;
-        if (m->w_gid[k] == group) {
-            out->peer_group = m->w_cnt[k];
-            break;
-        }
-    }
-}
-
 /* ------------------------------------------------------------------------ */
 /* Sending                                                                   */
 /* ------------------------------------------------------------------------ */
@@ -346,151 +214,6 @@ void m_answer_status(ccoip_master *m, uint32_t slot, uint64_t call, int32_t stat
     m_send(m, slot, &env);
 }
 
-/* ------------------------------------------------------------------------ */
-/* Slots                                                                     */
-/* ------------------------------------------------------------------------ */
-
-/* conn -> slot: a hash map for lookup only (never iterated). */
-static uint32_t conn_hash(const ccoip_master *m, uint64_t conn)
-{
-    uint64_t z = conn * 0x9e3779b97f4a7c15ull;
-    z ^= z >> 29;
-    return (uint32_t)(z & (m->conn_cap - 1u));
-}
-
-static uint32_t master_slot_by_conn(const ccoip_master *m, uint64_t conn)
-{
-    for (uint32_t i = conn_hash(m, conn);; i = (i + 1u) & (m->conn_cap - 1u)) {
-        uint32_t s = m->conn_map[i];
-        if (s == M_SLOT_NONE) return M_SLOT_NONE;
-        if (m->peers[s].conn == conn && m->peers[s].state != MP_FREE) return s;
-    }
-}
-
-static void conn_map_insert(ccoip_master *m, uint32_t slot)
-{
-    uint32_t i = conn_hash(m, m->peers[slot].conn);
-    while (m->conn_map[i] != M_SLOT_NONE)
-        i = (i + 1u) & (m->conn_cap - 1u);
-    m->conn_map[i] = slot;
-}
-
-/* Backward-shift deletion (linear probing): no tombstones, so the table never fills. */
-static void conn_map_remove(ccoip_master *m, uint32_t slot)
-{
-    const uint32_t mask = m->conn_cap - 1u;
-    uint32_t i = conn_hash(m, m->peers[slot].conn);
-    while (m->conn_map[i] != slot) {
-        if (m->conn_map[i] == M_SLOT_NONE) return;
-        i = (i + 1u) & mask;
-    }
-    uint32_t j = i;
-    for (;;) {
-        j = (j + 1u) & mask;
-        uint32_t s = m->conn_map[j];
-        if (s == M_SLOT_NONE) break;
-        uint32_t h = conn_hash(m, m->peers[s].conn);
-        /* Move s into the hole at i unless its home lies cyclically in (i, j]. */
-        bool stays = (i <= j) ? (i < h && h <= j) : (i < h || h <= j);
-        if (stays) continue;
-        m->conn_map[i] = s;
-        i = j;
-    }
-    m->conn_map[i] = M_SLOT_NONE;
-}
-
-/* The used slot with the smallest id greater than after_id (order[] is sorted by id). */
-uint32_t m_next_by_id(const ccoip_master *m, uint64_t after_id)
-{
-    uint32_t lo = 0, hi = m->order_n;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2u;
-        if (m->peers[m->order[mid]].id <= after_id) {
-            lo = mid + 1u;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo < m->order_n ? m->order[lo] : M_SLOT_NONE;
-}
-
-uint32_t m_slot_by_id(const ccoip_master *m, uint64_t id)
-{
-    if (id == 0) return M_SLOT_NONE;
-    uint32_t s = m_next_by_id(m, id - 1u);
-    return (s != M_SLOT_NONE && m->peers[s].id == id) ? s : M_SLOT_NONE;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Liveness deadlines (m->lq: a min-heap on (key, slot))                     */
-/* ------------------------------------------------------------------------ */
-
-/* The slot's earliest liveness deadline as master_live_scan acts on it: silence for a slot saying
- * hello, silence or a heartbeat to send for a peer with an id. */
-static uint64_t live_deadline(const ccoip_master *m, uint32_t s)
-{
-    const m_peer *p = &m->peers[s];
-    uint64_t d = sm_add_sat(p->last_recv_ns, sm_ms(m->cfg.evict_ms));
-    if (p->state >= MP_NEW) {
-        uint64_t h = sm_add_sat(p->last_send_ns, sm_ms(m->cfg.heartbeat_ms));
-        if (h < d) d = h;
-    }
-    return d;
-}
-
-static bool live_less(const ccoip_master *m, uint32_t a, uint32_t b)
-{
-    if (m->lq_key[a] != m->lq_key[b]) return m->lq_key[a] < m->lq_key[b];
-    return a < b;
-}
-
-static void live_place(ccoip_master *m, uint32_t i, uint32_t s)
-{
-    m->lq[i] = s;
-    m->lq_pos[s] = i;
-}
-
-static void live_sift(ccoip_master *m, uint32_t i)
-{
-    const uint32_t s = m->lq[i];
-    while (i > 0) {
-        const uint32_t up = (i - 1u) / 2u;
-        if (!live_less(m, s, m->lq[up])) break;
-        live_place(m, i, m->lq[up]);
-        i = up;
-    }
-    for (;;) {
-        uint32_t c = 2u * i + 1u;
-        if (c >= m->lq_len) break;
-        if (c + 1u < m->lq_len && live_less(m, m->lq[c + 1u], m->lq[c])) c++;
-        if (!live_less(m, m->lq[c], s)) break;
-        live_place(m, i, m->lq[c]);
-        i = c;
-    }
-    live_place(m, i, s);
-}
-
-/* Keys slot s with d (inserting it if it is not in the heap). */
-static void live_set(ccoip_master *m, uint32_t s, uint64_t d)
-{
-    m->lq_key[s] = d;
-    if (m->lq_pos[s] == M_SLOT_NONE) {
-        live_place(m, m->lq_len++, s);
-    }
-    live_sift(m, m->lq_pos[s]);
-}
-
-static void live_remove(ccoip_master *m, uint32_t s)
-{
-    const uint32_t i = m->lq_pos[s];
-    if (i == M_SLOT_NONE) return;
-    m->lq_pos[s] = M_SLOT_NONE;
-    const uint32_t last = m->lq[--m->lq_len];
-    if (i == m->lq_len) return;
-    live_place(m, i, last);
-    live_sift(m, i);
-}
-
 /* Slots still saying hello have no id and are not in order[]; they are iterated by slot. */
 
 static void master_remove(ccoip_master *m, uint32_t slot)
@@ -511,10 +234,10 @@ static void master_remove(ccoip_master *m, uint32_t slot)
                 break;
             }
         }
-        master_clear_unreachable(m, slot);
+        m_clear_unreachable(m, slot);
     }
-    conn_map_remove(m, slot);
-    live_remove(m, slot);
+    m_conn_map_remove(m, slot);
+    m_live_forget(m, slot);
     m_peer_set_state(m, p, MP_FREE); /* the counters it was in (n_acc, ...) */
     memset(p, 0, sizeof(*p));
 }
@@ -575,7 +298,7 @@ static void master_on_hello(ccoip_master *m, uint32_t slot, const ccoip_pb_peer_
     env.body.hello.relay_max_bytes = m->cfg.relay_max_bytes;
     m_send(m, slot, &env);
     m_live_touch(m, sm_add_sat(p->last_send_ns, sm_ms(m->cfg.heartbeat_ms)));
-    live_set(m, slot, live_deadline(m, slot));
+    m_live_arm(m, slot);
     sm_log(&m->out, CCOIP_LOG_INFO, "master: conn %U is peer %U", p->conn, p->id);
 }
 
@@ -734,97 +457,9 @@ static void master_on_frame(ccoip_master *m, uint32_t slot, const uint8_t *data,
     m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "message not legal in this state");
 }
 
-/* ------------------------------------------------------------------------ */
-/* Liveness                                                                  */
-/* ------------------------------------------------------------------------ */
-
-void m_live_touch(ccoip_master *m, uint64_t t)
-{
-    if (t < m->live_next) m->live_next = t;
-}
-
-/*
- * Heartbeats and silence. Per-peer deadlines only move later (last_recv and last_send only grow)
- * and new ones are announced with m_live_touch, so live_next is a lower bound of the earliest
- * deadline: before it nothing is due and the scan is skipped; a scan handles every due peer and
- * makes live_next exact again.
- */
-static void master_live_scan(ccoip_master *m)
-{
-    uint64_t evict = sm_ms(m->cfg.evict_ms), hb = sm_ms(m->cfg.heartbeat_ms);
-    if (m->now < m->live_next) return;
-    /* The due slots: keys are lower bounds, so a stale key on top is re-keyed, a due slot taken
-     * out (put back below with its new deadline). */
-    uint32_t n_due = 0;
-    while (m->lq_len > 0 && m->lq_key[m->lq[0]] <= m->now) {
-        const uint32_t s = m->lq[0];
-        const uint64_t d = live_deadline(m, s);
-        if (d > m->now) {
-            live_set(m, s, d);
-        } else {
-            live_remove(m, s);
-            m->lq_due[n_due++] = s;
-        }
-    }
-    /* Act in the order a walk over every slot would: slots still saying hello by slot, then
-     * peers in ascending id. Deadlines only move later, so no other slot becomes due meanwhile;
-     * each condition is checked again when its slot's turn comes. */
-    uint32_t n_hello = 0;
-    for (uint32_t i = 0; i < n_due; i++) {
-        if (m->peers[m->lq_due[i]].state == MP_HELLO) {
-            const uint32_t t = m->lq_due[n_hello];
-            m->lq_due[n_hello++] = m->lq_due[i];
-            m->lq_due[i] = t;
-        }
-    }
-    qsort(m->lq_due, n_hello, sizeof(uint32_t), m_cmp_u32);
-    for (uint32_t i = n_hello; i < n_due; i++)
-        m->lq_ids[i - n_hello] = m->peers[m->lq_due[i]].id;
-    qsort(m->lq_ids, n_due - n_hello, sizeof(uint64_t), m_cmp_u64);
-    for (uint32_t i = n_hello; i < n_due; i++)
-        m->lq_due[i] = m_slot_by_id(m, m->lq_ids[i - n_hello]);
-    for (uint32_t i = 0; i < n_due; i++) {
-        const uint32_t s = m->lq_due[i];
-        m_peer *p = &m->peers[s];
-        if (p->state == MP_FREE) continue;
-        if (i < n_hello) {
-            if (p->state == MP_HELLO && m->now >= sm_add_sat(p->last_recv_ns, evict)) {
-                m_evict(m, s, CCOIP_PB_REASON_HEARTBEAT_TIMEOUT, "no hello in time");
-            }
-            continue;
-        }
-        if (m->now >= sm_add_sat(p->last_recv_ns, evict)) {
-            m_evict(m, s, CCOIP_PB_REASON_HEARTBEAT_TIMEOUT, "silent for evict_ms");
-            continue;
-        }
-        if (m->now >= sm_add_sat(p->last_send_ns, hb)) {
-            ccoip_pb_master_to_peer env;
-            memset(&env, 0, sizeof(env));
-            env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_HEARTBEAT;
-            env.body.heartbeat.counter = ++p->hb_counter;
-            m_send(m, s, &env);
-        }
-    }
-    for (uint32_t i = 0; i < n_due; i++) {
-        const uint32_t s = m->lq_due[i];
-        if (m->peers[s].state != MP_FREE) live_set(m, s, live_deadline(m, s));
-    }
-    /* live_next exact again: re-key stale tops until the top's key is its deadline. */
-    m->live_next = CCOIP_NO_DEADLINE;
-    while (m->lq_len > 0) {
-        const uint32_t s = m->lq[0];
-        const uint64_t d = live_deadline(m, s);
-        if (d == m->lq_key[s]) {
-            m->live_next = d;
-            break;
-        }
-        live_set(m, s, d);
-    }
-}
-
 static void master_timers(ccoip_master *m)
 {
-    master_live_scan(m);
+    m_live_scan(m);
     m_topo_timers(m);
     m_coll_timers(m);
     m_sync_timers(m);
@@ -876,7 +511,7 @@ pcclResult_t ccoip_master_step(ccoip_master *m, const ccoip_event *ev)
     case CCOIP_EV_TIMER:
         break;
     case CCOIP_EV_CONN_UP: {
-        if (ev->conn == CCOIP_CONN_NONE || master_slot_by_conn(m, ev->conn) != M_SLOT_NONE) {
+        if (ev->conn == CCOIP_CONN_NONE || m_slot_by_conn(m, ev->conn) != M_SLOT_NONE) {
             sm_log(&m->out, CCOIP_LOG_WARN, "master: CONN_UP for bad or known conn %U", ev->conn);
             rc = pcclInvalidArgument;
             break;
@@ -900,10 +535,10 @@ pcclResult_t ccoip_master_step(ccoip_master *m, const ccoip_event *ev)
         p->conn = ev->conn;
         p->last_recv_ns = m->now;
         p->last_send_ns = m->now;
-        conn_map_insert(m, slot);
+        m_conn_map_insert(m, slot);
         m_live_touch(m, sm_add_sat(m->now, sm_ms(m->cfg.heartbeat_ms)));
         m_live_touch(m, sm_add_sat(m->now, sm_ms(m->cfg.evict_ms)));
-        live_set(m, slot, live_deadline(m, slot));
+        m_live_arm(m, slot);
         if (ev->remote_ip_len == 4 || ev->remote_ip_len == 16) {
             memcpy(p->ip, ev->remote_ip, ev->remote_ip_len);
             p->ip_len = ev->remote_ip_len;
@@ -911,7 +546,7 @@ pcclResult_t ccoip_master_step(ccoip_master *m, const ccoip_event *ev)
         break;
     }
     case CCOIP_EV_RECV: {
-        uint32_t slot = master_slot_by_conn(m, ev->conn);
+        uint32_t slot = m_slot_by_conn(m, ev->conn);
         if (slot == M_SLOT_NONE) {
             sm_log(&m->out, CCOIP_LOG_DEBUG, "master: frame on unknown conn %U dropped", ev->conn);
             break;
@@ -924,7 +559,7 @@ pcclResult_t ccoip_master_step(ccoip_master *m, const ccoip_event *ev)
         break;
     }
     case CCOIP_EV_CONN_CLOSED: {
-        uint32_t slot = master_slot_by_conn(m, ev->conn);
+        uint32_t slot = m_slot_by_conn(m, ev->conn);
         if (slot == M_SLOT_NONE) break;
         sm_log(&m->out, CCOIP_LOG_INFO, "master: peer %U connection closed", m->peers[slot].id);
         master_remove(m, slot);

@@ -226,12 +226,17 @@ static void sync_send_verdict(ccoip_master *m, uint32_t slot, uint64_t prev, uin
     p->sync_call = 0;
 }
 
-/* Every accepted member of g voted: elect, classify, assign distributors (§6.7). */
-static void sync_elect(ccoip_master *m, m_sgroup *g)
+/*
+ * The election (§6.7), step by step. Each step walks the group's voters in ascending id, so the
+ * outcome depends only on the votes. Steps 3 and 5 collect the members to refuse into tmp_d
+ * (evictions change order[], so they run once every step that walks it is done).
+ */
+
+/* 1. The popular revision: `next` when some candidate votes it, else (first sync of the group,
+ *    or every up-to-date member gone) the highest revision a non-receive-only member holds.
+ *    False when no such member exists: every voter is answered NO_SHARED_STATE_AVAILABLE. */
+static bool elect_revision(ccoip_master *m, m_sgroup *g, uint64_t *prev_out)
 {
-    /* 1. The popular revision: `next` when some candidate votes it, else (first sync of the
-     *    group, or every up-to-date member gone) the highest revision a non-receive-only
-     *    member holds. No such member: nothing to distribute. */
     uint64_t prev = 0;
     bool have = false;
     for (uint32_t k = 0; k < m->order_n; k++) {
@@ -256,10 +261,17 @@ static void sync_elect(ccoip_master *m, m_sgroup *g)
                             CCOIP_PB_REASON_UNSPECIFIED, "no member distributes shared state");
             m_peer_set_sync(p, MS_NONE);
         }
-        return;
+        return false;
     }
-    /* 2. The popular key set among candidates (most votes; ties: the lowest id's set). */
-    uint32_t best = M_SLOT_NONE, best_n = 0; /* exists: the member that set prev */
+    *prev_out = prev;
+    return true;
+}
+
+/* 2. The popular key set among candidates (most votes; ties: the lowest id's set). Returns the
+ *    slot of a member holding it (one exists: the member that set prev). */
+static uint32_t elect_key_set(ccoip_master *m, const m_sgroup *g, uint64_t prev)
+{
+    uint32_t best = M_SLOT_NONE, best_n = 0;
     for (uint32_t k = 0; k < m->order_n; k++) {
         uint32_t s = m->order[k];
         const m_peer *p = &m->peers[s];
@@ -276,9 +288,13 @@ static void sync_elect(ccoip_master *m, m_sgroup *g)
             best_n = n;
         }
     }
-    if (best == M_SLOT_NONE) return; /* unreachable: the member that set prev is one */
-    /* 3. Members whose key set differs are refused and evicted. */
-    uint32_t nev = 0;
+    return best;
+}
+
+/* 3. Voters whose key set differs from best's are refused: appended to tmp_d. */
+static uint32_t elect_schema_misfits(ccoip_master *m, const m_sgroup *g, uint32_t best,
+                                     uint32_t nev)
+{
     for (uint32_t k = 0; k < m->order_n; k++) {
         uint32_t s = m->order[k];
         const m_peer *p = &m->peers[s];
@@ -286,8 +302,13 @@ static void sync_elect(ccoip_master *m, m_sgroup *g)
             m->tmp_d[nev++] = s;
         }
     }
-    uint32_t nkeys = m->peers[best].sync_nkeys;
-    /* 4. Popular content per key among candidates (ties: the lowest id's hash). */
+    return nev;
+}
+
+/* 4. Popular content per key among candidates (ties: the lowest id's hash) into m->popular. */
+static void elect_content(ccoip_master *m, const m_sgroup *g, uint64_t prev, uint32_t best,
+                          uint32_t nkeys)
+{
     const m_skey *bk = sync_keys(m, best);
     for (uint32_t i = 0; i < nkeys; i++) {
         uint64_t h = bk[i].hash;
@@ -325,33 +346,36 @@ static void sync_elect(ccoip_master *m, m_sgroup *g)
         held = p->group == g->group && sync_is_candidate(p, prev) && sync_same_schema(m, s, best) &&
                sync_holds_popular(m, s);
     }
-    if (!held) {
-        uint32_t w = best, wn = 0;
-        for (uint32_t k = 0; k < m->order_n; k++) {
-            uint32_t s = m->order[k];
-            const m_peer *p = &m->peers[s];
-            if (p->group != g->group || !sync_is_candidate(p, prev) ||
-                !sync_same_schema(m, s, best)) {
-                continue;
-            }
-            uint32_t n = 0;
-            for (uint32_t j = 0; j < m->order_n; j++) {
-                uint32_t t = m->order[j];
-                const m_peer *q = &m->peers[t];
-                if (q->group == g->group && sync_is_candidate(q, prev) &&
-                    sync_same_schema(m, t, best) && sync_same_content(m, s, t)) {
-                    n++;
-                }
-            }
-            if (n > wn) {
-                wn = n;
-                w = s;
+    if (held) return;
+    uint32_t w = best, wn = 0;
+    for (uint32_t k = 0; k < m->order_n; k++) {
+        uint32_t s = m->order[k];
+        const m_peer *p = &m->peers[s];
+        if (p->group != g->group || !sync_is_candidate(p, prev) || !sync_same_schema(m, s, best)) {
+            continue;
+        }
+        uint32_t n = 0;
+        for (uint32_t j = 0; j < m->order_n; j++) {
+            uint32_t t = m->order[j];
+            const m_peer *q = &m->peers[t];
+            if (q->group == g->group && sync_is_candidate(q, prev) &&
+                sync_same_schema(m, t, best) && sync_same_content(m, s, t)) {
+                n++;
             }
         }
-        for (uint32_t i = 0; i < nkeys; i++)
-            m->popular[i] = sync_keys(m, w)[i].hash;
+        if (n > wn) {
+            wn = n;
+            w = s;
+        }
     }
-    /* 5. Receivers that may not receive (SEND_ONLY) are refused and evicted too. */
+    for (uint32_t i = 0; i < nkeys; i++)
+        m->popular[i] = sync_keys(m, w)[i].hash;
+}
+
+/* 5. Receivers that may not receive (SEND_ONLY) are refused too: appended to tmp_d. */
+static uint32_t elect_send_only_misfits(ccoip_master *m, const m_sgroup *g, uint64_t prev,
+                                        uint32_t best, uint32_t nev)
+{
     for (uint32_t k = 0; k < m->order_n; k++) {
         uint32_t s = m->order[k];
         const m_peer *p = &m->peers[s];
@@ -361,7 +385,12 @@ static void sync_elect(ccoip_master *m, m_sgroup *g)
         bool up = p->sync_rev == prev && sync_holds_popular(m, s);
         if (!up && p->sync_strategy == CCOIP_PB_SYNC_STRATEGY_SEND_ONLY) m->tmp_d[nev++] = s;
     }
-    /* Evictions change order[] (slots stay put): collect first, then act. */
+    return nev;
+}
+
+/* Refuses and evicts the nev members collected in tmp_d (steps 3 and 5). */
+static void elect_evict_misfits(ccoip_master *m, uint32_t nev, uint32_t best, uint32_t nkeys)
+{
     for (uint32_t i = 0; i < nev; i++) {
         uint32_t s = m->tmp_d[i];
         if (m->peers[s].state != MP_ACCEPTED) continue;
@@ -371,8 +400,13 @@ static void sync_elect(ccoip_master *m, m_sgroup *g)
             schema ? "shared-state key set differs from the popular set"
                    : "SEND_ONLY peer holds outdated shared state");
     }
-    /* 6. Distributors: up-to-date candidates. Receivers, in ascending id, each take the
-     *    distributor with the fewest receivers so far (ties: lowest id). */
+}
+
+/* 6. Distributors: up-to-date candidates. Receivers, in ascending id, each take the distributor
+ *    with the fewest receivers so far (ties: lowest id); every voter gets its verdict. False
+ *    when no voter is left (every one was evicted): no round. */
+static bool elect_assign(ccoip_master *m, m_sgroup *g, uint64_t prev, uint32_t nkeys)
+{
     for (uint32_t k = 0; k < m->order_n; k++)
         m->peers[m->order[k]].sync_load = 0;
     uint32_t ref = M_SLOT_NONE;
@@ -384,7 +418,7 @@ static void sync_elect(ccoip_master *m, m_sgroup *g)
         }
     }
     g->popular_rev = prev;
-    if (ref == M_SLOT_NONE) return; /* everybody was evicted */
+    if (ref == M_SLOT_NONE) return false; /* everybody was evicted */
     g->transfer = true;
     g->round = ++m->next_round;
     for (uint32_t k = 0; k < m->order_n; k++) {
@@ -431,6 +465,22 @@ static void sync_elect(ccoip_master *m, m_sgroup *g)
         }
         sync_send_verdict(m, s, prev, dist, nout);
     }
+    return true;
+}
+
+/* Every accepted member of g voted: elect, classify, assign distributors (§6.7). */
+static void sync_elect(ccoip_master *m, m_sgroup *g)
+{
+    uint64_t prev = 0;
+    if (!elect_revision(m, g, &prev)) return;
+    const uint32_t best = elect_key_set(m, g, prev);
+    if (best == M_SLOT_NONE) return; /* unreachable: the member that set prev is one */
+    uint32_t nev = elect_schema_misfits(m, g, best, 0);
+    const uint32_t nkeys = m->peers[best].sync_nkeys;
+    elect_content(m, g, prev, best, nkeys);
+    nev = elect_send_only_misfits(m, g, prev, best, nev);
+    elect_evict_misfits(m, nev, best, nkeys);
+    if (!elect_assign(m, g, prev, nkeys)) return;
     sm_log(&m->out, CCOIP_LOG_INFO, "master: group %u shared state revision %U elected", g->group,
            prev);
 }

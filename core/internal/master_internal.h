@@ -401,30 +401,47 @@ static inline void m_peer_set_opt(m_peer *p, uint8_t to)
     p->opt_st = to;
 }
 
-/* master.c */
-uint32_t m_next_by_id(const ccoip_master *m, uint64_t after_id);
-uint32_t m_slot_by_id(const ccoip_master *m, uint64_t id);
-m_peer *m_peer_at(ccoip_master *m, uint32_t slot);
-/** qsort comparators of uint32_t / uint64_t, ascending. */
-int m_cmp_u32(const void *a, const void *b);
-int m_cmp_u64(const void *a, const void *b);
+/* master.c: sessions, dispatch, entry points */
 void m_send(ccoip_master *m, uint32_t slot, ccoip_pb_master_to_peer *env);
 void m_answer_status(ccoip_master *m, uint32_t slot, uint64_t call, int32_t status, int32_t reason,
                      const char *detail);
 void m_evict(ccoip_master *m, uint32_t slot, int32_t reason, const char *detail);
+
+/* master_peers.c: the peer table */
+uint32_t m_next_by_id(const ccoip_master *m, uint64_t after_id);
+uint32_t m_slot_by_id(const ccoip_master *m, uint64_t id);
+/** The live slot of connection conn, M_SLOT_NONE when none. */
+uint32_t m_slot_by_conn(const ccoip_master *m, uint64_t conn);
+/** Adds / removes slot (by its conn) to / from the conn -> slot map. */
+void m_conn_map_insert(ccoip_master *m, uint32_t slot);
+void m_conn_map_remove(ccoip_master *m, uint32_t slot);
+m_peer *m_peer_at(ccoip_master *m, uint32_t slot);
+/** qsort comparators of uint32_t / uint64_t, ascending. */
+int m_cmp_u32(const void *a, const void *b);
+int m_cmp_u64(const void *a, const void *b);
 uint32_t m_count_state(const ccoip_master *m, m_peer_state st);
 /** Marks every accepted peer of group as needing a re-wire (ring unhealthy). */
 void m_mark_rewire(ccoip_master *m, uint32_t group);
 /** Marks every accepted peer as needing a re-wire. */
 void m_mark_rewire_all(ccoip_master *m);
-/** Lowers the liveness lower bound to at least t. */
-void m_live_touch(ccoip_master *m, uint64_t t);
 /** Counts the membership once (accepted peers, plus in-phase ones with include_phase);
  *  m_world_sizes then answers per group from that snapshot until the next prepare. */
 void m_world_prepare(ccoip_master *m, bool include_phase);
 void m_world_sizes(const ccoip_master *m, uint32_t group, ccoip_pb_world_sizes *out);
 bool m_unreachable(const ccoip_master *m, uint32_t from, uint32_t to);
 void m_set_unreachable(ccoip_master *m, uint32_t from, uint32_t to);
+/** Forgets every unusable link from or to slot (it is being freed). */
+void m_clear_unreachable(ccoip_master *m, uint32_t slot);
+
+/* master_live.c: heartbeats and silence */
+/** Lowers the liveness lower bound to at least t. */
+void m_live_touch(ccoip_master *m, uint64_t t);
+/** (Re)keys slot in the liveness heap with its current deadline. */
+void m_live_arm(ccoip_master *m, uint32_t slot);
+/** Takes slot out of the liveness heap (it is being freed). */
+void m_live_forget(ccoip_master *m, uint32_t slot);
+/** Sends due heartbeats and evicts silent slots (nothing before live_next). */
+void m_live_scan(ccoip_master *m);
 
 /* master_topology.c */
 void m_topo_on_update_vote(ccoip_master *m, uint32_t slot, uint64_t call,
