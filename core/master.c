@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ccoip_tsp.h"
 #include "master_internal.h"
 
 void ccoip_master_config_default(ccoip_master_config *cfg)
@@ -84,63 +83,23 @@ pcclResult_t ccoip_master_create(const ccoip_master_config *cfg, uint64_t seed, 
     ccoip_codec_limits_default(&m->lim);
     m->lim.pb.max_message_bytes = c.max_message_bytes;
     m->rng = seed;
-    m->next_id = 1;
-    m->next_seq = 1;
-    m->epoch = 0;
-    m->ring_healthy = true;
-    uint64_t np = c.max_peers;
-    uint64_t bits = (np * np + 7u) / 8u;
-    m->peers = calloc((size_t)np, sizeof(m_peer));
-    m->order = calloc((size_t)np, sizeof(uint32_t));
-    m->unreach = calloc((size_t)bits, 1);
+    const uint64_t np = c.max_peers;
     m->ids = calloc((size_t)np, sizeof(uint64_t));
     m->tmp_a = calloc((size_t)np, sizeof(uint32_t));
     m->tmp_b = calloc((size_t)np, sizeof(uint32_t));
     m->tmp_c = calloc((size_t)np + 1u, sizeof(uint32_t));
     m->tmp_used = calloc((size_t)np, 1);
-    m->slot_links = calloc((size_t)np, 1);
     m->arena_cap = ccoip_pb_arena_bound(c.max_message_bytes + CCOIP_CTRL_HEADER_BYTES);
     m->arena_mem = malloc((size_t)m->arena_cap);
-    m->skeys = calloc((size_t)(np * c.max_state_keys), sizeof(m_skey));
-    m->sgroups = calloc((size_t)np, sizeof(m_sgroup));
-    m->popular = calloc(c.max_state_keys, sizeof(uint64_t));
-    m->tmp_d = calloc((size_t)np, sizeof(uint32_t));
-    m->okeys = calloc(c.max_state_keys, sizeof(ccoip_pb_outdated_key));
-    m->bw = calloc((size_t)(np * np), sizeof(uint64_t));
-    m->tsp_cost = calloc((size_t)(np * np), sizeof(uint64_t));
-    m->tsp_tour = calloc((size_t)np, sizeof(uint32_t));
-    m->tsp_work_bytes = ccoip_tsp_workspace_bytes((uint32_t)np);
-    m->tsp_work = malloc((size_t)m->tsp_work_bytes);
-    m->targets = calloc((size_t)np, sizeof(ccoip_pb_probe_target));
-    m->conn_cap = 4;
-    while (m->conn_cap < 2u * np)
-        m->conn_cap *= 2u;
-    m->conn_map = malloc((size_t)m->conn_cap * sizeof(uint32_t));
-    if (m->conn_map != NULL) memset(m->conn_map, 0xff, (size_t)m->conn_cap * sizeof(uint32_t));
-    m->live_next = CCOIP_NO_DEADLINE;
-    m->lq_key = calloc((size_t)np, sizeof(uint64_t));
-    m->lq = calloc((size_t)np, sizeof(uint32_t));
-    m->lq_pos = malloc((size_t)np * sizeof(uint32_t));
-    m->lq_due = calloc((size_t)np, sizeof(uint32_t));
-    m->lq_ids = calloc((size_t)np, sizeof(uint64_t));
-    if (m->lq_pos != NULL) memset(m->lq_pos, 0xff, (size_t)np * sizeof(uint32_t));
-    m->w_gid = calloc((size_t)np, sizeof(uint32_t));
-    m->w_cnt = calloc((size_t)np, sizeof(uint32_t));
-    m->w_map = malloc((size_t)m->conn_cap * sizeof(uint32_t));
-    if (m->w_map != NULL) memset(m->w_map, 0xff, (size_t)m->conn_cap * sizeof(uint32_t));
     pcclResult_t r = sm_out_init(&m->out, c.action_queue_depth, c.out_bytes);
-    if (m->skeys == NULL || m->sgroups == NULL || m->popular == NULL || m->tmp_d == NULL ||
-        m->okeys == NULL || m->bw == NULL || m->tsp_cost == NULL || m->tsp_tour == NULL ||
-        m->tsp_work == NULL || m->targets == NULL || m->conn_map == NULL || m->w_gid == NULL ||
-        m->w_cnt == NULL || m->w_map == NULL || m->lq_key == NULL || m->lq == NULL ||
-        m->lq_pos == NULL || m->lq_due == NULL || m->lq_ids == NULL) {
-        r = pcclSystemError;
-    }
-    if (m->peers == NULL || m->order == NULL || m->unreach == NULL || m->ids == NULL ||
-        m->tmp_a == NULL || m->tmp_b == NULL || m->tmp_c == NULL || m->tmp_used == NULL ||
-        m->slot_links == NULL || m->arena_mem == NULL || r != pcclSuccess) {
+    /* Each concern sizes its own tables from cfg (the init functions only allocate). */
+    bool ok = r == pcclSuccess && m->ids != NULL && m->tmp_a != NULL && m->tmp_b != NULL &&
+              m->tmp_c != NULL && m->tmp_used != NULL && m->arena_mem != NULL;
+    ok = ok && m_sess_init(m) && m_live_init(m) && m_topo_init(m) && m_coll_init(m) &&
+         m_sync_init(m) && m_opt_init(m);
+    if (!ok) {
         ccoip_master_destroy(m);
-        return r == pcclInvalidArgument ? r : pcclSystemError;
+        return pcclSystemError;
     }
     *out = m;
     return pcclSuccess;
@@ -150,36 +109,18 @@ void ccoip_master_destroy(ccoip_master *m)
 {
     if (m == NULL) return;
     sm_out_free(&m->out);
-    free(m->peers);
-    free(m->order);
-    free(m->unreach);
-    free(m->slot_links);
-    m_coll_free_all(m);
+    m_opt_deinit(m);
+    m_sync_deinit(m);
+    m_coll_deinit(m);
+    m_topo_deinit(m);
+    m_live_deinit(m);
+    m_sess_deinit(m);
     free(m->ids);
     free(m->tmp_a);
     free(m->tmp_b);
     free(m->tmp_c);
     free(m->tmp_used);
     free(m->arena_mem);
-    free(m->skeys);
-    free(m->sgroups);
-    free(m->popular);
-    free(m->tmp_d);
-    free(m->okeys);
-    free(m->bw);
-    free(m->tsp_cost);
-    free(m->tsp_tour);
-    free(m->tsp_work);
-    free(m->targets);
-    free(m->conn_map);
-    free(m->w_gid);
-    free(m->w_cnt);
-    free(m->w_map);
-    free(m->lq_key);
-    free(m->lq);
-    free(m->lq_pos);
-    free(m->lq_due);
-    free(m->lq_ids);
     free(m);
 }
 
@@ -220,17 +161,17 @@ static void master_remove(ccoip_master *m, uint32_t slot)
 {
     m_peer *p = m_peer_at(m, slot);
     if (p->state == MP_FREE) return;
-    m->mm_dirty = true;
+    m->mm.dirty = true;
     if (p->state >= MP_NEW) {
         m_opt_on_loss(m, slot);
         m_sync_on_loss(m, slot);
         m_coll_on_loss(m, slot);
         m_topo_on_loss(m, slot);
-        for (uint32_t i = 0; i < m->order_n; i++) {
-            if (m->order[i] == slot) {
-                memmove(&m->order[i], &m->order[i + 1],
-                        (size_t)(m->order_n - i - 1u) * sizeof(uint32_t));
-                m->order_n--;
+        for (uint32_t i = 0; i < m->sess.order_n; i++) {
+            if (m->sess.order[i] == slot) {
+                memmove(&m->sess.order[i], &m->sess.order[i + 1],
+                        (size_t)(m->sess.order_n - i - 1u) * sizeof(uint32_t));
+                m->sess.order_n--;
                 break;
             }
         }
@@ -288,9 +229,9 @@ static void master_on_hello(ccoip_master *m, uint32_t slot, const ccoip_pb_peer_
         master_remove(m, slot);
         return;
     }
-    p->id = m->next_id++;
+    p->id = m->sess.next_id++;
     m_peer_set_state(m, p, MP_NEW);
-    m->order[m->order_n++] = slot; /* ids only grow: appending keeps order[] sorted */
+    m->sess.order[m->sess.order_n++] = slot; /* ids only grow: appending keeps order[] sorted */
     env.body.hello.version = version;
     env.body.hello.peer_id = p->id;
     env.body.hello.heartbeat_ms = m->cfg.heartbeat_ms;
@@ -329,7 +270,7 @@ static void master_on_join(ccoip_master *m, uint32_t slot, const ccoip_pb_peer_t
     memset(&env, 0, sizeof(env));
     env.call_id = in->call_id;
     env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_JOIN;
-    env.body.join.epoch = m->epoch;
+    env.body.join.epoch = m->topo.epoch;
     env.body.join.has_world = true;
     m_world_prepare(m, false);
     m_world_sizes(m, p->group, &env.body.join.world);
@@ -469,7 +410,7 @@ static void master_timers(ccoip_master *m)
 uint64_t ccoip_master_deadline_ns(const ccoip_master *m)
 {
     if (m == NULL) return CCOIP_NO_DEADLINE;
-    uint64_t d = m->live_next;
+    uint64_t d = m->live.live_next;
     uint64_t t = m_topo_deadline(m);
     if (t < d) d = t;
     t = m_coll_deadline(m);
@@ -518,7 +459,7 @@ pcclResult_t ccoip_master_step(ccoip_master *m, const ccoip_event *ev)
         }
         uint32_t slot = M_SLOT_NONE;
         for (uint32_t s = 0; s < m->cfg.max_peers; s++) {
-            if (m->peers[s].state == MP_FREE) {
+            if (m->sess.peers[s].state == MP_FREE) {
                 slot = s;
                 break;
             }
@@ -529,7 +470,7 @@ pcclResult_t ccoip_master_step(ccoip_master *m, const ccoip_event *ev)
             if (a != NULL) a->conn = ev->conn;
             break;
         }
-        m_peer *p = &m->peers[slot];
+        m_peer *p = &m->sess.peers[slot];
         memset(p, 0, sizeof(*p));
         m_peer_set_state(m, p, MP_HELLO);
         p->conn = ev->conn;
@@ -561,7 +502,8 @@ pcclResult_t ccoip_master_step(ccoip_master *m, const ccoip_event *ev)
     case CCOIP_EV_CONN_CLOSED: {
         uint32_t slot = m_slot_by_conn(m, ev->conn);
         if (slot == M_SLOT_NONE) break;
-        sm_log(&m->out, CCOIP_LOG_INFO, "master: peer %U connection closed", m->peers[slot].id);
+        sm_log(&m->out, CCOIP_LOG_INFO, "master: peer %U connection closed",
+               m->sess.peers[slot].id);
         master_remove(m, slot);
         break;
     }
@@ -588,12 +530,12 @@ const ccoip_action *ccoip_master_poll_ref(ccoip_master *m)
 
 uint64_t ccoip_master_epoch(const ccoip_master *m)
 {
-    return m->epoch;
+    return m->topo.epoch;
 }
 
 uint32_t ccoip_master_num_accepted(const ccoip_master *m)
 {
-    return m->n_acc;
+    return m->sess.n_acc;
 }
 
 uint32_t ccoip_master_num_pending(const ccoip_master *m)
@@ -603,31 +545,31 @@ uint32_t ccoip_master_num_pending(const ccoip_master *m)
 
 uint64_t ccoip_master_relayed_ops(const ccoip_master *m)
 {
-    return m != NULL ? m->relayed_ops : 0;
+    return m != NULL ? m->coll.relayed_ops : 0;
 }
 
 uint32_t ccoip_master_ops_live(const ccoip_master *m)
 {
-    return m->ops_live;
+    return m->coll.ops_live;
 }
 
 uint32_t ccoip_master_ring(const ccoip_master *m, uint32_t group, uint64_t *ids, uint32_t cap)
 {
     /* Follow succ from the rank-0 member. */
     uint32_t start = M_SLOT_NONE, n = 0;
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        const m_peer *p = &m->peers[m->order[i]];
+    for (uint32_t i = 0; i < m->sess.order_n; i++) {
+        const m_peer *p = &m->sess.peers[m->sess.order[i]];
         if (p->state == MP_ACCEPTED && p->group == group && p->rank == 0) {
-            start = m->order[i];
+            start = m->sess.order[i];
             break;
         }
     }
     if (start == M_SLOT_NONE) return 0;
     uint32_t s = start;
     do {
-        if (n < cap && ids != NULL) ids[n] = m->peers[s].id;
+        if (n < cap && ids != NULL) ids[n] = m->sess.peers[s].id;
         n++;
-        s = m->peers[s].succ;
+        s = m->sess.peers[s].succ;
     } while (s != start && n <= m->cfg.max_peers);
     return n;
 }

@@ -9,14 +9,14 @@
 #include "master_internal.h"
 
 /* ------------------------------------------------------------------------ */
-/* Liveness deadlines (m->lq: a min-heap on (key, slot))                     */
+/* Liveness deadlines (m->live.lq: a min-heap on (key, slot))                     */
 /* ------------------------------------------------------------------------ */
 
 /* The slot's earliest liveness deadline as m_live_scan acts on it: silence for a slot saying
  * hello, silence or a heartbeat to send for a peer with an id. */
 static uint64_t live_deadline(const ccoip_master *m, uint32_t s)
 {
-    const m_peer *p = &m->peers[s];
+    const m_peer *p = &m->sess.peers[s];
     uint64_t d = sm_add_sat(p->last_recv_ns, sm_ms(m->cfg.evict_ms));
     if (p->state >= MP_NEW) {
         uint64_t h = sm_add_sat(p->last_send_ns, sm_ms(m->cfg.heartbeat_ms));
@@ -27,31 +27,31 @@ static uint64_t live_deadline(const ccoip_master *m, uint32_t s)
 
 static bool live_less(const ccoip_master *m, uint32_t a, uint32_t b)
 {
-    if (m->lq_key[a] != m->lq_key[b]) return m->lq_key[a] < m->lq_key[b];
+    if (m->live.lq_key[a] != m->live.lq_key[b]) return m->live.lq_key[a] < m->live.lq_key[b];
     return a < b;
 }
 
 static void live_place(ccoip_master *m, uint32_t i, uint32_t s)
 {
-    m->lq[i] = s;
-    m->lq_pos[s] = i;
+    m->live.lq[i] = s;
+    m->live.lq_pos[s] = i;
 }
 
 static void live_sift(ccoip_master *m, uint32_t i)
 {
-    const uint32_t s = m->lq[i];
+    const uint32_t s = m->live.lq[i];
     while (i > 0) {
         const uint32_t up = (i - 1u) / 2u;
-        if (!live_less(m, s, m->lq[up])) break;
-        live_place(m, i, m->lq[up]);
+        if (!live_less(m, s, m->live.lq[up])) break;
+        live_place(m, i, m->live.lq[up]);
         i = up;
     }
     for (;;) {
         uint32_t c = 2u * i + 1u;
-        if (c >= m->lq_len) break;
-        if (c + 1u < m->lq_len && live_less(m, m->lq[c + 1u], m->lq[c])) c++;
-        if (!live_less(m, m->lq[c], s)) break;
-        live_place(m, i, m->lq[c]);
+        if (c >= m->live.lq_len) break;
+        if (c + 1u < m->live.lq_len && live_less(m, m->live.lq[c + 1u], m->live.lq[c])) c++;
+        if (!live_less(m, m->live.lq[c], s)) break;
+        live_place(m, i, m->live.lq[c]);
         i = c;
     }
     live_place(m, i, s);
@@ -60,20 +60,20 @@ static void live_sift(ccoip_master *m, uint32_t i)
 /* Keys slot s with d (inserting it if it is not in the heap). */
 static void live_set(ccoip_master *m, uint32_t s, uint64_t d)
 {
-    m->lq_key[s] = d;
-    if (m->lq_pos[s] == M_SLOT_NONE) {
-        live_place(m, m->lq_len++, s);
+    m->live.lq_key[s] = d;
+    if (m->live.lq_pos[s] == M_SLOT_NONE) {
+        live_place(m, m->live.lq_len++, s);
     }
-    live_sift(m, m->lq_pos[s]);
+    live_sift(m, m->live.lq_pos[s]);
 }
 
 void m_live_forget(ccoip_master *m, uint32_t s)
 {
-    const uint32_t i = m->lq_pos[s];
+    const uint32_t i = m->live.lq_pos[s];
     if (i == M_SLOT_NONE) return;
-    m->lq_pos[s] = M_SLOT_NONE;
-    const uint32_t last = m->lq[--m->lq_len];
-    if (i == m->lq_len) return;
+    m->live.lq_pos[s] = M_SLOT_NONE;
+    const uint32_t last = m->live.lq[--m->live.lq_len];
+    if (i == m->live.lq_len) return;
     live_place(m, i, last);
     live_sift(m, i);
 }
@@ -84,7 +84,7 @@ void m_live_forget(ccoip_master *m, uint32_t s)
 
 void m_live_touch(ccoip_master *m, uint64_t t)
 {
-    if (t < m->live_next) m->live_next = t;
+    if (t < m->live.live_next) m->live.live_next = t;
 }
 
 /*
@@ -96,18 +96,18 @@ void m_live_touch(ccoip_master *m, uint64_t t)
 void m_live_scan(ccoip_master *m)
 {
     uint64_t evict = sm_ms(m->cfg.evict_ms), hb = sm_ms(m->cfg.heartbeat_ms);
-    if (m->now < m->live_next) return;
+    if (m->now < m->live.live_next) return;
     /* The due slots: keys are lower bounds, so a stale key on top is re-keyed, a due slot taken
      * out (put back below with its new deadline). */
     uint32_t n_due = 0;
-    while (m->lq_len > 0 && m->lq_key[m->lq[0]] <= m->now) {
-        const uint32_t s = m->lq[0];
+    while (m->live.lq_len > 0 && m->live.lq_key[m->live.lq[0]] <= m->now) {
+        const uint32_t s = m->live.lq[0];
         const uint64_t d = live_deadline(m, s);
         if (d > m->now) {
             live_set(m, s, d);
         } else {
             m_live_forget(m, s);
-            m->lq_due[n_due++] = s;
+            m->live.lq_due[n_due++] = s;
         }
     }
     /* Act in the order a walk over every slot would: slots still saying hello by slot, then
@@ -115,21 +115,21 @@ void m_live_scan(ccoip_master *m)
      * each condition is checked again when its slot's turn comes. */
     uint32_t n_hello = 0;
     for (uint32_t i = 0; i < n_due; i++) {
-        if (m->peers[m->lq_due[i]].state == MP_HELLO) {
-            const uint32_t t = m->lq_due[n_hello];
-            m->lq_due[n_hello++] = m->lq_due[i];
-            m->lq_due[i] = t;
+        if (m->sess.peers[m->live.lq_due[i]].state == MP_HELLO) {
+            const uint32_t t = m->live.lq_due[n_hello];
+            m->live.lq_due[n_hello++] = m->live.lq_due[i];
+            m->live.lq_due[i] = t;
         }
     }
-    qsort(m->lq_due, n_hello, sizeof(uint32_t), m_cmp_u32);
+    qsort(m->live.lq_due, n_hello, sizeof(uint32_t), m_cmp_u32);
     for (uint32_t i = n_hello; i < n_due; i++)
-        m->lq_ids[i - n_hello] = m->peers[m->lq_due[i]].id;
-    qsort(m->lq_ids, n_due - n_hello, sizeof(uint64_t), m_cmp_u64);
+        m->live.lq_ids[i - n_hello] = m->sess.peers[m->live.lq_due[i]].id;
+    qsort(m->live.lq_ids, n_due - n_hello, sizeof(uint64_t), m_cmp_u64);
     for (uint32_t i = n_hello; i < n_due; i++)
-        m->lq_due[i] = m_slot_by_id(m, m->lq_ids[i - n_hello]);
+        m->live.lq_due[i] = m_slot_by_id(m, m->live.lq_ids[i - n_hello]);
     for (uint32_t i = 0; i < n_due; i++) {
-        const uint32_t s = m->lq_due[i];
-        m_peer *p = &m->peers[s];
+        const uint32_t s = m->live.lq_due[i];
+        m_peer *p = &m->sess.peers[s];
         if (p->state == MP_FREE) continue;
         if (i < n_hello) {
             if (p->state == MP_HELLO && m->now >= sm_add_sat(p->last_recv_ns, evict)) {
@@ -150,16 +150,16 @@ void m_live_scan(ccoip_master *m)
         }
     }
     for (uint32_t i = 0; i < n_due; i++) {
-        const uint32_t s = m->lq_due[i];
-        if (m->peers[s].state != MP_FREE) live_set(m, s, live_deadline(m, s));
+        const uint32_t s = m->live.lq_due[i];
+        if (m->sess.peers[s].state != MP_FREE) live_set(m, s, live_deadline(m, s));
     }
     /* live_next exact again: re-key stale tops until the top's key is its deadline. */
-    m->live_next = CCOIP_NO_DEADLINE;
-    while (m->lq_len > 0) {
-        const uint32_t s = m->lq[0];
+    m->live.live_next = CCOIP_NO_DEADLINE;
+    while (m->live.lq_len > 0) {
+        const uint32_t s = m->live.lq[0];
         const uint64_t d = live_deadline(m, s);
-        if (d == m->lq_key[s]) {
-            m->live_next = d;
+        if (d == m->live.lq_key[s]) {
+            m->live.live_next = d;
             break;
         }
         live_set(m, s, d);
@@ -169,4 +169,28 @@ void m_live_scan(ccoip_master *m)
 void m_live_arm(ccoip_master *m, uint32_t slot)
 {
     live_set(m, slot, live_deadline(m, slot));
+}
+
+bool m_live_init(ccoip_master *m)
+{
+    m_liveness *l = &m->live;
+    const uint64_t np = m->cfg.max_peers;
+    l->live_next = CCOIP_NO_DEADLINE;
+    l->lq_key = calloc((size_t)np, sizeof(uint64_t));
+    l->lq = calloc((size_t)np, sizeof(uint32_t));
+    l->lq_pos = malloc((size_t)np * sizeof(uint32_t));
+    l->lq_due = calloc((size_t)np, sizeof(uint32_t));
+    l->lq_ids = calloc((size_t)np, sizeof(uint64_t));
+    if (l->lq_pos != NULL) memset(l->lq_pos, 0xff, (size_t)np * sizeof(uint32_t));
+    return l->lq_key != NULL && l->lq != NULL && l->lq_pos != NULL && l->lq_due != NULL &&
+           l->lq_ids != NULL;
+}
+
+void m_live_deinit(ccoip_master *m)
+{
+    free(m->live.lq_key);
+    free(m->live.lq);
+    free(m->live.lq_pos);
+    free(m->live.lq_due);
+    free(m->live.lq_ids);
 }

@@ -109,7 +109,7 @@ typedef struct m_sgroup {
     uint64_t next;
     bool transfer; /**< verdicts sent, waiting for every sync_done */
     uint64_t popular_rev;
-    uint64_t round; /**< the running round's number (m->next_round) */
+    uint64_t round; /**< the running round's number (m->sync.next_round) */
     bool has_first;
     uint64_t first_ns;
 } m_sgroup;
@@ -175,86 +175,33 @@ typedef struct m_op_timer {
 
 typedef enum m_phase_kind { MPH_NONE = 0, MPH_ADMIT = 1, MPH_REWIRE = 2 } m_phase_kind;
 
-struct ccoip_master {
-    ccoip_master_config cfg;
-    ccoip_codec_limits lim;
-    uint64_t rng;
-    uint64_t now;
-    sm_out out;
+/*
+ * The master's state, one sub-struct per concern, each owned (initialized, freed, and changed)
+ * by the file named on it; other files read it and call that file's functions (docs/core.md §2,
+ * "Layout"). The per-slot record m_peer holds each concern's per-peer fields.
+ */
 
-    m_peer *peers;   /* [max_peers] */
-    uint32_t *order; /* slot indices of used slots, ascending peer id */
+/** Peer sessions and the membership (master.c, master_peers.c; m_sess_init/_deinit). */
+typedef struct m_sessions {
+    m_peer *peers;   /**< [max_peers] */
+    uint32_t *order; /**< slot indices of slots with an id, ascending peer id */
     uint32_t order_n;
     uint64_t next_id;
-    uint8_t *unreach;    /* bit matrix [max_peers][max_peers]: row from, column to */
-    uint8_t *slot_links; /* [max_peers] M_LINK_*: the slot may have bw / unreach entries */
+    uint32_t n_acc; /**< peers in MP_ACCEPTED (kept by m_peer_set_state) */
+    /* conn -> slot index, open addressing with linear probing, conn_cap = 2^k >= 2 max_peers. */
+    uint32_t *conn_map;
+    uint32_t conn_cap;
+    /* World sizes of one snapshot (m_world_prepare): distinct groups in first-seen order with
+     * their counts, and group -> index (a hash map for lookup only, conn_cap entries). */
+    uint32_t *w_gid;
+    uint32_t *w_cnt;
+    uint32_t *w_map;
+    uint32_t w_ngroups, w_global, w_largest;
+} m_sessions;
 
-    /* Collective ops (master_collective.c): a pool grown on demand; a peer is in at most
-     * max_ops of them. (group, tag) -> op through an open-addressing index. */
-    m_op *ops;
-    uint32_t ops_cap;
-    uint32_t ops_hi;        /**< ops[ops_hi..] were never used */
-    uint32_t ops_free_hint; /**< no free op below this index */
-    uint32_t *op_index;     /**< [op_index_cap] op indices, UINT32_MAX empty */
-    uint32_t op_index_cap;  /**< power of two, >= 2 * live ops */
-    uint32_t ops_live;
-    uint32_t n_running;
-    uint32_t *op_dirty; /**< ops to examine in the next progress pass */
-    uint32_t op_dirty_n, op_dirty_cap;
-    uint64_t op_world_sig; /**< topology signature of the last full pass (m_coll_progress) */
-    bool relay_wait;      /**< a relayed op waits for room in the output pool: step again at once */
-    uint64_t relayed_ops; /**< ccoip_master_relayed_ops */
-    m_op_timer *op_timers; /**< FIFO ring of deadlines */
-    uint32_t op_timers_cap, op_timers_head, op_timers_n;
-    uint64_t next_seq;
-
-    uint64_t epoch;
-    bool ring_healthy;
-    m_phase_kind phase;
-    uint64_t phase_start_ns;
-    bool phase_failed;
-    bool phase_answers_votes;
-    bool topo_timer;
-    uint64_t topo_first_ns;
-    bool pend_timer;
-    uint64_t pend_first_ns;
-
-    /* Scratch for building messages and rings (sized max_peers). */
-    uint64_t *ids;
-    uint32_t *tmp_a;
-    uint32_t *tmp_b;
-    uint32_t *tmp_c;
-    uint8_t *tmp_used;
-    uint8_t *arena_mem;
-    uint64_t arena_cap;
-
-    /* Shared state. */
-    m_skey *skeys;                /* [max_peers][max_state_keys] */
-    m_sgroup *sgroups;            /* [max_peers] */
-    uint64_t *popular;            /* [max_state_keys] popular hash per key */
-    uint32_t *tmp_d;              /* [max_peers] */
-    ccoip_pb_outdated_key *okeys; /* [max_state_keys] */
-
-    /* Topology optimization. */
-    uint64_t *bw;       /* [max_peers][max_peers] link cost from->to; 0 = not measured */
-    uint64_t *tsp_cost; /* [max_peers][max_peers] one group's matrix */
-    uint32_t *tsp_tour; /* [max_peers] */
-    void *tsp_work;     /* ccoip_tsp_workspace_bytes(max_peers) */
-    uint64_t tsp_work_bytes;
-    ccoip_pb_probe_target *targets; /* [max_peers] */
-    bool opt_timer;
-    uint64_t opt_first_ns;
-    bool opt_ready; /**< every participant is done: install once the topology is idle */
-    /* Counters kept on state changes, so that progress passes need no walk over the peers. */
-    uint32_t n_acc;        /**< peers in MP_ACCEPTED */
-    uint32_t n_tv_acc;     /**< accepted peers with topo_voted */
-    uint32_t n_pend_voted; /**< peers with pend_voted */
-    uint32_t n_phase_wait; /**< peers in_phase that have not reported (during a phase) */
-    uint64_t rewire_gen;   /**< bumped by m_mark_rewire*: collective votes re-check their group */
-    bool mm_dirty;  /**< a blocking ballot arrived or a peer left: check for mismatched calls */
-    bool opt_any;   /**< some peer may have opt_st != MO_NONE */
-    uint32_t sg_hi; /**< sgroups[sg_hi..] were never used */
-    /* Liveness: a lower bound of the earliest heartbeat/silence deadline (docs/core.md §2.3). */
+/** Heartbeats and silence (master_live.c; m_live_init/_deinit; docs/core.md §2.3). */
+typedef struct m_liveness {
+    /** A lower bound of the earliest heartbeat/silence deadline. */
     uint64_t live_next;
     /* Every used slot in a binary min-heap on (deadline key, slot): a key is a lower bound of the
      * slot's deadline (sends and receives only move deadlines later and are not re-keyed), so a
@@ -265,16 +212,103 @@ struct ccoip_master {
     uint32_t lq_len;
     uint32_t *lq_due; /**< [max_peers] scratch: the due slots of one scan */
     uint64_t *lq_ids; /**< [max_peers] scratch: their ids, sorted */
-    /* conn -> slot index, open addressing with linear probing, conn_cap = 2^k >= 2 max_peers. */
-    uint32_t *conn_map;
-    uint32_t conn_cap;
-    /* World sizes of one snapshot (m_world_prepare): distinct groups in first-seen order with
-     * their counts, and group -> index (a hash map for lookup only, conn_cap entries). */
-    uint32_t *w_gid;
-    uint32_t *w_cnt;
-    uint32_t *w_map;
-    uint32_t w_ngroups, w_global, w_largest;
-    uint64_t next_round; /**< shared-state rounds started (SharedStateSyncVerdict.round) */
+} m_liveness;
+
+/** Topology votes, the p2p phase, links (master_topology.c; m_topo_init/_deinit; §2.2). */
+typedef struct m_topology {
+    uint64_t epoch;
+    bool ring_healthy;
+    m_phase_kind phase; /**< changed by m_set_phase only */
+    uint64_t phase_start_ns;
+    bool phase_failed;
+    bool phase_answers_votes;
+    bool topo_timer;
+    uint64_t topo_first_ns;
+    bool pend_timer;
+    uint64_t pend_first_ns;
+    /* Counters kept on state changes, so that progress passes need no walk over the peers. */
+    uint32_t n_tv_acc;     /**< accepted peers with topo_voted */
+    uint32_t n_pend_voted; /**< peers with pend_voted */
+    uint32_t n_phase_wait; /**< peers in_phase that have not reported (during a phase) */
+    uint64_t rewire_gen;   /**< bumped by m_mark_rewire*: collective votes re-check their group */
+    uint8_t *unreach;      /**< bit matrix [max_peers][max_peers]: row from, column to */
+    uint8_t *slot_links;   /**< [max_peers] M_LINK_*: the slot may have bw / unreach entries */
+} m_topology;
+
+/** Collective ops (master_collective.c; m_coll_init/_deinit; docs/core.md §2.4). A pool grown on
+ *  demand; a peer is in at most max_ops of them. (group, tag) -> op through an index. */
+typedef struct m_collectives {
+    m_op *ops;
+    uint32_t ops_cap;
+    uint32_t ops_hi;        /**< ops[ops_hi..] were never used */
+    uint32_t ops_free_hint; /**< no free op below this index */
+    uint32_t *op_index;     /**< [op_index_cap] op indices, UINT32_MAX empty */
+    uint32_t op_index_cap;  /**< power of two, >= 2 * live ops */
+    uint32_t ops_live;      /**< ops not MOP_FREE (kept by m_op_set_state) */
+    uint32_t n_running;     /**< ops in MOP_RUNNING (kept by m_op_set_state) */
+    uint32_t *op_dirty;     /**< ops to examine in the next progress pass */
+    uint32_t op_dirty_n, op_dirty_cap;
+    uint64_t op_world_sig; /**< topology signature of the last full pass (m_coll_progress) */
+    bool relay_wait;       /**< a relayed op waits for room in the output pool: step again */
+    uint64_t relayed_ops;  /**< ccoip_master_relayed_ops */
+    m_op_timer *op_timers; /**< FIFO ring of deadlines */
+    uint32_t op_timers_cap, op_timers_head, op_timers_n;
+    uint64_t next_seq;
+} m_collectives;
+
+/** Shared-state sync (master_state.c; m_sync_init/_deinit; docs/core.md §2.5). */
+typedef struct m_shared_state {
+    m_skey *skeys;                /**< [max_peers][max_state_keys] */
+    m_sgroup *sgroups;            /**< [max_peers] */
+    uint32_t sg_hi;               /**< sgroups[sg_hi..] were never used */
+    uint64_t *popular;            /**< [max_state_keys] popular hash per key */
+    uint32_t *tmp_d;              /**< [max_peers] members refused by an election */
+    ccoip_pb_outdated_key *okeys; /**< [max_state_keys] */
+    uint64_t next_round;          /**< shared-state rounds started (SharedStateSyncVerdict.round) */
+} m_shared_state;
+
+/** Topology optimization (master_optimize.c; m_opt_init/_deinit; docs/core.md §2.6). */
+typedef struct m_optimization {
+    uint64_t *bw;       /**< [max_peers][max_peers] link cost from->to; 0 = not measured */
+    uint64_t *tsp_cost; /**< [max_peers][max_peers] one group's matrix */
+    uint32_t *tsp_tour; /**< [max_peers] */
+    void *tsp_work;     /**< ccoip_tsp_workspace_bytes(max_peers) */
+    uint64_t tsp_work_bytes;
+    ccoip_pb_probe_target *targets; /**< [max_peers] */
+    bool opt_timer;
+    uint64_t opt_first_ns;
+    bool opt_ready; /**< every participant is done: install once the topology is idle */
+    bool opt_any;   /**< some peer may have opt_st != MO_NONE */
+} m_optimization;
+
+/** Members blocked in different calls (master_mismatch.c; docs/core.md §2.5.1). */
+typedef struct m_mismatch {
+    bool dirty; /**< a blocking ballot arrived or a peer left: check for mismatched calls */
+} m_mismatch;
+
+struct ccoip_master {
+    /* The machine (master.c). */
+    ccoip_master_config cfg;
+    ccoip_codec_limits lim;
+    uint64_t rng;
+    uint64_t now;
+    sm_out out;
+    /* Scratch for building messages and rings, any concern (sized max_peers; master.c). */
+    uint64_t *ids;
+    uint32_t *tmp_a;
+    uint32_t *tmp_b;
+    uint32_t *tmp_c;
+    uint8_t *tmp_used;
+    uint8_t *arena_mem; /**< the control-frame decode arena */
+    uint64_t arena_cap;
+
+    m_sessions sess;
+    m_liveness live;
+    m_topology topo;
+    m_collectives coll;
+    m_shared_state sync;
+    m_optimization opt;
+    m_mismatch mm;
 };
 
 #define M_SLOT_NONE UINT32_MAX
@@ -314,14 +348,14 @@ static inline void m_peer_set_state(ccoip_master *m, m_peer *p, m_peer_state to)
 {
     assert(m_peer_state_legal(p->state, to));
     if (p->state == MP_ACCEPTED) {
-        m->n_acc--;
-        if (p->topo_voted) m->n_tv_acc--;
+        m->sess.n_acc--;
+        if (p->topo_voted) m->topo.n_tv_acc--;
     }
     if (to == MP_ACCEPTED) {
-        m->n_acc++;
-        if (p->topo_voted) m->n_tv_acc++;
+        m->sess.n_acc++;
+        if (p->topo_voted) m->topo.n_tv_acc++;
     }
-    if (to == MP_FREE && p->pend_voted) m->n_pend_voted--;
+    if (to == MP_FREE && p->pend_voted) m->topo.n_pend_voted--;
     p->state = to;
 }
 
@@ -340,10 +374,10 @@ static inline bool m_op_state_legal(m_op_state from, m_op_state to)
 static inline void m_op_set_state(ccoip_master *m, m_op *o, m_op_state to)
 {
     assert(m_op_state_legal(o->state, to));
-    if (o->state == MOP_FREE) m->ops_live++;
-    if (to == MOP_FREE) m->ops_live--;
-    if (o->state == MOP_RUNNING) m->n_running--;
-    if (to == MOP_RUNNING) m->n_running++;
+    if (o->state == MOP_FREE) m->coll.ops_live++;
+    if (to == MOP_FREE) m->coll.ops_live--;
+    if (o->state == MOP_RUNNING) m->coll.n_running--;
+    if (to == MOP_RUNNING) m->coll.n_running++;
     o->state = to;
 }
 
@@ -361,8 +395,8 @@ static inline bool m_phase_legal(m_phase_kind from, m_phase_kind to)
 
 static inline void m_set_phase(ccoip_master *m, m_phase_kind to)
 {
-    assert(m_phase_legal(m->phase, to));
-    m->phase = to;
+    assert(m_phase_legal(m->topo.phase, to));
+    m->topo.phase = to;
 }
 
 /** A peer's part in a shared-state sync (m_peer.sync_st, MS_*; docs/core.md §2.5). */
@@ -501,7 +535,23 @@ bool m_coll_any_running(const ccoip_master *m);
 bool m_coll_progress(ccoip_master *m);
 void m_coll_timers(ccoip_master *m);
 uint64_t m_coll_deadline(const ccoip_master *m);
-/** Frees the op pool (ccoip_master_destroy). */
-void m_coll_free_all(ccoip_master *m);
+
+/*
+ * Per-concern init / deinit, called by ccoip_master_create / _destroy: each sizes its own tables
+ * from m->cfg on a zeroed master (false: an allocation failed; the master is then destroyed)
+ * and frees them (safe after a failed or partial init).
+ */
+bool m_sess_init(ccoip_master *m); /* master_peers.c */
+void m_sess_deinit(ccoip_master *m);
+bool m_live_init(ccoip_master *m); /* master_live.c */
+void m_live_deinit(ccoip_master *m);
+bool m_topo_init(ccoip_master *m); /* master_topology.c */
+void m_topo_deinit(ccoip_master *m);
+bool m_coll_init(ccoip_master *m); /* master_collective.c */
+void m_coll_deinit(ccoip_master *m);
+bool m_sync_init(ccoip_master *m); /* master_state.c */
+void m_sync_deinit(ccoip_master *m);
+bool m_opt_init(ccoip_master *m); /* master_optimize.c */
+void m_opt_deinit(ccoip_master *m);
 
 #endif /* CCOIP_MASTER_INTERNAL_H */
