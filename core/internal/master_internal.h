@@ -177,8 +177,8 @@ typedef enum m_phase_kind { MPH_NONE = 0, MPH_ADMIT = 1, MPH_REWIRE = 2 } m_phas
 
 /*
  * The master's state, one sub-struct per concern, each owned (initialized, freed, and changed)
- * by the file named on it; other files read it and call that file's functions (docs/core.md §2,
- * "Layout"). The per-slot record m_peer holds each concern's per-peer fields.
+ * by the file named on it; other files read it and call that file's functions (docs/core.md
+ * §2.7). The per-slot record m_peer holds each concern's per-peer fields.
  */
 
 /** Peer sessions and the membership (master.c, master_peers.c; m_sess_init/_deinit). */

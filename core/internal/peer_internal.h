@@ -193,13 +193,13 @@ typedef struct p_probe {
 
 /*
  * The peer's state, one sub-struct per concern, each owned (initialized and changed) by the file
- * named on it; other files read it and call that file's functions (docs/core.md §3, "Layout").
+ * named on it; other files read it and call that file's functions (docs/core.md §3.7).
  * The fixed-size tables of every concern share one zeroed block (ccoip_peer_create: untouched
- * pages cost no memory when a simulator runs thousands of peers), carved by each concern's init.
+ * pages cost no memory when a simulator runs thousands of peers), freed through `tables`.
  */
 
 /** The master connection: hello, join, calls, heartbeats, commands waiting for the master
- *  (peer.c; p_ctl_init). */
+ *  (peer.c). */
 typedef struct p_control {
     char master_url[CCOIP_URL_MAX];
     uint32_t hb_ms;
@@ -220,7 +220,7 @@ typedef struct p_control {
 } p_control;
 
 /** The ring the peer runs collectives on, as installed by a TopologyVerdict (peer.c), and
- *  its counters (peer_ring.c; p_ring_init). The op slots are ccoip_peer.ops. */
+ *  its counters (peer_ring.c). The op slots are ccoip_peer.ops. */
 typedef struct p_ring_state {
     uint64_t epoch;
     bool ready; /**< installed (a successful verdict) */
@@ -237,7 +237,7 @@ typedef struct p_ring_state {
     uint64_t relay_ops;  /**< ccoip_peer_relayed_ops */
 } p_ring_state;
 
-/** The plan being wired and the p2p links (peer_wire.c; p_wire_init; docs/core.md §3.3). */
+/** The plan being wired and the p2p links (peer_wire.c; docs/core.md §3.3). */
 typedef struct p_wiring {
     bool p2p_listening;
     uint32_t p2p_port;
@@ -270,7 +270,7 @@ typedef struct p_wiring {
     uint32_t acc_cap;
 } p_wiring;
 
-/** Topology optimization (peer_optimize.c; p_opt_init; docs/core.md §3.6). */
+/** Topology optimization (peer_optimize.c; docs/core.md §3.6). */
 typedef struct p_optimization {
     p_opt_state st; /**< changed by p_set_opt only */
     bool bw_listening;
@@ -285,7 +285,7 @@ typedef struct p_optimization {
     ccoip_pb_bandwidth_sample *samples; /**< [max_world] */
 } p_optimization;
 
-/** Shared-state sync and serving (peer_state.c; p_ss_init; docs/core.md §3.5). */
+/** Shared-state sync and serving (peer_state.c; docs/core.md §3.5). */
 typedef struct p_shared_state {
     p_sync_state st; /**< changed by p_set_sync only */
     bool listening;
