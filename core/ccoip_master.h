@@ -106,6 +106,16 @@ bool ccoip_master_poll(ccoip_master *m, ccoip_action *out);
 /** When to feed the next TIMER event (absolute ns); CCOIP_NO_DEADLINE when none. */
 uint64_t ccoip_master_deadline_ns(const ccoip_master *m);
 
+/**
+ * ccoip_master_poll without the copy, for drivers that run each action before stepping the
+ * machine again (the simulator, docs/simulator.md "Scale"): the same queue in the same order.
+ * Returns the oldest queued action, or NULL when the queue is empty or m is NULL. The action
+ * (the struct) stays valid until the machine's next step, which may reuse its slot; its payload
+ * bytes, like a polled action's, until the next step. It pops the same queue as
+ * ccoip_master_poll; the two may be mixed.
+ */
+const ccoip_action *ccoip_master_poll_ref(ccoip_master *m);
+
 /* ------------------------------------------------------------------------ */
 /* Read-only introspection, for tests, the simulator's checkers and logs.    */
 /* ------------------------------------------------------------------------ */

@@ -117,6 +117,23 @@ bool ccoip_peer_poll(ccoip_peer *p, ccoip_action *out);
 uint64_t ccoip_peer_deadline_ns(const ccoip_peer *p);
 
 /**
+ * ccoip_peer_poll without the copy, for drivers that run each action before stepping the
+ * machine again (the simulator, docs/simulator.md "Scale"): the same queue in the same order.
+ * Returns the oldest queued action, or NULL when the queue is empty or p is NULL. The action
+ * (the struct) stays valid until the machine's next step, which may reuse its slot; its payload
+ * bytes, like a polled action's, until the next step.
+ */
+const ccoip_action *ccoip_peer_poll_ref(ccoip_peer *p);
+
+/**
+ * A hint for drivers of many machines; no effect on behaviour or output. Starts loading the
+ * parts of p's memory its next step reads first: stage 0 reads nothing of p (the record's first
+ * lines: action queue, clock, state, table pointers); stage 1, to be called once those are
+ * loaded, the op table. A NULL p or a compiler without prefetch builtins: nothing.
+ */
+void ccoip_peer_prefetch(const ccoip_peer *p, int stage);
+
+/**
  * The driver reports where a LISTEN action bound: port (and url when the
  * endpoint must be reached by URL, e.g. ipc://; NULL otherwise). Call it
  * after draining the LISTEN and before the next step.

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ccoip_tsp.h"
 #include "master_internal.h"
 
 void ccoip_master_config_default(ccoip_master_config *cfg)
@@ -84,63 +83,23 @@ pcclResult_t ccoip_master_create(const ccoip_master_config *cfg, uint64_t seed, 
     ccoip_codec_limits_default(&m->lim);
     m->lim.pb.max_message_bytes = c.max_message_bytes;
     m->rng = seed;
-    m->next_id = 1;
-    m->next_seq = 1;
-    m->epoch = 0;
-    m->ring_healthy = true;
-    uint64_t np = c.max_peers;
-    uint64_t bits = (np * np + 7u) / 8u;
-    m->peers = calloc((size_t)np, sizeof(m_peer));
-    m->order = calloc((size_t)np, sizeof(uint32_t));
-    m->unreach = calloc((size_t)bits, 1);
+    const uint64_t np = c.max_peers;
     m->ids = calloc((size_t)np, sizeof(uint64_t));
     m->tmp_a = calloc((size_t)np, sizeof(uint32_t));
     m->tmp_b = calloc((size_t)np, sizeof(uint32_t));
     m->tmp_c = calloc((size_t)np + 1u, sizeof(uint32_t));
     m->tmp_used = calloc((size_t)np, 1);
-    m->slot_links = calloc((size_t)np, 1);
     m->arena_cap = ccoip_pb_arena_bound(c.max_message_bytes + CCOIP_CTRL_HEADER_BYTES);
     m->arena_mem = malloc((size_t)m->arena_cap);
-    m->skeys = calloc((size_t)(np * c.max_state_keys), sizeof(m_skey));
-    m->sgroups = calloc((size_t)np, sizeof(m_sgroup));
-    m->popular = calloc(c.max_state_keys, sizeof(uint64_t));
-    m->tmp_d = calloc((size_t)np, sizeof(uint32_t));
-    m->okeys = calloc(c.max_state_keys, sizeof(ccoip_pb_outdated_key));
-    m->bw = calloc((size_t)(np * np), sizeof(uint64_t));
-    m->tsp_cost = calloc((size_t)(np * np), sizeof(uint64_t));
-    m->tsp_tour = calloc((size_t)np, sizeof(uint32_t));
-    m->tsp_work_bytes = ccoip_tsp_workspace_bytes((uint32_t)np);
-    m->tsp_work = malloc((size_t)m->tsp_work_bytes);
-    m->targets = calloc((size_t)np, sizeof(ccoip_pb_probe_target));
-    m->conn_cap = 4;
-    while (m->conn_cap < 2u * np)
-        m->conn_cap *= 2u;
-    m->conn_map = malloc((size_t)m->conn_cap * sizeof(uint32_t));
-    if (m->conn_map != NULL) memset(m->conn_map, 0xff, (size_t)m->conn_cap * sizeof(uint32_t));
-    m->live_next = CCOIP_NO_DEADLINE;
-    m->lq_key = calloc((size_t)np, sizeof(uint64_t));
-    m->lq = calloc((size_t)np, sizeof(uint32_t));
-    m->lq_pos = malloc((size_t)np * sizeof(uint32_t));
-    m->lq_due = calloc((size_t)np, sizeof(uint32_t));
-    m->lq_ids = calloc((size_t)np, sizeof(uint64_t));
-    if (m->lq_pos != NULL) memset(m->lq_pos, 0xff, (size_t)np * sizeof(uint32_t));
-    m->w_gid = calloc((size_t)np, sizeof(uint32_t));
-    m->w_cnt = calloc((size_t)np, sizeof(uint32_t));
-    m->w_map = malloc((size_t)m->conn_cap * sizeof(uint32_t));
-    if (m->w_map != NULL) memset(m->w_map, 0xff, (size_t)m->conn_cap * sizeof(uint32_t));
     pcclResult_t r = sm_out_init(&m->out, c.action_queue_depth, c.out_bytes);
-    if (m->skeys == NULL || m->sgroups == NULL || m->popular == NULL || m->tmp_d == NULL ||
-        m->okeys == NULL || m->bw == NULL || m->tsp_cost == NULL || m->tsp_tour == NULL ||
-        m->tsp_work == NULL || m->targets == NULL || m->conn_map == NULL || m->w_gid == NULL ||
-        m->w_cnt == NULL || m->w_map == NULL || m->lq_key == NULL || m->lq == NULL ||
-        m->lq_pos == NULL || m->lq_due == NULL || m->lq_ids == NULL) {
-        r = pcclSystemError;
-    }
-    if (m->peers == NULL || m->order == NULL || m->unreach == NULL || m->ids == NULL ||
-        m->tmp_a == NULL || m->tmp_b == NULL || m->tmp_c == NULL || m->tmp_used == NULL ||
-        m->slot_links == NULL || m->arena_mem == NULL || r != pcclSuccess) {
+    /* Each concern sizes its own tables from cfg (the init functions only allocate). */
+    bool ok = r == pcclSuccess && m->ids != NULL && m->tmp_a != NULL && m->tmp_b != NULL &&
+              m->tmp_c != NULL && m->tmp_used != NULL && m->arena_mem != NULL;
+    ok = ok && m_sess_init(m) && m_live_init(m) && m_topo_init(m) && m_coll_init(m) &&
+         m_sync_init(m) && m_opt_init(m);
+    if (!ok) {
         ccoip_master_destroy(m);
-        return r == pcclInvalidArgument ? r : pcclSystemError;
+        return pcclSystemError;
     }
     *out = m;
     return pcclSuccess;
@@ -150,169 +109,19 @@ void ccoip_master_destroy(ccoip_master *m)
 {
     if (m == NULL) return;
     sm_out_free(&m->out);
-    free(m->peers);
-    free(m->order);
-    free(m->unreach);
-    free(m->slot_links);
-    m_coll_free_all(m);
+    m_opt_deinit(m);
+    m_sync_deinit(m);
+    m_coll_deinit(m);
+    m_topo_deinit(m);
+    m_live_deinit(m);
+    m_sess_deinit(m);
     free(m->ids);
     free(m->tmp_a);
     free(m->tmp_b);
     free(m->tmp_c);
     free(m->tmp_used);
     free(m->arena_mem);
-    free(m->skeys);
-    free(m->sgroups);
-    free(m->popular);
-    free(m->tmp_d);
-    free(m->okeys);
-    free(m->bw);
-    free(m->tsp_cost);
-    free(m->tsp_tour);
-    free(m->tsp_work);
-    free(m->targets);
-    free(m->conn_map);
-    free(m->w_gid);
-    free(m->w_cnt);
-    free(m->w_map);
-    free(m->lq_key);
-    free(m->lq);
-    free(m->lq_pos);
-    free(m->lq_due);
-    free(m->lq_ids);
     free(m);
-}
-
-int m_cmp_u32(const void *a, const void *b)
-{
-    const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
-int m_cmp_u64(const void *a, const void *b)
-{
-    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-m_peer *m_peer_at(ccoip_master *m, uint32_t slot)
-{
-    assert(slot < m->cfg.max_peers);
-    return &m->peers[slot];
-}
-
-uint32_t m_count_state(const ccoip_master *m, m_peer_state st)
-{
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        if (m->peers[m->order[i]].state == st) n++;
-    }
-    return n;
-}
-
-void m_mark_rewire(ccoip_master *m, uint32_t group)
-{
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        m_peer *p = &m->peers[m->order[i]];
-        if (p->state == MP_ACCEPTED && p->group == group) p->rewire = true;
-    }
-    m->ring_healthy = false;
-    m->rewire_gen++;
-}
-
-void m_mark_rewire_all(ccoip_master *m)
-{
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        m_peer *p = &m->peers[m->order[i]];
-        if (p->state == MP_ACCEPTED) p->rewire = true;
-    }
-    m->ring_healthy = false;
-    m->rewire_gen++;
-}
-
-bool m_unreachable(const ccoip_master *m, uint32_t from, uint32_t to)
-{
-    uint64_t bit = (uint64_t)from * m->cfg.max_peers + to;
-    return (((unsigned)m->unreach[bit / 8u] >> (bit % 8u)) & 1u) != 0;
-}
-
-void m_set_unreachable(ccoip_master *m, uint32_t from, uint32_t to)
-{
-    uint64_t bit = (uint64_t)from * m->cfg.max_peers + to;
-    m->unreach[bit / 8u] = (uint8_t)(m->unreach[bit / 8u] | (1u << (bit % 8u)));
-    m->slot_links[from] |= M_LINK_UNREACH;
-    m->slot_links[to] |= M_LINK_UNREACH;
-}
-
-static void master_clear_unreachable(ccoip_master *m, uint32_t slot)
-{
-    /* Only slots that ever had a mark pay the O(max_peers) walk (a column walk touches a page
-     * per row: done for every loss, it would fault the whole matrix in at 10,000 peers). */
-    if ((m->slot_links[slot] & M_LINK_UNREACH) == 0) return;
-    m->slot_links[slot] = (uint8_t)(m->slot_links[slot] & ~M_LINK_UNREACH);
-    for (uint32_t o = 0; o < m->cfg.max_peers; o++) {
-        uint64_t b1 = (uint64_t)slot * m->cfg.max_peers + o;
-        uint64_t b2 = (uint64_t)o * m->cfg.max_peers + slot;
-        m->unreach[b1 / 8u] = (uint8_t)(m->unreach[b1 / 8u] & ~(1u << (b1 % 8u)));
-        m->unreach[b2 / 8u] = (uint8_t)(m->unreach[b2 / 8u] & ~(1u << (b2 % 8u)));
-    }
-}
-
-static uint32_t world_hash(const ccoip_master *m, uint32_t group)
-{
-    uint64_t z = ((uint64_t)group + 1u) * 0x9e3779b97f4a7c15ull;
-    z ^= z >> 31;
-    return (uint32_t)(z & (m->conn_cap - 1u));
-}
-
-void m_world_prepare(ccoip_master *m, bool include_phase)
-{
-    /* Clear only the map entries of the previous snapshot. */
-    for (uint32_t k = 0; k < m->w_ngroups; k++) {
-        uint32_t i = world_hash(m, m->w_gid[k]);
-        while (m->w_map[i] != M_SLOT_NONE) {
-            m->w_map[i] = M_SLOT_NONE;
-            i = (i + 1u) & (m->conn_cap - 1u);
-        }
-    }
-    m->w_ngroups = 0;
-    m->w_global = 0;
-    m->w_largest = 0;
-    for (uint32_t n = 0; n < m->order_n; n++) {
-        const m_peer *p = &m->peers[m->order[n]];
-        bool counted = p->state == MP_ACCEPTED || (include_phase && p->in_phase);
-        if (!counted) continue;
-        m->w_global++;
-        uint32_t i = world_hash(m, p->group), k;
-        for (;; i = (i + 1u) & (m->conn_cap - 1u)) {
-            k = m->w_map[i];
-            if (k == M_SLOT_NONE || m->w_gid[k] == p->group) break;
-        }
-        if (k == M_SLOT_NONE) {
-            k = m->w_ngroups++;
-            m->w_map[i] = k;
-            m->w_gid[k] = p->group;
-            m->w_cnt[k] = 0;
-        }
-        m->w_cnt[k]++;
-        if (m->w_cnt[k] > m->w_largest) m->w_largest = m->w_cnt[k];
-    }
-}
-
-void m_world_sizes(const ccoip_master *m, uint32_t group, ccoip_pb_world_sizes *out)
-{
-    memset(out, 0, sizeof(*out));
-    out->global = m->w_global;
-    out->num_peer_groups = m->w_ngroups;
-    out->largest_peer_group = m->w_largest;
-    for (uint32_t i = world_hash(m, group);; i = (i + 1u) & (m->conn_cap - 1u)) {
-        uint32_t k = m->w_map[i];
-        if (k == M_SLOT_NONE) break;
-        if (m->w_gid[k] == group) {
-            out->peer_group = m->w_cnt[k];
-            break;
-        }
-    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -346,182 +155,32 @@ void m_answer_status(ccoip_master *m, uint32_t slot, uint64_t call, int32_t stat
     m_send(m, slot, &env);
 }
 
-/* ------------------------------------------------------------------------ */
-/* Slots                                                                     */
-/* ------------------------------------------------------------------------ */
-
-/* conn -> slot: a hash map for lookup only (never iterated). */
-static uint32_t conn_hash(const ccoip_master *m, uint64_t conn)
-{
-    uint64_t z = conn * 0x9e3779b97f4a7c15ull;
-    z ^= z >> 29;
-    return (uint32_t)(z & (m->conn_cap - 1u));
-}
-
-static uint32_t master_slot_by_conn(const ccoip_master *m, uint64_t conn)
-{
-    for (uint32_t i = conn_hash(m, conn);; i = (i + 1u) & (m->conn_cap - 1u)) {
-        uint32_t s = m->conn_map[i];
-        if (s == M_SLOT_NONE) return M_SLOT_NONE;
-        if (m->peers[s].conn == conn && m->peers[s].state != MP_FREE) return s;
-    }
-}
-
-static void conn_map_insert(ccoip_master *m, uint32_t slot)
-{
-    uint32_t i = conn_hash(m, m->peers[slot].conn);
-    while (m->conn_map[i] != M_SLOT_NONE)
-        i = (i + 1u) & (m->conn_cap - 1u);
-    m->conn_map[i] = slot;
-}
-
-/* Backward-shift deletion (linear probing): no tombstones, so the table never fills. */
-static void conn_map_remove(ccoip_master *m, uint32_t slot)
-{
-    const uint32_t mask = m->conn_cap - 1u;
-    uint32_t i = conn_hash(m, m->peers[slot].conn);
-    while (m->conn_map[i] != slot) {
-        if (m->conn_map[i] == M_SLOT_NONE) return;
-        i = (i + 1u) & mask;
-    }
-    uint32_t j = i;
-    for (;;) {
-        j = (j + 1u) & mask;
-        uint32_t s = m->conn_map[j];
-        if (s == M_SLOT_NONE) break;
-        uint32_t h = conn_hash(m, m->peers[s].conn);
-        /* Move s into the hole at i unless its home lies cyclically in (i, j]. */
-        bool stays = (i <= j) ? (i < h && h <= j) : (i < h || h <= j);
-        if (stays) continue;
-        m->conn_map[i] = s;
-        i = j;
-    }
-    m->conn_map[i] = M_SLOT_NONE;
-}
-
-/* The used slot with the smallest id greater than after_id (order[] is sorted by id). */
-uint32_t m_next_by_id(const ccoip_master *m, uint64_t after_id)
-{
-    uint32_t lo = 0, hi = m->order_n;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2u;
-        if (m->peers[m->order[mid]].id <= after_id) {
-            lo = mid + 1u;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo < m->order_n ? m->order[lo] : M_SLOT_NONE;
-}
-
-uint32_t m_slot_by_id(const ccoip_master *m, uint64_t id)
-{
-    if (id == 0) return M_SLOT_NONE;
-    uint32_t s = m_next_by_id(m, id - 1u);
-    return (s != M_SLOT_NONE && m->peers[s].id == id) ? s : M_SLOT_NONE;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Liveness deadlines (m->lq: a min-heap on (key, slot))                     */
-/* ------------------------------------------------------------------------ */
-
-/* The slot's earliest liveness deadline as master_live_scan acts on it: silence for a slot saying
- * hello, silence or a heartbeat to send for a peer with an id. */
-static uint64_t live_deadline(const ccoip_master *m, uint32_t s)
-{
-    const m_peer *p = &m->peers[s];
-    uint64_t d = sm_add_sat(p->last_recv_ns, sm_ms(m->cfg.evict_ms));
-    if (p->state >= MP_NEW) {
-        uint64_t h = sm_add_sat(p->last_send_ns, sm_ms(m->cfg.heartbeat_ms));
-        if (h < d) d = h;
-    }
-    return d;
-}
-
-static bool live_less(const ccoip_master *m, uint32_t a, uint32_t b)
-{
-    if (m->lq_key[a] != m->lq_key[b]) return m->lq_key[a] < m->lq_key[b];
-    return a < b;
-}
-
-static void live_place(ccoip_master *m, uint32_t i, uint32_t s)
-{
-    m->lq[i] = s;
-    m->lq_pos[s] = i;
-}
-
-static void live_sift(ccoip_master *m, uint32_t i)
-{
-    const uint32_t s = m->lq[i];
-    while (i > 0) {
-        const uint32_t up = (i - 1u) / 2u;
-        if (!live_less(m, s, m->lq[up])) break;
-        live_place(m, i, m->lq[up]);
-        i = up;
-    }
-    for (;;) {
-        uint32_t c = 2u * i + 1u;
-        if (c >= m->lq_len) break;
-        if (c + 1u < m->lq_len && live_less(m, m->lq[c + 1u], m->lq[c])) c++;
-        if (!live_less(m, m->lq[c], s)) break;
-        live_place(m, i, m->lq[c]);
-        i = c;
-    }
-    live_place(m, i, s);
-}
-
-/* Keys slot s with d (inserting it if it is not in the heap). */
-static void live_set(ccoip_master *m, uint32_t s, uint64_t d)
-{
-    m->lq_key[s] = d;
-    if (m->lq_pos[s] == M_SLOT_NONE) {
-        live_place(m, m->lq_len++, s);
-    }
-    live_sift(m, m->lq_pos[s]);
-}
-
-static void live_remove(ccoip_master *m, uint32_t s)
-{
-    const uint32_t i = m->lq_pos[s];
-    if (i == M_SLOT_NONE) return;
-    m->lq_pos[s] = M_SLOT_NONE;
-    const uint32_t last = m->lq[--m->lq_len];
-    if (i == m->lq_len) return;
-    live_place(m, i, last);
-    live_sift(m, i);
-}
-
 /* Slots still saying hello have no id and are not in order[]; they are iterated by slot. */
 
 static void master_remove(ccoip_master *m, uint32_t slot)
 {
     m_peer *p = m_peer_at(m, slot);
     if (p->state == MP_FREE) return;
-    if (p->state == MP_ACCEPTED) {
-        m->n_acc--;
-        if (p->topo_voted) m->n_tv_acc--;
-    }
-    if (p->pend_voted) m->n_pend_voted--;
-    m->mm_dirty = true;
+    m->mm.dirty = true;
     if (p->state >= MP_NEW) {
         m_opt_on_loss(m, slot);
         m_sync_on_loss(m, slot);
         m_coll_on_loss(m, slot);
         m_topo_on_loss(m, slot);
-        for (uint32_t i = 0; i < m->order_n; i++) {
-            if (m->order[i] == slot) {
-                memmove(&m->order[i], &m->order[i + 1],
-                        (size_t)(m->order_n - i - 1u) * sizeof(uint32_t));
-                m->order_n--;
+        for (uint32_t i = 0; i < m->sess.order_n; i++) {
+            if (m->sess.order[i] == slot) {
+                memmove(&m->sess.order[i], &m->sess.order[i + 1],
+                        (size_t)(m->sess.order_n - i - 1u) * sizeof(uint32_t));
+                m->sess.order_n--;
                 break;
             }
         }
-        master_clear_unreachable(m, slot);
+        m_clear_unreachable(m, slot);
     }
-    conn_map_remove(m, slot);
-    live_remove(m, slot);
+    m_conn_map_remove(m, slot);
+    m_live_forget(m, slot);
+    m_peer_set_state(m, p, MP_FREE); /* the counters it was in (n_acc, ...) */
     memset(p, 0, sizeof(*p));
-    p->state = MP_FREE;
 }
 
 void m_evict(ccoip_master *m, uint32_t slot, int32_t reason, const char *detail)
@@ -570,9 +229,9 @@ static void master_on_hello(ccoip_master *m, uint32_t slot, const ccoip_pb_peer_
         master_remove(m, slot);
         return;
     }
-    p->id = m->next_id++;
-    p->state = MP_NEW;
-    m->order[m->order_n++] = slot; /* ids only grow: appending keeps order[] sorted */
+    p->id = m->sess.next_id++;
+    m_peer_set_state(m, p, MP_NEW);
+    m->sess.order[m->sess.order_n++] = slot; /* ids only grow: appending keeps order[] sorted */
     env.body.hello.version = version;
     env.body.hello.peer_id = p->id;
     env.body.hello.heartbeat_ms = m->cfg.heartbeat_ms;
@@ -580,7 +239,7 @@ static void master_on_hello(ccoip_master *m, uint32_t slot, const ccoip_pb_peer_
     env.body.hello.relay_max_bytes = m->cfg.relay_max_bytes;
     m_send(m, slot, &env);
     m_live_touch(m, sm_add_sat(p->last_send_ns, sm_ms(m->cfg.heartbeat_ms)));
-    live_set(m, slot, live_deadline(m, slot));
+    m_live_arm(m, slot);
     sm_log(&m->out, CCOIP_LOG_INFO, "master: conn %U is peer %U", p->conn, p->id);
 }
 
@@ -606,12 +265,12 @@ static void master_on_join(ccoip_master *m, uint32_t slot, const ccoip_pb_peer_t
         return;
     }
     p->group = j->peer_group;
-    p->state = MP_PENDING;
+    m_peer_set_state(m, p, MP_PENDING);
     ccoip_pb_master_to_peer env;
     memset(&env, 0, sizeof(env));
     env.call_id = in->call_id;
     env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_JOIN;
-    env.body.join.epoch = m->epoch;
+    env.body.join.epoch = m->topo.epoch;
     env.body.join.has_world = true;
     m_world_prepare(m, false);
     m_world_sizes(m, p->group, &env.body.join.world);
@@ -739,97 +398,9 @@ static void master_on_frame(ccoip_master *m, uint32_t slot, const uint8_t *data,
     m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "message not legal in this state");
 }
 
-/* ------------------------------------------------------------------------ */
-/* Liveness                                                                  */
-/* ------------------------------------------------------------------------ */
-
-void m_live_touch(ccoip_master *m, uint64_t t)
-{
-    if (t < m->live_next) m->live_next = t;
-}
-
-/*
- * Heartbeats and silence. Per-peer deadlines only move later (last_recv and last_send only grow)
- * and new ones are announced with m_live_touch, so live_next is a lower bound of the earliest
- * deadline: before it nothing is due and the scan is skipped; a scan handles every due peer and
- * makes live_next exact again.
- */
-static void master_live_scan(ccoip_master *m)
-{
-    uint64_t evict = sm_ms(m->cfg.evict_ms), hb = sm_ms(m->cfg.heartbeat_ms);
-    if (m->now < m->live_next) return;
-    /* The due slots: keys are lower bounds, so a stale key on top is re-keyed, a due slot taken
-     * out (put back below with its new deadline). */
-    uint32_t n_due = 0;
-    while (m->lq_len > 0 && m->lq_key[m->lq[0]] <= m->now) {
-        const uint32_t s = m->lq[0];
-        const uint64_t d = live_deadline(m, s);
-        if (d > m->now) {
-            live_set(m, s, d);
-        } else {
-            live_remove(m, s);
-            m->lq_due[n_due++] = s;
-        }
-    }
-    /* Act in the order a walk over every slot would: slots still saying hello by slot, then
-     * peers in ascending id. Deadlines only move later, so no other slot becomes due meanwhile;
-     * each condition is checked again when its slot's turn comes. */
-    uint32_t n_hello = 0;
-    for (uint32_t i = 0; i < n_due; i++) {
-        if (m->peers[m->lq_due[i]].state == MP_HELLO) {
-            const uint32_t t = m->lq_due[n_hello];
-            m->lq_due[n_hello++] = m->lq_due[i];
-            m->lq_due[i] = t;
-        }
-    }
-    qsort(m->lq_due, n_hello, sizeof(uint32_t), m_cmp_u32);
-    for (uint32_t i = n_hello; i < n_due; i++)
-        m->lq_ids[i - n_hello] = m->peers[m->lq_due[i]].id;
-    qsort(m->lq_ids, n_due - n_hello, sizeof(uint64_t), m_cmp_u64);
-    for (uint32_t i = n_hello; i < n_due; i++)
-        m->lq_due[i] = m_slot_by_id(m, m->lq_ids[i - n_hello]);
-    for (uint32_t i = 0; i < n_due; i++) {
-        const uint32_t s = m->lq_due[i];
-        m_peer *p = &m->peers[s];
-        if (p->state == MP_FREE) continue;
-        if (i < n_hello) {
-            if (p->state == MP_HELLO && m->now >= sm_add_sat(p->last_recv_ns, evict)) {
-                m_evict(m, s, CCOIP_PB_REASON_HEARTBEAT_TIMEOUT, "no hello in time");
-            }
-            continue;
-        }
-        if (m->now >= sm_add_sat(p->last_recv_ns, evict)) {
-            m_evict(m, s, CCOIP_PB_REASON_HEARTBEAT_TIMEOUT, "silent for evict_ms");
-            continue;
-        }
-        if (m->now >= sm_add_sat(p->last_send_ns, hb)) {
-            ccoip_pb_master_to_peer env;
-            memset(&env, 0, sizeof(env));
-            env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_HEARTBEAT;
-            env.body.heartbeat.counter = ++p->hb_counter;
-            m_send(m, s, &env);
-        }
-    }
-    for (uint32_t i = 0; i < n_due; i++) {
-        const uint32_t s = m->lq_due[i];
-        if (m->peers[s].state != MP_FREE) live_set(m, s, live_deadline(m, s));
-    }
-    /* live_next exact again: re-key stale tops until the top's key is its deadline. */
-    m->live_next = CCOIP_NO_DEADLINE;
-    while (m->lq_len > 0) {
-        const uint32_t s = m->lq[0];
-        const uint64_t d = live_deadline(m, s);
-        if (d == m->lq_key[s]) {
-            m->live_next = d;
-            break;
-        }
-        live_set(m, s, d);
-    }
-}
-
 static void master_timers(ccoip_master *m)
 {
-    master_live_scan(m);
+    m_live_scan(m);
     m_topo_timers(m);
     m_coll_timers(m);
     m_sync_timers(m);
@@ -839,7 +410,7 @@ static void master_timers(ccoip_master *m)
 uint64_t ccoip_master_deadline_ns(const ccoip_master *m)
 {
     if (m == NULL) return CCOIP_NO_DEADLINE;
-    uint64_t d = m->live_next;
+    uint64_t d = m->live.live_next;
     uint64_t t = m_topo_deadline(m);
     if (t < d) d = t;
     t = m_coll_deadline(m);
@@ -881,14 +452,14 @@ pcclResult_t ccoip_master_step(ccoip_master *m, const ccoip_event *ev)
     case CCOIP_EV_TIMER:
         break;
     case CCOIP_EV_CONN_UP: {
-        if (ev->conn == CCOIP_CONN_NONE || master_slot_by_conn(m, ev->conn) != M_SLOT_NONE) {
+        if (ev->conn == CCOIP_CONN_NONE || m_slot_by_conn(m, ev->conn) != M_SLOT_NONE) {
             sm_log(&m->out, CCOIP_LOG_WARN, "master: CONN_UP for bad or known conn %U", ev->conn);
             rc = pcclInvalidArgument;
             break;
         }
         uint32_t slot = M_SLOT_NONE;
         for (uint32_t s = 0; s < m->cfg.max_peers; s++) {
-            if (m->peers[s].state == MP_FREE) {
+            if (m->sess.peers[s].state == MP_FREE) {
                 slot = s;
                 break;
             }
@@ -899,16 +470,16 @@ pcclResult_t ccoip_master_step(ccoip_master *m, const ccoip_event *ev)
             if (a != NULL) a->conn = ev->conn;
             break;
         }
-        m_peer *p = &m->peers[slot];
+        m_peer *p = &m->sess.peers[slot];
         memset(p, 0, sizeof(*p));
-        p->state = MP_HELLO;
+        m_peer_set_state(m, p, MP_HELLO);
         p->conn = ev->conn;
         p->last_recv_ns = m->now;
         p->last_send_ns = m->now;
-        conn_map_insert(m, slot);
+        m_conn_map_insert(m, slot);
         m_live_touch(m, sm_add_sat(m->now, sm_ms(m->cfg.heartbeat_ms)));
         m_live_touch(m, sm_add_sat(m->now, sm_ms(m->cfg.evict_ms)));
-        live_set(m, slot, live_deadline(m, slot));
+        m_live_arm(m, slot);
         if (ev->remote_ip_len == 4 || ev->remote_ip_len == 16) {
             memcpy(p->ip, ev->remote_ip, ev->remote_ip_len);
             p->ip_len = ev->remote_ip_len;
@@ -916,7 +487,7 @@ pcclResult_t ccoip_master_step(ccoip_master *m, const ccoip_event *ev)
         break;
     }
     case CCOIP_EV_RECV: {
-        uint32_t slot = master_slot_by_conn(m, ev->conn);
+        uint32_t slot = m_slot_by_conn(m, ev->conn);
         if (slot == M_SLOT_NONE) {
             sm_log(&m->out, CCOIP_LOG_DEBUG, "master: frame on unknown conn %U dropped", ev->conn);
             break;
@@ -929,9 +500,10 @@ pcclResult_t ccoip_master_step(ccoip_master *m, const ccoip_event *ev)
         break;
     }
     case CCOIP_EV_CONN_CLOSED: {
-        uint32_t slot = master_slot_by_conn(m, ev->conn);
+        uint32_t slot = m_slot_by_conn(m, ev->conn);
         if (slot == M_SLOT_NONE) break;
-        sm_log(&m->out, CCOIP_LOG_INFO, "master: peer %U connection closed", m->peers[slot].id);
+        sm_log(&m->out, CCOIP_LOG_INFO, "master: peer %U connection closed",
+               m->sess.peers[slot].id);
         master_remove(m, slot);
         break;
     }
@@ -958,12 +530,12 @@ const ccoip_action *ccoip_master_poll_ref(ccoip_master *m)
 
 uint64_t ccoip_master_epoch(const ccoip_master *m)
 {
-    return m->epoch;
+    return m->topo.epoch;
 }
 
 uint32_t ccoip_master_num_accepted(const ccoip_master *m)
 {
-    return m->n_acc;
+    return m->sess.n_acc;
 }
 
 uint32_t ccoip_master_num_pending(const ccoip_master *m)
@@ -973,31 +545,31 @@ uint32_t ccoip_master_num_pending(const ccoip_master *m)
 
 uint64_t ccoip_master_relayed_ops(const ccoip_master *m)
 {
-    return m != NULL ? m->relayed_ops : 0;
+    return m != NULL ? m->coll.relayed_ops : 0;
 }
 
 uint32_t ccoip_master_ops_live(const ccoip_master *m)
 {
-    return m->ops_live;
+    return m->coll.ops_live;
 }
 
 uint32_t ccoip_master_ring(const ccoip_master *m, uint32_t group, uint64_t *ids, uint32_t cap)
 {
     /* Follow succ from the rank-0 member. */
     uint32_t start = M_SLOT_NONE, n = 0;
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        const m_peer *p = &m->peers[m->order[i]];
+    for (uint32_t i = 0; i < m->sess.order_n; i++) {
+        const m_peer *p = &m->sess.peers[m->sess.order[i]];
         if (p->state == MP_ACCEPTED && p->group == group && p->rank == 0) {
-            start = m->order[i];
+            start = m->sess.order[i];
             break;
         }
     }
     if (start == M_SLOT_NONE) return 0;
     uint32_t s = start;
     do {
-        if (n < cap && ids != NULL) ids[n] = m->peers[s].id;
+        if (n < cap && ids != NULL) ids[n] = m->sess.peers[s].id;
         n++;
-        s = m->peers[s].succ;
+        s = m->sess.peers[s].succ;
     } while (s != start && n <= m->cfg.max_peers);
     return n;
 }

@@ -34,11 +34,11 @@ static uint64_t coll_key_hash(uint32_t group, uint64_t tag)
  * complete and a voting one for its next use. */
 static uint32_t coll_probe(const ccoip_master *m, uint32_t group, uint64_t tag, uint32_t *at)
 {
-    const uint32_t mask = m->op_index_cap - 1u;
+    const uint32_t mask = m->coll.op_index_cap - 1u;
     for (;; *at = (*at + 1u) & mask) {
-        const uint32_t op = m->op_index[*at];
+        const uint32_t op = m->coll.op_index[*at];
         if (op == OP_NONE) return OP_NONE;
-        if (m->ops[op].group == group && m->ops[op].tag == tag) {
+        if (m->coll.ops[op].group == group && m->coll.ops[op].tag == tag) {
             *at = (*at + 1u) & mask;
             return op;
         }
@@ -47,18 +47,19 @@ static uint32_t coll_probe(const ccoip_master *m, uint32_t group, uint64_t tag, 
 
 static uint32_t coll_probe_start(const ccoip_master *m, uint32_t group, uint64_t tag)
 {
-    return (uint32_t)coll_key_hash(group, tag) & (m->op_index_cap - 1u);
+    return (uint32_t)coll_key_hash(group, tag) & (m->coll.op_index_cap - 1u);
 }
 
 /* The op of (group, tag) in state st (and with seq, for a running one). */
 static uint32_t coll_find(const ccoip_master *m, uint32_t group, uint64_t tag, m_op_state st,
                           uint64_t seq)
 {
-    if (m->op_index_cap == 0) return OP_NONE;
+    if (m->coll.op_index_cap == 0) return OP_NONE;
     uint32_t at = coll_probe_start(m, group, tag);
     for (uint32_t op = coll_probe(m, group, tag, &at); op != OP_NONE;
          op = coll_probe(m, group, tag, &at)) {
-        if (m->ops[op].state == st && (st != MOP_RUNNING || m->ops[op].seq == seq)) return op;
+        if (m->coll.ops[op].state == st && (st != MOP_RUNNING || m->coll.ops[op].seq == seq))
+            return op;
     }
     return OP_NONE;
 }
@@ -68,33 +69,34 @@ static bool coll_running_member(ccoip_master *m, uint32_t group, uint64_t tag, u
 
 static void coll_index_put(ccoip_master *m, uint32_t op)
 {
-    const uint32_t mask = m->op_index_cap - 1u;
-    uint32_t i = (uint32_t)coll_key_hash(m->ops[op].group, m->ops[op].tag) & mask;
-    while (m->op_index[i] != OP_NONE)
+    const uint32_t mask = m->coll.op_index_cap - 1u;
+    uint32_t i = (uint32_t)coll_key_hash(m->coll.ops[op].group, m->coll.ops[op].tag) & mask;
+    while (m->coll.op_index[i] != OP_NONE)
         i = (i + 1u) & mask;
-    m->op_index[i] = op;
+    m->coll.op_index[i] = op;
 }
 
 /* Removes op from the index (backward-shift deletion keeps probe chains intact). */
 static void coll_index_del(ccoip_master *m, uint32_t op)
 {
-    const uint32_t mask = m->op_index_cap - 1u;
-    uint32_t i = (uint32_t)coll_key_hash(m->ops[op].group, m->ops[op].tag) & mask;
-    while (m->op_index[i] != op)
+    const uint32_t mask = m->coll.op_index_cap - 1u;
+    uint32_t i = (uint32_t)coll_key_hash(m->coll.ops[op].group, m->coll.ops[op].tag) & mask;
+    while (m->coll.op_index[i] != op)
         i = (i + 1u) & mask;
     uint32_t j = i;
     for (;;) {
-        m->op_index[i] = OP_NONE;
+        m->coll.op_index[i] = OP_NONE;
         for (;;) {
             j = (j + 1u) & mask;
-            const uint32_t o = m->op_index[j];
+            const uint32_t o = m->coll.op_index[j];
             if (o == OP_NONE) return;
-            const uint32_t home = (uint32_t)coll_key_hash(m->ops[o].group, m->ops[o].tag) & mask;
+            const uint32_t home =
+                (uint32_t)coll_key_hash(m->coll.ops[o].group, m->coll.ops[o].tag) & mask;
             /* o may move to i iff its home is not cyclically in (i, j]. */
             const bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
             if (!stays) break;
         }
-        m->op_index[i] = m->op_index[j];
+        m->coll.op_index[i] = m->coll.op_index[j];
         i = j;
     }
 }
@@ -102,24 +104,24 @@ static void coll_index_del(ccoip_master *m, uint32_t op)
 /* Makes room for one more live op: pool and index. False on allocation failure. */
 static bool coll_reserve(ccoip_master *m)
 {
-    if (m->ops_hi == m->ops_cap) {
-        uint32_t cap = m->ops_cap == 0 ? 16u : m->ops_cap * 2u;
-        m_op *ops = realloc(m->ops, (size_t)cap * sizeof(m_op));
+    if (m->coll.ops_hi == m->coll.ops_cap) {
+        uint32_t cap = m->coll.ops_cap == 0 ? 16u : m->coll.ops_cap * 2u;
+        m_op *ops = realloc(m->coll.ops, (size_t)cap * sizeof(m_op));
         if (ops == NULL) return false;
-        memset(ops + m->ops_cap, 0, (size_t)(cap - m->ops_cap) * sizeof(m_op));
-        m->ops = ops;
-        m->ops_cap = cap;
+        memset(ops + m->coll.ops_cap, 0, (size_t)(cap - m->coll.ops_cap) * sizeof(m_op));
+        m->coll.ops = ops;
+        m->coll.ops_cap = cap;
     }
-    if (2u * (m->ops_live + 1u) > m->op_index_cap) {
-        uint32_t cap = m->op_index_cap == 0 ? 32u : m->op_index_cap * 2u;
+    if (2u * (m->coll.ops_live + 1u) > m->coll.op_index_cap) {
+        uint32_t cap = m->coll.op_index_cap == 0 ? 32u : m->coll.op_index_cap * 2u;
         uint32_t *idx = malloc((size_t)cap * sizeof(uint32_t));
         if (idx == NULL) return false;
         memset(idx, 0xff, (size_t)cap * sizeof(uint32_t));
-        free(m->op_index);
-        m->op_index = idx;
-        m->op_index_cap = cap;
-        for (uint32_t i = 0; i < m->ops_hi; i++) {
-            if (m->ops[i].state != MOP_FREE) coll_index_put(m, i);
+        free(m->coll.op_index);
+        m->coll.op_index = idx;
+        m->coll.op_index_cap = cap;
+        for (uint32_t i = 0; i < m->coll.ops_hi; i++) {
+            if (m->coll.ops[i].state != MOP_FREE) coll_index_put(m, i);
         }
     }
     return true;
@@ -128,12 +130,12 @@ static bool coll_reserve(ccoip_master *m)
 /* The lowest free op (the order the old fixed table allocated in); coll_reserve first. */
 static uint32_t coll_alloc(ccoip_master *m, uint32_t group, uint64_t tag)
 {
-    uint32_t i = m->ops_free_hint;
-    while (i < m->ops_hi && m->ops[i].state != MOP_FREE)
+    uint32_t i = m->coll.ops_free_hint;
+    while (i < m->coll.ops_hi && m->coll.ops[i].state != MOP_FREE)
         i++;
-    if (i == m->ops_hi) m->ops_hi++;
-    m->ops_free_hint = i + 1u;
-    m_op *o = &m->ops[i];
+    if (i == m->coll.ops_hi) m->coll.ops_hi++;
+    m->coll.ops_free_hint = i + 1u;
+    m_op *o = &m->coll.ops[i];
     m_op_member *mem = o->mem;
     uint32_t cap = o->mem_cap, gen = o->timer_gen;
     memset(o, 0, sizeof(*o));
@@ -143,53 +145,57 @@ static uint32_t coll_alloc(ccoip_master *m, uint32_t group, uint64_t tag)
     o->group = group;
     o->tag = tag;
     o->anchor = M_SLOT_NONE;
-    o->state = MOP_VOTING;
-    m->ops_live++;
+    m_op_set_state(m, o, MOP_VOTING); /* ops_live */
     coll_index_put(m, i);
     return i;
 }
 
 static void coll_free(ccoip_master *m, uint32_t op)
 {
-    m_op *o = &m->ops[op];
+    m_op *o = &m->coll.ops[op];
     assert(o->state != MOP_FREE);
     for (uint32_t k = 0; k < o->mem_n; k++) {
-        m->peers[o->mem[k].slot].n_ops--;
+        m->sess.peers[o->mem[k].slot].n_ops--;
         free(o->mem[k].relay);
         o->mem[k].relay = NULL;
     }
-    if (o->state == MOP_RUNNING) m->n_running--;
     coll_index_del(m, op);
-    m->ops_live--;
-    o->state = MOP_FREE;
+    m_op_set_state(m, o, MOP_FREE); /* ops_live, n_running */
     o->mem_n = 0;
     o->has_first = false;
     o->timer_gen++;
-    if (op < m->ops_free_hint) m->ops_free_hint = op;
+    if (op < m->coll.ops_free_hint) m->coll.ops_free_hint = op;
 }
 
-void m_coll_free_all(ccoip_master *m)
+bool m_coll_init(ccoip_master *m)
 {
-    for (uint32_t i = 0; i < m->ops_cap; i++) {
-        for (uint32_t k = 0; m->ops[i].state != MOP_FREE && k < m->ops[i].mem_n; k++)
-            free(m->ops[i].mem[k].relay);
-        free(m->ops[i].mem);
+    /* The op pool, its index, the dirty list and the timers grow on demand (coll_reserve). */
+    m->coll.next_seq = 1;
+    return true;
+}
+
+void m_coll_deinit(ccoip_master *m)
+{
+    for (uint32_t i = 0; i < m->coll.ops_cap; i++) {
+        for (uint32_t k = 0; m->coll.ops[i].state != MOP_FREE && k < m->coll.ops[i].mem_n; k++)
+            free(m->coll.ops[i].mem[k].relay);
+        free(m->coll.ops[i].mem);
     }
-    free(m->ops);
-    free(m->op_index);
-    free(m->op_dirty);
-    free(m->op_timers);
-    m->ops = NULL;
-    m->op_index = NULL;
-    m->op_dirty = NULL;
-    m->op_timers = NULL;
+    free(m->coll.ops);
+    free(m->coll.op_index);
+    free(m->coll.op_dirty);
+    free(m->coll.op_timers);
+    m->coll.ops = NULL;
+    m->coll.op_index = NULL;
+    m->coll.op_dirty = NULL;
+    m->coll.op_timers = NULL;
 }
 
 /* The member record of slot in op, or NULL (binary search by peer id). */
 static m_op_member *coll_mem(ccoip_master *m, uint32_t op, uint32_t slot)
 {
-    m_op *o = &m->ops[op];
-    const uint64_t id = m->peers[slot].id;
+    m_op *o = &m->coll.ops[op];
+    const uint64_t id = m->sess.peers[slot].id;
     uint32_t lo = 0, hi = o->mem_n;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2u;
@@ -205,11 +211,11 @@ static m_op_member *coll_mem(ccoip_master *m, uint32_t op, uint32_t slot)
 
 static bool coll_running_member(ccoip_master *m, uint32_t group, uint64_t tag, uint32_t slot)
 {
-    if (m->op_index_cap == 0 || m->peers[slot].n_ops == 0) return false;
+    if (m->coll.op_index_cap == 0 || m->sess.peers[slot].n_ops == 0) return false;
     uint32_t at = coll_probe_start(m, group, tag);
     for (uint32_t op = coll_probe(m, group, tag, &at); op != OP_NONE;
          op = coll_probe(m, group, tag, &at)) {
-        if (m->ops[op].state != MOP_RUNNING) continue;
+        if (m->coll.ops[op].state != MOP_RUNNING) continue;
         const m_op_member *mm = coll_mem(m, op, slot);
         if (mm != NULL && (mm->flags & MOM_MEMBER) && !(mm->flags & MOM_COMPLETED)) return true;
     }
@@ -219,7 +225,7 @@ static bool coll_running_member(ccoip_master *m, uint32_t group, uint64_t tag, u
 /* Adds slot to op (it must not be there); NULL on allocation failure. */
 static m_op_member *coll_mem_add(ccoip_master *m, uint32_t op, uint32_t slot)
 {
-    m_op *o = &m->ops[op];
+    m_op *o = &m->coll.ops[op];
     if (o->mem_n == o->mem_cap) {
         uint32_t cap = o->mem_cap == 0 ? 16u : o->mem_cap * 2u;
         m_op_member *mem = realloc(o->mem, (size_t)cap * sizeof(m_op_member));
@@ -227,7 +233,7 @@ static m_op_member *coll_mem_add(ccoip_master *m, uint32_t op, uint32_t slot)
         o->mem = mem;
         o->mem_cap = cap;
     }
-    const uint64_t id = m->peers[slot].id;
+    const uint64_t id = m->sess.peers[slot].id;
     uint32_t k = o->mem_n;
     while (k > 0 && o->mem[k - 1u].id > id) {
         o->mem[k] = o->mem[k - 1u];
@@ -238,15 +244,15 @@ static m_op_member *coll_mem_add(ccoip_master *m, uint32_t op, uint32_t slot)
     memset(mm, 0, sizeof(*mm));
     mm->id = id;
     mm->slot = slot;
-    m->peers[slot].n_ops++;
+    m->sess.peers[slot].n_ops++;
     return mm;
 }
 
 static void coll_mem_remove(ccoip_master *m, uint32_t op, m_op_member *mm)
 {
-    m_op *o = &m->ops[op];
+    m_op *o = &m->coll.ops[op];
     uint32_t k = (uint32_t)(mm - o->mem);
-    m->peers[mm->slot].n_ops--;
+    m->sess.peers[mm->slot].n_ops--;
     free(mm->relay);
     memmove(&o->mem[k], &o->mem[k + 1u], (size_t)(o->mem_n - k - 1u) * sizeof(m_op_member));
     o->mem_n--;
@@ -254,69 +260,71 @@ static void coll_mem_remove(ccoip_master *m, uint32_t op, m_op_member *mm)
 
 static void coll_mark_dirty(ccoip_master *m, uint32_t op)
 {
-    m_op *o = &m->ops[op];
+    m_op *o = &m->coll.ops[op];
     if (o->dirty) return;
-    if (m->op_dirty_n == m->op_dirty_cap) {
-        uint32_t cap = m->op_dirty_cap == 0 ? 64u : m->op_dirty_cap * 2u;
-        uint32_t *d = realloc(m->op_dirty, (size_t)cap * sizeof(uint32_t));
+    if (m->coll.op_dirty_n == m->coll.op_dirty_cap) {
+        uint32_t cap = m->coll.op_dirty_cap == 0 ? 64u : m->coll.op_dirty_cap * 2u;
+        uint32_t *d = realloc(m->coll.op_dirty, (size_t)cap * sizeof(uint32_t));
         if (d == NULL) {
-            m->op_world_sig = 0; /* forces a full pass instead */
+            m->coll.op_world_sig = 0; /* forces a full pass instead */
             return;
         }
-        m->op_dirty = d;
-        m->op_dirty_cap = cap;
+        m->coll.op_dirty = d;
+        m->coll.op_dirty_cap = cap;
     }
     o->dirty = true;
-    m->op_dirty[m->op_dirty_n++] = op;
+    m->coll.op_dirty[m->coll.op_dirty_n++] = op;
 }
 
 /* Arms op's deadline at now + vote timeout. */
 static void coll_arm(ccoip_master *m, uint32_t op)
 {
-    m_op *o = &m->ops[op];
+    m_op *o = &m->coll.ops[op];
     o->has_first = true;
     o->first_ns = m->now;
     o->timer_gen++;
-    if (m->op_timers_n == m->op_timers_cap) {
-        uint32_t cap = m->op_timers_cap == 0 ? 64u : m->op_timers_cap * 2u;
+    if (m->coll.op_timers_n == m->coll.op_timers_cap) {
+        uint32_t cap = m->coll.op_timers_cap == 0 ? 64u : m->coll.op_timers_cap * 2u;
         m_op_timer *t = malloc((size_t)cap * sizeof(m_op_timer));
         if (t == NULL) {
             sm_log(&m->out, CCOIP_LOG_ERROR, "master: out of memory: op tag %U has no deadline",
                    o->tag);
             return;
         }
-        for (uint32_t k = 0; k < m->op_timers_n; k++)
-            t[k] = m->op_timers[(m->op_timers_head + k) % m->op_timers_cap];
-        free(m->op_timers);
-        m->op_timers = t;
-        m->op_timers_cap = cap;
-        m->op_timers_head = 0;
+        for (uint32_t k = 0; k < m->coll.op_timers_n; k++)
+            t[k] = m->coll.op_timers[(m->coll.op_timers_head + k) % m->coll.op_timers_cap];
+        free(m->coll.op_timers);
+        m->coll.op_timers = t;
+        m->coll.op_timers_cap = cap;
+        m->coll.op_timers_head = 0;
     }
-    m_op_timer *t = &m->op_timers[(m->op_timers_head + m->op_timers_n) % m->op_timers_cap];
+    m_op_timer *t =
+        &m->coll.op_timers[(m->coll.op_timers_head + m->coll.op_timers_n) % m->coll.op_timers_cap];
     t->due_ns = sm_add_sat(o->first_ns, sm_ms(m->cfg.vote_timeout_ms));
     t->op = op;
     t->gen = o->timer_gen;
-    m->op_timers_n++;
+    m->coll.op_timers_n++;
 }
 
 static bool coll_timer_live(const ccoip_master *m, const m_op_timer *t)
 {
-    const m_op *o = &m->ops[t->op];
+    const m_op *o = &m->coll.ops[t->op];
     return o->state != MOP_FREE && o->has_first && o->timer_gen == t->gen;
 }
 
 /* Drops stale deadlines from the FIFO's head. */
 static void coll_timers_prune(ccoip_master *m)
 {
-    while (m->op_timers_n > 0 && !coll_timer_live(m, &m->op_timers[m->op_timers_head])) {
-        m->op_timers_head = (m->op_timers_head + 1u) % m->op_timers_cap;
-        m->op_timers_n--;
+    while (m->coll.op_timers_n > 0 &&
+           !coll_timer_live(m, &m->coll.op_timers[m->coll.op_timers_head])) {
+        m->coll.op_timers_head = (m->coll.op_timers_head + 1u) % m->coll.op_timers_cap;
+        m->coll.op_timers_n--;
     }
 }
 
 static void coll_send_verdict(ccoip_master *m, uint32_t op, uint32_t slot, uint64_t call)
 {
-    const m_op *o = &m->ops[op];
+    const m_op *o = &m->coll.ops[op];
     ccoip_pb_master_to_peer env;
     memset(&env, 0, sizeof(env));
     env.call_id = call;
@@ -331,7 +339,7 @@ static void coll_send_verdict(ccoip_master *m, uint32_t op, uint32_t slot, uint6
 /* Aborts a running op: every member without its verdict gets it now (§6.8). */
 static void coll_abort(ccoip_master *m, uint32_t op, int32_t reason)
 {
-    m_op *o = &m->ops[op];
+    m_op *o = &m->coll.ops[op];
     if (o->aborted) return;
     o->aborted = true;
     o->reason = reason;
@@ -349,7 +357,7 @@ static void coll_abort(ccoip_master *m, uint32_t op, int32_t reason)
 /* Frees a running op once every remaining member completed; sends the success verdicts. */
 static void coll_try_finish(ccoip_master *m, uint32_t op)
 {
-    m_op *o = &m->ops[op];
+    m_op *o = &m->coll.ops[op];
     if (o->n_done < o->n_member) return;
     if (!o->aborted) {
         for (uint32_t k = 0; k < o->mem_n; k++) {
@@ -366,13 +374,13 @@ static void coll_try_finish(ccoip_master *m, uint32_t op)
  * accepted member of a group is in its ring then), else counted. */
 static uint32_t coll_group_size(const ccoip_master *m, uint32_t slot)
 {
-    const m_peer *me = &m->peers[slot];
+    const m_peer *me = &m->sess.peers[slot];
     if (me->state == MP_ACCEPTED && !me->rewire && !me->in_phase && me->ring_size > 0) {
         return me->ring_size;
     }
     uint32_t group = me->group, n = 0;
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        const m_peer *p = &m->peers[m->order[i]];
+    for (uint32_t i = 0; i < m->sess.order_n; i++) {
+        const m_peer *p = &m->sess.peers[m->sess.order[i]];
         if (p->state == MP_ACCEPTED && p->group == group) n++;
     }
     return n;
@@ -425,7 +433,7 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
             return;
         }
         op = coll_alloc(m, p->group, ci->tag);
-        m_op *o = &m->ops[op];
+        m_op *o = &m->coll.ops[op];
         o->count = ci->count;
         o->dtype = ci->dtype;
         o->op = ci->op;
@@ -435,7 +443,7 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
         o->mismatch = !coll_params_valid(m, ci);
         coll_arm(m, op);
     } else {
-        m_op *o = &m->ops[op];
+        m_op *o = &m->coll.ops[op];
         if (coll_mem(m, op, slot) != NULL) {
             m_answer_status(m, slot, call, CCOIP_PB_STATUS_INVALID_USAGE,
                             CCOIP_PB_REASON_ILLEGAL_MESSAGE, "tag already initiated");
@@ -450,7 +458,7 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
     }
     m_op_member *mm = coll_mem_add(m, op, slot);
     if (mm == NULL) {
-        if (m->ops[op].mem_n == 0) coll_free(m, op);
+        if (m->coll.ops[op].mem_n == 0) coll_free(m, op);
         m_answer_status(m, slot, call, CCOIP_PB_STATUS_INVALID_USAGE,
                         CCOIP_PB_REASON_RESOURCE_LIMIT, "out of memory for collectives");
         return;
@@ -458,16 +466,16 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
     mm->flags = MOM_VOTED;
     mm->call = call;
     mm->opt_epoch = ci->optimistic_epoch;
-    if (ci->relay && !m->ops[op].mismatch && ci->relay_data.len > 0) {
+    if (ci->relay && !m->coll.ops[op].mismatch && ci->relay_data.len > 0) {
         mm->relay = malloc((size_t)ci->relay_data.len);
         if (mm->relay == NULL) {
-            m->ops[op].mismatch = true; /* refused below like any bad ballot */
+            m->coll.ops[op].mismatch = true; /* refused below like any bad ballot */
         } else {
             memcpy(mm->relay, ci->relay_data.data, (size_t)ci->relay_data.len);
         }
     }
-    m->ops[op].n_voted++;
-    m->ops[op].anchor = slot;
+    m->coll.ops[op].n_voted++;
+    m->coll.ops[op].anchor = slot;
     coll_mark_dirty(m, op);
 }
 
@@ -478,20 +486,20 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
 static bool coll_complete_optimistic(ccoip_master *m, uint32_t slot, uint64_t call,
                                      const ccoip_pb_collective_complete *cc, uint32_t *running)
 {
-    const m_peer *p = &m->peers[slot];
+    const m_peer *p = &m->sess.peers[slot];
     *running = OP_NONE;
-    if (m->op_index_cap == 0) return false;
+    if (m->coll.op_index_cap == 0) return false;
     uint32_t at = coll_probe_start(m, p->group, cc->tag);
     for (uint32_t op = coll_probe(m, p->group, cc->tag, &at); op != OP_NONE;
          op = coll_probe(m, p->group, cc->tag, &at)) {
         m_op_member *mm = coll_mem(m, op, slot);
         if (mm == NULL) continue;
-        if (m->ops[op].state == MOP_RUNNING && (mm->flags & MOM_MEMBER) &&
+        if (m->coll.ops[op].state == MOP_RUNNING && (mm->flags & MOM_MEMBER) &&
             !(mm->flags & MOM_COMPLETED)) {
             *running = op;
             return true;
         }
-        if (m->ops[op].state == MOP_VOTING && (mm->flags & MOM_VOTED) && mm->opt_epoch != 0 &&
+        if (m->coll.ops[op].state == MOP_VOTING && (mm->flags & MOM_VOTED) && mm->opt_epoch != 0 &&
             !(mm->flags & MOM_EARLY)) {
             mm->flags |= MOM_EARLY;
             mm->done_call = call;
@@ -522,7 +530,7 @@ void m_coll_on_complete(ccoip_master *m, uint32_t slot, uint64_t call,
         i = coll_find(m, p->group, cc->tag, MOP_RUNNING, cc->seq);
     }
     if (i != OP_NONE) {
-        m_op *o = &m->ops[i];
+        m_op *o = &m->coll.ops[i];
         m_op_member *mm = coll_mem(m, i, slot);
         if (mm == NULL || !(mm->flags & MOM_MEMBER) || (mm->flags & MOM_COMPLETED)) {
             m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE,
@@ -550,9 +558,9 @@ void m_coll_on_complete(ccoip_master *m, uint32_t slot, uint64_t call,
 
 void m_coll_on_loss(ccoip_master *m, uint32_t slot)
 {
-    if (m->peers[slot].n_ops == 0) return;
-    for (uint32_t i = 0; i < m->ops_hi && m->peers[slot].n_ops > 0; i++) {
-        m_op *o = &m->ops[i];
+    if (m->sess.peers[slot].n_ops == 0) return;
+    for (uint32_t i = 0; i < m->coll.ops_hi && m->sess.peers[slot].n_ops > 0; i++) {
+        m_op *o = &m->coll.ops[i];
         if (o->state == MOP_FREE) continue;
         m_op_member *mm = coll_mem(m, i, slot);
         if (mm == NULL) continue;
@@ -577,32 +585,34 @@ void m_coll_on_loss(ccoip_master *m, uint32_t slot)
 
 void m_coll_abort_all(ccoip_master *m, int32_t reason)
 {
-    for (uint32_t i = 0; i < m->ops_hi; i++) {
-        if (m->ops[i].state == MOP_RUNNING) coll_abort(m, i, reason);
+    for (uint32_t i = 0; i < m->coll.ops_hi; i++) {
+        if (m->coll.ops[i].state == MOP_RUNNING) coll_abort(m, i, reason);
     }
 }
 
 void m_coll_abort_group(ccoip_master *m, uint32_t group, int32_t reason)
 {
-    for (uint32_t i = 0; i < m->ops_hi; i++) {
-        if (m->ops[i].state == MOP_RUNNING && m->ops[i].group == group) coll_abort(m, i, reason);
+    for (uint32_t i = 0; i < m->coll.ops_hi; i++) {
+        if (m->coll.ops[i].state == MOP_RUNNING && m->coll.ops[i].group == group)
+            coll_abort(m, i, reason);
     }
 }
 
 bool m_coll_any_running(const ccoip_master *m)
 {
-    return m->n_running > 0;
+    return m->coll.n_running > 0;
 }
 
 /* The state a voting op's commence depends on outside the op itself: when it changes, every
  * voting op is examined again. */
 static uint64_t coll_world_sig(const ccoip_master *m)
 {
-    uint64_t h = m->epoch * 0x9e3779b97f4a7c15ull;
-    h ^= ((uint64_t)m->phase << 1) ^ ((uint64_t)m->ring_healthy << 3) ^
+    uint64_t h = m->topo.epoch * 0x9e3779b97f4a7c15ull;
+    h ^= ((uint64_t)m->topo.phase << 1) ^ ((uint64_t)m->topo.ring_healthy << 3) ^
          ((uint64_t)m_topo_vote_complete(m) << 4);
     h = (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ull;
-    h ^= m->rewire_gen * 0x94d049bb133111ebull ^ ((uint64_t)m->n_acc << 32) ^ m->order_n;
+    h ^= m->topo.rewire_gen * 0x94d049bb133111ebull ^ ((uint64_t)m->sess.n_acc << 32) ^
+         m->sess.order_n;
     return h | 1u; /* never 0: 0 asks for a full pass */
 }
 
@@ -612,7 +622,7 @@ static uint64_t coll_world_sig(const ccoip_master *m)
  * (nothing sent) while this step's output pool has no room for every answer. */
 static bool coll_relay_answer(ccoip_master *m, uint32_t i)
 {
-    m_op *o = &m->ops[i];
+    m_op *o = &m->coll.ops[i];
     const pcclDataType_t dt = (pcclDataType_t)o->dtype;
     const pcclRedOp_t rop = (pcclRedOp_t)o->op;
     const uint64_t bytes = o->count * ccoip_dtype_size(dt);
@@ -634,7 +644,7 @@ static bool coll_relay_answer(ccoip_master *m, uint32_t i)
     if (r == pcclSuccess && rop == pcclAvg) r = ccoip_reduce_finalize_avg(dt, res, o->count, n);
     /* Not reachable (validated at initiate); else refused like a mismatch. */
     const bool reduced = r == pcclSuccess && n > 0;
-    o->seq = m->next_seq++;
+    o->seq = m->coll.next_seq++;
     for (uint32_t k = 0; k < o->mem_n; k++) {
         const m_op_member *mm = &o->mem[k];
         if (!(mm->flags & MOM_VOTED)) continue;
@@ -654,7 +664,7 @@ static bool coll_relay_answer(ccoip_master *m, uint32_t i)
         m_send(m, mm->slot, &env);
     }
     free(res);
-    m->relayed_ops++;
+    m->coll.relayed_ops++;
     coll_free(m, i);
     return true;
 }
@@ -662,7 +672,7 @@ static bool coll_relay_answer(ccoip_master *m, uint32_t i)
 /* One voting op: commence, refuse, or wait. True if it changed. */
 static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
 {
-    m_op *o = &m->ops[i];
+    m_op *o = &m->coll.ops[i];
     if (o->n_voted == 0) {
         coll_free(m, i); /* every voter is gone: nobody waits for an answer */
         return true;
@@ -675,7 +685,7 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
     /* Voters are accepted members of the group; while the group's ring is settled, every
      * accepted member is in it, so its size is the number of ballots required. An
      * unsettled group (re-wiring, in a phase) waits. */
-    const m_peer *a = &m->peers[o->anchor];
+    const m_peer *a = &m->sess.peers[o->anchor];
     if (a->rewire || a->in_phase) return false;
     uint32_t required = a->ring_size;
     if (o->n_voted < required) return false;
@@ -728,13 +738,12 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
     }
     if (o->relay) {
         if (coll_relay_answer(m, i)) return true;
-        m->relay_wait = true; /* the next step (at once) tries again */
+        m->coll.relay_wait = true; /* the next step (at once) tries again */
         coll_mark_dirty(m, i);
         return false;
     }
-    o->state = MOP_RUNNING;
-    m->n_running++;
-    o->seq = m->next_seq++;
+    m_op_set_state(m, o, MOP_RUNNING); /* n_running */
+    o->seq = m->coll.next_seq++;
     o->epoch = ring_epoch; /* the group's epoch: its members' ring (§6.9) */
     o->world = required;
     o->has_first = false;
@@ -797,33 +806,33 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
 bool m_coll_progress(ccoip_master *m)
 {
     coll_timers_prune(m);
-    m->relay_wait = false;
+    m->coll.relay_wait = false;
     bool changed = false;
     /* A group commences while its own ring is settled (not re-wiring, not in a phase); other
      * groups' re-wiring does not hold it up. A complete topology vote holds every group. */
     int can_commence = -1; /* computed on first need */
     uint64_t sig = coll_world_sig(m);
-    if (sig != m->op_world_sig) {
-        m->op_world_sig = sig;
-        for (uint32_t k = 0; k < m->op_dirty_n; k++)
-            m->ops[m->op_dirty[k]].dirty = false;
-        m->op_dirty_n = 0;
-        for (uint32_t i = 0; i < m->ops_hi; i++) {
-            if (m->ops[i].state == MOP_VOTING && coll_progress_one(m, i, &can_commence)) {
+    if (sig != m->coll.op_world_sig) {
+        m->coll.op_world_sig = sig;
+        for (uint32_t k = 0; k < m->coll.op_dirty_n; k++)
+            m->coll.ops[m->coll.op_dirty[k]].dirty = false;
+        m->coll.op_dirty_n = 0;
+        for (uint32_t i = 0; i < m->coll.ops_hi; i++) {
+            if (m->coll.ops[i].state == MOP_VOTING && coll_progress_one(m, i, &can_commence)) {
                 changed = true;
             }
         }
         return changed;
     }
-    if (m->op_dirty_n == 0) return false;
+    if (m->coll.op_dirty_n == 0) return false;
     /* The ops that changed, in op order (the order a full pass takes). */
-    qsort(m->op_dirty, m->op_dirty_n, sizeof(uint32_t), m_cmp_u32);
-    uint32_t n = m->op_dirty_n;
-    m->op_dirty_n = 0;
+    qsort(m->coll.op_dirty, m->coll.op_dirty_n, sizeof(uint32_t), m_cmp_u32);
+    uint32_t n = m->coll.op_dirty_n;
+    m->coll.op_dirty_n = 0;
     for (uint32_t k = 0; k < n; k++) {
-        uint32_t i = m->op_dirty[k];
-        m->ops[i].dirty = false;
-        if (m->ops[i].state == MOP_VOTING && coll_progress_one(m, i, &can_commence)) {
+        uint32_t i = m->coll.op_dirty[k];
+        m->coll.ops[i].dirty = false;
+        if (m->coll.ops[i].state == MOP_VOTING && coll_progress_one(m, i, &can_commence)) {
             changed = true;
         }
     }
@@ -833,15 +842,15 @@ bool m_coll_progress(ccoip_master *m)
 /* An expired op: evict the members that hold it up. */
 static void coll_expire(ccoip_master *m, uint32_t i)
 {
-    m_op *o = &m->ops[i];
+    m_op *o = &m->coll.ops[i];
     o->has_first = false; /* evict once per deadline */
     o->timer_gen++;
     m_op_state st = o->state;
     uint32_t group = o->group;
     uint64_t last = 0;
     for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {
-        last = m->peers[s].id;
-        const m_peer *p = &m->peers[s];
+        last = m->sess.peers[s].id;
+        const m_peer *p = &m->sess.peers[s];
         const m_op_member *mm = coll_mem(m, i, s);
         uint8_t f = mm != NULL ? mm->flags : 0;
         if (st == MOP_VOTING && p->state == MP_ACCEPTED && p->group == group && !(f & MOM_VOTED)) {
@@ -849,7 +858,7 @@ static void coll_expire(ccoip_master *m, uint32_t i)
         } else if (st == MOP_RUNNING && (f & MOM_MEMBER) && !(f & MOM_COMPLETED)) {
             m_evict(m, s, CCOIP_PB_REASON_VOTE_TIMEOUT, "did not complete the collective");
         }
-        if (m->ops[i].state != st) break; /* freed by an eviction */
+        if (m->coll.ops[i].state != st) break; /* freed by an eviction */
     }
 }
 
@@ -857,8 +866,9 @@ void m_coll_timers(ccoip_master *m)
 {
     coll_timers_prune(m);
     uint32_t n = 0;
-    for (uint32_t k = 0; k < m->op_timers_n; k++) {
-        const m_op_timer *t = &m->op_timers[(m->op_timers_head + k) % m->op_timers_cap];
+    for (uint32_t k = 0; k < m->coll.op_timers_n; k++) {
+        const m_op_timer *t =
+            &m->coll.op_timers[(m->coll.op_timers_head + k) % m->coll.op_timers_cap];
         if (t->due_ns > m->now) break;
         if (coll_timer_live(m, t)) n++;
     }
@@ -868,14 +878,15 @@ void m_coll_timers(ccoip_master *m)
     uint32_t *due = malloc((size_t)n * sizeof(uint32_t));
     if (due == NULL) return; /* retried on the next step */
     uint32_t got = 0;
-    for (uint32_t k = 0; k < m->op_timers_n && got < n; k++) {
-        const m_op_timer *t = &m->op_timers[(m->op_timers_head + k) % m->op_timers_cap];
+    for (uint32_t k = 0; k < m->coll.op_timers_n && got < n; k++) {
+        const m_op_timer *t =
+            &m->coll.op_timers[(m->coll.op_timers_head + k) % m->coll.op_timers_cap];
         if (t->due_ns > m->now) break;
         if (coll_timer_live(m, t)) due[got++] = t->op;
     }
     qsort(due, got, sizeof(uint32_t), m_cmp_u32);
     for (uint32_t k = 0; k < got; k++) {
-        const m_op *o = &m->ops[due[k]];
+        const m_op *o = &m->coll.ops[due[k]];
         if (o->state == MOP_FREE || !o->has_first ||
             m->now < sm_add_sat(o->first_ns, sm_ms(m->cfg.vote_timeout_ms))) {
             continue;
@@ -887,9 +898,10 @@ void m_coll_timers(ccoip_master *m)
 
 uint64_t m_coll_deadline(const ccoip_master *m)
 {
-    if (m->relay_wait) return m->now;
-    for (uint32_t k = 0; k < m->op_timers_n; k++) {
-        const m_op_timer *t = &m->op_timers[(m->op_timers_head + k) % m->op_timers_cap];
+    if (m->coll.relay_wait) return m->now;
+    for (uint32_t k = 0; k < m->coll.op_timers_n; k++) {
+        const m_op_timer *t =
+            &m->coll.op_timers[(m->coll.op_timers_head + k) % m->coll.op_timers_cap];
         if (coll_timer_live(m, t)) return t->due_ns;
     }
     return CCOIP_NO_DEADLINE;

@@ -20,7 +20,7 @@
  * one later (it is then not blocked); such a member makes its group not
  * blocked. A member with two blocking ballots (not legal) is not classified.
  * The check runs only after a blocking ballot arrived or a peer was removed
- * (m->mm_dirty), in one walk over the peers.
+ * (m->mm.dirty), in one walk over the peers.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -68,16 +68,16 @@ static void mm_fail(ccoip_master *m, uint32_t slot, const char *detail)
                         CCOIP_PB_REASON_CALL_MISMATCH, detail);
         p->topo_voted = false;
         p->topo_call = 0;
-        m->n_tv_acc--;
-        if (m->n_tv_acc == 0) m->topo_timer = false;
+        m->topo.n_tv_acc--;
+        if (m->topo.n_tv_acc == 0) m->topo.topo_timer = false;
         break;
     case MK_PENDING:
         m_answer_status(m, slot, p->pend_call, CCOIP_PB_STATUS_INVALID_USAGE,
                         CCOIP_PB_REASON_CALL_MISMATCH, detail);
         p->pend_voted = false;
         p->pend_call = 0;
-        m->n_pend_voted--;
-        if (m->n_pend_voted == 0) m->pend_timer = false;
+        m->topo.n_pend_voted--;
+        if (m->topo.n_pend_voted == 0) m->topo.pend_timer = false;
         break;
     case MK_SYNC:
         m_answer_status(m, slot, p->sync_call, CCOIP_PB_STATUS_INVALID_USAGE,
@@ -103,20 +103,20 @@ static void mm_fail_all(ccoip_master *m, const uint64_t *keys, uint32_t n, uint3
            "failing all %u with pcclInvalidUsage",
            scope, group, mk_call[k1], mk_call[k2], n);
     for (uint32_t i = 0; i < n; i++)
-        mm_fail(m, m->order[(uint32_t)keys[i]], "members blocked in different calls");
+        mm_fail(m, m->sess.order[(uint32_t)keys[i]], "members blocked in different calls");
 }
 
 bool m_mismatch_progress(ccoip_master *m)
 {
-    if (!m->mm_dirty) return false;
-    m->mm_dirty = false;
-    if (m->n_acc < 2u) return false;
+    if (!m->mm.dirty) return false;
+    m->mm.dirty = false;
+    if (m->sess.n_acc < 2u) return false;
     /* Accepted peers by (group, position in order[]), as topo_build_rings does. */
     uint64_t *keys = m->ids;
     uint32_t nk = 0;
     bool all_blocked = true;
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        const m_peer *p = &m->peers[m->order[i]];
+    for (uint32_t i = 0; i < m->sess.order_n; i++) {
+        const m_peer *p = &m->sess.peers[m->sess.order[i]];
         if (p->state != MP_ACCEPTED) continue;
         const uint32_t k = mm_kind(p);
         if (k == MK_NONE || k == MK_MULTI) all_blocked = false;
@@ -130,7 +130,7 @@ bool m_mismatch_progress(ccoip_master *m)
         uint32_t k1 = MK_NONE, k2 = MK_NONE;
         bool blocked = true;
         for (; at < nk && (uint32_t)(keys[at] >> 32) == group; at++) {
-            const uint32_t k = mm_kind(&m->peers[m->order[(uint32_t)keys[at]]]);
+            const uint32_t k = mm_kind(&m->sess.peers[m->sess.order[(uint32_t)keys[at]]]);
             if (k == MK_NONE || k == MK_MULTI) {
                 blocked = false;
             } else if (k1 == MK_NONE) {

@@ -5,6 +5,7 @@
  * leaves), bandwidth reports, the ring of each group solved as an asymmetric
  * TSP (core/ccoip_tsp.h), installed as a new epoch without admitting anyone.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ccoip_tsp.h"
@@ -12,7 +13,7 @@
 
 static uint64_t *opt_bw(ccoip_master *m, uint32_t from, uint32_t to)
 {
-    return &m->bw[(uint64_t)from * m->cfg.max_peers + to];
+    return &m->opt.bw[(uint64_t)from * m->cfg.max_peers + to];
 }
 
 void m_opt_on_vote(ccoip_master *m, uint32_t slot, uint64_t call)
@@ -23,14 +24,14 @@ void m_opt_on_vote(ccoip_master *m, uint32_t slot, uint64_t call)
                         CCOIP_PB_REASON_ILLEGAL_MESSAGE, "an optimization is already running");
         return;
     }
-    p->opt_st = MO_VOTED;
-    m->opt_any = true;
-    m->mm_dirty = true;
+    m_peer_set_opt(p, MO_VOTED);
+    m->opt.opt_any = true;
+    m->mm.dirty = true;
     p->opt_call = call;
     p->opt_failed = false;
-    if (!m->opt_timer) {
-        m->opt_timer = true;
-        m->opt_first_ns = m->now;
+    if (!m->opt.opt_timer) {
+        m->opt.opt_timer = true;
+        m->opt.opt_first_ns = m->now;
     }
 }
 
@@ -38,12 +39,12 @@ void m_opt_drop_vote(ccoip_master *m, uint32_t slot)
 {
     m_peer *p = m_peer_at(m, slot);
     if (p->opt_st != MO_VOTED) return;
-    p->opt_st = MO_NONE;
+    m_peer_set_opt(p, MO_NONE);
     p->opt_call = 0;
     bool any = false;
-    for (uint32_t k = 0; k < m->order_n && !any; k++)
-        any = m->peers[m->order[k]].opt_st != MO_NONE;
-    if (!any) m->opt_timer = false; /* the vote's deadline goes with its last ballot */
+    for (uint32_t k = 0; k < m->sess.order_n && !any; k++)
+        any = m->sess.peers[m->sess.order[k]].opt_st != MO_NONE;
+    if (!any) m->opt.opt_timer = false; /* the vote's deadline goes with its last ballot */
 }
 
 /* Link cost in microseconds per MiB (integer, >= 1, below CCOIP_TSP_COST_MAX). */
@@ -80,8 +81,8 @@ void m_opt_on_report(ccoip_master *m, uint32_t slot, const ccoip_pb_bandwidth_re
             continue;
         }
         *opt_bw(m, slot, to) = opt_cost(smp->bytes, smp->duration_us);
-        m->slot_links[slot] |= M_LINK_BW;
-        m->slot_links[to] |= M_LINK_BW;
+        m->topo.slot_links[slot] |= M_LINK_BW;
+        m->topo.slot_links[to] |= M_LINK_BW;
     }
 }
 
@@ -92,7 +93,7 @@ void m_opt_on_done(ccoip_master *m, uint32_t slot, uint64_t call)
         m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "optimize_done outside a probe phase");
         return;
     }
-    p->opt_st = MO_DONE;
+    m_peer_set_opt(p, MO_DONE);
     p->opt_call = call;
 }
 
@@ -100,8 +101,8 @@ void m_opt_on_loss(ccoip_master *m, uint32_t slot)
 {
     /* Measurements to and from a leaving peer are forgotten (its slot may be reused); a slot
      * that never had one skips the walk (see master_clear_unreachable). */
-    if ((m->slot_links[slot] & M_LINK_BW) == 0) return;
-    m->slot_links[slot] = (uint8_t)(m->slot_links[slot] & ~M_LINK_BW);
+    if ((m->topo.slot_links[slot] & M_LINK_BW) == 0) return;
+    m->topo.slot_links[slot] = (uint8_t)(m->topo.slot_links[slot] & ~M_LINK_BW);
     for (uint32_t o = 0; o < m->cfg.max_peers; o++) {
         *opt_bw(m, slot, o) = 0;
         *opt_bw(m, o, slot) = 0;
@@ -111,18 +112,18 @@ void m_opt_on_loss(ccoip_master *m, uint32_t slot)
 /* Every accepted peer voted: ask each for the links of its group not measured yet. */
 static void opt_request_probes(ccoip_master *m)
 {
-    for (uint32_t k = 0; k < m->order_n; k++) {
-        uint32_t s = m->order[k];
-        m_peer *p = &m->peers[s];
+    for (uint32_t k = 0; k < m->sess.order_n; k++) {
+        uint32_t s = m->sess.order[k];
+        m_peer *p = &m->sess.peers[s];
         if (p->state != MP_ACCEPTED) continue;
         uint64_t n = 0;
-        for (uint32_t j = 0; j < m->order_n; j++) {
-            uint32_t t = m->order[j];
-            const m_peer *q = &m->peers[t];
+        for (uint32_t j = 0; j < m->sess.order_n; j++) {
+            uint32_t t = m->sess.order[j];
+            const m_peer *q = &m->sess.peers[t];
             if (t == s || q->state != MP_ACCEPTED || q->group != p->group) continue;
             if (*opt_bw(m, s, t) != 0 || m_unreachable(m, s, t)) continue;
             const m_endpoint *ep = &q->ep[CCOIP_PB_ENDPOINT_KIND_BANDWIDTH];
-            ccoip_pb_probe_target *tg = &m->targets[n++];
+            ccoip_pb_probe_target *tg = &m->opt.targets[n++];
             memset(tg, 0, sizeof(*tg));
             tg->peer_id = q->id;
             tg->has_endpoint = true;
@@ -138,21 +139,21 @@ static void opt_request_probes(ccoip_master *m)
         memset(&env, 0, sizeof(env));
         env.call_id = p->opt_call;
         env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_PROBE_REQUESTS;
-        env.body.probe_requests.epoch = m->epoch;
-        env.body.probe_requests.targets = m->targets;
+        env.body.probe_requests.epoch = m->topo.epoch;
+        env.body.probe_requests.targets = m->opt.targets;
         env.body.probe_requests.targets_count = n;
         m_send(m, s, &env);
-        p->opt_st = MO_PROBING;
+        m_peer_set_opt(p, MO_PROBING);
         p->opt_call = 0;
     }
-    m->opt_first_ns = m->now; /* the probe phase gets its own deadline */
+    m->opt.opt_first_ns = m->now; /* the probe phase gets its own deadline */
 }
 
 static void opt_answer_failure(ccoip_master *m)
 {
-    for (uint32_t k = 0; k < m->order_n; k++) {
-        uint32_t s = m->order[k];
-        m_peer *p = &m->peers[s];
+    for (uint32_t k = 0; k < m->sess.order_n; k++) {
+        uint32_t s = m->sess.order[k];
+        m_peer *p = &m->sess.peers[s];
         if (p->opt_st != MO_DONE) continue;
         ccoip_pb_master_to_peer env;
         memset(&env, 0, sizeof(env));
@@ -160,7 +161,7 @@ static void opt_answer_failure(ccoip_master *m)
         env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_OPTIMIZE_VERDICT;
         env.body.optimize_verdict.success = false;
         m_send(m, s, &env);
-        p->opt_st = MO_NONE;
+        m_peer_set_opt(p, MO_NONE);
         p->opt_call = 0;
     }
     sm_log(&m->out, CCOIP_LOG_WARN, "master: topology optimization failed");
@@ -175,8 +176,8 @@ static bool opt_solve(ccoip_master *m)
     for (;;) {
         bool found = false;
         uint32_t group = 0;
-        for (uint32_t i = 0; i < m->order_n; i++) {
-            const m_peer *p = &m->peers[m->order[i]];
+        for (uint32_t i = 0; i < m->sess.order_n; i++) {
+            const m_peer *p = &m->sess.peers[m->sess.order[i]];
             if (p->state != MP_ACCEPTED || (have_last && p->group <= last_group)) continue;
             if (!found || p->group < group) {
                 group = p->group;
@@ -187,9 +188,9 @@ static bool opt_solve(ccoip_master *m)
         have_last = true;
         last_group = group;
         uint32_t n = 0;
-        for (uint32_t i = 0; i < m->order_n; i++) {
-            const m_peer *p = &m->peers[m->order[i]];
-            if (p->state == MP_ACCEPTED && p->group == group) mem[n++] = m->order[i];
+        for (uint32_t i = 0; i < m->sess.order_n; i++) {
+            const m_peer *p = &m->sess.peers[m->sess.order[i]];
+            if (p->state == MP_ACCEPTED && p->group == group) mem[n++] = m->sess.order[i];
         }
         for (uint32_t i = 0; i < n; i++) {
             for (uint32_t j = 0; j < n; j++) {
@@ -198,12 +199,12 @@ static bool opt_solve(ccoip_master *m)
                     c = *opt_bw(m, mem[i], mem[j]);
                     if (c == 0 || m_unreachable(m, mem[i], mem[j])) c = CCOIP_TSP_COST_MAX;
                 }
-                m->tsp_cost[(uint64_t)i * n + j] = c;
+                m->opt.tsp_cost[(uint64_t)i * n + j] = c;
             }
         }
         uint64_t cost = 0;
-        if (ccoip_tsp_solve(n, m->tsp_cost, 0, m->tsp_work, m->tsp_work_bytes, m->tsp_tour,
-                            &cost) != pcclSuccess) {
+        if (ccoip_tsp_solve(n, m->opt.tsp_cost, 0, m->opt.tsp_work, m->opt.tsp_work_bytes,
+                            m->opt.tsp_tour, &cost) != pcclSuccess) {
             return false;
         }
         if (n > 1 && cost >= CCOIP_TSP_COST_MAX) return false;
@@ -211,11 +212,11 @@ static bool opt_solve(ccoip_master *m)
                cost);
         /* The tour (indices into mem) becomes the group's ring. */
         for (uint32_t i = 0; i < n; i++) {
-            m_peer *p = &m->peers[mem[m->tsp_tour[i]]];
+            m_peer *p = &m->sess.peers[mem[m->opt.tsp_tour[i]]];
             p->rank = i;
             p->ring_size = n;
-            p->succ = mem[m->tsp_tour[(i + 1u) % n]];
-            p->pred = mem[m->tsp_tour[(i + n - 1u) % n]];
+            p->succ = mem[m->opt.tsp_tour[(i + 1u) % n]];
+            p->pred = mem[m->opt.tsp_tour[(i + n - 1u) % n]];
         }
     }
 }
@@ -224,9 +225,9 @@ bool m_opt_progress(ccoip_master *m)
 {
     uint32_t accepted = 0, voted = 0, probing = 0, done = 0;
     bool failed = false;
-    if (!m->opt_any) return false; /* nobody voted since the last idle pass */
-    for (uint32_t k = 0; k < m->order_n; k++) {
-        const m_peer *p = &m->peers[m->order[k]];
+    if (!m->opt.opt_any) return false; /* nobody voted since the last idle pass */
+    for (uint32_t k = 0; k < m->sess.order_n; k++) {
+        const m_peer *p = &m->sess.peers[m->sess.order[k]];
         if (p->state != MP_ACCEPTED) continue;
         accepted++;
         if (p->opt_st == MO_VOTED) voted++;
@@ -237,7 +238,7 @@ bool m_opt_progress(ccoip_master *m)
         }
     }
     if (voted == 0 && probing == 0 && done == 0) {
-        m->opt_any = false;
+        m->opt.opt_any = false;
         return false;
     }
     if (voted > 0 && voted == accepted) {
@@ -247,13 +248,13 @@ bool m_opt_progress(ccoip_master *m)
     if (done == 0 || probing > 0) return false;
     /* Every participant reported. Peers admitted meanwhile take no part: their links are
      * unmeasured, so the solve fails and the retry measures them. */
-    m->opt_timer = false;
+    m->opt.opt_timer = false;
     if (failed) {
         opt_answer_failure(m);
         return true;
     }
     /* Install only on an idle, healthy topology with no collective running (a re-wire). */
-    if (m->phase != MPH_NONE || !m->ring_healthy || m_coll_any_running(m)) return false;
+    if (m->topo.phase != MPH_NONE || !m->topo.ring_healthy || m_coll_any_running(m)) return false;
     if (!opt_solve(m)) {
         /* The rings may be half-rewritten: re-wire them (all groups) the ordinary way. */
         m_mark_rewire_all(m);
@@ -266,17 +267,18 @@ bool m_opt_progress(ccoip_master *m)
 
 void m_opt_timers(ccoip_master *m)
 {
-    if (!m->opt_timer || m->now < sm_add_sat(m->opt_first_ns, sm_ms(m->cfg.vote_timeout_ms))) {
+    if (!m->opt.opt_timer ||
+        m->now < sm_add_sat(m->opt.opt_first_ns, sm_ms(m->cfg.vote_timeout_ms))) {
         return;
     }
-    m->opt_timer = false;
+    m->opt.opt_timer = false;
     bool probing = false;
-    for (uint32_t k = 0; k < m->order_n; k++) {
-        if (m->peers[m->order[k]].opt_st == MO_PROBING) probing = true;
+    for (uint32_t k = 0; k < m->sess.order_n; k++) {
+        if (m->sess.peers[m->sess.order[k]].opt_st == MO_PROBING) probing = true;
     }
     uint64_t last = 0;
     for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {
-        const m_peer *p = &m->peers[s];
+        const m_peer *p = &m->sess.peers[s];
         last = p->id;
         if (p->state != MP_ACCEPTED) continue;
         if (probing ? p->opt_st == MO_PROBING : p->opt_st == MO_NONE) {
@@ -289,6 +291,29 @@ void m_opt_timers(ccoip_master *m)
 
 uint64_t m_opt_deadline(const ccoip_master *m)
 {
-    return m->opt_timer ? sm_add_sat(m->opt_first_ns, sm_ms(m->cfg.vote_timeout_ms))
-                        : CCOIP_NO_DEADLINE;
+    return m->opt.opt_timer ? sm_add_sat(m->opt.opt_first_ns, sm_ms(m->cfg.vote_timeout_ms))
+                            : CCOIP_NO_DEADLINE;
+}
+
+bool m_opt_init(ccoip_master *m)
+{
+    m_optimization *o = &m->opt;
+    const uint64_t np = m->cfg.max_peers;
+    o->bw = calloc((size_t)(np * np), sizeof(uint64_t));
+    o->tsp_cost = calloc((size_t)(np * np), sizeof(uint64_t));
+    o->tsp_tour = calloc((size_t)np, sizeof(uint32_t));
+    o->tsp_work_bytes = ccoip_tsp_workspace_bytes((uint32_t)np);
+    o->tsp_work = malloc((size_t)o->tsp_work_bytes);
+    o->targets = calloc((size_t)np, sizeof(ccoip_pb_probe_target));
+    return o->bw != NULL && o->tsp_cost != NULL && o->tsp_tour != NULL && o->tsp_work != NULL &&
+           o->targets != NULL;
+}
+
+void m_opt_deinit(ccoip_master *m)
+{
+    free(m->opt.bw);
+    free(m->opt.tsp_cost);
+    free(m->opt.tsp_tour);
+    free(m->opt.tsp_work);
+    free(m->opt.targets);
 }

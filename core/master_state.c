@@ -4,39 +4,41 @@
  * every accepted member, the revision rule, the election of the popular key
  * set and content, distributor assignment by load, and the completion vote.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "master_internal.h"
 
 static m_skey *sync_keys(ccoip_master *m, uint32_t slot)
 {
-    return &m->skeys[(uint64_t)slot * m->cfg.max_state_keys];
+    return &m->sync.skeys[(uint64_t)slot * m->cfg.max_state_keys];
 }
 
 static m_sgroup *sync_group(ccoip_master *m, uint32_t group, bool create)
 {
     m_sgroup *free_g = NULL;
-    for (uint32_t i = 0; i < m->sg_hi; i++) {
-        m_sgroup *g = &m->sgroups[i];
+    for (uint32_t i = 0; i < m->sync.sg_hi; i++) {
+        m_sgroup *g = &m->sync.sgroups[i];
         if (g->used && g->group == group) return g;
         if (!g->used && free_g == NULL) free_g = g;
     }
-    if (create && free_g == NULL && m->sg_hi < m->cfg.max_peers) free_g = &m->sgroups[m->sg_hi];
+    if (create && free_g == NULL && m->sync.sg_hi < m->cfg.max_peers)
+        free_g = &m->sync.sgroups[m->sync.sg_hi];
     if (!create) return NULL;
     if (free_g == NULL) {
         /* Reuse the entry of a group without members and without a sync in flight. */
-        for (uint32_t i = 0; i < m->sg_hi && free_g == NULL; i++) {
-            m_sgroup *g = &m->sgroups[i];
+        for (uint32_t i = 0; i < m->sync.sg_hi && free_g == NULL; i++) {
+            m_sgroup *g = &m->sync.sgroups[i];
             bool members = false;
-            for (uint32_t k = 0; k < m->order_n; k++) {
-                if (m->peers[m->order[k]].group == g->group) members = true;
+            for (uint32_t k = 0; k < m->sess.order_n; k++) {
+                if (m->sess.peers[m->sess.order[k]].group == g->group) members = true;
             }
             if (!members && !g->transfer) free_g = g;
         }
     }
     if (free_g == NULL) return NULL;
-    if ((uint32_t)(free_g - m->sgroups) >= m->sg_hi)
-        m->sg_hi = (uint32_t)(free_g - m->sgroups) + 1u;
+    if ((uint32_t)(free_g - m->sync.sgroups) >= m->sync.sg_hi)
+        m->sync.sg_hi = (uint32_t)(free_g - m->sync.sgroups) + 1u;
     memset(free_g, 0, sizeof(*free_g));
     free_g->used = true;
     free_g->group = group;
@@ -48,7 +50,7 @@ static void sync_refuse_evict(ccoip_master *m, uint32_t slot, int32_t reason, co
 {
     m_peer *p = m_peer_at(m, slot);
     m_answer_status(m, slot, p->sync_call, CCOIP_PB_STATUS_INVALID_USAGE, reason, why);
-    p->sync_st = MS_NONE;
+    m_peer_set_sync(p, MS_NONE);
     m_evict(m, slot, reason, why);
 }
 
@@ -96,7 +98,7 @@ void m_sync_on_vote(ccoip_master *m, uint32_t slot, uint64_t call,
                         CCOIP_PB_REASON_RESOURCE_LIMIT, "too many peer groups");
         return;
     }
-    p->sync_st = MS_VOTED;
+    m_peer_set_sync(p, MS_VOTED);
     p->sync_call = call;
     p->sync_rev = v->revision;
     p->sync_strategy = v->strategy;
@@ -111,21 +113,21 @@ void m_sync_on_vote(ccoip_master *m, uint32_t slot, uint64_t call,
         g->has_first = true;
         g->first_ns = m->now;
     }
-    m->mm_dirty = true;
+    m->mm.dirty = true;
 }
 
 void m_sync_drop_vote(ccoip_master *m, uint32_t slot)
 {
     m_peer *p = m_peer_at(m, slot);
     if (p->sync_st != MS_VOTED) return;
-    p->sync_st = MS_NONE;
+    m_peer_set_sync(p, MS_NONE);
     p->sync_call = 0;
     m_sgroup *g = sync_group(m, p->group, false);
     if (g == NULL || g->transfer) return;
     /* The vote's deadline goes when its last ballot does. */
     bool voters = false;
-    for (uint32_t k = 0; k < m->order_n && !voters; k++) {
-        const m_peer *q = &m->peers[m->order[k]];
+    for (uint32_t k = 0; k < m->sess.order_n && !voters; k++) {
+        const m_peer *q = &m->sess.peers[m->sess.order[k]];
         voters = q->group == p->group && q->state == MP_ACCEPTED && q->sync_st == MS_VOTED;
     }
     if (!voters) g->has_first = false;
@@ -144,7 +146,7 @@ void m_sync_on_done(ccoip_master *m, uint32_t slot, uint64_t call,
         m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "sync_done outside a sync");
         return;
     }
-    p->sync_st = MS_DONE;
+    m_peer_set_sync(p, MS_DONE);
     p->sync_call = call;
     p->sync_ok = d->success;
     m_sgroup *g = sync_group(m, p->group, false);
@@ -157,7 +159,7 @@ void m_sync_on_done(ccoip_master *m, uint32_t slot, uint64_t call,
 /* Same key set (names, dtypes, counts, allow_content_inequality) in the same (sorted) order. */
 static bool sync_same_schema(ccoip_master *m, uint32_t a, uint32_t b)
 {
-    const m_peer *pa = &m->peers[a], *pb = &m->peers[b];
+    const m_peer *pa = &m->sess.peers[a], *pb = &m->sess.peers[b];
     if (pa->sync_nkeys != pb->sync_nkeys) return false;
     const m_skey *ka = sync_keys(m, a), *kb = sync_keys(m, b);
     for (uint32_t i = 0; i < pa->sync_nkeys; i++) {
@@ -174,7 +176,7 @@ static bool sync_same_schema(ccoip_master *m, uint32_t a, uint32_t b)
 static bool sync_same_content(ccoip_master *m, uint32_t a, uint32_t b)
 {
     const m_skey *ka = sync_keys(m, a), *kb = sync_keys(m, b);
-    for (uint32_t i = 0; i < m->peers[a].sync_nkeys; i++) {
+    for (uint32_t i = 0; i < m->sess.peers[a].sync_nkeys; i++) {
         if (!ka[i].aci && ka[i].hash != kb[i].hash) return false;
     }
     return true;
@@ -183,8 +185,8 @@ static bool sync_same_content(ccoip_master *m, uint32_t a, uint32_t b)
 static bool sync_holds_popular(ccoip_master *m, uint32_t s)
 {
     const m_skey *k = sync_keys(m, s);
-    for (uint32_t i = 0; i < m->peers[s].sync_nkeys; i++) {
-        if (!k[i].aci && k[i].hash != m->popular[i]) return false;
+    for (uint32_t i = 0; i < m->sess.peers[s].sync_nkeys; i++) {
+        if (!k[i].aci && k[i].hash != m->sync.popular[i]) return false;
     }
     return true;
 }
@@ -205,12 +207,12 @@ static void sync_send_verdict(ccoip_master *m, uint32_t slot, uint64_t prev, uin
     env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_SYNC_VERDICT;
     ccoip_pb_shared_state_sync_verdict *v = &env.body.sync_verdict;
     v->popular_revision = prev;
-    v->round = m->next_round; /* == the group's g->round, set just before */
+    v->round = m->sync.next_round; /* == the group's g->round, set just before */
     v->outdated = nout > 0;
-    v->outdated_keys = m->okeys;
+    v->outdated_keys = m->sync.okeys;
     v->outdated_keys_count = nout;
     if (nout > 0) {
-        const m_peer *d = &m->peers[dist];
+        const m_peer *d = &m->sess.peers[dist];
         const m_endpoint *ep = &d->ep[CCOIP_PB_ENDPOINT_KIND_SHARED_STATE];
         v->distributor_peer = d->id;
         v->has_distributor = true;
@@ -222,20 +224,25 @@ static void sync_send_verdict(ccoip_master *m, uint32_t slot, uint64_t prev, uin
         v->distributor.url.len = ep->url_len;
     }
     m_send(m, slot, &env);
-    p->sync_st = MS_ASSIGNED;
+    m_peer_set_sync(p, MS_ASSIGNED);
     p->sync_call = 0;
 }
 
-/* Every accepted member of g voted: elect, classify, assign distributors (§6.7). */
-static void sync_elect(ccoip_master *m, m_sgroup *g)
+/*
+ * The election (§6.7), step by step. Each step walks the group's voters in ascending id, so the
+ * outcome depends only on the votes. Steps 3 and 5 collect the members to refuse into tmp_d
+ * (evictions change order[], so they run once every step that walks it is done).
+ */
+
+/* 1. The popular revision: `next` when some candidate votes it, else (first sync of the group,
+ *    or every up-to-date member gone) the highest revision a non-receive-only member holds.
+ *    False when no such member exists: every voter is answered NO_SHARED_STATE_AVAILABLE. */
+static bool elect_revision(ccoip_master *m, m_sgroup *g, uint64_t *prev_out)
 {
-    /* 1. The popular revision: `next` when some candidate votes it, else (first sync of the
-     *    group, or every up-to-date member gone) the highest revision a non-receive-only
-     *    member holds. No such member: nothing to distribute. */
     uint64_t prev = 0;
     bool have = false;
-    for (uint32_t k = 0; k < m->order_n; k++) {
-        const m_peer *p = &m->peers[m->order[k]];
+    for (uint32_t k = 0; k < m->sess.order_n; k++) {
+        const m_peer *p = &m->sess.peers[m->sess.order[k]];
         if (p->state != MP_ACCEPTED || p->group != g->group || p->sync_st != MS_VOTED) continue;
         if (p->sync_strategy == CCOIP_PB_SYNC_STRATEGY_RECEIVE_ONLY) continue;
         if (g->has_next && p->sync_rev == g->next) {
@@ -248,26 +255,33 @@ static void sync_elect(ccoip_master *m, m_sgroup *g)
     }
     g->has_first = false;
     if (!have) {
-        for (uint32_t k = 0; k < m->order_n; k++) {
-            uint32_t s = m->order[k];
-            m_peer *p = &m->peers[s];
+        for (uint32_t k = 0; k < m->sess.order_n; k++) {
+            uint32_t s = m->sess.order[k];
+            m_peer *p = &m->sess.peers[s];
             if (p->group != g->group || p->sync_st != MS_VOTED) continue;
             m_answer_status(m, s, p->sync_call, CCOIP_PB_STATUS_NO_SHARED_STATE_AVAILABLE,
                             CCOIP_PB_REASON_UNSPECIFIED, "no member distributes shared state");
-            p->sync_st = MS_NONE;
+            m_peer_set_sync(p, MS_NONE);
         }
-        return;
+        return false;
     }
-    /* 2. The popular key set among candidates (most votes; ties: the lowest id's set). */
-    uint32_t best = M_SLOT_NONE, best_n = 0; /* exists: the member that set prev */
-    for (uint32_t k = 0; k < m->order_n; k++) {
-        uint32_t s = m->order[k];
-        const m_peer *p = &m->peers[s];
+    *prev_out = prev;
+    return true;
+}
+
+/* 2. The popular key set among candidates (most votes; ties: the lowest id's set). Returns the
+ *    slot of a member holding it (one exists: the member that set prev). */
+static uint32_t elect_key_set(ccoip_master *m, const m_sgroup *g, uint64_t prev)
+{
+    uint32_t best = M_SLOT_NONE, best_n = 0;
+    for (uint32_t k = 0; k < m->sess.order_n; k++) {
+        uint32_t s = m->sess.order[k];
+        const m_peer *p = &m->sess.peers[s];
         if (p->group != g->group || !sync_is_candidate(p, prev)) continue;
         uint32_t n = 0;
-        for (uint32_t j = 0; j < m->order_n; j++) {
-            uint32_t t = m->order[j];
-            const m_peer *q = &m->peers[t];
+        for (uint32_t j = 0; j < m->sess.order_n; j++) {
+            uint32_t t = m->sess.order[j];
+            const m_peer *q = &m->sess.peers[t];
             if (q->group == g->group && sync_is_candidate(q, prev) && sync_same_schema(m, s, t))
                 n++;
         }
@@ -276,34 +290,43 @@ static void sync_elect(ccoip_master *m, m_sgroup *g)
             best_n = n;
         }
     }
-    if (best == M_SLOT_NONE) return; /* unreachable: the member that set prev is one */
-    /* 3. Members whose key set differs are refused and evicted. */
-    uint32_t nev = 0;
-    for (uint32_t k = 0; k < m->order_n; k++) {
-        uint32_t s = m->order[k];
-        const m_peer *p = &m->peers[s];
+    return best;
+}
+
+/* 3. Voters whose key set differs from best's are refused: appended to tmp_d. */
+static uint32_t elect_schema_misfits(ccoip_master *m, const m_sgroup *g, uint32_t best,
+                                     uint32_t nev)
+{
+    for (uint32_t k = 0; k < m->sess.order_n; k++) {
+        uint32_t s = m->sess.order[k];
+        const m_peer *p = &m->sess.peers[s];
         if (p->group == g->group && p->sync_st == MS_VOTED && !sync_same_schema(m, s, best)) {
-            m->tmp_d[nev++] = s;
+            m->sync.tmp_d[nev++] = s;
         }
     }
-    uint32_t nkeys = m->peers[best].sync_nkeys;
-    /* 4. Popular content per key among candidates (ties: the lowest id's hash). */
+    return nev;
+}
+
+/* 4. Popular content per key among candidates (ties: the lowest id's hash) into m->popular. */
+static void elect_content(ccoip_master *m, const m_sgroup *g, uint64_t prev, uint32_t best,
+                          uint32_t nkeys)
+{
     const m_skey *bk = sync_keys(m, best);
     for (uint32_t i = 0; i < nkeys; i++) {
         uint64_t h = bk[i].hash;
         uint32_t hn = 0;
-        for (uint32_t k = 0; k < m->order_n; k++) {
-            uint32_t s = m->order[k];
-            const m_peer *p = &m->peers[s];
+        for (uint32_t k = 0; k < m->sess.order_n; k++) {
+            uint32_t s = m->sess.order[k];
+            const m_peer *p = &m->sess.peers[s];
             if (p->group != g->group || !sync_is_candidate(p, prev) ||
                 !sync_same_schema(m, s, best)) {
                 continue;
             }
             uint64_t mine = sync_keys(m, s)[i].hash;
             uint32_t n = 0;
-            for (uint32_t j = 0; j < m->order_n; j++) {
-                uint32_t t = m->order[j];
-                const m_peer *q = &m->peers[t];
+            for (uint32_t j = 0; j < m->sess.order_n; j++) {
+                uint32_t t = m->sess.order[j];
+                const m_peer *q = &m->sess.peers[t];
                 if (q->group == g->group && sync_is_candidate(q, prev) &&
                     sync_same_schema(m, t, best) && sync_keys(m, t)[i].hash == mine) {
                     n++;
@@ -314,94 +337,107 @@ static void sync_elect(ccoip_master *m, m_sgroup *g)
                 h = mine;
             }
         }
-        m->popular[i] = h;
+        m->sync.popular[i] = h;
     }
     /* The per-key winners may be a combination no candidate holds: then the most popular
      * whole content wins instead (ties: lowest id), so a distributor always exists. */
     bool held = false;
-    for (uint32_t k = 0; k < m->order_n && !held; k++) {
-        uint32_t s = m->order[k];
-        const m_peer *p = &m->peers[s];
+    for (uint32_t k = 0; k < m->sess.order_n && !held; k++) {
+        uint32_t s = m->sess.order[k];
+        const m_peer *p = &m->sess.peers[s];
         held = p->group == g->group && sync_is_candidate(p, prev) && sync_same_schema(m, s, best) &&
                sync_holds_popular(m, s);
     }
-    if (!held) {
-        uint32_t w = best, wn = 0;
-        for (uint32_t k = 0; k < m->order_n; k++) {
-            uint32_t s = m->order[k];
-            const m_peer *p = &m->peers[s];
-            if (p->group != g->group || !sync_is_candidate(p, prev) ||
-                !sync_same_schema(m, s, best)) {
-                continue;
-            }
-            uint32_t n = 0;
-            for (uint32_t j = 0; j < m->order_n; j++) {
-                uint32_t t = m->order[j];
-                const m_peer *q = &m->peers[t];
-                if (q->group == g->group && sync_is_candidate(q, prev) &&
-                    sync_same_schema(m, t, best) && sync_same_content(m, s, t)) {
-                    n++;
-                }
-            }
-            if (n > wn) {
-                wn = n;
-                w = s;
+    if (held) return;
+    uint32_t w = best, wn = 0;
+    for (uint32_t k = 0; k < m->sess.order_n; k++) {
+        uint32_t s = m->sess.order[k];
+        const m_peer *p = &m->sess.peers[s];
+        if (p->group != g->group || !sync_is_candidate(p, prev) || !sync_same_schema(m, s, best)) {
+            continue;
+        }
+        uint32_t n = 0;
+        for (uint32_t j = 0; j < m->sess.order_n; j++) {
+            uint32_t t = m->sess.order[j];
+            const m_peer *q = &m->sess.peers[t];
+            if (q->group == g->group && sync_is_candidate(q, prev) &&
+                sync_same_schema(m, t, best) && sync_same_content(m, s, t)) {
+                n++;
             }
         }
-        for (uint32_t i = 0; i < nkeys; i++)
-            m->popular[i] = sync_keys(m, w)[i].hash;
+        if (n > wn) {
+            wn = n;
+            w = s;
+        }
     }
-    /* 5. Receivers that may not receive (SEND_ONLY) are refused and evicted too. */
-    for (uint32_t k = 0; k < m->order_n; k++) {
-        uint32_t s = m->order[k];
-        const m_peer *p = &m->peers[s];
+    for (uint32_t i = 0; i < nkeys; i++)
+        m->sync.popular[i] = sync_keys(m, w)[i].hash;
+}
+
+/* 5. Receivers that may not receive (SEND_ONLY) are refused too: appended to tmp_d. */
+static uint32_t elect_send_only_misfits(ccoip_master *m, const m_sgroup *g, uint64_t prev,
+                                        uint32_t best, uint32_t nev)
+{
+    for (uint32_t k = 0; k < m->sess.order_n; k++) {
+        uint32_t s = m->sess.order[k];
+        const m_peer *p = &m->sess.peers[s];
         if (p->group != g->group || p->sync_st != MS_VOTED || !sync_same_schema(m, s, best)) {
             continue;
         }
         bool up = p->sync_rev == prev && sync_holds_popular(m, s);
-        if (!up && p->sync_strategy == CCOIP_PB_SYNC_STRATEGY_SEND_ONLY) m->tmp_d[nev++] = s;
+        if (!up && p->sync_strategy == CCOIP_PB_SYNC_STRATEGY_SEND_ONLY) m->sync.tmp_d[nev++] = s;
     }
-    /* Evictions change order[] (slots stay put): collect first, then act. */
+    return nev;
+}
+
+/* Refuses and evicts the nev members collected in tmp_d (steps 3 and 5). */
+static void elect_evict_misfits(ccoip_master *m, uint32_t nev, uint32_t best, uint32_t nkeys)
+{
     for (uint32_t i = 0; i < nev; i++) {
-        uint32_t s = m->tmp_d[i];
-        if (m->peers[s].state != MP_ACCEPTED) continue;
-        bool schema = m->peers[s].sync_nkeys != nkeys || !sync_same_schema(m, s, best);
+        uint32_t s = m->sync.tmp_d[i];
+        if (m->sess.peers[s].state != MP_ACCEPTED) continue;
+        bool schema = m->sess.peers[s].sync_nkeys != nkeys || !sync_same_schema(m, s, best);
         sync_refuse_evict(
             m, s, schema ? CCOIP_PB_REASON_KEY_SET_MISMATCH : CCOIP_PB_REASON_STRATEGY_CONFLICT,
             schema ? "shared-state key set differs from the popular set"
                    : "SEND_ONLY peer holds outdated shared state");
     }
-    /* 6. Distributors: up-to-date candidates. Receivers, in ascending id, each take the
-     *    distributor with the fewest receivers so far (ties: lowest id). */
-    for (uint32_t k = 0; k < m->order_n; k++)
-        m->peers[m->order[k]].sync_load = 0;
+}
+
+/* 6. Distributors: up-to-date candidates. Receivers, in ascending id, each take the distributor
+ *    with the fewest receivers so far (ties: lowest id); every voter gets its verdict. False
+ *    when no voter is left (every one was evicted): no round. */
+static bool elect_assign(ccoip_master *m, m_sgroup *g, uint64_t prev, uint32_t nkeys)
+{
+    for (uint32_t k = 0; k < m->sess.order_n; k++)
+        m->sess.peers[m->sess.order[k]].sync_load = 0;
     uint32_t ref = M_SLOT_NONE;
-    for (uint32_t k = 0; k < m->order_n; k++) {
-        uint32_t s = m->order[k];
-        if (m->peers[s].group == g->group && m->peers[s].sync_st == MS_VOTED) {
+    for (uint32_t k = 0; k < m->sess.order_n; k++) {
+        uint32_t s = m->sess.order[k];
+        if (m->sess.peers[s].group == g->group && m->sess.peers[s].sync_st == MS_VOTED) {
             ref = s;
             break;
         }
     }
     g->popular_rev = prev;
-    if (ref == M_SLOT_NONE) return; /* everybody was evicted */
+    if (ref == M_SLOT_NONE) return false; /* everybody was evicted */
     g->transfer = true;
-    g->round = ++m->next_round;
-    for (uint32_t k = 0; k < m->order_n; k++) {
-        uint32_t s = m->order[k];
-        m_peer *p = &m->peers[s];
+    g->round = ++m->sync.next_round;
+    for (uint32_t k = 0; k < m->sess.order_n; k++) {
+        uint32_t s = m->sess.order[k];
+        m_peer *p = &m->sess.peers[s];
         if (p->group != g->group || p->sync_st != MS_VOTED) continue;
         bool outdated = p->sync_rev < prev;
         const m_skey *mk = sync_keys(m, s);
         bool need = false;
         for (uint32_t i = 0; i < nkeys && !need; i++) {
-            need = (!mk[i].aci && mk[i].hash != m->popular[i]) || (outdated && mk[i].aci);
+            need = (!mk[i].aci && mk[i].hash != m->sync.popular[i]) || (outdated && mk[i].aci);
         }
         uint32_t dist = M_SLOT_NONE;
         if (need) {
-            for (uint32_t j = 0; j < m->order_n; j++) {
-                uint32_t t = m->order[j];
-                const m_peer *q = &m->peers[t];
+            for (uint32_t j = 0; j < m->sess.order_n; j++) {
+                uint32_t t = m->sess.order[j];
+                const m_peer *q = &m->sess.peers[t];
                 /* Members earlier in this loop already got their verdict (ASSIGNED). */
                 bool cand = (q->sync_st == MS_VOTED || q->sync_st == MS_ASSIGNED) &&
                             q->sync_strategy != CCOIP_PB_SYNC_STRATEGY_RECEIVE_ONLY &&
@@ -409,19 +445,19 @@ static void sync_elect(ccoip_master *m, m_sgroup *g)
                 if (t == s || q->group != g->group || !cand || !sync_holds_popular(m, t)) {
                     continue;
                 }
-                if (dist == M_SLOT_NONE || q->sync_load < m->peers[dist].sync_load) dist = t;
+                if (dist == M_SLOT_NONE || q->sync_load < m->sess.peers[dist].sync_load) dist = t;
             }
         }
         uint32_t nout = 0;
         p->sync_dist = dist;
         if (dist != M_SLOT_NONE) {
-            m->peers[dist].sync_load++;
+            m->sess.peers[dist].sync_load++;
             const m_skey *dk = sync_keys(m, dist);
             for (uint32_t i = 0; i < nkeys; i++) {
                 bool fetch = mk[i].aci ? (outdated && mk[i].hash != dk[i].hash)
-                                       : mk[i].hash != m->popular[i];
+                                       : mk[i].hash != m->sync.popular[i];
                 if (!fetch) continue;
-                ccoip_pb_outdated_key *o = &m->okeys[nout++];
+                ccoip_pb_outdated_key *o = &m->sync.okeys[nout++];
                 memset(o, 0, sizeof(*o));
                 o->name.data = dk[i].name;
                 o->name.len = dk[i].name_len;
@@ -431,6 +467,22 @@ static void sync_elect(ccoip_master *m, m_sgroup *g)
         }
         sync_send_verdict(m, s, prev, dist, nout);
     }
+    return true;
+}
+
+/* Every accepted member of g voted: elect, classify, assign distributors (§6.7). */
+static void sync_elect(ccoip_master *m, m_sgroup *g)
+{
+    uint64_t prev = 0;
+    if (!elect_revision(m, g, &prev)) return;
+    const uint32_t best = elect_key_set(m, g, prev);
+    if (best == M_SLOT_NONE) return; /* unreachable: the member that set prev is one */
+    uint32_t nev = elect_schema_misfits(m, g, best, 0);
+    const uint32_t nkeys = m->sess.peers[best].sync_nkeys;
+    elect_content(m, g, prev, best, nkeys);
+    nev = elect_send_only_misfits(m, g, prev, best, nev);
+    elect_evict_misfits(m, nev, best, nkeys);
+    if (!elect_assign(m, g, prev, nkeys)) return;
     sm_log(&m->out, CCOIP_LOG_INFO, "master: group %u shared state revision %U elected", g->group,
            prev);
 }
@@ -439,13 +491,13 @@ static void sync_elect(ccoip_master *m, m_sgroup *g)
 static void sync_finish(ccoip_master *m, m_sgroup *g)
 {
     bool ok = true;
-    for (uint32_t k = 0; k < m->order_n; k++) {
-        const m_peer *p = &m->peers[m->order[k]];
+    for (uint32_t k = 0; k < m->sess.order_n; k++) {
+        const m_peer *p = &m->sess.peers[m->sess.order[k]];
         if (p->group == g->group && p->sync_st == MS_DONE && !p->sync_ok) ok = false;
     }
-    for (uint32_t k = 0; k < m->order_n; k++) {
-        uint32_t s = m->order[k];
-        m_peer *p = &m->peers[s];
+    for (uint32_t k = 0; k < m->sess.order_n; k++) {
+        uint32_t s = m->sess.order[k];
+        m_peer *p = &m->sess.peers[s];
         if (p->group != g->group || p->sync_st != MS_DONE) continue;
         ccoip_pb_master_to_peer env;
         memset(&env, 0, sizeof(env));
@@ -453,7 +505,7 @@ static void sync_finish(ccoip_master *m, m_sgroup *g)
         env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_SYNC_DONE_VERDICT;
         env.body.sync_done_verdict.success = ok;
         m_send(m, s, &env);
-        p->sync_st = MS_NONE;
+        m_peer_set_sync(p, MS_NONE);
         p->sync_call = 0;
     }
     if (ok) {
@@ -463,8 +515,8 @@ static void sync_finish(ccoip_master *m, m_sgroup *g)
     g->transfer = false;
     g->has_first = false;
     /* Votes that arrived during the transfer start the next round's timer now. */
-    for (uint32_t k = 0; k < m->order_n; k++) {
-        const m_peer *p = &m->peers[m->order[k]];
+    for (uint32_t k = 0; k < m->sess.order_n; k++) {
+        const m_peer *p = &m->sess.peers[m->sess.order[k]];
         if (p->group == g->group && p->sync_st == MS_VOTED) {
             g->has_first = true;
             g->first_ns = m->now;
@@ -488,18 +540,18 @@ void m_sync_on_loss(ccoip_master *m, uint32_t slot)
     m_sgroup *g = sync_group(m, x->group, false);
     if (g == NULL || !g->transfer) return;
     bool orphan = false;
-    for (uint32_t k = 0; k < m->order_n; k++) {
-        const m_peer *q = &m->peers[m->order[k]];
-        if (m->order[k] != slot && q->group == x->group && q->sync_st == MS_ASSIGNED &&
+    for (uint32_t k = 0; k < m->sess.order_n; k++) {
+        const m_peer *q = &m->sess.peers[m->sess.order[k]];
+        if (m->sess.order[k] != slot && q->group == x->group && q->sync_st == MS_ASSIGNED &&
             q->sync_dist == slot) {
             orphan = true;
         }
     }
     if (!orphan) return;
-    x->sync_st = MS_NONE;
-    for (uint32_t k = 0; k < m->order_n; k++) {
-        uint32_t s = m->order[k];
-        m_peer *q = &m->peers[s];
+    m_peer_set_sync(x, MS_NONE);
+    for (uint32_t k = 0; k < m->sess.order_n; k++) {
+        uint32_t s = m->sess.order[k];
+        m_peer *q = &m->sess.peers[s];
         if (s == slot || q->group != x->group ||
             (q->sync_st != MS_ASSIGNED && q->sync_st != MS_DONE)) {
             continue;
@@ -510,7 +562,7 @@ void m_sync_on_loss(ccoip_master *m, uint32_t slot)
         env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_SYNC_DONE_VERDICT;
         env.body.sync_done_verdict.success = false;
         m_send(m, s, &env);
-        q->sync_st = MS_NONE;
+        m_peer_set_sync(q, MS_NONE);
         q->sync_call = 0;
     }
     g->transfer = false;
@@ -522,12 +574,12 @@ void m_sync_on_loss(ccoip_master *m, uint32_t slot)
 bool m_sync_progress(ccoip_master *m)
 {
     bool changed = false;
-    for (uint32_t i = 0; i < m->sg_hi; i++) {
-        m_sgroup *g = &m->sgroups[i];
+    for (uint32_t i = 0; i < m->sync.sg_hi; i++) {
+        m_sgroup *g = &m->sync.sgroups[i];
         if (!g->used) continue;
         uint32_t members = 0, voted = 0, in_round = 0, done = 0;
-        for (uint32_t k = 0; k < m->order_n; k++) {
-            const m_peer *p = &m->peers[m->order[k]];
+        for (uint32_t k = 0; k < m->sess.order_n; k++) {
+            const m_peer *p = &m->sess.peers[m->sess.order[k]];
             if (p->group != g->group) continue;
             if (p->state == MP_ACCEPTED) members++;
             if (p->sync_st == MS_VOTED) voted++;
@@ -556,15 +608,15 @@ bool m_sync_progress(ccoip_master *m)
 void m_sync_timers(ccoip_master *m)
 {
     uint64_t to = sm_ms(m->cfg.vote_timeout_ms);
-    for (uint32_t i = 0; i < m->sg_hi; i++) {
-        m_sgroup *g = &m->sgroups[i];
+    for (uint32_t i = 0; i < m->sync.sg_hi; i++) {
+        m_sgroup *g = &m->sync.sgroups[i];
         if (!g->used || !g->has_first || m->now < sm_add_sat(g->first_ns, to)) continue;
         g->has_first = false;
         uint32_t group = g->group;
         bool transfer = g->transfer;
         uint64_t last = 0;
         for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {
-            const m_peer *p = &m->peers[s];
+            const m_peer *p = &m->sess.peers[s];
             last = p->id;
             if (p->group != group || p->state != MP_ACCEPTED) continue;
             if (transfer ? p->sync_st == MS_ASSIGNED : p->sync_st != MS_VOTED) {
@@ -579,11 +631,33 @@ void m_sync_timers(ccoip_master *m)
 uint64_t m_sync_deadline(const ccoip_master *m)
 {
     uint64_t d = CCOIP_NO_DEADLINE, to = sm_ms(m->cfg.vote_timeout_ms);
-    for (uint32_t i = 0; i < m->sg_hi; i++) {
-        const m_sgroup *g = &m->sgroups[i];
+    for (uint32_t i = 0; i < m->sync.sg_hi; i++) {
+        const m_sgroup *g = &m->sync.sgroups[i];
         if (g->used && g->has_first && sm_add_sat(g->first_ns, to) < d) {
             d = sm_add_sat(g->first_ns, to);
         }
     }
     return d;
+}
+
+bool m_sync_init(ccoip_master *m)
+{
+    m_shared_state *y = &m->sync;
+    const uint64_t np = m->cfg.max_peers, nk = m->cfg.max_state_keys;
+    y->skeys = calloc((size_t)(np * nk), sizeof(m_skey));
+    y->sgroups = calloc((size_t)np, sizeof(m_sgroup));
+    y->popular = calloc((size_t)nk, sizeof(uint64_t));
+    y->tmp_d = calloc((size_t)np, sizeof(uint32_t));
+    y->okeys = calloc((size_t)nk, sizeof(ccoip_pb_outdated_key));
+    return y->skeys != NULL && y->sgroups != NULL && y->popular != NULL && y->tmp_d != NULL &&
+           y->okeys != NULL;
+}
+
+void m_sync_deinit(ccoip_master *m)
+{
+    free(m->sync.skeys);
+    free(m->sync.sgroups);
+    free(m->sync.popular);
+    free(m->sync.tmp_d);
+    free(m->sync.okeys);
 }

@@ -15,11 +15,11 @@
 
 bool m_topo_vote_complete(const ccoip_master *m)
 {
-    if (m->n_acc > 0) return m->n_tv_acc == m->n_acc;
+    if (m->sess.n_acc > 0) return m->topo.n_tv_acc == m->sess.n_acc;
     uint32_t accepted = 0, voters = 0;
     bool pending_voter = false;
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        const m_peer *p = &m->peers[m->order[i]];
+    for (uint32_t i = 0; i < m->sess.order_n; i++) {
+        const m_peer *p = &m->sess.peers[m->sess.order[i]];
         if (p->state == MP_ACCEPTED) {
             accepted++;
             if (p->topo_voted) voters++;
@@ -41,13 +41,13 @@ void m_topo_on_update_vote(ccoip_master *m, uint32_t slot, uint64_t call,
         return;
     }
     p->topo_voted = true;
-    m->mm_dirty = true;
-    if (p->state == MP_ACCEPTED) m->n_tv_acc++;
+    m->mm.dirty = true;
+    if (p->state == MP_ACCEPTED) m->topo.n_tv_acc++;
     p->topo_accept = v->accept_new_peers;
     p->topo_call = call;
-    if (p->state == MP_ACCEPTED && !m->topo_timer) {
-        m->topo_timer = true;
-        m->topo_first_ns = m->now;
+    if (p->state == MP_ACCEPTED && !m->topo.topo_timer) {
+        m->topo.topo_timer = true;
+        m->topo.topo_first_ns = m->now;
     }
 }
 
@@ -59,21 +59,21 @@ void m_topo_on_pending_query(ccoip_master *m, uint32_t slot, uint64_t call)
         return;
     }
     p->pend_voted = true;
-    m->mm_dirty = true;
-    m->n_pend_voted++;
+    m->mm.dirty = true;
+    m->topo.n_pend_voted++;
     p->pend_call = call;
-    if (!m->pend_timer) {
-        m->pend_timer = true;
-        m->pend_first_ns = m->now;
+    if (!m->topo.pend_timer) {
+        m->topo.pend_timer = true;
+        m->topo.pend_first_ns = m->now;
     }
 }
 
 static bool topo_pending_progress(ccoip_master *m)
 {
     uint32_t accepted = 0, voters = 0, pending = 0;
-    if (m->n_pend_voted == 0) return false; /* nobody asked */
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        const m_peer *p = &m->peers[m->order[i]];
+    if (m->topo.n_pend_voted == 0) return false; /* nobody asked */
+    for (uint32_t i = 0; i < m->sess.order_n; i++) {
+        const m_peer *p = &m->sess.peers[m->sess.order[i]];
         if (p->state == MP_ACCEPTED) {
             accepted++;
             if (p->pend_voted) voters++;
@@ -82,9 +82,9 @@ static bool topo_pending_progress(ccoip_master *m)
         }
     }
     if (voters == 0 || voters != accepted) return false;
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        uint32_t s = m->order[i];
-        m_peer *p = &m->peers[s];
+    for (uint32_t i = 0; i < m->sess.order_n; i++) {
+        uint32_t s = m->sess.order[i];
+        m_peer *p = &m->sess.peers[s];
         if (p->state != MP_ACCEPTED) continue;
         ccoip_pb_master_to_peer env;
         memset(&env, 0, sizeof(env));
@@ -93,11 +93,11 @@ static bool topo_pending_progress(ccoip_master *m)
         env.body.pending_peers.pending = pending > 0;
         env.body.pending_peers.num_pending = pending;
         m_send(m, s, &env);
-        if (p->pend_voted) m->n_pend_voted--;
+        if (p->pend_voted) m->topo.n_pend_voted--;
         p->pend_voted = false;
         p->pend_call = 0;
     }
-    m->pend_timer = false;
+    m->topo.pend_timer = false;
     return true;
 }
 
@@ -175,8 +175,8 @@ static uint32_t topo_build_rings(ccoip_master *m)
      * groups ascending, in one pass and a sort (not two walks over every peer per group). */
     uint64_t *keys = m->ids;
     uint32_t nk = 0;
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        const m_peer *p = &m->peers[m->order[i]];
+    for (uint32_t i = 0; i < m->sess.order_n; i++) {
+        const m_peer *p = &m->sess.peers[m->sess.order[i]];
         if (p->in_phase) keys[nk++] = ((uint64_t)p->group << 32) | i;
     }
     qsort(keys, nk, sizeof(uint64_t), m_cmp_u64);
@@ -184,7 +184,7 @@ static uint32_t topo_build_rings(ccoip_master *m)
         const uint32_t group = (uint32_t)(keys[at] >> 32);
         uint32_t n = 0;
         while (at < nk && (uint32_t)(keys[at] >> 32) == group)
-            mem[n++] = m->order[(uint32_t)keys[at++]];
+            mem[n++] = m->sess.order[(uint32_t)keys[at++]];
         if (!topo_find_cycle(m, mem, n, cyc)) {
             uint32_t victim = M_SLOT_NONE, best = UINT32_MAX;
             for (uint32_t i = 0; i < n; i++) {
@@ -202,7 +202,7 @@ static uint32_t topo_build_rings(ccoip_master *m)
             return victim;
         }
         for (uint32_t i = 0; i < n; i++) {
-            m_peer *p = &m->peers[mem[cyc[i]]];
+            m_peer *p = &m->sess.peers[mem[cyc[i]]];
             p->rank = i;
             p->ring_size = n;
             p->succ = mem[cyc[(i + 1u) % n]];
@@ -215,15 +215,15 @@ static uint32_t topo_build_rings(ccoip_master *m)
 /* Ring ids of the group of slot (following succ from rank 0) into m->ids. */
 static uint32_t topo_fill_ring(ccoip_master *m, uint32_t slot)
 {
-    const m_peer *me = &m->peers[slot];
+    const m_peer *me = &m->sess.peers[slot];
     uint32_t s = slot;
     /* Walk back to rank 0. */
-    for (uint32_t k = 0; k < me->ring_size && m->peers[s].rank != 0; k++)
-        s = m->peers[s].pred;
+    for (uint32_t k = 0; k < me->ring_size && m->sess.peers[s].rank != 0; k++)
+        s = m->sess.peers[s].pred;
     uint32_t n = 0;
     for (uint32_t k = 0; k < me->ring_size; k++) {
-        m->ids[n++] = m->peers[s].id;
-        s = m->peers[s].succ;
+        m->ids[n++] = m->sess.peers[s].id;
+        s = m->sess.peers[s].succ;
     }
     return n;
 }
@@ -265,7 +265,7 @@ static void topo_send_plan(ccoip_master *m, uint32_t slot, uint64_t call, bool o
         env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_TOPOLOGY_PLAN;
         plan = &env.body.topology_plan;
     }
-    plan->epoch = m->epoch;
+    plan->epoch = m->topo.epoch;
     plan->unchanged = false;
     uint64_t nn = 0;
     if (p->ring_size >= 2) {
@@ -273,7 +273,7 @@ static void topo_send_plan(ccoip_master *m, uint32_t slot, uint64_t call, bool o
         uint32_t who[2] = {p->pred, p->succ};
         for (uint32_t k = 0; k < 2; k++) {
             if (k == 1 && p->succ == p->pred) break;
-            const m_peer *q = &m->peers[who[k]];
+            const m_peer *q = &m->sess.peers[who[k]];
             nb[nn].peer_id = q->id;
             nb[nn].peer_group = q->group;
             m_topo_fill_endpoints(q, eps[nn], &nb[nn].endpoints_count);
@@ -294,20 +294,20 @@ static void topo_send_plan(ccoip_master *m, uint32_t slot, uint64_t call, bool o
 static void topo_start_phase(ccoip_master *m, bool answer_votes)
 {
     bool admit = answer_votes;
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        const m_peer *p = &m->peers[m->order[i]];
+    for (uint32_t i = 0; i < m->sess.order_n; i++) {
+        const m_peer *p = &m->sess.peers[m->sess.order[i]];
         if (p->state == MP_ACCEPTED && p->topo_voted && !p->topo_accept) admit = false;
     }
-    m->epoch++;
+    m->topo.epoch++;
     /* An admit phase re-wires every group; a re-wire only the groups that lost their ring. */
-    m->n_phase_wait = 0;
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        m_peer *p = &m->peers[m->order[i]];
+    m->topo.n_phase_wait = 0;
+    for (uint32_t i = 0; i < m->sess.order_n; i++) {
+        m_peer *p = &m->sess.peers[m->sess.order[i]];
         p->in_phase = (p->state == MP_ACCEPTED && (answer_votes || p->rewire)) ||
                       (admit && p->state == MP_PENDING && p->topo_voted);
         p->reported = false;
         p->report_ok = false;
-        if (p->in_phase) m->n_phase_wait++;
+        if (p->in_phase) m->topo.n_phase_wait++;
     }
     for (uint32_t attempt = 0; attempt <= m->cfg.max_peers; attempt++) {
         uint32_t victim = topo_build_rings(m);
@@ -315,116 +315,114 @@ static void topo_start_phase(ccoip_master *m, bool answer_votes)
         m_evict(m, victim, CCOIP_PB_REASON_UNREACHABLE,
                 "no ring avoids the links it cannot use; it reaches the fewest others");
     }
-    m->phase_failed = false;
+    m->topo.phase_failed = false;
     uint32_t members = 0;
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        if (m->peers[m->order[i]].in_phase) members++;
+    for (uint32_t i = 0; i < m->sess.order_n; i++) {
+        if (m->sess.peers[m->sess.order[i]].in_phase) members++;
     }
-    assert(members == m->n_phase_wait);
+    assert(members == m->topo.n_phase_wait);
     if (members == 0) {
-        m->phase = MPH_NONE;
-        m->ring_healthy = true;
+        m_set_phase(m, MPH_NONE);
+        m->topo.ring_healthy = true;
         return;
     }
-    m->phase = admit ? MPH_ADMIT : MPH_REWIRE;
-    m->phase_start_ns = m->now;
-    m->phase_answers_votes = answer_votes;
-    sm_log(&m->out, CCOIP_LOG_INFO, "master: epoch %U: %s phase with %u members", m->epoch,
+    m_set_phase(m, admit ? MPH_ADMIT : MPH_REWIRE);
+    m->topo.phase_start_ns = m->now;
+    m->topo.phase_answers_votes = answer_votes;
+    sm_log(&m->out, CCOIP_LOG_INFO, "master: epoch %U: %s phase with %u members", m->topo.epoch,
            admit ? "admit" : "re-wire", members);
     m_world_prepare(m, true);
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        uint32_t s = m->order[i];
-        m_peer *p = &m->peers[s];
+    for (uint32_t i = 0; i < m->sess.order_n; i++) {
+        uint32_t s = m->sess.order[i];
+        m_peer *p = &m->sess.peers[s];
         if (!p->in_phase) continue;
         uint64_t call = 0;
         if (answer_votes && p->topo_voted) {
             call = p->topo_call;
-            if (p->state == MP_ACCEPTED) m->n_tv_acc--;
+            if (p->state == MP_ACCEPTED) m->topo.n_tv_acc--;
             p->topo_voted = false;
             p->topo_call = 0;
         }
         topo_send_plan(m, s, call, false);
     }
-    if (answer_votes) m->topo_timer = false;
+    if (answer_votes) m->topo.topo_timer = false;
 }
 
 void m_topo_start_optimized_phase(ccoip_master *m)
 {
-    m->epoch++;
+    m->topo.epoch++;
     uint32_t members = 0;
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        m_peer *p = &m->peers[m->order[i]];
+    for (uint32_t i = 0; i < m->sess.order_n; i++) {
+        m_peer *p = &m->sess.peers[m->sess.order[i]];
         p->in_phase = p->state == MP_ACCEPTED;
         p->reported = false;
         p->report_ok = false;
         if (p->in_phase) members++;
     }
-    m->n_phase_wait = members;
-    m->phase_failed = false;
-    m->phase = MPH_REWIRE;
-    m->phase_start_ns = m->now;
-    m->phase_answers_votes = false;
+    m->topo.n_phase_wait = members;
+    m->topo.phase_failed = false;
+    m_set_phase(m, MPH_REWIRE);
+    m->topo.phase_start_ns = m->now;
+    m->topo.phase_answers_votes = false;
     sm_log(&m->out, CCOIP_LOG_INFO, "master: epoch %U: optimized re-wire phase with %u members",
-           m->epoch, members);
+           m->topo.epoch, members);
     m_world_prepare(m, true);
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        uint32_t s = m->order[i];
-        m_peer *p = &m->peers[s];
+    for (uint32_t i = 0; i < m->sess.order_n; i++) {
+        uint32_t s = m->sess.order[i];
+        m_peer *p = &m->sess.peers[s];
         if (!p->in_phase) continue;
         topo_send_plan(m, s, p->opt_call, true);
         p->opt_call = 0;
-        p->opt_st = MO_NONE;
+        m_peer_set_opt(p, MO_NONE);
     }
 }
 
 static void topo_conclude(ccoip_master *m)
 {
-    bool success = !m->phase_failed;
-    if (m->n_phase_wait > 0) {
+    bool success = !m->topo.phase_failed;
+    if (m->topo.n_phase_wait > 0) {
         /* A member was lost (evicted, closed, left): the phase cannot succeed, and members that
          * dial or await the lost one would never report. Fail it now (§6.4): the members that
          * have not reported get the verdict as a notification. */
         sm_log(&m->out, CCOIP_LOG_WARN,
                "master: epoch %U: a member was lost, failing the p2p phase (%u members had not "
                "reported)",
-               m->epoch, m->n_phase_wait);
+               m->topo.epoch, m->topo.n_phase_wait);
     }
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        const m_peer *p = &m->peers[m->order[i]];
+    for (uint32_t i = 0; i < m->sess.order_n; i++) {
+        const m_peer *p = &m->sess.peers[m->sess.order[i]];
         if (p->in_phase && !p->report_ok) success = false;
     }
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        m_peer *p = &m->peers[m->order[i]];
+    for (uint32_t i = 0; i < m->sess.order_n; i++) {
+        m_peer *p = &m->sess.peers[m->sess.order[i]];
         if (!p->in_phase) continue;
         if (success && p->state == MP_PENDING) {
-            p->state = MP_ACCEPTED;
-            m->n_acc++;
-            if (p->topo_voted) m->n_tv_acc++;
+            m_peer_set_state(m, p, MP_ACCEPTED); /* n_acc, n_tv_acc */
         }
         if (success) {
             p->rewire = false;
-            p->ring_epoch = m->epoch;
+            p->ring_epoch = m->topo.epoch;
         }
     }
     if (!success) {
         /* Every group of the phase re-wires again (pending members stay pending). */
-        for (uint32_t i = 0; i < m->order_n; i++) {
-            const m_peer *p = &m->peers[m->order[i]];
+        for (uint32_t i = 0; i < m->sess.order_n; i++) {
+            const m_peer *p = &m->sess.peers[m->sess.order[i]];
             if (p->in_phase && p->state == MP_ACCEPTED) m_mark_rewire(m, p->group);
         }
     }
     m_world_prepare(m, false);
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        uint32_t s = m->order[i];
-        m_peer *p = &m->peers[s];
+    for (uint32_t i = 0; i < m->sess.order_n; i++) {
+        uint32_t s = m->sess.order[i];
+        m_peer *p = &m->sess.peers[s];
         if (!p->in_phase) continue;
         ccoip_pb_master_to_peer env;
         memset(&env, 0, sizeof(env));
         env.call_id = p->report_call; /* 0 (a notification) when it has not reported */
-        if (!p->reported) p->early_epoch = m->epoch;
+        if (!p->reported) p->early_epoch = m->topo.epoch;
         env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_TOPOLOGY_VERDICT;
         ccoip_pb_topology_verdict *v = &env.body.topology_verdict;
-        v->epoch = m->epoch;
+        v->epoch = m->topo.epoch;
         v->success = success;
         if (success) {
             v->ring_count = topo_fill_ring(m, s);
@@ -435,22 +433,22 @@ static void topo_conclude(ccoip_master *m)
         m_send(m, s, &env);
         if (!success && p->state == MP_PENDING) p->topo_voted = false; /* it votes again */
     }
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        m_peer *p = &m->peers[m->order[i]];
+    for (uint32_t i = 0; i < m->sess.order_n; i++) {
+        m_peer *p = &m->sess.peers[m->sess.order[i]];
         p->in_phase = false;
         p->reported = false;
         p->report_ok = false;
         p->report_call = 0;
     }
-    m->n_phase_wait = 0;
+    m->topo.n_phase_wait = 0;
     /* Healthy iff no accepted peer still needs a re-wire (a loss outside the phase counts). */
-    m->ring_healthy = true;
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        const m_peer *p = &m->peers[m->order[i]];
-        if (p->state == MP_ACCEPTED && p->rewire) m->ring_healthy = false;
+    m->topo.ring_healthy = true;
+    for (uint32_t i = 0; i < m->sess.order_n; i++) {
+        const m_peer *p = &m->sess.peers[m->sess.order[i]];
+        if (p->state == MP_ACCEPTED && p->rewire) m->topo.ring_healthy = false;
     }
-    m->phase = MPH_NONE;
-    sm_log(&m->out, CCOIP_LOG_INFO, "master: epoch %U: p2p phase %s", m->epoch,
+    m_set_phase(m, MPH_NONE);
+    sm_log(&m->out, CCOIP_LOG_INFO, "master: epoch %U: p2p phase %s", m->topo.epoch,
            success ? "succeeded" : "failed");
 }
 
@@ -462,12 +460,12 @@ void m_topo_on_p2p(ccoip_master *m, uint32_t slot, uint64_t call, const ccoip_pb
         p->early_epoch = 0;
         return;
     }
-    if (m->phase == MPH_NONE || !p->in_phase || p->reported || r->epoch != m->epoch) {
+    if (m->topo.phase == MPH_NONE || !p->in_phase || p->reported || r->epoch != m->topo.epoch) {
         m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "p2p report outside its phase");
         return;
     }
     p->reported = true;
-    m->n_phase_wait--;
+    m->topo.n_phase_wait--;
     p->report_call = call;
     p->report_ok = r->success && r->unreachable_peers_count == 0;
     for (uint64_t i = 0; i < r->unreachable_peers_count; i++) {
@@ -475,7 +473,7 @@ void m_topo_on_p2p(ccoip_master *m, uint32_t slot, uint64_t call, const ccoip_pb
         if (to != M_SLOT_NONE && to != slot) {
             m_set_unreachable(m, slot, to);
             sm_log(&m->out, CCOIP_LOG_WARN, "master: peer %U cannot reach peer %U", p->id,
-                   m->peers[to].id);
+                   m->sess.peers[to].id);
         }
     }
 }
@@ -484,9 +482,9 @@ void m_topo_on_loss(ccoip_master *m, uint32_t slot)
 {
     m_peer *p = m_peer_at(m, slot);
     if (p->in_phase) {
-        m->phase_failed = true;
+        m->topo.phase_failed = true;
         p->in_phase = false;
-        if (!p->reported) m->n_phase_wait--;
+        if (!p->reported) m->topo.n_phase_wait--;
     }
     if (p->state == MP_ACCEPTED) m_mark_rewire(m, p->group);
 }
@@ -496,15 +494,15 @@ void m_topo_on_loss(ccoip_master *m, uint32_t slot)
 static void topo_check_counters(const ccoip_master *m)
 {
     uint32_t acc = 0, tv = 0, pv = 0;
-    for (uint32_t i = 0; i < m->order_n; i++) {
-        const m_peer *p = &m->peers[m->order[i]];
+    for (uint32_t i = 0; i < m->sess.order_n; i++) {
+        const m_peer *p = &m->sess.peers[m->sess.order[i]];
         if (p->state == MP_ACCEPTED) {
             acc++;
             if (p->topo_voted) tv++;
         }
         if (p->pend_voted) pv++;
     }
-    assert(acc == m->n_acc && tv == m->n_tv_acc && pv == m->n_pend_voted);
+    assert(acc == m->sess.n_acc && tv == m->topo.n_tv_acc && pv == m->topo.n_pend_voted);
 }
 #endif
 
@@ -514,25 +512,25 @@ bool m_topo_progress(ccoip_master *m)
     topo_check_counters(m);
 #endif
     bool changed = topo_pending_progress(m);
-    if (m->phase != MPH_NONE) {
+    if (m->topo.phase != MPH_NONE) {
         /* Wait for every report, unless a member was lost: then the phase fails at once. */
-        if (m->n_phase_wait > 0 && !m->phase_failed) return changed;
+        if (m->topo.n_phase_wait > 0 && !m->topo.phase_failed) return changed;
         topo_conclude(m);
         return true;
     }
-    if (m->n_acc == 0) m->ring_healthy = true;
-    if (!m->ring_healthy) {
+    if (m->sess.n_acc == 0) m->topo.ring_healthy = true;
+    if (!m->topo.ring_healthy) {
         /* A member is gone or a link broke: nothing of the affected groups' epoch completes
          * (§6.9); the other groups keep their rings, epochs and running ops. */
         bool any = false;
-        for (uint32_t i = 0; i < m->order_n && !any; i++) {
-            const m_peer *p = &m->peers[m->order[i]];
+        for (uint32_t i = 0; i < m->sess.order_n && !any; i++) {
+            const m_peer *p = &m->sess.peers[m->sess.order[i]];
             any = p->state == MP_ACCEPTED && p->rewire;
         }
         if (!any) m_mark_rewire_all(m);
-        uint32_t *groups = m->tmp_d, ng = 0;
-        for (uint32_t i = 0; i < m->order_n; i++) {
-            const m_peer *p = &m->peers[m->order[i]];
+        uint32_t *groups = m->sync.tmp_d, ng = 0;
+        for (uint32_t i = 0; i < m->sess.order_n; i++) {
+            const m_peer *p = &m->sess.peers[m->sess.order[i]];
             if (p->state != MP_ACCEPTED || !p->rewire) continue;
             bool seen = false;
             for (uint32_t k = 0; k < ng && !seen; k++)
@@ -555,31 +553,31 @@ bool m_topo_progress(ccoip_master *m)
 void m_topo_timers(ccoip_master *m)
 {
     uint64_t to = sm_ms(m->cfg.vote_timeout_ms);
-    if (m->topo_timer && m->now >= sm_add_sat(m->topo_first_ns, to)) {
-        m->topo_timer = false;
+    if (m->topo.topo_timer && m->now >= sm_add_sat(m->topo.topo_first_ns, to)) {
+        m->topo.topo_timer = false;
         uint64_t last = 0;
         for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {
-            last = m->peers[s].id;
-            if (m->peers[s].state == MP_ACCEPTED && !m->peers[s].topo_voted) {
+            last = m->sess.peers[s].id;
+            if (m->sess.peers[s].state == MP_ACCEPTED && !m->sess.peers[s].topo_voted) {
                 m_evict(m, s, CCOIP_PB_REASON_VOTE_TIMEOUT, "did not vote on the topology");
             }
         }
     }
-    if (m->pend_timer && m->now >= sm_add_sat(m->pend_first_ns, to)) {
-        m->pend_timer = false;
+    if (m->topo.pend_timer && m->now >= sm_add_sat(m->topo.pend_first_ns, to)) {
+        m->topo.pend_timer = false;
         uint64_t last = 0;
         for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {
-            last = m->peers[s].id;
-            if (m->peers[s].state == MP_ACCEPTED && !m->peers[s].pend_voted) {
+            last = m->sess.peers[s].id;
+            if (m->sess.peers[s].state == MP_ACCEPTED && !m->sess.peers[s].pend_voted) {
                 m_evict(m, s, CCOIP_PB_REASON_VOTE_TIMEOUT, "did not ask for pending peers");
             }
         }
     }
-    if (m->phase != MPH_NONE && m->now >= sm_add_sat(m->phase_start_ns, to)) {
+    if (m->topo.phase != MPH_NONE && m->now >= sm_add_sat(m->topo.phase_start_ns, to)) {
         uint64_t last = 0;
         for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {
-            last = m->peers[s].id;
-            if (m->peers[s].in_phase && !m->peers[s].reported) {
+            last = m->sess.peers[s].id;
+            if (m->sess.peers[s].in_phase && !m->sess.peers[s].reported) {
                 m_evict(m, s, CCOIP_PB_REASON_VOTE_TIMEOUT, "did not report its p2p links");
             }
         }
@@ -589,12 +587,29 @@ void m_topo_timers(ccoip_master *m)
 uint64_t m_topo_deadline(const ccoip_master *m)
 {
     uint64_t d = CCOIP_NO_DEADLINE, to = sm_ms(m->cfg.vote_timeout_ms);
-    if (m->topo_timer) d = sm_add_sat(m->topo_first_ns, to);
-    if (m->pend_timer && sm_add_sat(m->pend_first_ns, to) < d) {
-        d = sm_add_sat(m->pend_first_ns, to);
+    if (m->topo.topo_timer) d = sm_add_sat(m->topo.topo_first_ns, to);
+    if (m->topo.pend_timer && sm_add_sat(m->topo.pend_first_ns, to) < d) {
+        d = sm_add_sat(m->topo.pend_first_ns, to);
     }
-    if (m->phase != MPH_NONE && sm_add_sat(m->phase_start_ns, to) < d) {
-        d = sm_add_sat(m->phase_start_ns, to);
+    if (m->topo.phase != MPH_NONE && sm_add_sat(m->topo.phase_start_ns, to) < d) {
+        d = sm_add_sat(m->topo.phase_start_ns, to);
     }
     return d;
+}
+
+bool m_topo_init(ccoip_master *m)
+{
+    const uint64_t np = m->cfg.max_peers;
+    m->topo.epoch = 0;
+    m->topo.ring_healthy = true;
+    m->topo.phase = MPH_NONE;
+    m->topo.unreach = calloc((size_t)((np * np + 7u) / 8u), 1);
+    m->topo.slot_links = calloc((size_t)np, 1);
+    return m->topo.unreach != NULL && m->topo.slot_links != NULL;
+}
+
+void m_topo_deinit(ccoip_master *m)
+{
+    free(m->topo.unreach);
+    free(m->topo.slot_links);
 }

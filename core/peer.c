@@ -60,28 +60,28 @@ pcclResult_t ccoip_peer_create(const ccoip_peer_config *cfg, uint64_t seed, ccoi
     ccoip_peer *p = calloc(1, sizeof(*p));
     if (p == NULL) return pcclSystemError;
     p->cfg = c;
-    if (has_url) memcpy(p->master_url, c.master_url, strlen(c.master_url) + 1u);
+    if (has_url) memcpy(p->ctl.master_url, c.master_url, strlen(c.master_url) + 1u);
     p->cfg.master_url = NULL; /* never keep the caller's pointer */
     ccoip_codec_limits_default(&p->lim);
     p->lim.pb.max_message_bytes = c.max_message_bytes;
     p->rng = seed;
-    p->hb_ms = c.heartbeat_ms;
-    p->evict_ms = c.evict_ms;
-    p->next_call = 1;
+    p->ctl.hb_ms = c.heartbeat_ms;
+    p->ctl.evict_ms = c.evict_ms;
+    p->ctl.next_call = 1;
     p->next_conn = 2;
     p->next_io = 1;
-    p->calls_cap = 2u * c.max_ops + 8u;
-    p->acc_cap = P_ACC_MAX + 2u * (c.p2p_pool_size - 1u);
-    /* The fixed-size tables in one zeroed block (freed through p->calls): most of them (probes,
+    p->ctl.calls_cap = 2u * c.max_ops + 8u;
+    p->wire.acc_cap = P_ACC_MAX + 2u * (c.p2p_pool_size - 1u);
+    /* The fixed-size tables in one zeroed block (freed through p->ctl.calls): most of them (probes,
      * samples, the shared-state keys) stay untouched in a run that never optimizes or syncs,
      * and a block this large comes zeroed from the system without being written, so untouched
      * pages cost no memory. A simulator runs thousands of peers (docs/simulator.md, Scale). */
     const uint64_t sizes[] = {
-        (uint64_t)p->calls_cap * sizeof(p_call),
+        (uint64_t)p->ctl.calls_cap * sizeof(p_call),
         (uint64_t)c.max_world * sizeof(uint64_t),
         (uint64_t)c.max_world * sizeof(uint64_t),
         (uint64_t)c.max_ops * sizeof(p_op),
-        (uint64_t)p->acc_cap * sizeof(p_acc),
+        (uint64_t)p->wire.acc_cap * sizeof(p_acc),
         (uint64_t)c.max_state_keys * sizeof(p_skey),
         (uint64_t)c.max_state_keys * P_SS_MAX * sizeof(uint64_t),
         (uint64_t)c.max_state_keys * sizeof(ccoip_pb_shared_state_entry),
@@ -97,19 +97,20 @@ pcclResult_t ccoip_peer_create(const ccoip_peer_config *cfg, uint64_t seed, ccoi
         total += (sizes[i] + 63u) & ~(uint64_t)63u; /* cache-line aligned tables */
     }
     uint8_t *blk = calloc(1, (size_t)total);
+    p->tables = blk;
     if (blk != NULL) {
-        p->calls = (p_call *)(void *)(blk + offs[0]);
-        p->ring = (uint64_t *)(void *)(blk + offs[1]);
-        p->plan_ring = (uint64_t *)(void *)(blk + offs[2]);
+        p->ctl.calls = (p_call *)(void *)(blk + offs[0]);
+        p->ring.ids = (uint64_t *)(void *)(blk + offs[1]);
+        p->wire.plan_ring = (uint64_t *)(void *)(blk + offs[2]);
         p->ops = (p_op *)(void *)(blk + offs[3]);
-        p->acc = (p_acc *)(void *)(blk + offs[4]);
-        p->skeys = (p_skey *)(void *)(blk + offs[5]);
-        p->sync_sends = (uint64_t *)(void *)(blk + offs[6]);
-        p->entries = (ccoip_pb_shared_state_entry *)(void *)(blk + offs[7]);
-        p->names = (ccoip_pb_bytes *)(void *)(blk + offs[8]);
-        p->vkeys = (ccoip_pb_shared_state_key *)(void *)(blk + offs[9]);
-        p->probes = (p_probe *)(void *)(blk + offs[10]);
-        p->samples = (ccoip_pb_bandwidth_sample *)(void *)(blk + offs[11]);
+        p->wire.acc = (p_acc *)(void *)(blk + offs[4]);
+        p->ss.skeys = (p_skey *)(void *)(blk + offs[5]);
+        p->ss.sends = (uint64_t *)(void *)(blk + offs[6]);
+        p->ss.entries = (ccoip_pb_shared_state_entry *)(void *)(blk + offs[7]);
+        p->ss.names = (ccoip_pb_bytes *)(void *)(blk + offs[8]);
+        p->ss.vkeys = (ccoip_pb_shared_state_key *)(void *)(blk + offs[9]);
+        p->opt.probes = (p_probe *)(void *)(blk + offs[10]);
+        p->opt.samples = (ccoip_pb_bandwidth_sample *)(void *)(blk + offs[11]);
     }
     p->arena_cap = ccoip_peer_decode_arena_bytes(&c);
     p->arena_owned = c.decode_arena == NULL;
@@ -119,12 +120,13 @@ pcclResult_t ccoip_peer_create(const ccoip_peer_config *cfg, uint64_t seed, ccoi
      * never touched cost no memory. */
     pcclResult_t r = sm_out_init(&p->out, c.action_queue_depth,
                                  c.out_bytes + 2u * CCOIP_RELAY_MAX_BYTES + 4096u);
-    if (p->skeys == NULL || p->sync_sends == NULL || p->entries == NULL || p->names == NULL ||
-        p->vkeys == NULL || p->probes == NULL || p->samples == NULL) {
+    if (p->ss.skeys == NULL || p->ss.sends == NULL || p->ss.entries == NULL ||
+        p->ss.names == NULL || p->ss.vkeys == NULL || p->opt.probes == NULL ||
+        p->opt.samples == NULL) {
         r = pcclSystemError;
     }
-    if (p->calls == NULL || p->ring == NULL || p->plan_ring == NULL || p->ops == NULL ||
-        p->acc == NULL || p->arena_mem == NULL || r != pcclSuccess) {
+    if (p->ctl.calls == NULL || p->ring.ids == NULL || p->wire.plan_ring == NULL ||
+        p->ops == NULL || p->wire.acc == NULL || p->arena_mem == NULL || r != pcclSuccess) {
         ccoip_peer_destroy(p);
         return r == pcclInvalidArgument ? r : pcclSystemError;
     }
@@ -136,7 +138,7 @@ void ccoip_peer_destroy(ccoip_peer *p)
 {
     if (p == NULL) return;
     sm_out_free(&p->out);
-    free(p->calls); /* the block of every table (ccoip_peer_create) */
+    free(p->tables); /* the block of every concern's tables (ccoip_peer_create) */
     if (p->arena_owned) free(p->arena_mem);
     free(p);
 }
@@ -151,7 +153,7 @@ void p_notify(ccoip_peer *p, uint64_t cmd, pcclResult_t result)
     if (a == NULL) return;
     a->cmd_id = cmd;
     a->result = result;
-    a->world_size = p->world;
+    a->world_size = p->ring.world;
 }
 
 static bool peer_master_up(const ccoip_peer *p)
@@ -166,7 +168,7 @@ void p_send(ccoip_peer *p, ccoip_pb_peer_to_master *env)
         p->out.overflow = true;
         return;
     }
-    p->last_send_ns = p->now;
+    p->ctl.last_send_ns = p->now;
 }
 
 void p_send_span(ccoip_peer *p, ccoip_pb_peer_to_master *env, ccoip_pb_bytes *field,
@@ -178,17 +180,17 @@ void p_send_span(ccoip_peer *p, ccoip_pb_peer_to_master *env, ccoip_pb_bytes *fi
         p->out.overflow = true;
         return;
     }
-    p->last_send_ns = p->now;
+    p->ctl.last_send_ns = p->now;
 }
 
 uint64_t p_call_new(ccoip_peer *p, p_call_kind kind, uint32_t op)
 {
-    for (uint32_t i = 0; i < p->calls_cap; i++) {
-        if (p->calls[i].kind == PC_NONE) {
-            p->calls[i].kind = kind;
-            p->calls[i].call_id = p->next_call++;
-            p->calls[i].op = op;
-            return p->calls[i].call_id;
+    for (uint32_t i = 0; i < p->ctl.calls_cap; i++) {
+        if (p->ctl.calls[i].kind == PC_NONE) {
+            p->ctl.calls[i].kind = kind;
+            p->ctl.calls[i].call_id = p->ctl.next_call++;
+            p->ctl.calls[i].op = op;
+            return p->ctl.calls[i].call_id;
         }
     }
     /* Bounded by construction: at most two calls per op plus a few singletons. */
@@ -198,8 +200,9 @@ uint64_t p_call_new(ccoip_peer *p, p_call_kind kind, uint32_t op)
 
 void p_call_drop_op(ccoip_peer *p, p_call_kind kind, uint32_t op)
 {
-    for (uint32_t i = 0; i < p->calls_cap; i++) {
-        if (p->calls[i].kind == kind && p->calls[i].op == op) p->calls[i].kind = PC_NONE;
+    for (uint32_t i = 0; i < p->ctl.calls_cap; i++) {
+        if (p->ctl.calls[i].kind == kind && p->ctl.calls[i].op == op)
+            p->ctl.calls[i].kind = PC_NONE;
     }
 }
 
@@ -207,10 +210,10 @@ static p_call peer_call_take(ccoip_peer *p, uint64_t call_id)
 {
     p_call c = {PC_NONE, 0, 0};
     if (call_id == 0) return c;
-    for (uint32_t i = 0; i < p->calls_cap; i++) {
-        if (p->calls[i].kind != PC_NONE && p->calls[i].call_id == call_id) {
-            c = p->calls[i];
-            p->calls[i].kind = PC_NONE;
+    for (uint32_t i = 0; i < p->ctl.calls_cap; i++) {
+        if (p->ctl.calls[i].kind != PC_NONE && p->ctl.calls[i].call_id == call_id) {
+            c = p->ctl.calls[i];
+            p->ctl.calls[i].kind = PC_NONE;
             break;
         }
     }
@@ -246,7 +249,7 @@ static void p_fail_at(ccoip_peer *p, ccoip_log_level level, const char *why)
         sm_log(&p->out, level, "peer %U: %s", p->id, why);
     }
     bool master_open = p->state >= PS_CONNECTING && p->state <= PS_ACCEPTED && !p->master_closed;
-    p->state = PS_FAILED;
+    p_set_state(p, PS_FAILED);
     if (master_open) {
         ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
         if (a != NULL) a->conn = CCOIP_PEER_MASTER_CONN;
@@ -254,21 +257,21 @@ static void p_fail_at(ccoip_peer *p, ccoip_log_level level, const char *why)
     p_wire_close_all(p);
     p_state_fail_all(p, pcclMasterConnectionFailed);
     p_opt_fail_all(p, pcclMasterConnectionFailed);
-    if (p->connect_pending) {
-        p->connect_pending = false;
-        p_notify(p, p->connect_cmd, pcclMasterConnectionFailed);
+    if (p->ctl.connect_pending) {
+        p->ctl.connect_pending = false;
+        p_notify(p, p->ctl.connect_cmd, pcclMasterConnectionFailed);
     }
-    if (p->topo_pending) {
-        p->topo_pending = false;
-        p_notify(p, p->topo_cmd, pcclMasterConnectionFailed);
+    if (p->ctl.topo_pending) {
+        p->ctl.topo_pending = false;
+        p_notify(p, p->ctl.topo_cmd, pcclMasterConnectionFailed);
     }
-    if (p->pend_pending) {
-        p->pend_pending = false;
-        p_notify(p, p->pend_cmd, pcclMasterConnectionFailed);
+    if (p->ctl.pend_pending) {
+        p->ctl.pend_pending = false;
+        p_notify(p, p->ctl.pend_cmd, pcclMasterConnectionFailed);
     }
     p_ring_fail_all(p, pcclMasterConnectionFailed);
-    memset(p->calls, 0, (size_t)p->calls_cap * sizeof(p_call));
-    p->ring_ready = false;
+    memset(p->ctl.calls, 0, (size_t)p->ctl.calls_cap * sizeof(p_call));
+    p->ring.ready = false;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -282,9 +285,9 @@ static void peer_on_hello(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
         pcclResult_t r = env->status == CCOIP_PB_STATUS_SUCCESS
                              ? pcclProtocolError
                              : ccoip_status_to_result(env->status);
-        if (p->connect_pending) {
-            p->connect_pending = false;
-            p_notify(p, p->connect_cmd, r);
+        if (p->ctl.connect_pending) {
+            p->ctl.connect_pending = false;
+            p_notify(p, p->ctl.connect_cmd, r);
         }
         p_fail(p, "hello refused");
         return;
@@ -296,37 +299,37 @@ static void peer_on_hello(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
         return;
     }
     p->id = h->peer_id;
-    p->relay_max = h->relay_max_bytes;
+    p->ring.relay_max = h->relay_max_bytes;
     if (h->heartbeat_ms != 0 && h->evict_ms > h->heartbeat_ms) {
-        p->hb_ms = h->heartbeat_ms;
-        p->evict_ms = h->evict_ms;
+        p->ctl.hb_ms = h->heartbeat_ms;
+        p->ctl.evict_ms = h->evict_ms;
     }
     ccoip_pb_peer_to_master out;
     ccoip_pb_endpoint ep[3];
     memset(&out, 0, sizeof(out));
     memset(ep, 0, sizeof(ep));
     ep[0].kind = CCOIP_PB_ENDPOINT_KIND_P2P;
-    ep[0].port = p->p2p_port;
-    ep[0].url.data = (const uint8_t *)p->p2p_url;
-    ep[0].url.len = strlen(p->p2p_url);
+    ep[0].port = p->wire.p2p_port;
+    ep[0].url.data = (const uint8_t *)p->wire.p2p_url;
+    ep[0].url.len = strlen(p->wire.p2p_url);
     ep[1].kind = CCOIP_PB_ENDPOINT_KIND_SHARED_STATE;
-    ep[1].port = p->ss_port;
-    ep[1].url.data = (const uint8_t *)p->ss_url;
-    ep[1].url.len = strlen(p->ss_url);
+    ep[1].port = p->ss.port;
+    ep[1].url.data = (const uint8_t *)p->ss.url;
+    ep[1].url.len = strlen(p->ss.url);
     uint64_t nep = 1;
-    if (p->ss_listening) nep++;
+    if (p->ss.listening) nep++;
     ep[nep].kind = CCOIP_PB_ENDPOINT_KIND_BANDWIDTH;
-    ep[nep].port = p->bw_port;
-    ep[nep].url.data = (const uint8_t *)p->bw_url;
-    ep[nep].url.len = strlen(p->bw_url);
-    if (p->bw_listening) nep++;
+    ep[nep].port = p->opt.bw_port;
+    ep[nep].url.data = (const uint8_t *)p->opt.bw_url;
+    ep[nep].url.len = strlen(p->opt.bw_url);
+    if (p->opt.bw_listening) nep++;
     out.call_id = p_call_new(p, PC_JOIN, 0);
     out.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_JOIN;
     out.body.join.peer_group = p->cfg.peer_group;
     out.body.join.endpoints = ep;
     out.body.join.endpoints_count = nep;
     out.body.join.p2p_pool_size = p->cfg.p2p_pool_size;
-    p->state = PS_JOIN;
+    p_set_state(p, PS_JOIN);
     p_send(p, &out);
 }
 
@@ -334,19 +337,19 @@ static void peer_on_join(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
 {
     if (env->status != CCOIP_PB_STATUS_SUCCESS ||
         env->body_case != CCOIP_PB_MASTER_TO_PEER_BODY_JOIN) {
-        if (p->connect_pending) {
-            p->connect_pending = false;
-            p_notify(p, p->connect_cmd, ccoip_status_to_result(env->status));
+        if (p->ctl.connect_pending) {
+            p->ctl.connect_pending = false;
+            p_notify(p, p->ctl.connect_cmd, ccoip_status_to_result(env->status));
         }
         p_fail(p, "join refused");
         return;
     }
-    p->state = PS_PENDING;
+    p_set_state(p, PS_PENDING);
     if (env->body.join.has_world) {
-        p->wi.global = env->body.join.world.global;
-        p->wi.peer_group = env->body.join.world.peer_group;
-        p->wi.num_peer_groups = env->body.join.world.num_peer_groups;
-        p->wi.largest_peer_group = env->body.join.world.largest_peer_group;
+        p->ring.wi.global = env->body.join.world.global;
+        p->ring.wi.peer_group = env->body.join.world.peer_group;
+        p->ring.wi.num_peer_groups = env->body.join.world.num_peer_groups;
+        p->ring.wi.largest_peer_group = env->body.join.world.largest_peer_group;
     }
     /* A pending peer votes right after Join and waits to be admitted (§6.3). */
     peer_send_topo_vote(p);
@@ -365,50 +368,50 @@ static void peer_on_verdict(ccoip_peer *p, const ccoip_pb_master_to_peer *env, b
     }
     const ccoip_pb_topology_verdict *v = &env->body.topology_verdict;
     if (notified) {
-        if (v->epoch != p->plan_epoch || (!p->wiring && !p->reported)) {
+        if (v->epoch != p->wire.plan_epoch || (!p->wire.wiring && !p->wire.reported)) {
             sm_log(&p->out, CCOIP_LOG_DEBUG, "peer %U: verdict of epoch %U ignored", p->id,
                    v->epoch);
             return;
         }
-        for (uint32_t i = 0; i < p->calls_cap; i++) {
-            if (p->calls[i].kind == PC_P2P) p->calls[i].kind = PC_NONE;
+        for (uint32_t i = 0; i < p->ctl.calls_cap; i++) {
+            if (p->ctl.calls[i].kind == PC_P2P) p->ctl.calls[i].kind = PC_NONE;
         }
-        p->wiring = false;
-        p->reported = true;
+        p->wire.wiring = false;
+        p->wire.reported = true;
     }
-    if (!p->reported || v->epoch != p->plan_epoch) {
+    if (!p->wire.reported || v->epoch != p->wire.plan_epoch) {
         p_fail(p, "topology verdict for another epoch");
         return;
     }
-    p->reported = false;
+    p->wire.reported = false;
     bool ok = v->success && env->status == CCOIP_PB_STATUS_SUCCESS;
     if (v->has_world) {
-        p->world = v->world.peer_group;
-        p->wi.global = v->world.global;
-        p->wi.peer_group = v->world.peer_group;
-        p->wi.num_peer_groups = v->world.num_peer_groups;
-        p->wi.largest_peer_group = v->world.largest_peer_group;
+        p->ring.world = v->world.peer_group;
+        p->ring.wi.global = v->world.global;
+        p->ring.wi.peer_group = v->world.peer_group;
+        p->ring.wi.num_peer_groups = v->world.num_peer_groups;
+        p->ring.wi.largest_peer_group = v->world.largest_peer_group;
     }
     if (ok) {
-        p->epoch = p->plan_epoch;
-        p->ring_ready = true;
-        p->opt_off = false;
-        p->rank = p->plan_rank;
-        p->ring_n = p->plan_n;
-        memcpy(p->ring, p->plan_ring, (size_t)p->plan_n * sizeof(uint64_t));
-        p->world = p->plan_n;
-        p->wi.peer_group = p->plan_n;
+        p->ring.epoch = p->wire.plan_epoch;
+        p->ring.ready = true;
+        p->ring.opt_off = false;
+        p->ring.rank = p->wire.plan_rank;
+        p->ring.n = p->wire.plan_n;
+        memcpy(p->ring.ids, p->wire.plan_ring, (size_t)p->wire.plan_n * sizeof(uint64_t));
+        p->ring.world = p->wire.plan_n;
+        p->ring.wi.peer_group = p->wire.plan_n;
     } else {
-        p->ring_ready = false;
+        p->ring.ready = false;
     }
     sm_log(&p->out, CCOIP_LOG_INFO, "peer %U: epoch %U p2p %s (rank %u of %u)", p->id, v->epoch,
-           ok ? "established" : "failed", p->plan_rank, p->plan_n);
+           ok ? "established" : "failed", p->wire.plan_rank, p->wire.plan_n);
     if (p->state == PS_PENDING) {
         if (ok) {
-            p->state = PS_ACCEPTED;
-            if (p->connect_pending) {
-                p->connect_pending = false;
-                p_notify(p, p->connect_cmd, pcclSuccess);
+            p_set_state(p, PS_ACCEPTED);
+            if (p->ctl.connect_pending) {
+                p->ctl.connect_pending = false;
+                p_notify(p, p->ctl.connect_cmd, pcclSuccess);
             }
         } else {
             peer_send_topo_vote(p); /* still waiting: vote again */
@@ -416,9 +419,9 @@ static void peer_on_verdict(ccoip_peer *p, const ccoip_pb_master_to_peer *env, b
         return;
     }
     p_opt_on_topology_verdict(p, v->epoch, ok);
-    if (p->topo_pending && p->topo_cmd_epoch == v->epoch) {
-        p->topo_pending = false;
-        p_notify(p, p->topo_cmd, ok ? pcclSuccess : pcclUpdateTopologyFailed);
+    if (p->ctl.topo_pending && p->ctl.topo_cmd_epoch == v->epoch) {
+        p->ctl.topo_pending = false;
+        p_notify(p, p->ctl.topo_cmd, ok ? pcclSuccess : pcclUpdateTopologyFailed);
     }
 }
 
@@ -430,29 +433,29 @@ static void peer_on_topo_answer(ccoip_peer *p, const ccoip_pb_master_to_peer *en
                              ? pcclProtocolError
                              : ccoip_status_to_result(env->status);
         if (p->state == PS_PENDING) {
-            if (p->connect_pending) {
-                p->connect_pending = false;
-                p_notify(p, p->connect_cmd, r);
+            if (p->ctl.connect_pending) {
+                p->ctl.connect_pending = false;
+                p_notify(p, p->ctl.connect_cmd, r);
             }
             p_fail(p, "admission refused");
-        } else if (p->topo_pending) {
-            p->topo_pending = false;
-            p_notify(p, p->topo_cmd, r);
+        } else if (p->ctl.topo_pending) {
+            p->ctl.topo_pending = false;
+            p_notify(p, p->ctl.topo_cmd, r);
         }
         return;
     }
-    if (p->topo_pending) p->topo_cmd_epoch = env->body.topology_plan.epoch;
+    if (p->ctl.topo_pending) p->ctl.topo_cmd_epoch = env->body.topology_plan.epoch;
     p_wire_on_plan(p, &env->body.topology_plan);
 }
 
 static void peer_on_pending_answer(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
 {
-    if (!p->pend_pending) return;
-    p->pend_pending = false;
+    if (!p->ctl.pend_pending) return;
+    p->ctl.pend_pending = false;
     ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_NOTIFY);
     if (a == NULL) return;
-    a->cmd_id = p->pend_cmd;
-    a->world_size = p->world;
+    a->cmd_id = p->ctl.pend_cmd;
+    a->world_size = p->ring.world;
     if (env->status != CCOIP_PB_STATUS_SUCCESS ||
         env->body_case != CCOIP_PB_MASTER_TO_PEER_BODY_PENDING_PEERS) {
         a->result = env->status != CCOIP_PB_STATUS_SUCCESS ? ccoip_status_to_result(env->status)
@@ -473,7 +476,7 @@ static void peer_on_frame(ccoip_peer *p, const uint8_t *data, uint64_t len)
         p_fail(p, "malformed frame from the master");
         return;
     }
-    p->last_recv_ns = p->now;
+    p->ctl.last_recv_ns = p->now;
     if (env.body_case == CCOIP_PB_MASTER_TO_PEER_BODY_EVICTION) {
         sm_log(&p->out, CCOIP_LOG_ERROR, "peer %U: evicted by the master (reason %d)", p->id,
                env.body.eviction.reason);
@@ -575,45 +578,45 @@ static void peer_on_submit(ccoip_peer *p, const ccoip_cmd *cmd)
     }
     switch (cmd->type) {
     case CCOIP_CMD_CONNECT: {
-        if (p->state != PS_IDLE || !p->p2p_listening) {
+        if (p->state != PS_IDLE || !p->wire.p2p_listening) {
             p_notify(p, cmd->cmd_id, pcclInvalidUsage);
             return;
         }
         ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CONNECT);
         if (a == NULL) return;
         a->conn = CCOIP_PEER_MASTER_CONN;
-        if (p->master_url[0] != '\0') {
-            a->data = (const uint8_t *)p->master_url;
-            a->len = strlen(p->master_url);
+        if (p->ctl.master_url[0] != '\0') {
+            a->data = (const uint8_t *)p->ctl.master_url;
+            a->len = strlen(p->ctl.master_url);
         } else {
             memcpy(a->ip, p->cfg.master_ip, p->cfg.master_ip_len);
             a->ip_len = p->cfg.master_ip_len;
             a->port = p->cfg.master_port;
         }
-        p->state = PS_CONNECTING;
-        p->connect_pending = true;
-        p->connect_cmd = cmd->cmd_id;
-        p->last_recv_ns = p->now;
-        p->last_send_ns = p->now;
+        p_set_state(p, PS_CONNECTING);
+        p->ctl.connect_pending = true;
+        p->ctl.connect_cmd = cmd->cmd_id;
+        p->ctl.last_recv_ns = p->now;
+        p->ctl.last_send_ns = p->now;
         return;
     }
     case CCOIP_CMD_UPDATE_TOPOLOGY:
-        if (p->state != PS_ACCEPTED || p->topo_pending) {
+        if (p->state != PS_ACCEPTED || p->ctl.topo_pending) {
             p_notify(p, cmd->cmd_id, pcclInvalidUsage);
             return;
         }
-        p->topo_pending = true;
-        p->topo_cmd = cmd->cmd_id;
-        p->topo_cmd_epoch = 0;
+        p->ctl.topo_pending = true;
+        p->ctl.topo_cmd = cmd->cmd_id;
+        p->ctl.topo_cmd_epoch = 0;
         peer_send_topo_vote(p);
         return;
     case CCOIP_CMD_ARE_PEERS_PENDING: {
-        if (p->state != PS_ACCEPTED || p->pend_pending) {
+        if (p->state != PS_ACCEPTED || p->ctl.pend_pending) {
             p_notify(p, cmd->cmd_id, pcclInvalidUsage);
             return;
         }
-        p->pend_pending = true;
-        p->pend_cmd = cmd->cmd_id;
+        p->ctl.pend_pending = true;
+        p->ctl.pend_cmd = cmd->cmd_id;
         ccoip_pb_peer_to_master env;
         memset(&env, 0, sizeof(env));
         env.call_id = p_call_new(p, PC_PENDING, 0);
@@ -635,7 +638,7 @@ static void peer_on_submit(ccoip_peer *p, const ccoip_cmd *cmd)
             p_send(p, &env);
         }
         p_fail_at(p, CCOIP_LOG_INFO, "leaving the run");
-        p->state = PS_LEFT;
+        p_set_state(p, PS_LEFT);
         p_notify(p, cmd->cmd_id, pcclSuccess);
         return;
     }
@@ -660,15 +663,15 @@ static void peer_on_submit(ccoip_peer *p, const ccoip_cmd *cmd)
 static void peer_timers(ccoip_peer *p)
 {
     if (!peer_master_up(p)) return;
-    if (p->now >= sm_add_sat(p->last_recv_ns, sm_ms(p->evict_ms))) {
+    if (p->now >= sm_add_sat(p->ctl.last_recv_ns, sm_ms(p->ctl.evict_ms))) {
         p_fail(p, "master silent for evict_ms");
         return;
     }
-    if (p->state >= PS_JOIN && p->now >= sm_add_sat(p->last_send_ns, sm_ms(p->hb_ms))) {
+    if (p->state >= PS_JOIN && p->now >= sm_add_sat(p->ctl.last_send_ns, sm_ms(p->ctl.hb_ms))) {
         ccoip_pb_peer_to_master env;
         memset(&env, 0, sizeof(env));
         env.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_HEARTBEAT;
-        env.body.heartbeat.counter = ++p->hb_counter;
+        env.body.heartbeat.counter = ++p->ctl.hb_counter;
         p_send(p, &env);
     }
 }
@@ -676,9 +679,9 @@ static void peer_timers(ccoip_peer *p)
 uint64_t ccoip_peer_deadline_ns(const ccoip_peer *p)
 {
     if (p == NULL || !peer_master_up(p)) return CCOIP_NO_DEADLINE;
-    uint64_t d = sm_add_sat(p->last_recv_ns, sm_ms(p->evict_ms));
+    uint64_t d = sm_add_sat(p->ctl.last_recv_ns, sm_ms(p->ctl.evict_ms));
     if (p->state >= PS_JOIN) {
-        uint64_t h = sm_add_sat(p->last_send_ns, sm_ms(p->hb_ms));
+        uint64_t h = sm_add_sat(p->ctl.last_send_ns, sm_ms(p->ctl.hb_ms));
         if (h < d) d = h;
     }
     return d;
@@ -693,7 +696,7 @@ pcclResult_t ccoip_peer_step(ccoip_peer *p, const ccoip_event *ev)
     switch (ev->type) {
     case CCOIP_EV_START:
         if (p->state != PS_INIT) break;
-        p->state = PS_IDLE;
+        p_set_state(p, PS_IDLE);
         {
             ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_LISTEN);
             if (a != NULL) a->listener = CCOIP_LISTENER_P2P;
@@ -711,8 +714,8 @@ pcclResult_t ccoip_peer_step(ccoip_peer *p, const ccoip_event *ev)
     case CCOIP_EV_CONN_UP:
         if (!ev->accepted && ev->conn == CCOIP_PEER_MASTER_CONN) {
             if (p->state != PS_CONNECTING) break;
-            p->state = PS_HELLO;
-            p->last_recv_ns = p->now;
+            p_set_state(p, PS_HELLO);
+            p->ctl.last_recv_ns = p->now;
             ccoip_pb_peer_to_master env;
             memset(&env, 0, sizeof(env));
             env.call_id = p_call_new(p, PC_HELLO, 0);
@@ -801,7 +804,7 @@ void ccoip_peer_prefetch(const ccoip_peer *p, int stage)
         __builtin_prefetch(&p->cfg.max_ops);
         __builtin_prefetch(&p->out);
         __builtin_prefetch(&p->state);
-        __builtin_prefetch(&p->epoch);
+        __builtin_prefetch(&p->ring.epoch);
         __builtin_prefetch(&p->ops);
         return;
     }
@@ -819,24 +822,24 @@ pcclResult_t ccoip_peer_set_port(ccoip_peer *p, ccoip_listener listener, uint32_
     if (p == NULL || port > 65535u) return pcclInvalidArgument;
     if (url != NULL && strlen(url) >= CCOIP_URL_MAX) return pcclInvalidArgument;
     if (listener == CCOIP_LISTENER_SHARED_STATE) {
-        p->ss_port = port;
-        p->ss_url[0] = '\0';
-        if (url != NULL) memcpy(p->ss_url, url, strlen(url) + 1u);
-        p->ss_listening = true;
+        p->ss.port = port;
+        p->ss.url[0] = '\0';
+        if (url != NULL) memcpy(p->ss.url, url, strlen(url) + 1u);
+        p->ss.listening = true;
         return pcclSuccess;
     }
     if (listener == CCOIP_LISTENER_BANDWIDTH) {
-        p->bw_port = port;
-        p->bw_url[0] = '\0';
-        if (url != NULL) memcpy(p->bw_url, url, strlen(url) + 1u);
-        p->bw_listening = true;
+        p->opt.bw_port = port;
+        p->opt.bw_url[0] = '\0';
+        if (url != NULL) memcpy(p->opt.bw_url, url, strlen(url) + 1u);
+        p->opt.bw_listening = true;
         return pcclSuccess;
     }
     if (listener != CCOIP_LISTENER_P2P) return pcclInvalidArgument;
-    p->p2p_port = port;
-    p->p2p_url[0] = '\0';
-    if (url != NULL) memcpy(p->p2p_url, url, strlen(url) + 1u);
-    p->p2p_listening = true;
+    p->wire.p2p_port = port;
+    p->wire.p2p_url[0] = '\0';
+    if (url != NULL) memcpy(p->wire.p2p_url, url, strlen(url) + 1u);
+    p->wire.p2p_listening = true;
     return pcclSuccess;
 }
 
@@ -847,7 +850,7 @@ uint64_t ccoip_peer_id(const ccoip_peer *p)
 
 uint64_t ccoip_peer_epoch(const ccoip_peer *p)
 {
-    return p->epoch;
+    return p->ring.epoch;
 }
 
 bool ccoip_peer_is_accepted(const ccoip_peer *p)
@@ -862,22 +865,22 @@ bool ccoip_peer_is_failed(const ccoip_peer *p)
 
 uint32_t ccoip_peer_world_size(const ccoip_peer *p)
 {
-    return p->world;
+    return p->ring.world;
 }
 
 uint64_t ccoip_peer_optimistic_starts(const ccoip_peer *p)
 {
-    return p != NULL ? p->opt_starts : 0;
+    return p != NULL ? p->ring.opt_starts : 0;
 }
 
 uint64_t ccoip_peer_optimistic_joins(const ccoip_peer *p)
 {
-    return p != NULL ? p->opt_joins : 0;
+    return p != NULL ? p->ring.opt_joins : 0;
 }
 
 uint64_t ccoip_peer_relayed_ops(const ccoip_peer *p)
 {
-    return p != NULL ? p->relay_ops : 0;
+    return p != NULL ? p->ring.relay_ops : 0;
 }
 
 uint32_t ccoip_peer_sync_slot(const ccoip_peer *p)
@@ -887,5 +890,5 @@ uint32_t ccoip_peer_sync_slot(const ccoip_peer *p)
 
 void ccoip_peer_world_info(const ccoip_peer *p, ccoip_world_info *out)
 {
-    *out = p->wi;
+    *out = p->ring.wi;
 }

@@ -10,16 +10,16 @@
 
 static void opt_finish(ccoip_peer *p, pcclResult_t r)
 {
-    p->opt = POPT_NONE;
-    p->opt_io = 0;
-    p_notify(p, p->opt_cmd, r);
+    p_set_opt(p, POPT_NONE);
+    p->opt.io = 0;
+    p_notify(p, p->opt.cmd, r);
 }
 
 pcclResult_t p_opt_submit(ccoip_peer *p, const ccoip_cmd *cmd)
 {
-    if (p->opt != POPT_NONE) return pcclInvalidUsage;
-    p->opt = POPT_VOTED;
-    p->opt_cmd = cmd->cmd_id;
+    if (p->opt.st != POPT_NONE) return pcclInvalidUsage;
+    p_set_opt(p, POPT_VOTED);
+    p->opt.cmd = cmd->cmd_id;
     ccoip_pb_peer_to_master env;
     memset(&env, 0, sizeof(env));
     env.call_id = p_call_new(p, PC_OPT_VOTE, 0);
@@ -31,12 +31,12 @@ pcclResult_t p_opt_submit(ccoip_peer *p, const ccoip_cmd *cmd)
 /* Reports every sample, then says done. */
 static void opt_report(ccoip_peer *p)
 {
-    if (p->opt_n > 0) {
+    if (p->opt.n > 0) {
         ccoip_pb_peer_to_master env;
         memset(&env, 0, sizeof(env));
         env.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_BANDWIDTH_REPORT;
-        env.body.bandwidth_report.samples = p->samples;
-        env.body.bandwidth_report.samples_count = p->opt_n;
+        env.body.bandwidth_report.samples = p->opt.samples;
+        env.body.bandwidth_report.samples_count = p->opt.n;
         p_send(p, &env);
     }
     ccoip_pb_peer_to_master env;
@@ -44,23 +44,23 @@ static void opt_report(ccoip_peer *p)
     env.call_id = p_call_new(p, PC_OPT_DONE, 0);
     env.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_OPTIMIZE_DONE;
     p_send(p, &env);
-    p->opt = POPT_DONE_WAIT;
+    p_set_opt(p, POPT_DONE_WAIT);
 }
 
 static void opt_probe_next(ccoip_peer *p, uint32_t i)
 {
-    p->opt_i = i;
-    if (i >= p->opt_n) {
-        p->opt_io = 0;
+    p->opt.i = i;
+    if (i >= p->opt.n) {
+        p->opt.io = 0;
         opt_report(p);
         return;
     }
-    const p_probe *t = &p->probes[i];
+    const p_probe *t = &p->opt.probes[i];
     ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_PROBE);
     if (a == NULL) return;
-    p->opt = POPT_PROBING;
-    p->opt_io = p->next_io++;
-    a->io_id = p->opt_io;
+    p_set_opt(p, POPT_PROBING);
+    p->opt.io = p->next_io++;
+    a->io_id = p->opt.io;
     a->conn = p->next_conn++;
     a->tag = t->peer_id;
     a->count = t->bytes;
@@ -91,7 +91,7 @@ static void opt_on_requests(ccoip_peer *p, const ccoip_pb_bandwidth_probe_reques
             p_fail(p, "bad probe target");
             return;
         }
-        p_probe *d = &p->probes[i];
+        p_probe *d = &p->opt.probes[i];
         memset(d, 0, sizeof(*d));
         d->peer_id = t->peer_id;
         if (ep->ip.len > 0) memcpy(d->ip, ep->ip.data, (size_t)ep->ip.len);
@@ -100,18 +100,18 @@ static void opt_on_requests(ccoip_peer *p, const ccoip_pb_bandwidth_probe_reques
         d->url_len = (uint32_t)ep->url.len;
         if (ep->url.len > 0) memcpy(d->url, ep->url.data, (size_t)ep->url.len);
         d->bytes = t->probe_bytes != 0 ? t->probe_bytes : ((uint64_t)1 << 20);
-        ccoip_pb_bandwidth_sample *sm = &p->samples[i];
+        ccoip_pb_bandwidth_sample *sm = &p->opt.samples[i];
         memset(sm, 0, sizeof(*sm));
         sm->to_peer = t->peer_id;
     }
-    p->opt_n = (uint32_t)rq->targets_count;
+    p->opt.n = (uint32_t)rq->targets_count;
     opt_probe_next(p, 0);
 }
 
 void p_opt_on_answer(ccoip_peer *p, p_call_kind kind, const ccoip_pb_master_to_peer *env)
 {
     if (kind == PC_OPT_VOTE) {
-        if (p->opt != POPT_VOTED) {
+        if (p->opt.st != POPT_VOTED) {
             p_fail(p, "probe requests for no vote");
             return;
         }
@@ -126,7 +126,7 @@ void p_opt_on_answer(ccoip_peer *p, p_call_kind kind, const ccoip_pb_master_to_p
         opt_on_requests(p, &env->body.probe_requests);
         return;
     }
-    if (p->opt != POPT_DONE_WAIT) {
+    if (p->opt.st != POPT_DONE_WAIT) {
         p_fail(p, "optimize verdict for no optimization");
         return;
     }
@@ -144,34 +144,35 @@ void p_opt_on_answer(ccoip_peer *p, p_call_kind kind, const ccoip_pb_master_to_p
         return;
     }
     /* Re-wire exactly as for a TopologyPlan; the TopologyVerdict of that epoch completes. */
-    p->opt = POPT_REWIRING;
-    p->opt_epoch = v->plan.epoch;
+    p_set_opt(p, POPT_REWIRING);
+    p->opt.epoch = v->plan.epoch;
     p_wire_on_plan(p, &v->plan);
 }
 
 void p_opt_on_topology_verdict(ccoip_peer *p, uint64_t epoch, bool ok)
 {
     /* A later epoch means the optimized plan was superseded (a member lost meanwhile). */
-    if (p->opt != POPT_REWIRING || epoch < p->opt_epoch) return;
-    if (epoch != p->opt_epoch) ok = false;
+    if (p->opt.st != POPT_REWIRING || epoch < p->opt.epoch) return;
+    if (epoch != p->opt.epoch) ok = false;
     opt_finish(p, ok ? pcclSuccess : pcclTopologyOptimizationFailed);
 }
 
 bool p_opt_on_done(ccoip_peer *p, const ccoip_event *ev)
 {
-    if (p->opt != POPT_PROBING || ev->done.io_id == 0 || ev->done.io_id != p->opt_io) return false;
-    ccoip_pb_bandwidth_sample *sm = &p->samples[p->opt_i];
+    if (p->opt.st != POPT_PROBING || ev->done.io_id == 0 || ev->done.io_id != p->opt.io)
+        return false;
+    ccoip_pb_bandwidth_sample *sm = &p->opt.samples[p->opt.i];
     if (ev->done.result == pcclSuccess && ev->done.probe_bytes > 0) {
         sm->bytes = ev->done.probe_bytes;
         sm->duration_us = ev->done.duration_us;
     } else {
         sm->unreachable = true;
     }
-    opt_probe_next(p, p->opt_i + 1u);
+    opt_probe_next(p, p->opt.i + 1u);
     return true;
 }
 
 void p_opt_fail_all(ccoip_peer *p, pcclResult_t r)
 {
-    if (p->opt != POPT_NONE) opt_finish(p, r);
+    if (p->opt.st != POPT_NONE) opt_finish(p, r);
 }

@@ -95,7 +95,7 @@ static void ring_finish(ccoip_peer *p, uint32_t i)
     if (a != NULL) {
         a->cmd_id = o->cmd;
         a->result = o->result;
-        a->world_size = p->world;
+        a->world_size = p->ring.world;
         a->op_slot = i;
         if (o->result == pcclSuccess) {
             a->tx_bytes = o->tx_bytes;
@@ -104,6 +104,7 @@ static void ring_finish(ccoip_peer *p, uint32_t i)
     }
     p_call_drop_op(p, PC_INITIATE, i);
     p_call_drop_op(p, PC_COMPLETE, i);
+    p_op_set_state(o, PO_FREE);
     memset(o, 0, sizeof(*o));
 }
 
@@ -134,7 +135,7 @@ static void ring_after_restore(ccoip_peer *p, uint32_t i)
         return;
     }
     ring_send_complete(p, i, true, true);
-    o->state = PO_COMPLETING;
+    p_op_set_state(o, PO_COMPLETING);
 }
 
 static void ring_start_restore(ccoip_peer *p, uint32_t i)
@@ -142,8 +143,8 @@ static void ring_start_restore(ccoip_peer *p, uint32_t i)
     p_op *o = &p->ops[i];
     /* Frames of an optimistic op are keyed by (epoch, tag): after an abort, wait for the next
      * epoch (the master re-wires the group) before starting optimistically again (§6.8.1). */
-    if (o->begun && o->epoch == p->epoch) p->opt_off = true;
-    o->state = PO_RESTORING;
+    if (o->begun && o->epoch == p->ring.epoch) p->ring.opt_off = true;
+    p_op_set_state(o, PO_RESTORING);
     if (o->begun && o->a.in_place && !p->cfg.canary_skip_restore) {
         uint64_t bytes = o->a.count * o->esize;
         ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_COPY, POS_RESTORE);
@@ -334,7 +335,7 @@ static void ring_done(ccoip_peer *p, uint32_t i)
 {
     p_op *o = &p->ops[i];
     o->sub = POS_NONE;
-    o->state = PO_COMPLETING;
+    p_op_set_state(o, PO_COMPLETING);
     ring_send_complete(p, i, false, true);
 }
 
@@ -637,8 +638,8 @@ static bool ring_links_up(const ccoip_peer *p);
  * (docs/protocol.md §6.8.1). */
 static bool ring_can_start(const ccoip_peer *p)
 {
-    return p->state == PS_ACCEPTED && p->ring_ready && !p->wiring && !p->reported && !p->opt_off &&
-           p->ring_n >= 2 && ring_links_up(p);
+    return p->state == PS_ACCEPTED && p->ring.ready && !p->wire.wiring && !p->wire.reported &&
+           !p->ring.opt_off && p->ring.n >= 2 && ring_links_up(p);
 }
 
 pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
@@ -667,7 +668,7 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
     if (free_slot == UINT32_MAX) return pcclInvalidUsage;
     p_op *o = &p->ops[free_slot];
     memset(o, 0, sizeof(*o));
-    o->state = PO_INITIATING;
+    p_op_set_state(o, PO_INITIATING);
     o->cmd = cmd->cmd_id;
     o->a = *a;
     if (a->quant_algorithm == pcclQuantNone) o->a.quant_dtype = pcclUint8; /* not on the wire */
@@ -684,7 +685,7 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
     env.body.collective_initiate.quant_dtype =
         a->quant_algorithm == pcclQuantNone ? 0 : (int32_t)a->quant_dtype;
     const uint64_t bytes = a->count * es;
-    if (ccoip_relay_use(bytes, p->relay_max, a->quant_algorithm != pcclQuantNone)) {
+    if (ccoip_relay_use(bytes, p->ring.relay_max, a->quant_algorithm != pcclQuantNone)) {
         /* Master relay (§6.8.2): the input goes with the initiate, the answer brings the
          * result; no ring, nothing to restore (RECV is written only with the result). */
         o->relay = true;
@@ -702,17 +703,17 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
         return pcclSuccess;
     }
     const bool optimistic = ring_can_start(p);
-    if (optimistic) env.body.collective_initiate.optimistic_epoch = p->epoch;
+    if (optimistic) env.body.collective_initiate.optimistic_epoch = p->ring.epoch;
     p_send(p, &env);
     if (optimistic) {
         /* Optimistic start: the ring runs now, keyed by (epoch, tag) with seq 0; the master
          * only votes on the parameters and the outcome (§6.8.1). */
         o->optimistic = true;
-        p->opt_starts++;
+        p->ring.opt_starts++;
         o->seq = 0;
-        o->epoch = p->epoch;
-        o->world = p->ring_n;
-        o->state = PO_RUNNING;
+        o->epoch = p->ring.epoch;
+        o->world = p->ring.n;
+        p_op_set_state(o, PO_RUNNING);
         ring_begin(p, free_slot);
     }
     return pcclSuccess;
@@ -780,19 +781,19 @@ void p_ring_on_relay_answer(ccoip_peer *p, uint32_t i, const ccoip_pb_collective
     o->seq = v->seq;
     o->rx_bytes = bytes;
     o->result = pcclSuccess;
-    p->relay_ops++;
+    p->ring.relay_ops++;
     ring_finish(p, i);
 }
 
 /* Every connection of both pools of the current ring is up (docs/protocol.md §8.1). */
 static bool ring_links_up(const ccoip_peer *p)
 {
-    if (p->tx_n == 0 || p->rx_n == 0) return false;
-    for (uint32_t k = 0; k < p->tx_n; k++) {
-        if (p->tx_state[k] != PT_UP) return false;
+    if (p->wire.tx_n == 0 || p->wire.rx_n == 0) return false;
+    for (uint32_t k = 0; k < p->wire.tx_n; k++) {
+        if (p->wire.tx_state[k] != PT_UP) return false;
     }
-    for (uint32_t k = 0; k < p->rx_n; k++) {
-        if (p->rx_conn[k] == CCOIP_CONN_NONE) return false;
+    for (uint32_t k = 0; k < p->wire.rx_n; k++) {
+        if (p->wire.rx_conn[k] == CCOIP_CONN_NONE) return false;
     }
     return true;
 }
@@ -808,17 +809,17 @@ void p_ring_on_commence(ccoip_peer *p, uint32_t i, const ccoip_pb_master_to_peer
     o->seq = cc->seq;
     /* seq 0: others started it optimistically; its frames are keyed by (epoch, tag). */
     o->optimistic = cc->seq == 0;
-    if (o->optimistic) p->opt_joins++;
+    if (o->optimistic) p->ring.opt_joins++;
     o->epoch = cc->epoch;
     o->world = cc->world_size;
-    o->state = PO_RUNNING;
-    bool links = p->ring_n == 1 || ring_links_up(p);
-    if (!p->ring_ready || cc->epoch != p->epoch || cc->world_size != p->ring_n || !links ||
+    p_op_set_state(o, PO_RUNNING);
+    bool links = p->ring.n == 1 || ring_links_up(p);
+    if (!p->ring.ready || cc->epoch != p->ring.epoch || cc->world_size != p->ring.n || !links ||
         cc->world_size == 0) {
         /* Not the ring we have: nothing was touched; report the abort (§6.9 fence). */
         sm_log(&p->out, CCOIP_LOG_WARN,
                "peer %U: commence tag %U for epoch %U/world %u, ring is epoch %U/world %u", p->id,
-               cc->tag, cc->epoch, cc->world_size, p->epoch, p->ring_n);
+               cc->tag, cc->epoch, cc->world_size, p->ring.epoch, p->ring.n);
         o->result = pcclRankConnectionLost;
         ring_after_restore(p, i);
         return;
@@ -830,12 +831,12 @@ void p_ring_on_commence(ccoip_peer *p, uint32_t i, const ccoip_pb_master_to_peer
 static void ring_begin(ccoip_peer *p, uint32_t i)
 {
     p_op *o = &p->ops[i];
-    o->rank = p->rank;
+    o->rank = p->ring.rank;
     /* The pool spreads ops: seq (an optimistic op: its tag) mod the agreed size, the same on
      * both ends of a link. */
     const uint64_t key = o->optimistic ? o->a.tag : o->seq;
-    o->tx_conn = p->ring_n == 1 ? CCOIP_CONN_NONE : p->tx_conn[key % p->tx_n];
-    o->rx_conn = p->ring_n == 1 ? CCOIP_CONN_NONE : p->rx_conn[key % p->rx_n];
+    o->tx_conn = p->ring.n == 1 ? CCOIP_CONN_NONE : p->wire.tx_conn[key % p->wire.tx_n];
+    o->rx_conn = p->ring.n == 1 ? CCOIP_CONN_NONE : p->wire.rx_conn[key % p->wire.rx_n];
     o->esize = ccoip_dtype_size(o->a.dtype);
     o->wsize = ring_quantized(o) ? ccoip_dtype_size(o->a.quant_dtype) : o->esize;
     uint64_t max_chunk = o->a.count / o->world + (o->a.count % o->world != 0 ? 1u : 0u);
@@ -844,13 +845,13 @@ static void ring_begin(ccoip_peer *p, uint32_t i)
     o->ptx = o->prx = 1u;
     o->stx[0] = o->tx_conn;
     o->srx[0] = o->rx_conn;
-    if (p->ring_n > 1 && ring_stripes(o, max_chunk, p->tx_n) > 1u) {
-        o->ptx = p->tx_n;
-        memcpy(o->stx, p->tx_conn, sizeof o->stx);
+    if (p->ring.n > 1 && ring_stripes(o, max_chunk, p->wire.tx_n) > 1u) {
+        o->ptx = p->wire.tx_n;
+        memcpy(o->stx, p->wire.tx_conn, sizeof o->stx);
     }
-    if (p->ring_n > 1 && ring_stripes(o, max_chunk, p->rx_n) > 1u) {
-        o->prx = p->rx_n;
-        memcpy(o->srx, p->rx_conn, sizeof o->srx);
+    if (p->ring.n > 1 && ring_stripes(o, max_chunk, p->wire.rx_n) > 1u) {
+        o->prx = p->wire.rx_n;
+        memcpy(o->srx, p->wire.rx_conn, sizeof o->srx);
     }
     o->half = max_chunk * o->wsize;
     uint64_t bytes = o->a.count * o->esize;

@@ -47,11 +47,11 @@ static int state_name_cmp(const char *a, uint32_t alen, const uint8_t *b, uint64
 
 static p_skey *state_find(ccoip_peer *p, const uint8_t *name, uint64_t len)
 {
-    uint32_t lo = 0, hi = p->nkeys;
+    uint32_t lo = 0, hi = p->ss.nkeys;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2u;
-        int c = state_name_cmp(p->skeys[mid].name, p->skeys[mid].name_len, name, len);
-        if (c == 0) return &p->skeys[mid];
+        int c = state_name_cmp(p->ss.skeys[mid].name, p->ss.skeys[mid].name_len, name, len);
+        if (c == 0) return &p->ss.skeys[mid];
         if (c < 0) {
             lo = mid + 1u;
         } else {
@@ -65,41 +65,41 @@ static p_skey *state_find(ccoip_peer *p, const uint8_t *name, uint64_t len)
 static void state_finish(ccoip_peer *p, pcclResult_t r)
 {
     uint32_t s = state_slot(p);
-    if (p->sync_scratch) {
+    if (p->ss.scratch) {
         ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CANCEL);
         if (a != NULL) a->op_slot = s + 1u;
         a = sm_out_push(&p->out, CCOIP_ACT_OP_END);
         if (a != NULL) a->op_slot = s + 1u;
     }
-    if (p->sync_nsends > 0 || p->sync_io != 0) {
+    if (p->ss.nsends > 0 || p->ss.io != 0) {
         ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CANCEL);
         if (a != NULL) a->op_slot = s;
     }
-    if (p->sync_conn_open) {
+    if (p->ss.conn_open) {
         ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
-        if (a != NULL) a->conn = p->sync_conn;
+        if (a != NULL) a->conn = p->ss.conn;
     }
     ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_OP_END);
     if (a != NULL) a->op_slot = s;
     a = sm_out_push(&p->out, CCOIP_ACT_NOTIFY);
     if (a != NULL) {
-        a->cmd_id = p->sync_cmd;
+        a->cmd_id = p->ss.cmd;
         a->result = r;
-        a->world_size = p->world;
+        a->world_size = p->ring.world;
         a->op_slot = s;
         if (r == pcclSuccess) {
-            a->rx_bytes = p->sync_rx;
-            a->tx_bytes = p->sync_tx;
-            a->revision = p->sync_popular;
+            a->rx_bytes = p->ss.rx;
+            a->tx_bytes = p->ss.tx;
+            a->revision = p->ss.popular;
         }
     }
-    p->sync = PSS_NONE;
-    p->sync_io = 0;
-    p->sync_nsends = 0;
-    p->sync_conn_open = false;
-    p->sync_conn = CCOIP_CONN_NONE;
-    p->sync_scratch = false;
-    p->nkeys = 0;
+    p_set_sync(p, PSS_NONE);
+    p->ss.io = 0;
+    p->ss.nsends = 0;
+    p->ss.conn_open = false;
+    p->ss.conn = CCOIP_CONN_NONE;
+    p->ss.scratch = false;
+    p->ss.nkeys = 0;
 }
 
 static void state_send_done(ccoip_peer *p, bool ok)
@@ -109,25 +109,25 @@ static void state_send_done(ccoip_peer *p, bool ok)
     env.call_id = p_call_new(p, PC_SYNC_DONE, 0);
     env.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_SYNC_DONE;
     env.body.sync_done.success = ok;
-    env.body.sync_done.rx_bytes = p->sync_rx;
-    env.body.sync_done.tx_bytes = p->sync_tx;
+    env.body.sync_done.rx_bytes = p->ss.rx;
+    env.body.sync_done.tx_bytes = p->ss.tx;
     p_send(p, &env);
-    p->sync = PSS_DONE_WAIT;
+    p_set_sync(p, PSS_DONE_WAIT);
 }
 
 /* The fetch failed: the tensors were not touched (scratch only). Report and wait. */
 static void state_fetch_fail(ccoip_peer *p, const char *why)
 {
     sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: shared-state fetch failed: %s", p->id, why);
-    p->sync_failed = true;
+    p->ss.failed = true;
     ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CANCEL);
     if (a != NULL) a->op_slot = state_slot(p) + 1u;
-    if (p->sync_conn_open) {
+    if (p->ss.conn_open) {
         a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
-        if (a != NULL) a->conn = p->sync_conn;
-        p->sync_conn_open = false;
+        if (a != NULL) a->conn = p->ss.conn;
+        p->ss.conn_open = false;
     }
-    p->sync_io = 0;
+    p->ss.io = 0;
     state_send_done(p, false);
 }
 
@@ -135,8 +135,8 @@ static void state_hash(ccoip_peer *p, const p_skey *k, ccoip_span_ref src)
 {
     ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_HASH);
     if (a == NULL) return;
-    p->sync_io = p->next_io++;
-    a->io_id = p->sync_io;
+    p->ss.io = p->next_io++;
+    a->io_id = p->ss.io;
     a->op_slot = src.op_slot;
     a->src = src;
     a->data = (const uint8_t *)k->name;
@@ -151,11 +151,11 @@ static void state_vote(ccoip_peer *p)
     memset(&env, 0, sizeof(env));
     env.call_id = p_call_new(p, PC_SYNC_VOTE, 0);
     env.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_SYNC_VOTE;
-    env.body.sync_vote.revision = p->sync_rev;
-    env.body.sync_vote.strategy = p->sync_strategy;
-    for (uint32_t i = 0; i < p->nkeys; i++) {
-        const p_skey *k = &p->skeys[i];
-        ccoip_pb_shared_state_key *v = &p->vkeys[i];
+    env.body.sync_vote.revision = p->ss.rev;
+    env.body.sync_vote.strategy = p->ss.strategy;
+    for (uint32_t i = 0; i < p->ss.nkeys; i++) {
+        const p_skey *k = &p->ss.skeys[i];
+        ccoip_pb_shared_state_key *v = &p->ss.vkeys[i];
         memset(v, 0, sizeof(*v));
         v->name.data = (const uint8_t *)k->name;
         v->name.len = k->name_len;
@@ -165,29 +165,29 @@ static void state_vote(ccoip_peer *p)
         v->count = k->count;
         v->allow_content_inequality = k->aci;
     }
-    env.body.sync_vote.keys = p->vkeys;
-    env.body.sync_vote.keys_count = p->nkeys;
+    env.body.sync_vote.keys = p->ss.vkeys;
+    env.body.sync_vote.keys_count = p->ss.nkeys;
     p_send(p, &env);
-    p->sync = PSS_VOTED;
+    p_set_sync(p, PSS_VOTED);
 }
 
 /* Hashes key i (local tensors), or votes when all are hashed. */
 static void state_hash_next(ccoip_peer *p, uint32_t i)
 {
-    p->sync_i = i;
-    if (i >= p->nkeys) {
-        p->sync_io = 0;
+    p->ss.i = i;
+    if (i >= p->ss.nkeys) {
+        p->ss.io = 0;
         state_vote(p);
         return;
     }
-    p->sync = PSS_HASHING;
-    state_hash(p, &p->skeys[i], state_tensor(p, &p->skeys[i]));
+    p_set_sync(p, PSS_HASHING);
+    state_hash(p, &p->ss.skeys[i], state_tensor(p, &p->ss.skeys[i]));
 }
 
 pcclResult_t p_state_submit(ccoip_peer *p, const ccoip_cmd *cmd)
 {
     const ccoip_sync_args *a = &cmd->sync;
-    if (p->sync != PSS_NONE) return pcclInvalidUsage;
+    if (p->ss.st != PSS_NONE) return pcclInvalidUsage;
     if (a->num_keys > p->cfg.max_state_keys || (a->num_keys > 0 && a->keys == NULL) ||
         (uint32_t)a->strategy > (uint32_t)PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY) {
         return pcclInvalidArgument;
@@ -205,16 +205,16 @@ pcclResult_t p_state_submit(ccoip_peer *p, const ccoip_cmd *cmd)
             return pcclInvalidArgument;
         }
         uint32_t pos = n;
-        while (pos > 0 && state_name_cmp(p->skeys[pos - 1u].name, p->skeys[pos - 1u].name_len,
+        while (pos > 0 && state_name_cmp(p->ss.skeys[pos - 1u].name, p->ss.skeys[pos - 1u].name_len,
                                          (const uint8_t *)k->name, len) > 0) {
             pos--;
         }
-        if (pos > 0 && state_name_cmp(p->skeys[pos - 1u].name, p->skeys[pos - 1u].name_len,
+        if (pos > 0 && state_name_cmp(p->ss.skeys[pos - 1u].name, p->ss.skeys[pos - 1u].name_len,
                                       (const uint8_t *)k->name, len) == 0) {
             return pcclInvalidArgument;
         }
-        memmove(&p->skeys[pos + 1u], &p->skeys[pos], (size_t)(n - pos) * sizeof(p_skey));
-        p_skey *d = &p->skeys[pos];
+        memmove(&p->ss.skeys[pos + 1u], &p->ss.skeys[pos], (size_t)(n - pos) * sizeof(p_skey));
+        p_skey *d = &p->ss.skeys[pos];
         memset(d, 0, sizeof(*d));
         memcpy(d->name, k->name, (size_t)len);
         d->name_len = (uint32_t)len;
@@ -225,19 +225,19 @@ pcclResult_t p_state_submit(ccoip_peer *p, const ccoip_cmd *cmd)
         d->index = i;
         n++;
     }
-    p->nkeys = n;
-    p->sync_cmd = cmd->cmd_id;
-    p->sync_rev = a->revision;
-    p->sync_strategy = (int32_t)a->strategy;
-    p->sync_popular = 0;
-    p->sync_round = 0;
-    p->sync_rx = p->sync_tx = 0;
-    p->sync_failed = false;
-    p->sync_abandon = false;
-    p->sync_resp_ok = false;
-    p->sync_scratch = false;
-    p->sync_conn_open = false;
-    p->sync_nsends = 0;
+    p->ss.nkeys = n;
+    p->ss.cmd = cmd->cmd_id;
+    p->ss.rev = a->revision;
+    p->ss.strategy = (int32_t)a->strategy;
+    p->ss.popular = 0;
+    p->ss.round = 0;
+    p->ss.rx = p->ss.tx = 0;
+    p->ss.failed = false;
+    p->ss.abandon = false;
+    p->ss.resp_ok = false;
+    p->ss.scratch = false;
+    p->ss.conn_open = false;
+    p->ss.nsends = 0;
     ccoip_action *b = sm_out_push(&p->out, CCOIP_ACT_OP_BEGIN);
     if (b != NULL) {
         b->cmd_id = cmd->cmd_id;
@@ -250,16 +250,17 @@ pcclResult_t p_state_submit(ccoip_peer *p, const ccoip_cmd *cmd)
 /* The verdict names the keys to fetch: begin scratch, dial the distributor. */
 static void state_on_verdict(ccoip_peer *p, const ccoip_pb_shared_state_sync_verdict *v)
 {
-    p->sync_popular = v->popular_revision;
-    p->sync_round = v->round;
-    if (v->round > p->sync_round_last) p->sync_round_last = v->round;
-    for (uint32_t i = 0; i < p->nkeys; i++)
-        p->skeys[i].fetch = false;
+    p->ss.popular = v->popular_revision;
+    p->ss.round = v->round;
+    if (v->round > p->ss.round_last) p->ss.round_last = v->round;
+    for (uint32_t i = 0; i < p->ss.nkeys; i++)
+        p->ss.skeys[i].fetch = false;
     if (!v->outdated || v->outdated_keys_count == 0) {
         state_send_done(p, true);
         return;
     }
-    if (!v->has_distributor || v->outdated_keys_count > p->nkeys || v->distributor_peer == p->id) {
+    if (!v->has_distributor || v->outdated_keys_count > p->ss.nkeys ||
+        v->distributor_peer == p->id) {
         p_fail(p, "sync verdict without a usable distributor");
         return;
     }
@@ -282,18 +283,18 @@ static void state_on_verdict(ccoip_peer *p, const ccoip_pb_shared_state_sync_ver
         p_fail(p, "sync verdict: bad distributor endpoint");
         return;
     }
-    p->sync_nfetch = (uint32_t)v->outdated_keys_count;
+    p->ss.nfetch = (uint32_t)v->outdated_keys_count;
     ccoip_action *b = sm_out_push(&p->out, CCOIP_ACT_OP_BEGIN);
     if (b != NULL) {
-        b->cmd_id = p->sync_cmd;
+        b->cmd_id = p->ss.cmd;
         b->op_slot = state_slot(p) + 1u;
         b->scratch_bytes = off;
     }
-    p->sync_scratch = true;
+    p->ss.scratch = true;
     ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CONNECT);
     if (a == NULL) return;
-    p->sync_conn = p->next_conn++;
-    a->conn = p->sync_conn;
+    p->ss.conn = p->next_conn++;
+    a->conn = p->ss.conn;
     if (ep->url.len > 0) {
         a->data = ep->url.data; /* borrowed from the decode arena: copy into the pool */
         uint8_t *u = sm_out_alloc(&p->out, ep->url.len);
@@ -307,16 +308,16 @@ static void state_on_verdict(ccoip_peer *p, const ccoip_pb_shared_state_sync_ver
         a->ip_len = (uint32_t)ep->ip.len;
         a->port = ep->port;
     }
-    p->sync_conn_open = true;
-    p->sync_recv_pending = 0;
-    p->sync_resp_ok = false;
-    p->sync = PSS_FETCHING;
+    p->ss.conn_open = true;
+    p->ss.recv_pending = 0;
+    p->ss.resp_ok = false;
+    p_set_sync(p, PSS_FETCHING);
 }
 
 void p_state_on_answer(ccoip_peer *p, p_call_kind kind, const ccoip_pb_master_to_peer *env)
 {
     if (kind == PC_SYNC_VOTE) {
-        if (p->sync != PSS_VOTED) {
+        if (p->ss.st != PSS_VOTED) {
             p_fail(p, "sync verdict for no vote");
             return;
         }
@@ -331,13 +332,13 @@ void p_state_on_answer(ccoip_peer *p, p_call_kind kind, const ccoip_pb_master_to
         state_on_verdict(p, &env->body.sync_verdict);
         return;
     }
-    if (p->sync != PSS_DONE_WAIT ||
+    if (p->ss.st != PSS_DONE_WAIT ||
         env->body_case != CCOIP_PB_MASTER_TO_PEER_BODY_SYNC_DONE_VERDICT) {
         p_fail(p, "unexpected sync done answer");
         return;
     }
     bool ok = env->status == CCOIP_PB_STATUS_SUCCESS && env->body.sync_done_verdict.success &&
-              !p->sync_failed;
+              !p->ss.failed;
     /* Any member's failure fails the round for all: every member retries (retryable). */
     state_finish(p, ok ? pcclSuccess : pcclRankConnectionLost);
 }
@@ -345,7 +346,7 @@ void p_state_on_answer(ccoip_peer *p, p_call_kind kind, const ccoip_pb_master_to
 static uint32_t state_sconn(const ccoip_peer *p, uint64_t conn)
 {
     for (uint32_t i = 0; i < P_SS_MAX; i++) {
-        if (p->sconn[i].used && p->sconn[i].conn == conn) return i;
+        if (p->ss.sconn[i].used && p->ss.sconn[i].conn == conn) return i;
     }
     return UINT32_MAX;
 }
@@ -355,9 +356,9 @@ bool p_state_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
     if (ev->accepted) {
         if (ev->listener != CCOIP_LISTENER_SHARED_STATE) return false;
         for (uint32_t i = 0; i < P_SS_MAX; i++) {
-            if (!p->sconn[i].used) {
-                p->sconn[i].used = true;
-                p->sconn[i].conn = ev->conn;
+            if (!p->ss.sconn[i].used) {
+                p->ss.sconn[i].used = true;
+                p->ss.sconn[i].conn = ev->conn;
                 return true;
             }
         }
@@ -365,48 +366,48 @@ bool p_state_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
         if (a != NULL) a->conn = ev->conn;
         return true;
     }
-    if (!p->sync_conn_open || ev->conn != p->sync_conn) return false;
-    if (p->sync != PSS_FETCHING) return true;
+    if (!p->ss.conn_open || ev->conn != p->ss.conn) return false;
+    if (p->ss.st != PSS_FETCHING) return true;
     /* Request the keys in verdict order; post one STATE_RECV per key into scratch. */
     uint32_t n = 0;
-    for (uint32_t i = 0; i < p->nkeys; i++) {
-        if (p->skeys[i].fetch) {
-            p->names[p->skeys[i].fetch_pos].data = (const uint8_t *)p->skeys[i].name;
-            p->names[p->skeys[i].fetch_pos].len = p->skeys[i].name_len;
+    for (uint32_t i = 0; i < p->ss.nkeys; i++) {
+        if (p->ss.skeys[i].fetch) {
+            p->ss.names[p->ss.skeys[i].fetch_pos].data = (const uint8_t *)p->ss.skeys[i].name;
+            p->ss.names[p->ss.skeys[i].fetch_pos].len = p->ss.skeys[i].name_len;
             n++;
         }
     }
     ccoip_pb_shared_state_request req;
     memset(&req, 0, sizeof(req));
-    req.revision = p->sync_popular;
-    req.round = p->sync_round;
-    req.keys = p->names;
+    req.revision = p->ss.popular;
+    req.round = p->ss.round;
+    req.keys = p->ss.names;
     req.keys_count = n;
     ccoip_data_header h;
     ccoip_data_header_init(&h, CCOIP_DATA_STATE_REQUEST);
     /* (tag, seq) = (own id, fetch number): unique per fetch, so frames of a cancelled
      * earlier fetch can never match this one's STATE_RECVs. */
-    p->sync_fetch_seq++;
+    p->ss.fetch_seq++;
     h.tag = p->id;
-    h.seq = p->sync_fetch_seq;
-    if (sm_send_state_request(&p->out, &p->lim, p->sync_conn, &h, &req) != pcclSuccess) {
+    h.seq = p->ss.fetch_seq;
+    if (sm_send_state_request(&p->out, &p->lim, p->ss.conn, &h, &req) != pcclSuccess) {
         p->out.overflow = true;
         return true;
     }
-    for (uint32_t i = 0; i < p->nkeys; i++) {
-        p_skey *k = &p->skeys[i];
+    for (uint32_t i = 0; i < p->ss.nkeys; i++) {
+        p_skey *k = &p->ss.skeys[i];
         if (!k->fetch) continue;
         ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_STATE_RECV);
         if (a == NULL) return true;
         k->recv_io = p->next_io++;
         a->io_id = k->recv_io;
         a->op_slot = state_slot(p) + 1u;
-        a->conn = p->sync_conn;
+        a->conn = p->ss.conn;
         a->tag = p->id;
-        a->seq = p->sync_fetch_seq;
+        a->seq = p->ss.fetch_seq;
         a->chunk = k->fetch_pos;
         a->dst = state_scratch(p, k);
-        p->sync_recv_pending++;
+        p->ss.recv_pending++;
     }
     return true;
 }
@@ -414,39 +415,39 @@ bool p_state_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
 /* Every fetched tensor arrived and the response was valid: verify the first one. */
 static void state_verify_next(ccoip_peer *p, uint32_t from)
 {
-    for (uint32_t i = from; i < p->nkeys; i++) {
-        if (!p->skeys[i].fetch) continue;
-        p->sync = PSS_VERIFYING;
-        p->sync_i = i;
-        state_hash(p, &p->skeys[i], state_scratch(p, &p->skeys[i]));
+    for (uint32_t i = from; i < p->ss.nkeys; i++) {
+        if (!p->ss.skeys[i].fetch) continue;
+        p_set_sync(p, PSS_VERIFYING);
+        p->ss.i = i;
+        state_hash(p, &p->ss.skeys[i], state_scratch(p, &p->ss.skeys[i]));
         return;
     }
     /* All verified: close the connection, adopt (COPY scratch -> tensor). */
-    if (p->sync_conn_open) {
+    if (p->ss.conn_open) {
         ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
-        if (a != NULL) a->conn = p->sync_conn;
-        p->sync_conn_open = false;
+        if (a != NULL) a->conn = p->ss.conn;
+        p->ss.conn_open = false;
     }
-    p->sync = PSS_ADOPTING;
-    p->sync_i = UINT32_MAX;
-    p->sync_io_first = p->next_io;
-    for (uint32_t i = 0; i < p->nkeys; i++) {
-        if (!p->skeys[i].fetch) continue;
+    p_set_sync(p, PSS_ADOPTING);
+    p->ss.i = UINT32_MAX;
+    p->ss.io_first = p->next_io;
+    for (uint32_t i = 0; i < p->ss.nkeys; i++) {
+        if (!p->ss.skeys[i].fetch) continue;
         ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_COPY);
         if (a == NULL) return;
-        p->sync_io = p->next_io++;
-        p->sync_i = i; /* the last COPY's completion ends the adoption (one slot: in order) */
-        a->io_id = p->sync_io;
+        p->ss.io = p->next_io++;
+        p->ss.i = i; /* the last COPY's completion ends the adoption (one slot: in order) */
+        a->io_id = p->ss.io;
         a->op_slot = state_slot(p);
-        a->src = state_scratch(p, &p->skeys[i]);
-        a->dst = state_tensor(p, &p->skeys[i]);
-        a->count = p->skeys[i].bytes;
+        a->src = state_scratch(p, &p->ss.skeys[i]);
+        a->dst = state_tensor(p, &p->ss.skeys[i]);
+        a->count = p->ss.skeys[i].bytes;
     }
 }
 
 static void state_check_fetched(ccoip_peer *p)
 {
-    if (p->sync == PSS_FETCHING && p->sync_resp_ok && p->sync_recv_pending == 0) {
+    if (p->ss.st == PSS_FETCHING && p->ss.resp_ok && p->ss.recv_pending == 0) {
         state_verify_next(p, 0);
     }
 }
@@ -454,10 +455,10 @@ static void state_check_fetched(ccoip_peer *p)
 static void state_on_response(ccoip_peer *p, const uint8_t *data, uint64_t len)
 {
     ccoip_data_header h;
-    if (p->sync != PSS_FETCHING && p->sync != PSS_VERIFYING) return; /* late: ignored */
+    if (p->ss.st != PSS_FETCHING && p->ss.st != PSS_VERIFYING) return; /* late: ignored */
     if (ccoip_data_header_decode(data, len, &p->lim, &h) != pcclSuccess ||
         h.kind != CCOIP_DATA_STATE_RESPONSE || len != CCOIP_DATA_HEADER_BYTES + h.length ||
-        p->sync != PSS_FETCHING || p->sync_resp_ok) {
+        p->ss.st != PSS_FETCHING || p->ss.resp_ok) {
         state_fetch_fail(p, "bad frame from the distributor");
         return;
     }
@@ -469,13 +470,13 @@ static void state_on_response(ccoip_peer *p, const uint8_t *data, uint64_t len)
         state_fetch_fail(p, "malformed STATE_RESPONSE");
         return;
     }
-    if (r.status != CCOIP_PB_STATUS_SUCCESS || r.revision != p->sync_popular ||
-        r.entries_count != p->sync_nfetch) {
+    if (r.status != CCOIP_PB_STATUS_SUCCESS || r.revision != p->ss.popular ||
+        r.entries_count != p->ss.nfetch) {
         state_fetch_fail(p, "distributor refused or serves another revision");
         return;
     }
-    for (uint32_t i = 0; i < p->nkeys; i++) {
-        const p_skey *k = &p->skeys[i];
+    for (uint32_t i = 0; i < p->ss.nkeys; i++) {
+        const p_skey *k = &p->ss.skeys[i];
         if (!k->fetch) continue;
         const ccoip_pb_shared_state_entry *e = &r.entries[k->fetch_pos];
         if (state_name_cmp(k->name, k->name_len, e->name.data, e->name.len) != 0 ||
@@ -484,7 +485,7 @@ static void state_on_response(ccoip_peer *p, const uint8_t *data, uint64_t len)
             return;
         }
     }
-    p->sync_resp_ok = true;
+    p->ss.resp_ok = true;
     state_check_fetched(p);
 }
 
@@ -496,7 +497,7 @@ static void state_serve(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint6
         h.kind != CCOIP_DATA_STATE_REQUEST || len != CCOIP_DATA_HEADER_BYTES + h.length) {
         ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
         if (a != NULL) a->conn = conn;
-        p->sconn[state_sconn(p, conn)].used = false;
+        p->ss.sconn[state_sconn(p, conn)].used = false;
         return;
     }
     ccoip_pb_arena arena;
@@ -507,22 +508,21 @@ static void state_serve(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint6
     ccoip_pb_shared_state_response resp;
     memset(&resp, 0, sizeof(resp));
     resp.status = CCOIP_PB_STATUS_SUCCESS;
-    resp.revision = p->sync_rev;
+    resp.revision = p->ss.rev;
     /* Serve only while our own sync of that revision runs and our hashes are known. */
     /* A request of an earlier (failed) round may arrive late: serve only this round's (before
      * our own verdict arrives, any round newer than every round we have seen). */
-    bool round_ok =
-        p->sync_round != 0 ? req.round == p->sync_round : req.round > p->sync_round_last;
-    bool ok = dr == pcclSuccess && round_ok && p->sync >= PSS_VOTED &&
-              p->sync_rev == req.revision && req.keys_count <= p->nkeys &&
-              p->sync_nsends + req.keys_count <= (uint64_t)p->cfg.max_state_keys * P_SS_MAX;
+    bool round_ok = p->ss.round != 0 ? req.round == p->ss.round : req.round > p->ss.round_last;
+    bool ok = dr == pcclSuccess && round_ok && p->ss.st >= PSS_VOTED && p->ss.rev == req.revision &&
+              req.keys_count <= p->ss.nkeys &&
+              p->ss.nsends + req.keys_count <= (uint64_t)p->cfg.max_state_keys * P_SS_MAX;
     for (uint64_t j = 0; ok && j < req.keys_count; j++) {
         p_skey *k = state_find(p, req.keys[j].data, req.keys[j].len);
         if (k == NULL) {
             ok = false;
             break;
         }
-        ccoip_pb_shared_state_entry *e = &p->entries[j];
+        ccoip_pb_shared_state_entry *e = &p->ss.entries[j];
         memset(e, 0, sizeof(*e));
         e->name.data = (const uint8_t *)k->name;
         e->name.len = k->name_len;
@@ -531,7 +531,7 @@ static void state_serve(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint6
         e->hash_type = CCOIP_PB_HASH_TYPE_XXH3_64;
     }
     if (ok) {
-        resp.entries = p->entries;
+        resp.entries = p->ss.entries;
         resp.entries_count = req.keys_count;
     } else {
         resp.status = CCOIP_PB_STATUS_NO_SHARED_STATE_AVAILABLE;
@@ -556,14 +556,14 @@ static void state_serve(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint6
         a->seq = h.seq;
         a->chunk = (uint32_t)j;
         a->src = state_tensor(p, k);
-        p->sync_sends[p->sync_nsends++] = a->io_id;
-        p->sync_tx += k->bytes; /* bytes handed to the transport */
+        p->ss.sends[p->ss.nsends++] = a->io_id;
+        p->ss.tx += k->bytes; /* bytes handed to the transport */
     }
 }
 
 bool p_state_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t len)
 {
-    if (p->sync_conn_open && conn == p->sync_conn) {
+    if (p->ss.conn_open && conn == p->ss.conn) {
         state_on_response(p, data, len);
         return true;
     }
@@ -574,70 +574,70 @@ bool p_state_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t
 
 bool p_state_on_conn_closed(ccoip_peer *p, uint64_t conn)
 {
-    if (p->sync_conn_open && conn == p->sync_conn) {
-        p->sync_conn_open = false;
-        if (p->sync == PSS_FETCHING || p->sync == PSS_VERIFYING) {
+    if (p->ss.conn_open && conn == p->ss.conn) {
+        p->ss.conn_open = false;
+        if (p->ss.st == PSS_FETCHING || p->ss.st == PSS_VERIFYING) {
             state_fetch_fail(p, "distributor connection lost");
         }
         return true;
     }
     uint32_t i = state_sconn(p, conn);
     if (i == UINT32_MAX) return false;
-    p->sconn[i].used = false;
+    p->ss.sconn[i].used = false;
     return true;
 }
 
 bool p_state_on_done(ccoip_peer *p, const ccoip_event *ev)
 {
     uint64_t id = ev->done.io_id;
-    if (id == 0 || p->sync == PSS_NONE) return false;
+    if (id == 0 || p->ss.st == PSS_NONE) return false;
     if (ev->type == CCOIP_EV_IO_DONE) {
-        for (uint32_t i = 0; i < p->sync_nsends; i++) {
-            if (p->sync_sends[i] != id) continue;
-            p->sync_sends[i] = p->sync_sends[--p->sync_nsends];
+        for (uint32_t i = 0; i < p->ss.nsends; i++) {
+            if (p->ss.sends[i] != id) continue;
+            p->ss.sends[i] = p->ss.sends[--p->ss.nsends];
             return true;
         }
-        if (p->sync != PSS_FETCHING) return false;
-        for (uint32_t i = 0; i < p->nkeys; i++) {
-            p_skey *k = &p->skeys[i];
+        if (p->ss.st != PSS_FETCHING) return false;
+        for (uint32_t i = 0; i < p->ss.nkeys; i++) {
+            p_skey *k = &p->ss.skeys[i];
             if (!k->fetch || k->recv_io != id) continue;
             k->recv_io = 0;
             if (ev->done.result != pcclSuccess) {
                 state_fetch_fail(p, "tensor transfer failed");
                 return true;
             }
-            p->sync_rx += k->bytes;
-            p->sync_recv_pending--;
+            p->ss.rx += k->bytes;
+            p->ss.recv_pending--;
             state_check_fetched(p);
             return true;
         }
         return false;
     }
-    if (p->sync == PSS_ADOPTING && id >= p->sync_io_first && id < p->sync_io) {
+    if (p->ss.st == PSS_ADOPTING && id >= p->ss.io_first && id < p->ss.io) {
         return true; /* an earlier COPY of the adoption; the last one ends it */
     }
-    if (id != p->sync_io) return false;
-    p->sync_io = 0;
-    switch (p->sync) {
+    if (id != p->ss.io) return false;
+    p->ss.io = 0;
+    switch (p->ss.st) {
     case PSS_HASHING:
         if (ev->done.result != pcclSuccess) {
             state_finish(p, pcclInvalidArgument);
             return true;
         }
-        p->skeys[p->sync_i].hash = ev->done.hash;
-        state_hash_next(p, p->sync_i + 1u);
+        p->ss.skeys[p->ss.i].hash = ev->done.hash;
+        state_hash_next(p, p->ss.i + 1u);
         return true;
     case PSS_VERIFYING: {
-        const p_skey *k = &p->skeys[p->sync_i];
+        const p_skey *k = &p->ss.skeys[p->ss.i];
         if (ev->done.result != pcclSuccess || ev->done.hash != k->expected) {
             state_fetch_fail(p, "received tensor does not have the expected hash");
             return true;
         }
-        state_verify_next(p, p->sync_i + 1u);
+        state_verify_next(p, p->ss.i + 1u);
         return true;
     }
     case PSS_ADOPTING:
-        if (p->sync_abandon) {
+        if (p->ss.abandon) {
             state_finish(p, pcclRankConnectionLost); /* the round failed meanwhile */
         } else {
             state_send_done(p, ev->done.result == pcclSuccess);
@@ -650,7 +650,7 @@ bool p_state_on_done(ccoip_peer *p, const ccoip_event *ev)
 
 void p_state_on_round_failed(ccoip_peer *p)
 {
-    switch (p->sync) {
+    switch (p->ss.st) {
     case PSS_FETCHING:
     case PSS_VERIFYING:
         /* Nothing was adopted: cancel the fetch, end the command (no sync_done). */
@@ -658,7 +658,7 @@ void p_state_on_round_failed(ccoip_peer *p)
         state_finish(p, pcclRankConnectionLost);
         return;
     case PSS_ADOPTING:
-        p->sync_abandon = true; /* verified content: finish the copies, then end */
+        p->ss.abandon = true; /* verified content: finish the copies, then end */
         return;
     case PSS_DONE_WAIT:
         /* Our sync_done crossed the notification: the master will not answer it. */
@@ -674,12 +674,12 @@ void p_state_on_round_failed(ccoip_peer *p)
 void p_state_fail_all(ccoip_peer *p, pcclResult_t r)
 {
     for (uint32_t i = 0; i < P_SS_MAX; i++) {
-        if (!p->sconn[i].used) continue;
+        if (!p->ss.sconn[i].used) continue;
         ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
-        if (a != NULL) a->conn = p->sconn[i].conn;
-        p->sconn[i].used = false;
+        if (a != NULL) a->conn = p->ss.sconn[i].conn;
+        p->ss.sconn[i].used = false;
     }
-    if (p->sync == PSS_NONE) return;
-    p->sync_io = 1; /* force the CANCEL of the tensor slot (a kernel may be in flight) */
+    if (p->ss.st == PSS_NONE) return;
+    p->ss.io = 1; /* force the CANCEL of the tensor slot (a kernel may be in flight) */
     state_finish(p, r);
 }

@@ -22,20 +22,21 @@ static void wire_close(ccoip_peer *p, uint64_t conn)
 
 static void wire_report(ccoip_peer *p, bool ok)
 {
-    if (!p->wiring) return;
-    p->wiring = false;
-    p->reported = true;
+    if (!p->wire.wiring) return;
+    p->wire.wiring = false;
+    p->wire.reported = true;
     ccoip_pb_peer_to_master env;
     memset(&env, 0, sizeof(env));
     env.call_id = p_call_new(p, PC_P2P, 0);
     env.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_P2P_ESTABLISHED;
-    env.body.p2p_established.epoch = p->plan_epoch;
+    env.body.p2p_established.epoch = p->wire.plan_epoch;
     env.body.p2p_established.success = ok;
-    uint64_t unreachable = p->plan_succ;
+    uint64_t unreachable = p->wire.plan_succ;
     if (!ok) {
         env.body.p2p_established.unreachable_peers = &unreachable;
         env.body.p2p_established.unreachable_peers_count = 1;
-        sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: cannot reach successor %U", p->id, p->plan_succ);
+        sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: cannot reach successor %U", p->id,
+               p->wire.plan_succ);
     }
     p_send(p, &env);
 }
@@ -56,8 +57,8 @@ static bool wire_rx_forget(ccoip_peer *p, uint64_t conn)
 {
     if (conn == CCOIP_CONN_NONE) return false;
     for (uint32_t k = 0; k < CCOIP_P2P_POOL_MAX; k++) {
-        if (p->rx_conn[k] == conn) {
-            p->rx_conn[k] = CCOIP_CONN_NONE;
+        if (p->wire.rx_conn[k] == conn) {
+            p->wire.rx_conn[k] = CCOIP_CONN_NONE;
             return true;
         }
     }
@@ -67,18 +68,18 @@ static bool wire_rx_forget(ccoip_peer *p, uint64_t conn)
 static void wire_rx_clear(ccoip_peer *p)
 {
     for (uint32_t k = 0; k < CCOIP_P2P_POOL_MAX; k++)
-        p->rx_conn[k] = CCOIP_CONN_NONE;
-    p->rx_n = 0;
+        p->wire.rx_conn[k] = CCOIP_CONN_NONE;
+    p->wire.rx_n = 0;
 }
 
 static void wire_tx_close_all(ccoip_peer *p)
 {
     for (uint32_t k = 0; k < CCOIP_P2P_POOL_MAX; k++) {
-        if (p->tx_conn[k] != CCOIP_CONN_NONE) wire_close(p, p->tx_conn[k]);
-        p->tx_conn[k] = CCOIP_CONN_NONE;
-        p->tx_state[k] = PT_NONE;
+        if (p->wire.tx_conn[k] != CCOIP_CONN_NONE) wire_close(p, p->wire.tx_conn[k]);
+        p->wire.tx_conn[k] = CCOIP_CONN_NONE;
+        p->wire.tx_state[k] = PT_NONE;
     }
-    p->tx_n = 0;
+    p->wire.tx_n = 0;
 }
 
 /* The index of conn in the dialled pool, or CCOIP_P2P_POOL_MAX. */
@@ -86,7 +87,7 @@ static uint32_t wire_tx_index(const ccoip_peer *p, uint64_t conn)
 {
     if (conn == CCOIP_CONN_NONE) return CCOIP_P2P_POOL_MAX;
     for (uint32_t k = 0; k < CCOIP_P2P_POOL_MAX; k++) {
-        if (p->tx_conn[k] == conn) return k;
+        if (p->wire.tx_conn[k] == conn) return k;
     }
     return CCOIP_P2P_POOL_MAX;
 }
@@ -96,61 +97,61 @@ static void wire_dial(ccoip_peer *p, uint32_t k)
 {
     ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CONNECT);
     if (a == NULL) return;
-    p->tx_conn[k] = p->next_conn++;
-    p->tx_state[k] = PT_DIALING;
-    a->conn = p->tx_conn[k];
-    if (p->succ_url_len > 0) {
-        a->data = (const uint8_t *)p->succ_url;
-        a->len = p->succ_url_len;
+    p->wire.tx_conn[k] = p->next_conn++;
+    p->wire.tx_state[k] = PT_DIALING;
+    a->conn = p->wire.tx_conn[k];
+    if (p->wire.succ_url_len > 0) {
+        a->data = (const uint8_t *)p->wire.succ_url;
+        a->len = p->wire.succ_url_len;
     }
-    if (p->succ_ip_len > 0) memcpy(a->ip, p->succ_ip, (size_t)p->succ_ip_len);
-    a->ip_len = p->succ_ip_len;
-    a->port = p->succ_port;
+    if (p->wire.succ_ip_len > 0) memcpy(a->ip, p->wire.succ_ip, (size_t)p->wire.succ_ip_len);
+    a->ip_len = p->wire.succ_ip_len;
+    a->port = p->wire.succ_port;
 }
 
 static void wire_acc_free(ccoip_peer *p, uint32_t i, bool close)
 {
-    if (close) wire_close(p, p->acc[i].conn);
-    wire_rx_forget(p, p->acc[i].conn);
-    memset(&p->acc[i], 0, sizeof(p->acc[i]));
+    if (close) wire_close(p, p->wire.acc[i].conn);
+    wire_rx_forget(p, p->wire.acc[i].conn);
+    memset(&p->wire.acc[i], 0, sizeof(p->wire.acc[i]));
 }
 
 /* Checks a HELLO on accepted connection i against the plan (§8.1). */
 static void wire_acc_check(ccoip_peer *p, uint32_t i)
 {
-    p_acc *a = &p->acc[i];
+    p_acc *a = &p->wire.acc[i];
     const ccoip_data_header *h = &a->hello;
     if (h->kind != CCOIP_DATA_HELLO || h->seq != p->id || h->chunk >= CCOIP_P2P_POOL_MAX ||
         h->step > CCOIP_P2P_POOL_MAX) {
         wire_acc_free(p, i, true);
         return;
     }
-    if (!p->wiring && !p->reported && h->epoch > p->plan_epoch) {
+    if (!p->wire.wiring && !p->wire.reported && h->epoch > p->wire.plan_epoch) {
         a->state = PA_HELD; /* its dialer got the plan first */
         return;
     }
-    if ((p->wiring || p->reported) && h->epoch > p->plan_epoch) {
+    if ((p->wire.wiring || p->wire.reported) && h->epoch > p->wire.plan_epoch) {
         a->state = PA_HELD;
         return;
     }
     uint32_t want = wire_pool_decode(h->step);
     uint32_t n = want < p->cfg.p2p_pool_size ? want : p->cfg.p2p_pool_size;
-    bool ok = h->epoch == p->plan_epoch && h->tag == p->plan_pred && p->plan_n >= 2;
+    bool ok = h->epoch == p->wire.plan_epoch && h->tag == p->wire.plan_pred && p->wire.plan_n >= 2;
     if (ok && h->chunk == 0) {
-        ok = p->rx_conn[0] == CCOIP_CONN_NONE;
+        ok = p->wire.rx_conn[0] == CCOIP_CONN_NONE;
     } else if (ok) {
         /* Connection 0 set the pool's size; the others follow its HELLO_ACK. */
-        ok = p->rx_n != 0 && h->chunk < p->rx_n && n == p->rx_n &&
-             p->rx_conn[h->chunk] == CCOIP_CONN_NONE;
+        ok = p->wire.rx_n != 0 && h->chunk < p->wire.rx_n && n == p->wire.rx_n &&
+             p->wire.rx_conn[h->chunk] == CCOIP_CONN_NONE;
     }
     if (!ok) {
         wire_acc_free(p, i, true);
         return;
     }
-    if (h->chunk == 0) p->rx_n = n;
+    if (h->chunk == 0) p->wire.rx_n = n;
     a->state = PA_UP;
     a->epoch = h->epoch;
-    p->rx_conn[h->chunk] = a->conn;
+    p->wire.rx_conn[h->chunk] = a->conn;
     ccoip_data_header ack;
     ccoip_data_header_init(&ack, CCOIP_DATA_HELLO_ACK);
     ack.epoch = h->epoch;
@@ -166,18 +167,18 @@ static void wire_acc_check(ccoip_peer *p, uint32_t i)
 void p_wire_close_all(ccoip_peer *p)
 {
     wire_tx_close_all(p);
-    for (uint32_t i = 0; i < p->acc_cap; i++) {
-        if (p->acc[i].state != PA_FREE) wire_acc_free(p, i, true);
+    for (uint32_t i = 0; i < p->wire.acc_cap; i++) {
+        if (p->wire.acc[i].state != PA_FREE) wire_acc_free(p, i, true);
     }
     wire_rx_clear(p);
-    p->wiring = false;
-    p->reported = false;
+    p->wire.wiring = false;
+    p->wire.reported = false;
 }
 
 void p_wire_on_plan(ccoip_peer *p, const ccoip_pb_topology_plan *plan)
 {
     if (p->state != PS_PENDING && p->state != PS_ACCEPTED) return;
-    if (plan->epoch <= p->plan_epoch || plan->ring_count == 0 ||
+    if (plan->epoch <= p->wire.plan_epoch || plan->ring_count == 0 ||
         plan->ring_count > p->cfg.max_world) {
         p_fail(p, "topology plan of an old epoch or an impossible ring");
         return;
@@ -217,38 +218,38 @@ void p_wire_on_plan(ccoip_peer *p, const ccoip_pb_topology_plan *plan)
     /* The previous epoch's ring is gone: nothing of it completes (§6.9). */
     p_ring_on_link_lost(p, CCOIP_CONN_NONE);
     wire_tx_close_all(p);
-    for (uint32_t i = 0; i < p->acc_cap; i++) {
-        if (p->acc[i].state == PA_UP ||
-            (p->acc[i].state == PA_HELD && p->acc[i].hello.epoch < plan->epoch)) {
+    for (uint32_t i = 0; i < p->wire.acc_cap; i++) {
+        if (p->wire.acc[i].state == PA_UP ||
+            (p->wire.acc[i].state == PA_HELD && p->wire.acc[i].hello.epoch < plan->epoch)) {
             wire_acc_free(p, i, true);
         }
     }
     wire_rx_clear(p);
-    p->ring_ready = false;
-    p->plan_epoch = plan->epoch;
-    p->plan_n = n;
-    p->plan_rank = rank;
-    p->plan_pred = pred;
-    p->plan_succ = succ;
-    memcpy(p->plan_ring, plan->ring, (size_t)n * sizeof(uint64_t));
-    p->plan_world = plan->has_world ? plan->world.peer_group : n;
-    p->wiring = true;
-    p->reported = false;
+    p->ring.ready = false;
+    p->wire.plan_epoch = plan->epoch;
+    p->wire.plan_n = n;
+    p->wire.plan_rank = rank;
+    p->wire.plan_pred = pred;
+    p->wire.plan_succ = succ;
+    memcpy(p->wire.plan_ring, plan->ring, (size_t)n * sizeof(uint64_t));
+    p->wire.plan_world = plan->has_world ? plan->world.peer_group : n;
+    p->wire.wiring = true;
+    p->wire.reported = false;
     sm_log(&p->out, CCOIP_LOG_INFO, "peer %U: plan epoch %U, rank %u of %u", p->id, plan->epoch,
            rank, n);
     if (n == 1) {
         wire_report(p, true);
         return;
     }
-    p->succ_url_len = (uint32_t)ep->url.len;
-    if (ep->url.len > 0) memcpy(p->succ_url, ep->url.data, (size_t)ep->url.len);
-    p->succ_url[ep->url.len] = '\0';
-    p->succ_ip_len = (uint32_t)ep->ip.len;
-    if (ep->ip.len > 0) memcpy(p->succ_ip, ep->ip.data, (size_t)ep->ip.len);
-    p->succ_port = ep->port;
+    p->wire.succ_url_len = (uint32_t)ep->url.len;
+    if (ep->url.len > 0) memcpy(p->wire.succ_url, ep->url.data, (size_t)ep->url.len);
+    p->wire.succ_url[ep->url.len] = '\0';
+    p->wire.succ_ip_len = (uint32_t)ep->ip.len;
+    if (ep->ip.len > 0) memcpy(p->wire.succ_ip, ep->ip.data, (size_t)ep->ip.len);
+    p->wire.succ_port = ep->port;
     wire_dial(p, 0);
-    for (uint32_t i = 0; i < p->acc_cap; i++) {
-        if (p->acc[i].state == PA_HELD && p->acc[i].hello.epoch == p->plan_epoch) {
+    for (uint32_t i = 0; i < p->wire.acc_cap; i++) {
+        if (p->wire.acc[i].state == PA_HELD && p->wire.acc[i].hello.epoch == p->wire.plan_epoch) {
             wire_acc_check(p, i);
         }
     }
@@ -261,10 +262,10 @@ bool p_wire_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
             wire_close(p, ev->conn);
             return true;
         }
-        for (uint32_t i = 0; i < p->acc_cap; i++) {
-            if (p->acc[i].state == PA_FREE) {
-                p->acc[i].state = PA_WAIT_HELLO;
-                p->acc[i].conn = ev->conn;
+        for (uint32_t i = 0; i < p->wire.acc_cap; i++) {
+            if (p->wire.acc[i].state == PA_FREE) {
+                p->wire.acc[i].state = PA_WAIT_HELLO;
+                p->wire.acc[i].conn = ev->conn;
                 return true;
             }
         }
@@ -274,18 +275,18 @@ bool p_wire_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
         return true;
     }
     uint32_t k = wire_tx_index(p, ev->conn);
-    if (k >= CCOIP_P2P_POOL_MAX || p->tx_state[k] != PT_DIALING) return false;
+    if (k >= CCOIP_P2P_POOL_MAX || p->wire.tx_state[k] != PT_DIALING) return false;
     ccoip_data_header h;
     ccoip_data_header_init(&h, CCOIP_DATA_HELLO);
-    h.epoch = p->plan_epoch;
+    h.epoch = p->wire.plan_epoch;
     h.tag = p->id;
-    h.seq = p->plan_succ;
+    h.seq = p->wire.plan_succ;
     h.chunk = k;
     h.step = wire_pool_code(p->cfg.p2p_pool_size);
-    if (sm_send_data_header(&p->out, &p->lim, p->tx_conn[k], &h) != pcclSuccess) {
+    if (sm_send_data_header(&p->out, &p->lim, p->wire.tx_conn[k], &h) != pcclSuccess) {
         p->out.overflow = true;
     }
-    p->tx_state[k] = PT_HELLO_SENT;
+    p->wire.tx_state[k] = PT_HELLO_SENT;
     return true;
 }
 
@@ -293,14 +294,14 @@ bool p_wire_on_conn_closed(ccoip_peer *p, uint64_t conn)
 {
     uint32_t k = wire_tx_index(p, conn);
     if (k < CCOIP_P2P_POOL_MAX) {
-        p->tx_conn[k] = CCOIP_CONN_NONE;
-        p->tx_state[k] = PT_NONE;
+        p->wire.tx_conn[k] = CCOIP_CONN_NONE;
+        p->wire.tx_state[k] = PT_NONE;
         wire_report(p, false); /* nothing when the pool was already reported */
         p_ring_on_link_lost(p, conn);
         return true;
     }
-    for (uint32_t i = 0; i < p->acc_cap; i++) {
-        if (p->acc[i].state != PA_FREE && p->acc[i].conn == conn) {
+    for (uint32_t i = 0; i < p->wire.acc_cap; i++) {
+        if (p->wire.acc[i].state != PA_FREE && p->wire.acc[i].conn == conn) {
             wire_acc_free(p, i, false);
             p_ring_on_link_lost(p, conn);
             return true;
@@ -316,11 +317,11 @@ bool p_wire_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t 
     if (k < CCOIP_P2P_POOL_MAX) {
         pcclResult_t r = ccoip_data_header_decode(data, len, &p->lim, &h);
         bool ok = r == pcclSuccess && len == CCOIP_DATA_HEADER_BYTES &&
-                  p->tx_state[k] == PT_HELLO_SENT && h.kind == CCOIP_DATA_HELLO_ACK &&
-                  h.epoch == p->plan_epoch && h.tag == p->id && h.seq == p->plan_succ &&
+                  p->wire.tx_state[k] == PT_HELLO_SENT && h.kind == CCOIP_DATA_HELLO_ACK &&
+                  h.epoch == p->wire.plan_epoch && h.tag == p->id && h.seq == p->wire.plan_succ &&
                   h.chunk == k;
         uint32_t n = ok ? wire_pool_decode(h.step) : 0;
-        if (ok) ok = k == 0 ? n <= p->cfg.p2p_pool_size : n == p->tx_n;
+        if (ok) ok = k == 0 ? n <= p->cfg.p2p_pool_size : n == p->wire.tx_n;
         if (!ok) {
             sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: bad frame from successor, closing link",
                    p->id);
@@ -328,20 +329,20 @@ bool p_wire_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t 
             p_wire_on_conn_closed(p, conn);
             return true;
         }
-        p->tx_state[k] = PT_UP;
+        p->wire.tx_state[k] = PT_UP;
         if (k == 0) {
-            p->tx_n = n;
+            p->wire.tx_n = n;
             for (uint32_t j = 1; j < n; j++)
                 wire_dial(p, j);
         }
-        for (uint32_t j = 0; j < p->tx_n; j++) {
-            if (p->tx_state[j] != PT_UP) return true;
+        for (uint32_t j = 0; j < p->wire.tx_n; j++) {
+            if (p->wire.tx_state[j] != PT_UP) return true;
         }
         wire_report(p, true);
         return true;
     }
-    for (uint32_t i = 0; i < p->acc_cap; i++) {
-        p_acc *a = &p->acc[i];
+    for (uint32_t i = 0; i < p->wire.acc_cap; i++) {
+        p_acc *a = &p->wire.acc[i];
         if (a->state == PA_FREE || a->conn != conn) continue;
         pcclResult_t r = ccoip_data_header_decode(data, len, &p->lim, &h);
         if (r != pcclSuccess || len != CCOIP_DATA_HEADER_BYTES || a->state != PA_WAIT_HELLO) {

@@ -19,7 +19,7 @@ OUT=build-fuzz
 TARGETS=(ctrl_p2m ctrl_m2p pb_messages data_header master peer trace)
 PER=$((TOTAL / ${#TARGETS[@]}))
 CFLAGS=(-std=c11 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
-        -fno-sanitize-recover=all -Iinclude -Icore -Ischema/gen)
+        -fno-sanitize-recover=all -Iinclude -Icore -Icore/internal -Ischema/gen)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 

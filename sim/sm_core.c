@@ -16,7 +16,6 @@
 
 #include "ccoip_master.h"
 #include "ccoip_peer.h"
-#include "ccoip_sm_internal.h" /* ccoip_*_poll_ref */
 
 static void master_config(const sim_master_params *p, ccoip_master_config *cfg)
 {

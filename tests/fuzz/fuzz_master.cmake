@@ -19,7 +19,8 @@ if(PCCL_FUZZ)
     get_target_property(pccl_fuzz_core_sources pccl_core SOURCES)
     add_library(pccl_fuzz_core STATIC ${pccl_fuzz_core_sources})
     target_include_directories(pccl_fuzz_core PUBLIC ${CMAKE_SOURCE_DIR}/core
-                               ${CMAKE_SOURCE_DIR}/schema/gen ${CMAKE_BINARY_DIR}/third_include)
+                               ${CMAKE_SOURCE_DIR}/schema/gen ${CMAKE_BINARY_DIR}/third_include
+                               PRIVATE ${CMAKE_SOURCE_DIR}/core/internal)
     target_link_libraries(pccl_fuzz_core PUBLIC pccl_headers m PRIVATE pccl_warnings pccl_fp)
     target_compile_options(pccl_fuzz_core PRIVATE
                            -fsanitize=fuzzer-no-link,address,undefined

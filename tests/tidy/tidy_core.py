@@ -10,7 +10,12 @@ Two independent checks:
    short allowlist of pure libc/libm functions. This catches calls the source
    scan cannot see (macros, inline functions in headers).
 
---self-test runs both checks on a deliberately impure snippet and fails if
+3. Privacy scan (--root): core/internal/ holds the machines' structs and shared
+   plumbing, private to core/ (docs/core.md "Layout"). No file outside core/
+   may include one of its headers, and no public core/*.h may either (it would
+   hand them on to every includer).
+
+--self-test runs the checks on a deliberately impure snippet and fails if
 they do not catch it (the canary).
 """
 import argparse
@@ -106,6 +111,43 @@ def scan_sources(src_dir):
     return problems
 
 
+SCAN_SKIP_DIRS = {".git", "node_modules", "__pycache__", "target"}
+
+
+def scan_private_includes(root):
+    """Includes of a core/internal/ header from outside core/, or from a public core/*.h."""
+    root = os.path.abspath(root)
+    internal_dir = os.path.join(root, "core", "internal")
+    if not os.path.isdir(internal_dir):
+        return [f"{internal_dir}: missing (the private headers of core/ live there)"]
+    private = {f for f in os.listdir(internal_dir) if f.endswith(".h")}
+    include_re = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
+    problems = []
+    core_dir = os.path.join(root, "core")
+    for dirpath, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SCAN_SKIP_DIRS and not d.startswith("build"))
+        in_core = os.path.commonpath([dirpath, core_dir]) == core_dir
+        if in_core and dirpath != core_dir:
+            continue  # core/internal/ and below may include each other
+        for f in sorted(files):
+            if not f.endswith((".c", ".h", ".cc", ".cpp", ".hpp")):
+                continue
+            if in_core and not f.endswith(".h"):
+                continue  # core's own sources see core/internal/
+            path = os.path.join(dirpath, f)
+            try:
+                raw = open(path, encoding="utf-8").read()
+            except (UnicodeDecodeError, OSError):
+                continue
+            for m in include_re.finditer(raw):
+                hdr = m.group(1)
+                if os.path.basename(hdr) in private or "internal/" in hdr and "core" in hdr:
+                    line = raw.count("\n", 0, m.start(1)) + 1
+                    who = "public core header" if in_core else "outside core/"
+                    problems.append(f"{path}:{line}: includes private <{hdr}> ({who})")
+    return problems
+
+
 def scan_library(lib, nm):
     out = subprocess.run([nm, "-u", "--format=posix", lib], check=True, capture_output=True,
                          text=True).stdout
@@ -156,7 +198,26 @@ int ccoip_bad(void) { printf("%d", rand()); return (int)time(0) + pthread_self()
         if not any("puts" in p for p in lib_problems):
             print("tidy self-test FAILED: link scan missed puts:", lib_problems)
             return 1
-    print("tidy self-test: the canary was caught (7 source findings, 1 link finding)")
+        # Privacy: a private header reached from outside core/ and from a public header.
+        for sub in ("core/internal", "sim"):
+            os.makedirs(os.path.join(d, "tree", sub))
+        files = {
+            "core/internal/x_internal.h": "int x;\n",
+            "core/x.c": '#include "x_internal.h"\n',  # fine: core's own source
+            "core/ccoip_x.h": '#include "x_internal.h"\n',
+            "sim/s.c": '#include "ccoip_x.h"\n#include "x_internal.h"\n',
+        }
+        for rel, text in files.items():
+            with open(os.path.join(d, "tree", rel), "w") as fh:
+                fh.write(text)
+        priv = scan_private_includes(os.path.join(d, "tree"))
+        want = ["ccoip_x.h:1: includes private <x_internal.h> (public core header)",
+                "s.c:2: includes private <x_internal.h> (outside core/)"]
+        if len(priv) != 2 or not all(any(w in p for p in priv) for w in want):
+            print("tidy self-test FAILED: privacy scan found", priv)
+            return 1
+    print("tidy self-test: the canary was caught (7 source findings, 1 link finding, "
+          "2 private includes)")
     print("1 passed, 0 failed")
     return 0
 
@@ -166,6 +227,7 @@ def main():
     ap.add_argument("--src", action="append", default=[])
     ap.add_argument("--lib")
     ap.add_argument("--nm", default="nm")
+    ap.add_argument("--root", help="source tree: check that core/internal/ stays private")
     ap.add_argument("--self-test", action="store_true")
     a = ap.parse_args()
     if a.self_test:
@@ -175,13 +237,15 @@ def main():
         problems += scan_sources(src)
     if a.lib:
         problems += scan_library(a.lib, a.nm)
+    if a.root:
+        problems += scan_private_includes(a.root)
     for p in problems:
         print("tidy:", p)
     if problems:
         print(f"tidy: core/ is not pure: {len(problems)} finding(s)")
         print("0 passed, 1 failed")
         return 1
-    print("tidy: core/ is pure (sources and link-level symbols checked)")
+    print("tidy: core/ is pure (sources, link-level symbols" + (", private headers" if a.root else "") + " checked)")
     print("1 passed, 0 failed")
     return 0
 

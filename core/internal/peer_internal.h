@@ -6,6 +6,8 @@
 #ifndef CCOIP_PEER_INTERNAL_H
 #define CCOIP_PEER_INTERNAL_H
 
+#include <assert.h>
+
 #include "ccoip_peer.h"
 #include "ccoip_ring.h"
 #include "ccoip_sm_internal.h"
@@ -13,7 +15,7 @@
 /**
  * Accepted p2p connections the peer tracks at once: P_ACC_MAX for a pool of
  * one, two more per extra pool connection (the current epoch's pool and one
- * of the next epoch held), p->acc_cap in all.
+ * of the next epoch held), p->wire.acc_cap in all.
  */
 #define P_ACC_MAX 8u
 
@@ -189,34 +191,25 @@ typedef struct p_probe {
     uint64_t bytes;
 } p_probe;
 
-struct ccoip_peer {
-    /* What every step touches first, in the record's first lines (a simulator steps thousands
-     * of peers, each step a cache miss on its record: docs/simulator.md, Scale). */
-    uint64_t now;
-    sm_out out;
-    p_state state;
-    bool master_closed;
-    p_op *ops; /* [max_ops] */
-    uint64_t next_io;
+/*
+ * The peer's state, one sub-struct per concern, each owned (initialized and changed) by the file
+ * named on it; other files read it and call that file's functions (docs/core.md §3.7).
+ * The fixed-size tables of every concern share one zeroed block (ccoip_peer_create: untouched
+ * pages cost no memory when a simulator runs thousands of peers), freed through `tables`.
+ */
 
-    ccoip_peer_config cfg;
+/** The master connection: hello, join, calls, heartbeats, commands waiting for the master
+ *  (peer.c). */
+typedef struct p_control {
     char master_url[CCOIP_URL_MAX];
-    ccoip_codec_limits lim;
-    uint64_t rng;
-
-    uint64_t id;
     uint32_t hb_ms;
     uint32_t evict_ms;
     uint64_t last_recv_ns;
     uint64_t last_send_ns;
     uint64_t hb_counter;
     uint64_t next_call;
-    uint64_t next_conn;
-
-    p_call *calls;
+    p_call *calls; /**< [calls_cap] */
     uint32_t calls_cap;
-
-    /* Commands waiting for the master. */
     bool connect_pending;
     uint64_t connect_cmd;
     bool topo_pending; /**< an UPDATE_TOPOLOGY command is outstanding */
@@ -224,28 +217,31 @@ struct ccoip_peer {
     uint64_t topo_cmd_epoch; /**< the plan epoch that answered its vote (0: not yet) */
     bool pend_pending;
     uint64_t pend_cmd;
+} p_control;
 
-    /* Listener. */
-    bool p2p_listening;
-    uint32_t p2p_port;
-    char p2p_url[CCOIP_URL_MAX];
-
-    /* The ring the peer runs collectives on. */
+/** The ring the peer runs collectives on, as installed by a TopologyVerdict (peer.c), and
+ *  its counters (peer_ring.c). The op slots are ccoip_peer.ops. */
+typedef struct p_ring_state {
     uint64_t epoch;
-    bool ring_ready;
+    bool ready; /**< installed (a successful verdict) */
     uint32_t world;
     ccoip_world_info wi; /**< as last told by the master */
     uint32_t rank;
-    uint64_t *ring; /* [max_world] */
-    uint32_t ring_n;
+    uint64_t *ids; /**< [max_world] the ring, by peer id */
+    uint32_t n;
     /** An op of this epoch aborted: no optimistic start until the next epoch (§6.8.1). */
     bool opt_off;
     uint64_t opt_starts; /**< ccoip_peer_optimistic_starts */
     uint64_t opt_joins;  /**< ccoip_peer_optimistic_joins */
     uint64_t relay_max;  /**< HelloResult.relay_max_bytes: master relay (§6.8.2); 0 off */
     uint64_t relay_ops;  /**< ccoip_peer_relayed_ops */
+} p_ring_state;
 
-    /* The plan being wired. */
+/** The plan being wired and the p2p links (peer_wire.c; docs/core.md §3.3). */
+typedef struct p_wiring {
+    bool p2p_listening;
+    uint32_t p2p_port;
+    char p2p_url[CCOIP_URL_MAX];
     uint64_t plan_epoch;
     bool wiring;   /**< plan received, not yet reported */
     bool reported; /**< reported, waiting for the verdict */
@@ -254,7 +250,7 @@ struct ccoip_peer {
     uint32_t plan_rank;
     uint32_t plan_n;
     uint32_t plan_world;
-    uint64_t *plan_ring; /* [max_world] */
+    uint64_t *plan_ring; /**< [max_world] */
     uint8_t succ_ip[16];
     uint32_t succ_ip_len;
     uint32_t succ_port;
@@ -270,59 +266,185 @@ struct ccoip_peer {
     uint32_t tx_n;
     uint64_t rx_conn[CCOIP_P2P_POOL_MAX];
     uint32_t rx_n;
-    p_acc *acc; /* [acc_cap] */
+    p_acc *acc; /**< [acc_cap] */
     uint32_t acc_cap;
+} p_wiring;
 
-    /* Topology optimization (peer_optimize.c). */
+/** Topology optimization (peer_optimize.c; docs/core.md §3.6). */
+typedef struct p_optimization {
+    p_opt_state st; /**< changed by p_set_opt only */
     bool bw_listening;
     uint32_t bw_port;
     char bw_url[CCOIP_URL_MAX];
-    p_opt_state opt;
-    uint64_t opt_cmd;
-    uint64_t opt_epoch;
-    uint32_t opt_i;
-    uint64_t opt_io;
-    uint32_t opt_n;
-    p_probe *probes;                    /* [max_world] */
-    ccoip_pb_bandwidth_sample *samples; /* [max_world] */
+    uint64_t cmd;
+    uint64_t epoch;
+    uint32_t i;
+    uint64_t io;
+    uint32_t n;
+    p_probe *probes;                    /**< [max_world] */
+    ccoip_pb_bandwidth_sample *samples; /**< [max_world] */
+} p_optimization;
 
-    /* Shared state (peer_state.c). */
-    bool ss_listening;
-    uint32_t ss_port;
-    char ss_url[CCOIP_URL_MAX];
-    p_skey *skeys; /* [max_state_keys] */
+/** Shared-state sync and serving (peer_state.c; docs/core.md §3.5). */
+typedef struct p_shared_state {
+    p_sync_state st; /**< changed by p_set_sync only */
+    bool listening;
+    uint32_t port;
+    char url[CCOIP_URL_MAX];
+    p_skey *skeys; /**< [max_state_keys] */
     uint32_t nkeys;
-    p_sync_state sync;
-    uint64_t sync_cmd;
-    uint64_t sync_rev;
-    int32_t sync_strategy;
-    uint32_t sync_i;
-    uint64_t sync_io;
-    uint64_t sync_io_first; /**< PSS_ADOPTING: io id of the first COPY */
-    uint64_t sync_popular;
-    uint64_t sync_round;      /**< round of this command's verdict (0: none yet) */
-    uint64_t sync_round_last; /**< highest round of any verdict seen */
-    uint64_t sync_fetch_seq;  /**< fetches started (STATE_* header seq) */
-    uint64_t sync_conn;
-    bool sync_conn_open;
-    uint32_t sync_nfetch;
-    uint32_t sync_recv_pending;
-    bool sync_resp_ok;
-    bool sync_failed;  /**< the local fetch failed */
-    bool sync_abandon; /**< the master failed the round during the adoption */
-    bool sync_scratch; /**< OP_BEGIN of the scratch slot emitted */
-    uint64_t sync_rx;
-    uint64_t sync_tx;
-    uint64_t *sync_sends; /* [max_state_keys * P_SS_MAX] io ids of pending STATE_SENDs */
-    uint32_t sync_nsends;
+    uint64_t cmd;
+    uint64_t rev;
+    int32_t strategy;
+    uint32_t i;
+    uint64_t io;
+    uint64_t io_first; /**< PSS_ADOPTING: io id of the first COPY */
+    uint64_t popular;
+    uint64_t round;      /**< round of this command's verdict (0: none yet) */
+    uint64_t round_last; /**< highest round of any verdict seen */
+    uint64_t fetch_seq;  /**< fetches started (STATE_* header seq) */
+    uint64_t conn;
+    bool conn_open;
+    uint32_t nfetch;
+    uint32_t recv_pending;
+    bool resp_ok;
+    bool failed;  /**< the local fetch failed */
+    bool abandon; /**< the master failed the round during the adoption */
+    bool scratch; /**< OP_BEGIN of the scratch slot emitted */
+    uint64_t rx;
+    uint64_t tx;
+    uint64_t *sends; /**< [max_state_keys * P_SS_MAX] io ids of pending STATE_SENDs */
+    uint32_t nsends;
     p_sconn sconn[P_SS_MAX];
-    ccoip_pb_shared_state_entry *entries; /* [max_state_keys] */
-    ccoip_pb_bytes *names;                /* [max_state_keys] */
-    ccoip_pb_shared_state_key *vkeys;     /* [max_state_keys] */
+    ccoip_pb_shared_state_entry *entries; /**< [max_state_keys] */
+    ccoip_pb_bytes *names;                /**< [max_state_keys] */
+    ccoip_pb_shared_state_key *vkeys;     /**< [max_state_keys] */
+} p_shared_state;
+
+struct ccoip_peer {
+    /* What every step touches first, in the record's first lines (a simulator steps thousands
+     * of peers, each step a cache miss on its record: docs/simulator.md, Scale). */
+    uint64_t now;
+    sm_out out;
+    p_state state; /**< changed by p_set_state only */
+    bool master_closed;
+    p_op *ops; /**< [max_ops] the all-reduce op slots (peer_ring.c) */
+    uint64_t next_io;
+
+    /* The machine (peer.c). */
+    ccoip_peer_config cfg;
+    ccoip_codec_limits lim;
+    uint64_t rng;
+    uint64_t id;
+    uint64_t next_conn;
+    uint8_t *tables; /**< the one block every concern's fixed-size tables live in */
     uint8_t *arena_mem;
     uint64_t arena_cap;
-    bool arena_owned; /* false: borrowed (ccoip_peer_config.decode_arena) */
+    bool arena_owned; /**< false: borrowed (ccoip_peer_config.decode_arena) */
+
+    p_control ctl;
+    p_ring_state ring;
+    p_wiring wire;
+    p_optimization opt;
+    p_shared_state ss;
 };
+
+/* ------------------------------------------------------------------------ */
+/* State transitions: one setter per state machine, checked against its table  */
+/* (docs/core.md §3.7). Every change of one of these states goes through its    */
+/* setter; the assertions stay on in release builds (DESIGN.md §2 rule 6), so   */
+/* the fuzzers and the simulator's swarm find a transition the table lacks.     */
+/* Bit `to` of the row `from` is set when from -> to is legal.                  */
+/* ------------------------------------------------------------------------ */
+
+#define P_TO(s) (1u << (s))
+
+/** The peer's own state (ccoip_peer.state; docs/core.md §3.1). */
+static inline bool p_state_legal(p_state from, p_state to)
+{
+    /* Every live state may fail (master lost, evicted, LEAVE); LEAVE fails first, then LEFT. */
+    enum { LIVE_FAIL = P_TO(PS_FAILED) };
+    static const uint16_t next[9] = {
+        [PS_INIT] = P_TO(PS_IDLE) | LIVE_FAIL,        /* START */
+        [PS_IDLE] = P_TO(PS_CONNECTING) | LIVE_FAIL,  /* CONNECT command */
+        [PS_CONNECTING] = P_TO(PS_HELLO) | LIVE_FAIL, /* CONN_UP of the master */
+        [PS_HELLO] = P_TO(PS_JOIN) | LIVE_FAIL,       /* HelloResult */
+        [PS_JOIN] = P_TO(PS_PENDING) | LIVE_FAIL,     /* JoinResult */
+        [PS_PENDING] = P_TO(PS_ACCEPTED) | LIVE_FAIL, /* TopologyVerdict ok */
+        [PS_ACCEPTED] = LIVE_FAIL,                    /* master lost, evicted, LEAVE */
+        [PS_FAILED] = P_TO(PS_LEFT),                  /* LEAVE */
+        [PS_LEFT] = 0,
+    };
+    return (unsigned)from < 9u && (unsigned)to < 9u && ((next[from] >> to) & 1u) != 0;
+}
+
+static inline void p_set_state(ccoip_peer *p, p_state to)
+{
+    assert(p_state_legal(p->state, to));
+    p->state = to;
+}
+
+/** An all-reduce op slot (p_op.state; docs/core.md §3.4). */
+static inline bool p_op_state_legal(p_op_state from, p_op_state to)
+{
+    static const uint8_t next[5] = {
+        [PO_FREE] = P_TO(PO_INITIATING),                         /* submit */
+        [PO_INITIATING] = P_TO(PO_RUNNING) | P_TO(PO_FREE),      /* commence, optimistic / answer */
+        [PO_RUNNING] = P_TO(PO_COMPLETING) | P_TO(PO_RESTORING), /* ring done / abort */
+        [PO_RESTORING] = P_TO(PO_COMPLETING) | P_TO(PO_FREE),    /* restored: report / finish */
+        [PO_COMPLETING] = P_TO(PO_RESTORING) | P_TO(PO_FREE),    /* aborted verdict / verdict */
+    };
+    return (unsigned)from < 5u && (unsigned)to < 5u && ((next[from] >> to) & 1u) != 0;
+}
+
+static inline void p_op_set_state(p_op *o, p_op_state to)
+{
+    assert(p_op_state_legal(o->state, to));
+    o->state = to;
+}
+
+/** The shared-state sync (ccoip_peer.sync; docs/core.md §3.5). */
+static inline bool p_sync_legal(p_sync_state from, p_sync_state to)
+{
+    /* Every state but NONE may end (failure, the master lost, the round failed). */
+    enum { END = P_TO(PSS_NONE) };
+    static const uint8_t next[7] = {
+        [PSS_NONE] = P_TO(PSS_HASHING) | P_TO(PSS_VOTED),             /* submit (VOTED: no key) */
+        [PSS_HASHING] = P_TO(PSS_HASHING) | P_TO(PSS_VOTED) | END,    /* next key / all hashed */
+        [PSS_VOTED] = P_TO(PSS_FETCHING) | P_TO(PSS_DONE_WAIT) | END, /* verdict / refused */
+        [PSS_FETCHING] = P_TO(PSS_VERIFYING) | P_TO(PSS_ADOPTING) | P_TO(PSS_DONE_WAIT) | END,
+        [PSS_VERIFYING] = P_TO(PSS_VERIFYING) | P_TO(PSS_ADOPTING) | P_TO(PSS_DONE_WAIT) | END,
+        [PSS_ADOPTING] = P_TO(PSS_DONE_WAIT) | END, /* copies done / round failed meanwhile */
+        [PSS_DONE_WAIT] = END,                      /* sync_done_verdict */
+    };
+    return (unsigned)from < 7u && (unsigned)to < 7u && ((next[from] >> to) & 1u) != 0;
+}
+
+static inline void p_set_sync(ccoip_peer *p, p_sync_state to)
+{
+    assert(p_sync_legal(p->ss.st, to));
+    p->ss.st = to;
+}
+
+/** The optimize command (ccoip_peer.opt; docs/core.md §3.6). */
+static inline bool p_opt_legal(p_opt_state from, p_opt_state to)
+{
+    enum { END = P_TO(POPT_NONE) };
+    static const uint8_t next[5] = {
+        [POPT_NONE] = P_TO(POPT_VOTED),                                   /* submit */
+        [POPT_VOTED] = P_TO(POPT_PROBING) | P_TO(POPT_DONE_WAIT) | END,   /* probe requests */
+        [POPT_PROBING] = P_TO(POPT_PROBING) | P_TO(POPT_DONE_WAIT) | END, /* next / reported */
+        [POPT_DONE_WAIT] = P_TO(POPT_REWIRING) | END, /* verdict: plan / failure */
+        [POPT_REWIRING] = END,                        /* TopologyVerdict */
+    };
+    return (unsigned)from < 5u && (unsigned)to < 5u && ((next[from] >> to) & 1u) != 0;
+}
+
+static inline void p_set_opt(ccoip_peer *p, p_opt_state to)
+{
+    assert(p_opt_legal(p->opt.st, to));
+    p->opt.st = to;
+}
 
 /* peer.c */
 void p_notify(ccoip_peer *p, uint64_t cmd, pcclResult_t result);

@@ -1,8 +1,9 @@
 /*
  * ccoip_sm_internal.h — shared plumbing of the master and peer state
  * machines: the bounded action queue, the per-step output byte pool, LOG
- * formatting without stdio, and frame encoding into the pool. Internal to
- * core/ (not installed, not part of the contract).
+ * formatting without stdio, and frame encoding into the pool. Private to
+ * core/ (core/internal/ is not on any other target's include path; tidy_core_pure
+ * checks that nothing outside core/ includes it).
  */
 #ifndef CCOIP_SM_INTERNAL_H
 #define CCOIP_SM_INTERNAL_H
@@ -43,22 +44,6 @@ bool sm_out_pop(sm_out *o, ccoip_action *out);
  * until the pool is recycled.
  */
 const ccoip_action *sm_out_pop_ref(sm_out *o);
-
-/*
- * ccoip_*_poll without the copy, for in-tree drivers that run each action before stepping the
- * machine again (the simulator, docs/simulator.md "Scale"): same queue, same order, the
- * action valid until the machine's next step. NULL when the queue is empty.
- */
-struct ccoip_peer;
-struct ccoip_master;
-const ccoip_action *ccoip_peer_poll_ref(struct ccoip_peer *p);
-const ccoip_action *ccoip_master_poll_ref(struct ccoip_master *m);
-/*
- * Hints for drivers of many machines, no effect on behaviour: start loading the parts of the
- * machine's memory its next step reads first. stage 0 reads nothing (the record's lines: action
- * queue, clock, state, table pointers); stage 1, once those are loaded, the op table.
- */
-void ccoip_peer_prefetch(const struct ccoip_peer *p, int stage);
 
 /**
  * Queues a LOG action. fmt understands %s (const char *), %U (uint64_t),

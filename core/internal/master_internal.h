@@ -1,0 +1,557 @@
+/*
+ * master_internal.h — the master's state, shared by master.c (sessions,
+ * hello/join, liveness, dispatch), master_topology.c (topology votes, the
+ * p2p phase, ring building, pending-peer queries) and master_collective.c
+ * (collective votes and verdicts). docs/core.md §2 describes the states.
+ */
+#ifndef CCOIP_MASTER_INTERNAL_H
+#define CCOIP_MASTER_INTERNAL_H
+
+#include <assert.h>
+
+#include "ccoip_master.h"
+#include "ccoip_peer.h"
+#include "ccoip_ring.h"
+#include "ccoip_sm_internal.h"
+
+/** Room one relayed answer needs beyond the result bytes (frame header and verdict fields). */
+#define M_RELAY_FRAME_BYTES 256u
+
+/** Endpoint kinds the master stores per peer (EndpointKind values 0..2). */
+#define M_ENDPOINT_KINDS 3u
+
+typedef struct m_endpoint {
+    bool has;
+    uint32_t port;
+    uint32_t url_len;
+    uint8_t url[CCOIP_URL_MAX];
+} m_endpoint;
+
+/** Session states of a peer slot (docs/core.md §2.1). */
+typedef enum m_peer_state {
+    MP_FREE = 0,
+    MP_HELLO = 1,   /**< connected, Hello not received yet */
+    MP_NEW = 2,     /**< Hello answered, Join not received yet */
+    MP_PENDING = 3, /**< joined, waiting to be admitted */
+    MP_ACCEPTED = 4 /**< member of its group's ring */
+} m_peer_state;
+
+typedef struct m_peer {
+    /* The fields the walks over all peers read come first (one cache line per peer). */
+    m_peer_state state;
+    uint32_t group;
+    uint64_t id;
+    bool in_phase;    /**< P2P phase (§6.4) */
+    bool rewire;      /**< its group lost its ring: in the next REWIRE phase (docs/core.md §2.2) */
+    bool reported;    /**< P2P phase */
+    bool report_ok;   /**< P2P phase */
+    bool topo_voted;  /**< Topology vote (§6.3). */
+    bool topo_accept; /**< Topology vote (§6.3). */
+    bool pend_voted;  /**< Pending-peers vote (§6.5). */
+    uint8_t sync_st;  /**< MS_*: shared-state sync (§6.7, master_state.c) */
+    uint8_t opt_st;   /**< MO_*: topology optimization (§6.6, master_optimize.c) */
+    bool opt_failed;  /**< a probe of this round failed or is missing */
+    /* Ring position in the current (or planned) ring of its group. */
+    uint32_t rank;
+    uint32_t ring_size;
+    uint32_t pred;       /**< slot index */
+    uint32_t succ;       /**< slot index */
+    uint32_t n_ops;      /**< collective ops it has a member record in (limit max_ops) */
+    uint64_t ring_epoch; /**< epoch of the last ring it was admitted to (its group's epoch) */
+    uint64_t conn;
+    uint64_t last_recv_ns;
+    uint64_t last_send_ns;
+    uint64_t hb_counter;
+    uint64_t topo_call;
+    uint64_t pend_call;
+    uint64_t report_call;
+    uint64_t sync_call;
+    uint64_t sync_rev;
+    int32_t sync_strategy;
+    uint32_t sync_nkeys;
+    bool sync_ok;
+    uint32_t sync_load; /**< receivers assigned to this distributor */
+    uint32_t sync_dist; /**< slot of its distributor (ASSIGNED receivers), else M_SLOT_NONE */
+    uint64_t opt_call;
+    /** A p2p phase that failed early sent it the verdict of this epoch as a notification
+     *  before its report (docs/protocol.md §6.4): a late report of it is dropped. */
+    uint64_t early_epoch;
+    uint8_t ip[16];
+    uint32_t ip_len;
+    m_endpoint ep[M_ENDPOINT_KINDS];
+} m_peer;
+
+#define MO_NONE    0u
+#define MO_VOTED   1u /**< voted optimize_topology */
+#define MO_PROBING 2u /**< got its probe requests */
+#define MO_DONE    3u /**< sent optimize_done */
+
+#define MS_NONE     0u /**< not in a sync */
+#define MS_VOTED    1u /**< voted, waiting for the election */
+#define MS_ASSIGNED 2u /**< got its verdict, waiting for its sync_done */
+#define MS_DONE     3u /**< sent sync_done */
+
+/** One key of a stored sync vote. */
+typedef struct m_skey {
+    uint8_t name[CCOIP_STATE_NAME_MAX];
+    uint32_t name_len;
+    uint64_t hash;
+    int32_t dtype;
+    uint64_t count;
+    bool aci;
+} m_skey;
+
+/** Shared-state bookkeeping of one peer group. */
+typedef struct m_sgroup {
+    bool used;
+    uint32_t group;
+    bool has_next; /**< a sync of the group succeeded: `next` is known */
+    uint64_t next;
+    bool transfer; /**< verdicts sent, waiting for every sync_done */
+    uint64_t popular_rev;
+    uint64_t round; /**< the running round's number (m->sync.next_round) */
+    bool has_first;
+    uint64_t first_ns;
+} m_sgroup;
+
+/** One member of a collective operation; an op's members are kept sorted by peer id. */
+typedef struct m_op_member {
+    uint64_t id;        /**< the peer's id (sort key) */
+    uint64_t call;      /**< initiate call (voting) or complete call (running) */
+    uint64_t opt_epoch; /**< optimistic start (protocol §6.8.1): its ring's epoch; 0: none */
+    uint64_t done_call; /**< MOM_EARLY: the completion call that came while voting */
+    uint8_t *relay;     /**< master relay (§6.8.2): a copy of its input (voting); else NULL */
+    uint32_t slot;
+    uint8_t flags;
+} m_op_member;
+
+#define MOM_MEMBER    0x01u /**< part of the running op */
+#define MOM_VOTED     0x02u /**< initiated (voting) */
+#define MOM_COMPLETED 0x04u /**< sent collective_complete */
+#define MOM_VERDICT   0x08u /**< its one verdict was sent */
+#define MOM_EARLY     0x10u /**< optimistic: completed while the op was voting */
+#define MOM_EARLY_AB  0x20u /**< ... and reported an abort */
+#define MOM_EARLY_NF  0x40u /**< ... with REASON_NON_FINITE */
+
+typedef enum m_op_state { MOP_FREE = 0, MOP_VOTING = 1, MOP_RUNNING = 2 } m_op_state;
+
+typedef struct m_op {
+    m_op_state state;
+    uint32_t group;
+    uint64_t tag;
+    uint64_t seq;
+    uint64_t epoch;
+    uint32_t world;
+    /* Parameters of the first ballot; later ballots must equal them. */
+    uint64_t count;
+    int32_t dtype;
+    int32_t op;
+    int32_t quant_algorithm;
+    int32_t quant_dtype;
+    bool mismatch;
+    bool relay; /**< master relay (§6.8.2): answered with the result when the vote completes */
+    bool has_first;
+    uint64_t first_ns;  /**< first ballot (voting) / first completion (running) */
+    uint32_t timer_gen; /**< bumped whenever first_ns is (re)armed: stale timer entries lose */
+    bool aborted;
+    bool dirty; /**< queued for the next progress pass */
+    int32_t reason;
+    /* Counters, so that a pass over the ops does not walk every peer. */
+    uint32_t n_voted;  /**< members with MOM_VOTED (voting) */
+    uint32_t n_member; /**< members with MOM_MEMBER (running) */
+    uint32_t n_done;   /**< members with MOM_MEMBER and MOM_COMPLETED (running) */
+    uint32_t anchor;   /**< slot of a voter (voting), or M_SLOT_NONE if unknown */
+    /* Members, sorted by peer id (the order the old dense table was walked in). */
+    m_op_member *mem;
+    uint32_t mem_n, mem_cap;
+} m_op;
+
+/** A vote/completion deadline: ops arm them in time order, so a FIFO stays sorted. */
+typedef struct m_op_timer {
+    uint64_t due_ns;
+    uint32_t op;
+    uint32_t gen;
+} m_op_timer;
+
+typedef enum m_phase_kind { MPH_NONE = 0, MPH_ADMIT = 1, MPH_REWIRE = 2 } m_phase_kind;
+
+/*
+ * The master's state, one sub-struct per concern, each owned (initialized, freed, and changed)
+ * by the file named on it; other files read it and call that file's functions (docs/core.md
+ * §2.7). The per-slot record m_peer holds each concern's per-peer fields.
+ */
+
+/** Peer sessions and the membership (master.c, master_peers.c; m_sess_init/_deinit). */
+typedef struct m_sessions {
+    m_peer *peers;   /**< [max_peers] */
+    uint32_t *order; /**< slot indices of slots with an id, ascending peer id */
+    uint32_t order_n;
+    uint64_t next_id;
+    uint32_t n_acc; /**< peers in MP_ACCEPTED (kept by m_peer_set_state) */
+    /* conn -> slot index, open addressing with linear probing, conn_cap = 2^k >= 2 max_peers. */
+    uint32_t *conn_map;
+    uint32_t conn_cap;
+    /* World sizes of one snapshot (m_world_prepare): distinct groups in first-seen order with
+     * their counts, and group -> index (a hash map for lookup only, conn_cap entries). */
+    uint32_t *w_gid;
+    uint32_t *w_cnt;
+    uint32_t *w_map;
+    uint32_t w_ngroups, w_global, w_largest;
+} m_sessions;
+
+/** Heartbeats and silence (master_live.c; m_live_init/_deinit; docs/core.md §2.3). */
+typedef struct m_liveness {
+    /** A lower bound of the earliest heartbeat/silence deadline. */
+    uint64_t live_next;
+    /* Every used slot in a binary min-heap on (deadline key, slot): a key is a lower bound of the
+     * slot's deadline (sends and receives only move deadlines later and are not re-keyed), so a
+     * liveness scan visits the due slots and the stale keys on top, never every slot. */
+    uint64_t *lq_key; /**< [max_peers] key of slot s while it is in the heap */
+    uint32_t *lq;     /**< [max_peers] heap of slots */
+    uint32_t *lq_pos; /**< [max_peers] slot -> heap index, M_SLOT_NONE when not in it */
+    uint32_t lq_len;
+    uint32_t *lq_due; /**< [max_peers] scratch: the due slots of one scan */
+    uint64_t *lq_ids; /**< [max_peers] scratch: their ids, sorted */
+} m_liveness;
+
+/** Topology votes, the p2p phase, links (master_topology.c; m_topo_init/_deinit; §2.2). */
+typedef struct m_topology {
+    uint64_t epoch;
+    bool ring_healthy;
+    m_phase_kind phase; /**< changed by m_set_phase only */
+    uint64_t phase_start_ns;
+    bool phase_failed;
+    bool phase_answers_votes;
+    bool topo_timer;
+    uint64_t topo_first_ns;
+    bool pend_timer;
+    uint64_t pend_first_ns;
+    /* Counters kept on state changes, so that progress passes need no walk over the peers. */
+    uint32_t n_tv_acc;     /**< accepted peers with topo_voted */
+    uint32_t n_pend_voted; /**< peers with pend_voted */
+    uint32_t n_phase_wait; /**< peers in_phase that have not reported (during a phase) */
+    uint64_t rewire_gen;   /**< bumped by m_mark_rewire*: collective votes re-check their group */
+    uint8_t *unreach;      /**< bit matrix [max_peers][max_peers]: row from, column to */
+    uint8_t *slot_links;   /**< [max_peers] M_LINK_*: the slot may have bw / unreach entries */
+} m_topology;
+
+/** Collective ops (master_collective.c; m_coll_init/_deinit; docs/core.md §2.4). A pool grown on
+ *  demand; a peer is in at most max_ops of them. (group, tag) -> op through an index. */
+typedef struct m_collectives {
+    m_op *ops;
+    uint32_t ops_cap;
+    uint32_t ops_hi;        /**< ops[ops_hi..] were never used */
+    uint32_t ops_free_hint; /**< no free op below this index */
+    uint32_t *op_index;     /**< [op_index_cap] op indices, UINT32_MAX empty */
+    uint32_t op_index_cap;  /**< power of two, >= 2 * live ops */
+    uint32_t ops_live;      /**< ops not MOP_FREE (kept by m_op_set_state) */
+    uint32_t n_running;     /**< ops in MOP_RUNNING (kept by m_op_set_state) */
+    uint32_t *op_dirty;     /**< ops to examine in the next progress pass */
+    uint32_t op_dirty_n, op_dirty_cap;
+    uint64_t op_world_sig; /**< topology signature of the last full pass (m_coll_progress) */
+    bool relay_wait;       /**< a relayed op waits for room in the output pool: step again */
+    uint64_t relayed_ops;  /**< ccoip_master_relayed_ops */
+    m_op_timer *op_timers; /**< FIFO ring of deadlines */
+    uint32_t op_timers_cap, op_timers_head, op_timers_n;
+    uint64_t next_seq;
+} m_collectives;
+
+/** Shared-state sync (master_state.c; m_sync_init/_deinit; docs/core.md §2.5). */
+typedef struct m_shared_state {
+    m_skey *skeys;                /**< [max_peers][max_state_keys] */
+    m_sgroup *sgroups;            /**< [max_peers] */
+    uint32_t sg_hi;               /**< sgroups[sg_hi..] were never used */
+    uint64_t *popular;            /**< [max_state_keys] popular hash per key */
+    uint32_t *tmp_d;              /**< [max_peers] members refused by an election */
+    ccoip_pb_outdated_key *okeys; /**< [max_state_keys] */
+    uint64_t next_round;          /**< shared-state rounds started (SharedStateSyncVerdict.round) */
+} m_shared_state;
+
+/** Topology optimization (master_optimize.c; m_opt_init/_deinit; docs/core.md §2.6). */
+typedef struct m_optimization {
+    uint64_t *bw;       /**< [max_peers][max_peers] link cost from->to; 0 = not measured */
+    uint64_t *tsp_cost; /**< [max_peers][max_peers] one group's matrix */
+    uint32_t *tsp_tour; /**< [max_peers] */
+    void *tsp_work;     /**< ccoip_tsp_workspace_bytes(max_peers) */
+    uint64_t tsp_work_bytes;
+    ccoip_pb_probe_target *targets; /**< [max_peers] */
+    bool opt_timer;
+    uint64_t opt_first_ns;
+    bool opt_ready; /**< every participant is done: install once the topology is idle */
+    bool opt_any;   /**< some peer may have opt_st != MO_NONE */
+} m_optimization;
+
+/** Members blocked in different calls (master_mismatch.c; docs/core.md §2.5.1). */
+typedef struct m_mismatch {
+    bool dirty; /**< a blocking ballot arrived or a peer left: check for mismatched calls */
+} m_mismatch;
+
+struct ccoip_master {
+    /* The machine (master.c). */
+    ccoip_master_config cfg;
+    ccoip_codec_limits lim;
+    uint64_t rng;
+    uint64_t now;
+    sm_out out;
+    /* Scratch for building messages and rings, any concern (sized max_peers; master.c). */
+    uint64_t *ids;
+    uint32_t *tmp_a;
+    uint32_t *tmp_b;
+    uint32_t *tmp_c;
+    uint8_t *tmp_used;
+    uint8_t *arena_mem; /**< the control-frame decode arena */
+    uint64_t arena_cap;
+
+    m_sessions sess;
+    m_liveness live;
+    m_topology topo;
+    m_collectives coll;
+    m_shared_state sync;
+    m_optimization opt;
+    m_mismatch mm;
+};
+
+#define M_SLOT_NONE UINT32_MAX
+
+#define M_LINK_BW      0x01u /**< slot_links: some bw[slot][*] or bw[*][slot] may be set */
+#define M_LINK_UNREACH 0x02u /**< slot_links: some unreach bit of the slot may be set */
+
+/* ------------------------------------------------------------------------ */
+/* State transitions: one setter per state machine, checked against its table  */
+/* (docs/core.md §2.7). Every change of one of these states goes through its    */
+/* setter; the assertions stay on in release builds (DESIGN.md §2 rule 6), so   */
+/* the fuzzers and the simulator's swarm find a transition the table lacks.     */
+/* Bit `to` of the row `from` is set when from -> to is legal.                  */
+/* ------------------------------------------------------------------------ */
+
+#define M_TO(s) (1u << (s))
+
+/** The session of a peer slot (m_peer.state; docs/core.md §2.1). */
+static inline bool m_peer_state_legal(m_peer_state from, m_peer_state to)
+{
+    static const uint8_t next[5] = {
+        [MP_FREE] = M_TO(MP_HELLO),                       /* CONN_UP */
+        [MP_HELLO] = M_TO(MP_NEW) | M_TO(MP_FREE),        /* hello ok / mismatch, silence, close */
+        [MP_NEW] = M_TO(MP_PENDING) | M_TO(MP_FREE),      /* join / leave, eviction, close */
+        [MP_PENDING] = M_TO(MP_ACCEPTED) | M_TO(MP_FREE), /* phase succeeded / removal */
+        [MP_ACCEPTED] = M_TO(MP_FREE),                    /* removal */
+    };
+    return (unsigned)from < 5u && (unsigned)to < 5u && ((next[from] >> to) & 1u) != 0;
+}
+
+/**
+ * Sets a slot's session state. Keeps the counters that follow it: n_acc and n_tv_acc (an
+ * accepted peer's topology ballot counts), and, when the slot is freed, n_pend_voted (its
+ * pending-peers ballot goes with it). The caller clears the record after MP_FREE.
+ */
+static inline void m_peer_set_state(ccoip_master *m, m_peer *p, m_peer_state to)
+{
+    assert(m_peer_state_legal(p->state, to));
+    if (p->state == MP_ACCEPTED) {
+        m->sess.n_acc--;
+        if (p->topo_voted) m->topo.n_tv_acc--;
+    }
+    if (to == MP_ACCEPTED) {
+        m->sess.n_acc++;
+        if (p->topo_voted) m->topo.n_tv_acc++;
+    }
+    if (to == MP_FREE && p->pend_voted) m->topo.n_pend_voted--;
+    p->state = to;
+}
+
+/** A collective op (m_op.state; docs/core.md §2.4). */
+static inline bool m_op_state_legal(m_op_state from, m_op_state to)
+{
+    static const uint8_t next[3] = {
+        [MOP_FREE] = M_TO(MOP_VOTING),                     /* first initiate */
+        [MOP_VOTING] = M_TO(MOP_RUNNING) | M_TO(MOP_FREE), /* commence / refused, relayed */
+        [MOP_RUNNING] = M_TO(MOP_FREE),                    /* verdicts sent */
+    };
+    return (unsigned)from < 3u && (unsigned)to < 3u && ((next[from] >> to) & 1u) != 0;
+}
+
+/** Sets an op's state; keeps ops_live (ops not free) and n_running. */
+static inline void m_op_set_state(ccoip_master *m, m_op *o, m_op_state to)
+{
+    assert(m_op_state_legal(o->state, to));
+    if (o->state == MOP_FREE) m->coll.ops_live++;
+    if (to == MOP_FREE) m->coll.ops_live--;
+    if (o->state == MOP_RUNNING) m->coll.n_running--;
+    if (to == MOP_RUNNING) m->coll.n_running++;
+    o->state = to;
+}
+
+/** The topology phase (ccoip_master.phase; docs/core.md §2.2). */
+static inline bool m_phase_legal(m_phase_kind from, m_phase_kind to)
+{
+    static const uint8_t next[3] = {
+        /* a vote completes (NONE: no member) / the ring is unhealthy / an optimized ring */
+        [MPH_NONE] = M_TO(MPH_NONE) | M_TO(MPH_ADMIT) | M_TO(MPH_REWIRE),
+        [MPH_ADMIT] = M_TO(MPH_NONE),  /* concluded */
+        [MPH_REWIRE] = M_TO(MPH_NONE), /* concluded */
+    };
+    return (unsigned)from < 3u && (unsigned)to < 3u && ((next[from] >> to) & 1u) != 0;
+}
+
+static inline void m_set_phase(ccoip_master *m, m_phase_kind to)
+{
+    assert(m_phase_legal(m->topo.phase, to));
+    m->topo.phase = to;
+}
+
+/** A peer's part in a shared-state sync (m_peer.sync_st, MS_*; docs/core.md §2.5). */
+static inline bool m_sync_st_legal(uint8_t from, uint8_t to)
+{
+    static const uint8_t next[4] = {
+        [MS_NONE] = M_TO(MS_VOTED),                     /* sync_vote */
+        [MS_VOTED] = M_TO(MS_ASSIGNED) | M_TO(MS_NONE), /* verdict / refused */
+        [MS_ASSIGNED] = M_TO(MS_DONE) | M_TO(MS_NONE),  /* sync_done / round failed */
+        [MS_DONE] = M_TO(MS_NONE),                      /* done verdict */
+    };
+    return from < 4u && to < 4u && ((next[from] >> to) & 1u) != 0;
+}
+
+static inline void m_peer_set_sync(m_peer *p, uint8_t to)
+{
+    assert(m_sync_st_legal(p->sync_st, to));
+    p->sync_st = to;
+}
+
+/** A peer's part in a topology optimization (m_peer.opt_st, MO_*; docs/core.md §2.6). */
+static inline bool m_opt_st_legal(uint8_t from, uint8_t to)
+{
+    static const uint8_t next[4] = {
+        [MO_NONE] = M_TO(MO_VOTED) | M_TO(MO_NONE),    /* optimize_topology / optimized phase */
+        [MO_VOTED] = M_TO(MO_PROBING) | M_TO(MO_NONE), /* probe requests / ballot dropped */
+        [MO_PROBING] = M_TO(MO_DONE) | M_TO(MO_NONE),  /* optimize_done / optimized phase */
+        [MO_DONE] = M_TO(MO_NONE),                     /* verdict */
+    };
+    return from < 4u && to < 4u && ((next[from] >> to) & 1u) != 0;
+}
+
+static inline void m_peer_set_opt(m_peer *p, uint8_t to)
+{
+    assert(m_opt_st_legal(p->opt_st, to));
+    p->opt_st = to;
+}
+
+/* master.c: sessions, dispatch, entry points */
+void m_send(ccoip_master *m, uint32_t slot, ccoip_pb_master_to_peer *env);
+void m_answer_status(ccoip_master *m, uint32_t slot, uint64_t call, int32_t status, int32_t reason,
+                     const char *detail);
+void m_evict(ccoip_master *m, uint32_t slot, int32_t reason, const char *detail);
+
+/* master_peers.c: the peer table */
+uint32_t m_next_by_id(const ccoip_master *m, uint64_t after_id);
+uint32_t m_slot_by_id(const ccoip_master *m, uint64_t id);
+/** The live slot of connection conn, M_SLOT_NONE when none. */
+uint32_t m_slot_by_conn(const ccoip_master *m, uint64_t conn);
+/** Adds / removes slot (by its conn) to / from the conn -> slot map. */
+void m_conn_map_insert(ccoip_master *m, uint32_t slot);
+void m_conn_map_remove(ccoip_master *m, uint32_t slot);
+m_peer *m_peer_at(ccoip_master *m, uint32_t slot);
+/** qsort comparators of uint32_t / uint64_t, ascending. */
+int m_cmp_u32(const void *a, const void *b);
+int m_cmp_u64(const void *a, const void *b);
+uint32_t m_count_state(const ccoip_master *m, m_peer_state st);
+/** Marks every accepted peer of group as needing a re-wire (ring unhealthy). */
+void m_mark_rewire(ccoip_master *m, uint32_t group);
+/** Marks every accepted peer as needing a re-wire. */
+void m_mark_rewire_all(ccoip_master *m);
+/** Counts the membership once (accepted peers, plus in-phase ones with include_phase);
+ *  m_world_sizes then answers per group from that snapshot until the next prepare. */
+void m_world_prepare(ccoip_master *m, bool include_phase);
+void m_world_sizes(const ccoip_master *m, uint32_t group, ccoip_pb_world_sizes *out);
+bool m_unreachable(const ccoip_master *m, uint32_t from, uint32_t to);
+void m_set_unreachable(ccoip_master *m, uint32_t from, uint32_t to);
+/** Forgets every unusable link from or to slot (it is being freed). */
+void m_clear_unreachable(ccoip_master *m, uint32_t slot);
+
+/* master_live.c: heartbeats and silence */
+/** Lowers the liveness lower bound to at least t. */
+void m_live_touch(ccoip_master *m, uint64_t t);
+/** (Re)keys slot in the liveness heap with its current deadline. */
+void m_live_arm(ccoip_master *m, uint32_t slot);
+/** Takes slot out of the liveness heap (it is being freed). */
+void m_live_forget(ccoip_master *m, uint32_t slot);
+/** Sends due heartbeats and evicts silent slots (nothing before live_next). */
+void m_live_scan(ccoip_master *m);
+
+/* master_topology.c */
+void m_topo_on_update_vote(ccoip_master *m, uint32_t slot, uint64_t call,
+                           const ccoip_pb_update_topology_vote *v);
+void m_topo_on_p2p(ccoip_master *m, uint32_t slot, uint64_t call,
+                   const ccoip_pb_p2p_established *r);
+void m_topo_on_pending_query(ccoip_master *m, uint32_t slot, uint64_t call);
+void m_topo_on_loss(ccoip_master *m, uint32_t slot);
+bool m_topo_progress(ccoip_master *m);
+bool m_topo_vote_complete(const ccoip_master *m);
+void m_topo_timers(ccoip_master *m);
+uint64_t m_topo_deadline(const ccoip_master *m);
+
+/* master_state.c */
+void m_sync_on_vote(ccoip_master *m, uint32_t slot, uint64_t call,
+                    const ccoip_pb_shared_state_sync_vote *v);
+void m_sync_on_done(ccoip_master *m, uint32_t slot, uint64_t call,
+                    const ccoip_pb_shared_state_sync_done *d);
+bool m_sync_progress(ccoip_master *m);
+void m_sync_on_loss(ccoip_master *m, uint32_t slot);
+void m_sync_timers(ccoip_master *m);
+/** Forgets slot's open sync ballot (its call was answered elsewhere). */
+void m_sync_drop_vote(ccoip_master *m, uint32_t slot);
+uint64_t m_sync_deadline(const ccoip_master *m);
+
+/* master_optimize.c */
+void m_opt_on_vote(ccoip_master *m, uint32_t slot, uint64_t call);
+void m_opt_on_report(ccoip_master *m, uint32_t slot, const ccoip_pb_bandwidth_report *r);
+void m_opt_on_done(ccoip_master *m, uint32_t slot, uint64_t call);
+void m_opt_on_loss(ccoip_master *m, uint32_t slot);
+bool m_opt_progress(ccoip_master *m);
+void m_opt_timers(ccoip_master *m);
+/** Forgets slot's open optimize ballot (its call was answered elsewhere). */
+void m_opt_drop_vote(ccoip_master *m, uint32_t slot);
+
+/* master_mismatch.c */
+/** Members blocked in different calls (docs/protocol.md §6.12): fails them all at once. */
+bool m_mismatch_progress(ccoip_master *m);
+uint64_t m_opt_deadline(const ccoip_master *m);
+
+/* master_topology.c, for the optimization */
+void m_topo_fill_endpoints(const m_peer *p, ccoip_pb_endpoint *eps, uint64_t *count);
+/** Starts a re-wire phase over the rings already set in rank/pred/succ; every member gets
+ *  an OptimizeTopologyVerdict{success, plan} answering its opt_call. */
+void m_topo_start_optimized_phase(ccoip_master *m);
+
+/* master_collective.c */
+void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
+                        const ccoip_pb_collective_initiate *ci);
+void m_coll_on_complete(ccoip_master *m, uint32_t slot, uint64_t call,
+                        const ccoip_pb_collective_complete *cc);
+void m_coll_on_loss(ccoip_master *m, uint32_t slot);
+void m_coll_abort_all(ccoip_master *m, int32_t reason);
+/** Aborts the running ops of group. */
+void m_coll_abort_group(ccoip_master *m, uint32_t group, int32_t reason);
+bool m_coll_any_running(const ccoip_master *m);
+bool m_coll_progress(ccoip_master *m);
+void m_coll_timers(ccoip_master *m);
+uint64_t m_coll_deadline(const ccoip_master *m);
+
+/*
+ * Per-concern init / deinit, called by ccoip_master_create / _destroy: each sizes its own tables
+ * from m->cfg on a zeroed master (false: an allocation failed; the master is then destroyed)
+ * and frees them (safe after a failed or partial init).
+ */
+bool m_sess_init(ccoip_master *m); /* master_peers.c */
+void m_sess_deinit(ccoip_master *m);
+bool m_live_init(ccoip_master *m); /* master_live.c */
+void m_live_deinit(ccoip_master *m);
+bool m_topo_init(ccoip_master *m); /* master_topology.c */
+void m_topo_deinit(ccoip_master *m);
+bool m_coll_init(ccoip_master *m); /* master_collective.c */
+void m_coll_deinit(ccoip_master *m);
+bool m_sync_init(ccoip_master *m); /* master_state.c */
+void m_sync_deinit(ccoip_master *m);
+bool m_opt_init(ccoip_master *m); /* master_optimize.c */
+void m_opt_deinit(ccoip_master *m);
+
+#endif /* CCOIP_MASTER_INTERNAL_H */
