@@ -6,7 +6,7 @@
 #   format   clang-format check                               1 min
 #   native   gcc, -Werror, Release: unit + header + tidy + integration  8 min
 #   clang    clang, -Werror: build + unit tests                5 min
-#   asan     gcc, ASan+UBSan, -Werror: unit + simulation tests  8 min
+#   asan     gcc, ASan+UBSan, -Werror: unit + simulation tests  12 min (7 measured)
 #   integration  ASan+UBSan: master + peer processes on 127.0.0.1  3 min
 #   soak     ASan+UBSan: 60 s churn soak + canary (ctest -L soak)  4 min
 #   tsan     clang TSan: runtime build + 11 integration scenarios  7 min
@@ -58,7 +58,7 @@ tier format 60 "scripts/check-format.sh"
 tier native 480 "configure_build_test build/ci-native '-LE soak|bindings' -DPCCL_WERROR=ON -DCMAKE_BUILD_TYPE=Release"
 tier clang 300 "configure_build_test build/ci-clang '-L unit' -DPCCL_WERROR=ON \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Release"
-tier asan 480 "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+tier asan 720 "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   configure_build_test build/ci-asan '-L unit|sim -LE long' -DPCCL_WERROR=ON -DPCCL_SANITIZE=ON \
   -DCMAKE_BUILD_TYPE=Debug -DPCCL_BUILD_BENCH=OFF"
 # Real processes on 127.0.0.1 (master + peers, kills, garbage), under
