@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "ccoip_trace.h"
-#include "sim_internal.h"
 #include "sim_sm.h"
+#include "sim_world_int.h"
 
 #ifdef SIM_HAVE_CORE_SM
 
