@@ -60,9 +60,8 @@ static bool epoch_index(sim_checker *ck, uint32_t e)
 {
     if ((uint64_t)(ck->epochs_len + 1u) * 2u > ck->epoch_idx_cap) {
         const uint64_t ncap = ck->epoch_idx_cap == 0 ? 256u : ck->epoch_idx_cap * 2u;
-        uint32_t *x = malloc((size_t)ncap * sizeof *x);
+        uint32_t *x = sim_index_new(ncap);
         if (x == NULL) return false;
-        memset(x, 0xff, (size_t)ncap * sizeof *x);
         free(ck->epoch_idx);
         ck->epoch_idx = x;
         ck->epoch_idx_cap = ncap;
@@ -88,15 +87,10 @@ static void check_verdict_ring(sim_checker *ck, uint32_t node, const ccoip_pb_to
     const uint32_t group = w->nodes[node].group;
     sim_epochrec *e = epoch_find(ck, v->epoch, group);
     if (e == NULL) {
-        if (ck->epochs_len == ck->epochs_cap) {
-            const uint32_t ncap = ck->epochs_cap == 0 ? 64u : ck->epochs_cap * 2u;
-            sim_epochrec *n = realloc(ck->epochs, (size_t)ncap * sizeof *n);
-            if (n == NULL) {
-                world_fail(w, SIM_CRASH, "out of memory (epochs)");
-                return;
-            }
-            ck->epochs = n;
-            ck->epochs_cap = ncap;
+        if (!sim_grow(&ck->epochs, &ck->epochs_cap, ck->epochs_len, sizeof *ck->epochs, 64u,
+                      false)) {
+            world_fail(w, SIM_CRASH, "out of memory (epochs)");
+            return;
         }
         e = &ck->epochs[ck->epochs_len];
         e->epoch = v->epoch;

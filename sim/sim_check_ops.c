@@ -167,9 +167,8 @@ static bool seqidx_put(sim_seqidx *x, const void *recs, size_t stride, uint32_t 
 {
     if ((uint64_t)(r + 2u) * 2u > x->cap) {
         const uint32_t ncap = x->cap == 0 ? 1024u : x->cap * 2u;
-        uint32_t *idx = malloc((size_t)ncap * sizeof *idx);
+        uint32_t *idx = sim_index_new(ncap);
         if (idx == NULL) return false;
-        memset(idx, 0xff, (size_t)ncap * sizeof *idx);
         free(x->slot);
         x->slot = idx;
         x->cap = ncap;
@@ -202,15 +201,9 @@ static void inrec_add_bytes(sim_checker *ck, uint32_t node, uint64_t epoch, uint
                             const uint8_t *input, uint64_t bytes)
 {
     sim_world *w = ck->w;
-    if (ck->inrecs_len == ck->inrecs_cap) {
-        const uint32_t ncap = ck->inrecs_cap == 0 ? 256u : ck->inrecs_cap * 2u;
-        sim_inrec *n = realloc(ck->inrecs, (size_t)ncap * sizeof *n);
-        if (n == NULL) {
-            world_fail(w, SIM_CRASH, "out of memory (inputs)");
-            return;
-        }
-        ck->inrecs = n;
-        ck->inrecs_cap = ncap;
+    if (!sim_grow(&ck->inrecs, &ck->inrecs_cap, ck->inrecs_len, sizeof *ck->inrecs, 256u, false)) {
+        world_fail(w, SIM_CRASH, "out of memory (inputs)");
+        return;
     }
     sim_inrec *r = &ck->inrecs[ck->inrecs_len++];
     r->epoch = epoch;
@@ -435,15 +428,10 @@ void check_allreduce_notify(sim_checker *ck, uint32_t node, sim_appcmd *c, const
         }
         sim_oprec *r = oprec_find(ck, c->epoch, c->seq);
         if (r == NULL) {
-            if (ck->oprecs_len == ck->oprecs_cap) {
-                const uint32_t ncap = ck->oprecs_cap == 0 ? 256u : ck->oprecs_cap * 2u;
-                sim_oprec *x = realloc(ck->oprecs, (size_t)ncap * sizeof *x);
-                if (x == NULL) {
-                    world_fail(w, SIM_CRASH, "out of memory (ops)");
-                    return;
-                }
-                ck->oprecs = x;
-                ck->oprecs_cap = ncap;
+            if (!sim_grow(&ck->oprecs, &ck->oprecs_cap, ck->oprecs_len, sizeof *ck->oprecs, 256u,
+                          false)) {
+                world_fail(w, SIM_CRASH, "out of memory (ops)");
+                return;
             }
             r = &ck->oprecs[ck->oprecs_len++];
             memset(r, 0, sizeof *r);

@@ -63,15 +63,10 @@ void check_sync_done_verdict(sim_checker *ck, uint32_t dst)
     n->sync_round = w->res->events;
     sim_syncrec *r = syncrec_find(ck, n->sync_round, group);
     if (r == NULL) {
-        if (ck->syncrecs_len == ck->syncrecs_cap) {
-            const uint32_t ncap = ck->syncrecs_cap == 0 ? 64u : ck->syncrecs_cap * 2u;
-            sim_syncrec *x = realloc(ck->syncrecs, (size_t)ncap * sizeof *x);
-            if (x == NULL) {
-                world_fail(w, SIM_CRASH, "out of memory (sync records)");
-                return;
-            }
-            ck->syncrecs = x;
-            ck->syncrecs_cap = ncap;
+        if (!sim_grow(&ck->syncrecs, &ck->syncrecs_cap, ck->syncrecs_len, sizeof *ck->syncrecs, 64u,
+                      false)) {
+            world_fail(w, SIM_CRASH, "out of memory (sync records)");
+            return;
         }
         r = &ck->syncrecs[ck->syncrecs_len++];
         memset(r, 0, sizeof *r);

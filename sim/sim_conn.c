@@ -66,17 +66,9 @@ uint32_t ep_new(sim_world *w, uint32_t node, uint64_t id, bool accepted)
         world_fail(w, SIM_CRASH, "node %u reused connection id %llu", node, (unsigned long long)id);
         return SIM_NONE32;
     }
-    if (w->eps_len == w->eps_cap) {
-        const uint32_t ncap = w->eps_cap * 2u;
-        sim_ep *n = aligned_alloc(64, (size_t)ncap * sizeof *n);
-        if (n == NULL) {
-            world_fail(w, SIM_CRASH, "out of memory (endpoints)");
-            return SIM_NONE32;
-        }
-        memcpy(n, w->eps, (size_t)w->eps_len * sizeof *n);
-        free(w->eps);
-        w->eps = n;
-        w->eps_cap = ncap;
+    if (!sim_grow(&w->eps, &w->eps_cap, w->eps_len, sizeof *w->eps, 256u, true)) {
+        world_fail(w, SIM_CRASH, "out of memory (endpoints)");
+        return SIM_NONE32;
     }
     if (accepted) {
         if (id != CCOIP_CONN_ACCEPTED_BASE + 1u + w->acc_len) {
@@ -84,15 +76,9 @@ uint32_t ep_new(sim_world *w, uint32_t node, uint64_t id, bool accepted)
                        (unsigned long long)id);
             return SIM_NONE32;
         }
-        if (w->acc_len == w->acc_cap) {
-            const uint32_t ncap = w->acc_cap == 0 ? 1024u : 2u * w->acc_cap;
-            uint32_t *t = realloc(w->acc_tab, (size_t)ncap * sizeof *t);
-            if (t == NULL) {
-                world_fail(w, SIM_CRASH, "out of memory (accepted endpoints)");
-                return SIM_NONE32;
-            }
-            w->acc_tab = t;
-            w->acc_cap = ncap;
+        if (!sim_grow(&w->acc_tab, &w->acc_cap, w->acc_len, sizeof *w->acc_tab, 1024u, false)) {
+            world_fail(w, SIM_CRASH, "out of memory (accepted endpoints)");
+            return SIM_NONE32;
         }
     } else if ((uint64_t)(w->ep_map_len + 1u) * 2u > w->ep_map_cap) {
         const uint64_t ncap = w->ep_map_cap * 2u;
@@ -146,19 +132,14 @@ uint32_t frame_new(sim_world *w, uint64_t len)
         f = w->frame_free[--w->frame_free_len];
     } else {
         if (w->frames_len == w->frames_cap) {
-            const uint32_t ncap = w->frames_cap * 2u;
-            sim_frame *n = aligned_alloc(64, (size_t)ncap * sizeof *n);
-            uint32_t *fl = realloc(w->frame_free, (size_t)ncap * sizeof *fl);
+            /* The free list has room for every frame. */
+            uint32_t *fl = realloc(w->frame_free, (size_t)w->frames_cap * 2u * sizeof *fl);
             if (fl != NULL) w->frame_free = fl;
-            if (n == NULL || fl == NULL) {
-                free(n);
+            if (fl == NULL || !sim_grow(&w->frames, &w->frames_cap, w->frames_len,
+                                        sizeof *w->frames, 1024u, true)) {
                 world_fail(w, SIM_CRASH, "out of memory (frames)");
                 return SIM_NONE32;
             }
-            memcpy(n, w->frames, (size_t)w->frames_len * sizeof *n);
-            free(w->frames);
-            w->frames = n;
-            w->frames_cap = ncap;
         }
         f = w->frames_len++;
         w->frames[f].bytes = NULL;
@@ -372,6 +353,18 @@ static void recv_land(sim_world *w, uint32_t node, sim_io *io, uint32_t f)
     world_push(w, w->now, EVK_IO_DONE, node, io->io_id, 0);
 }
 
+/* A control frame to node's machine as RECV on connection conn (the frame stays the caller's). */
+static void feed_recv(sim_world *w, uint32_t node, uint64_t conn, const sim_frame *fr)
+{
+    ccoip_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = CCOIP_EV_RECV;
+    ev.conn = conn;
+    ev.data = fr->bytes;
+    ev.len = fr->len;
+    world_feed(w, node, &ev);
+}
+
 static void inbox_pop(sim_world *w, sim_ep *ep, bool free_it)
 {
     if (free_it) frame_free(w, ep->inbox[0]);
@@ -393,14 +386,8 @@ void ep_pump(sim_world *w, uint32_t e)
         const uint32_t f = ep->inbox[0];
         sim_frame *fr = &w->frames[f];
         if (!fr->is_data) {
-            ccoip_event ev;
-            memset(&ev, 0, sizeof ev);
-            ev.type = CCOIP_EV_RECV;
-            ev.conn = ep->id;
-            ev.data = fr->bytes;
-            ev.len = fr->len;
             inbox_pop(w, ep, false);
-            world_feed(w, node, &ev);
+            feed_recv(w, node, ep->id, fr);
             frame_free(w, f);
             ep = &w->eps[e];
             continue;
@@ -503,13 +490,7 @@ void deliver(sim_world *w, uint32_t f)
     }
     if (!fr->is_data && ep->inbox_len == 0) {
         if (!w->nodes[ep->node].is_master) m2p_arrives(w, ep->node, fr->bytes, fr->len);
-        ccoip_event ev;
-        memset(&ev, 0, sizeof ev);
-        ev.type = CCOIP_EV_RECV;
-        ev.conn = ep->id;
-        ev.data = fr->bytes;
-        ev.len = fr->len;
-        world_feed(w, ep->node, &ev);
+        feed_recv(w, ep->node, ep->id, fr);
         frame_free(w, f);
         return;
     }

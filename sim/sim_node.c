@@ -126,15 +126,9 @@ void world_kill(sim_world *w, uint32_t node, bool graceful)
     if (n->state == NODE_DEAD) return;
     if (!graceful) w->res->crashes++;
     node_set_state(w, node, NODE_DEAD);
-    if (w->grave_len == w->grave_cap) {
-        const uint32_t ncap = w->grave_cap == 0 ? 64u : 2u * w->grave_cap;
-        uint32_t *g = realloc(w->grave, (size_t)ncap * sizeof *g);
-        if (g != NULL) {
-            w->grave = g;
-            w->grave_cap = ncap;
-        }
+    if (sim_grow(&w->grave, &w->grave_cap, w->grave_len, sizeof *w->grave, 64u, false)) {
+        w->grave[w->grave_len++] = node;
     }
-    if (w->grave_len < w->grave_cap) w->grave[w->grave_len++] = node;
     n->died_ns = w->now;
     SIM_OBS_NODE(w, killed, node);
     node_recount(w, node);

@@ -345,6 +345,33 @@ void world_wake_at(sim_world *w, uint32_t node, uint64_t delay_ns, uint64_t gen)
     world_push(w, w->now + delay_ns, EVK_WAKE, node, gen, 0);
 }
 
+bool sim_grow(void *arr, uint32_t *cap, uint32_t len, size_t elem, uint32_t first, bool aligned)
+{
+    if (len < *cap) return true;
+    const uint32_t ncap = *cap == 0 ? first : 2u * *cap;
+    void *old;
+    memcpy(&old, arr, sizeof old);
+    void *x;
+    if (aligned) {
+        x = aligned_alloc(64, (size_t)ncap * elem);
+        if (x != NULL && len > 0) memcpy(x, old, (size_t)len * elem);
+        if (x != NULL) free(old);
+    } else {
+        x = realloc(old, (size_t)ncap * elem);
+    }
+    if (x == NULL) return false;
+    memcpy(arr, &x, sizeof x);
+    *cap = ncap;
+    return true;
+}
+
+uint32_t *sim_index_new(uint64_t n)
+{
+    uint32_t *x = malloc((size_t)n * sizeof *x);
+    if (x != NULL) memset(x, 0xff, (size_t)n * sizeof *x);
+    return x;
+}
+
 /* The decode arena for a frame of len bytes (valid until the next decode). */
 static bool dec_arena(sim_world *w, uint64_t len, ccoip_pb_arena *arena)
 {
@@ -420,9 +447,7 @@ sim_world *world_create(const sim_config *cfg, const sim_sm_vt *vt, sim_result *
     w->next_accept_id = CCOIP_CONN_ACCEPTED_BASE + 1u;
     w->spawn_group = SIM_NONE32;
     w->host_node_cap = w->cap_nodes + 2u;
-    w->host_node = malloc((size_t)w->host_node_cap * sizeof *w->host_node);
-    if (w->host_node != NULL)
-        memset(w->host_node, 0xff, (size_t)w->host_node_cap * sizeof *w->host_node);
+    w->host_node = sim_index_new(w->host_node_cap);
     const bool ok = w->host_node != NULL && w->nodes != NULL && w->node_st != NULL &&
                     w->node_group != NULL && w->node_host != NULL && w->node_m != NULL &&
                     w->eps != NULL && w->ep_map != NULL && w->frames != NULL &&

@@ -367,7 +367,7 @@ typedef struct sim_world {
 
 /**
  * A world for cfg (already validated by sim_run), results into res; NULL when
- * out of memory (res->message says so). Observers register next, then
+ * out of memory (res->status is SIM_CRASH). Observers register next, then
  * world_start, world_run, world_destroy.
  */
 sim_world *world_create(const sim_config *cfg, const sim_sm_vt *vt, sim_result *res);
@@ -383,28 +383,29 @@ void world_destroy(sim_world *w);
 void world_fail(sim_world *w, sim_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void world_log(sim_world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-bool world_push(sim_world *w, uint64_t t, uint32_t kind, uint32_t node, uint64_t a, uint64_t b);
 /** Feeds ev to node's machine (now_ns set here) and runs the actions it emits. */
 void world_feed(sim_world *w, uint32_t node, ccoip_event *ev);
 /** The observers' wake hook for node at w->now + delay_ns, carrying gen (EVK_WAKE). */
 void world_wake_at(sim_world *w, uint32_t node, uint64_t delay_ns, uint64_t gen);
-/** Keeps w->live and w->undone in step with node's state and progress (sim_node.c). */
-void node_recount(sim_world *w, uint32_t node);
 /** node's process dies: graceful (an exit) or a crash (sim_node.c). */
 void world_kill(sim_world *w, uint32_t node, bool graceful);
-/** A new peer process on host (SIM_NONE32: a new host); its node or SIM_NONE32 (sim_node.c). */
-uint32_t world_spawn_peer(sim_world *w, uint32_t host);
 /** Per-step churn: node is replaced by a new process of its group (sim_node.c). */
 void world_replace_peer(sim_world *w, uint32_t node);
 /** Link a -> b as the virtual network has it: PROBE duration of bytes (sim_act.c). */
 uint64_t world_probe_us(const sim_world *w, uint32_t host_a, uint32_t host_b, uint64_t bytes);
+/**
+ * Room for one more element in a growable array: *(T **)arr holds len elements of elem bytes
+ * in room for *cap; when full the room doubles (first when empty), 64-byte aligned when
+ * aligned, the contents kept. False when out of memory (the array and *cap unchanged).
+ */
+bool sim_grow(void *arr, uint32_t *cap, uint32_t len, size_t elem, uint32_t first, bool aligned);
+/** An index table of n slots, every one SIM_NONE32 (empty); NULL when out of memory. */
+uint32_t *sim_index_new(uint64_t n);
 /** Decodes a control frame into the world's decode arena (valid until the next decode). */
 bool world_decode_m2p(sim_world *w, const uint8_t *frame, uint64_t len,
                       ccoip_pb_master_to_peer *out);
 bool world_decode_p2m(sim_world *w, const uint8_t *frame, uint64_t len,
                       ccoip_pb_peer_to_master *out);
-/** A peer hung, crashed or left at w->now: its survivors are checked later (sim_fault.c). */
-void fault_noted(sim_world *w);
 /** The survivors' bound after a fault: evict_ms + SIM_FAULT_SLACK + 16 one-way latencies. */
 uint64_t fault_bound_ns(const sim_world *w);
 

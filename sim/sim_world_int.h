@@ -19,6 +19,17 @@
 
 #include "sim_world.h"
 
+/* The world's own calls (beside sim_world.h's). */
+/* Queues an event of kind for node at t (now at the earliest); false (and the run failed) at the
+ * queue's bound or a field out of range. */
+bool world_push(sim_world *w, uint64_t t, uint32_t kind, uint32_t node, uint64_t a, uint64_t b);
+/* Keeps w->live and w->undone in step with node's state and progress (sim_node.c). */
+void node_recount(sim_world *w, uint32_t node);
+/* A new peer process on host (SIM_NONE32: a new host); its node or SIM_NONE32 (sim_node.c). */
+uint32_t world_spawn_peer(sim_world *w, uint32_t host);
+/* A peer hung, crashed or left at w->now: its survivors are checked later (sim_fault.c). */
+void fault_noted(sim_world *w);
+
 /* ------------------------------------------------------------------------ */
 /* Small helpers on every path (inline: they are called per event)          */
 /* ------------------------------------------------------------------------ */
@@ -228,9 +239,5 @@ void rec_checkpoint(sim_world *w, sim_node *n, uint64_t deadline_ns);
 void rec_finish(sim_world *w);
 /* Frees a node's recording. */
 void rec_close(sim_node *n);
-
-/* sm_core.c: the header of a trace of the machine these parameters create. */
-bool sim_sm_trace_header(bool is_master, const sim_master_params *mp, const sim_peer_params *pp,
-                         uint64_t seed, ccoip_trace_header *out);
 
 #endif /* SIM_WORLD_INT_H */

@@ -10,7 +10,6 @@
 
 #include "ccoip_trace.h"
 #include "sim_sm.h"
-#include "sim_world_int.h"
 
 #ifdef SIM_HAVE_CORE_SM
 
