@@ -54,19 +54,29 @@ static void app_schedule(sim_workload *wl, uint32_t node, uint64_t delay_ns)
     world_wake_at(wl->w, node, delay_ns, a->gen);
 }
 
-static void app_submit(sim_workload *wl, uint32_t node, ccoip_cmd_type type, sim_app_state st)
+/* Submits cmd (its id given here) as the pending command; the application waits in state st. */
+static void app_submit_cmd(sim_workload *wl, uint32_t node, const ccoip_cmd *cmd, sim_app_state st)
 {
     sim_world *w = wl->w;
     sim_app *a = app_of(wl, node);
     ccoip_event ev;
     memset(&ev, 0, sizeof ev);
     ev.type = CCOIP_EV_SUBMIT;
-    ev.cmd.type = type;
+    ev.cmd = *cmd;
     ev.cmd.cmd_id = ++a->next_cmd_id;
     a->pending_cmd = ev.cmd.cmd_id;
     a->pending_since_ns = w->now;
     a->state = st;
     world_feed(w, node, &ev);
+}
+
+/* A command without arguments (CONNECT, UPDATE_TOPOLOGY, OPTIMIZE_TOPOLOGY, LEAVE). */
+static void app_submit(sim_workload *wl, uint32_t node, ccoip_cmd_type type, sim_app_state st)
+{
+    ccoip_cmd cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.type = type;
+    app_submit_cmd(wl, node, &cmd, st);
 }
 
 /* Fills buf with count elements of data for (seed, peer, iter, attempt, tag). */
@@ -152,19 +162,14 @@ static void app_sync(sim_workload *wl, uint32_t node)
         a->skip_revision_next = false;
         a->sync_rev = a->revision + 2u; /* a program bug: the master must reject it */
     }
-    ccoip_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.type = CCOIP_EV_SUBMIT;
-    ev.cmd.type = CCOIP_CMD_SYNC_SHARED_STATE;
-    ev.cmd.cmd_id = ++a->next_cmd_id;
-    ev.cmd.sync.revision = a->sync_rev;
-    ev.cmd.sync.strategy = PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR;
-    ev.cmd.sync.num_keys = SIM_STATE_KEYS;
-    ev.cmd.sync.keys = app_keys;
-    a->pending_cmd = ev.cmd.cmd_id;
-    a->pending_since_ns = w->now;
-    a->state = APP_SYNCING;
-    world_feed(w, node, &ev);
+    ccoip_cmd cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.type = CCOIP_CMD_SYNC_SHARED_STATE;
+    cmd.sync.revision = a->sync_rev;
+    cmd.sync.strategy = PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR;
+    cmd.sync.num_keys = SIM_STATE_KEYS;
+    cmd.sync.keys = app_keys;
+    app_submit_cmd(wl, node, &cmd, APP_SYNCING);
 }
 
 /* After the topology update: sync, or straight to the all-reduces. */
@@ -187,15 +192,7 @@ static void app_after_sync(sim_workload *wl, uint32_t node)
      * vote until the timeout). A re-sync of the same revision optimizes again. */
     if (w->cfg.optimize_every > 0 && a->world >= 2u && a->revision > 0 &&
         a->revision % w->cfg.optimize_every == 0) {
-        ccoip_event ev;
-        memset(&ev, 0, sizeof ev);
-        ev.type = CCOIP_EV_SUBMIT;
-        ev.cmd.type = CCOIP_CMD_OPTIMIZE_TOPOLOGY;
-        ev.cmd.cmd_id = ++a->next_cmd_id;
-        a->pending_cmd = ev.cmd.cmd_id;
-        a->pending_since_ns = w->now;
-        a->state = APP_OPTIMIZING;
-        world_feed(w, node, &ev);
+        app_submit(wl, node, CCOIP_CMD_OPTIMIZE_TOPOLOGY, APP_OPTIMIZING);
         return;
     }
     app_reduce_phase(wl, node);
