@@ -28,6 +28,19 @@ typedef struct ccoip_hash_entry {
     pcclDataType_t dtype;
 } ccoip_hash_entry;
 
+/**
+ * One step of splitmix64: advances *state and returns 64 mixed bits. The one
+ * integer PRNG of the project (the machines, the simulator, the tests): the
+ * same sequence on every platform.
+ */
+static inline uint64_t ccoip_splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
 /** XXH3-64 (seed 0) of len bytes. */
 uint64_t ccoip_hash_bytes(const void *data, uint64_t len);
 

@@ -199,4 +199,81 @@ void ccoip_trace_hash_action(ccoip_trace_hasher *h, const ccoip_action *a);
 /** 'D': the deadline asked after draining. */
 void ccoip_trace_hash_deadline(ccoip_trace_hasher *h, uint64_t deadline_ns);
 
+/* ------------------------------------------------------------------------ */
+/* The writer: the record sequence a driver produces, in one place          */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * The trace of one machine as a driver writes it (the simulator, the runtime
+ * with PCCL_TRACE): a growable in-memory buffer, the state hash, the event
+ * count and the actions polled since the last record, with one call per
+ * point of the driver protocol above:
+ *
+ *   ccoip_trace_writer_header            once, before the first event;
+ *   ccoip_trace_writer_event             before each step call (a POLLED
+ *                                        record first when actions were
+ *                                        polled since the last record);
+ *   ccoip_trace_writer_step              after it ('R');
+ *   ccoip_trace_writer_action            for each action polled ('A');
+ *   ccoip_trace_writer_set_port          before a ccoip_peer_set_port call;
+ *   ccoip_trace_writer_checkpoint        after draining ('D', CHECKPOINT);
+ *   ccoip_trace_writer_trailer           at the end.
+ *
+ * The bytes are buf[0 .. len). A driver that keeps the whole trace in memory
+ * (pccl-sim) reads them at the end; one that writes a file drains it: after a
+ * call, when len passes its threshold, it writes buf[0 .. len) out and calls
+ * ccoip_trace_writer_drained (len = 0; the buffer and the counters stay).
+ *
+ * Errors are sticky: after the first failure (a record that cannot be
+ * encoded, out of memory) every append returns that code and writes nothing;
+ * the hash calls still run. Uses malloc/realloc/free (deterministic); no I/O.
+ * Not thread-safe: one writer per machine, used by the thread that steps it.
+ */
+typedef struct ccoip_trace_writer {
+    uint8_t *buf; /**< buf[0 .. len): the records not yet drained. */
+    uint64_t len, cap;
+    ccoip_trace_hasher hasher;
+    uint64_t events;    /**< EVENT records written (CHECKPOINT, TRAILER). */
+    uint64_t polled;    /**< Actions polled since the last record. */
+    pcclResult_t error; /**< The first failure (pcclSuccess: none). */
+} ccoip_trace_writer;
+
+/** An empty writer (no allocation yet). */
+void ccoip_trace_writer_init(ccoip_trace_writer *tw);
+/** Frees the buffer; the writer is empty again (init). */
+void ccoip_trace_writer_deinit(ccoip_trace_writer *tw);
+/** The driver wrote buf[0 .. len) out: len = 0 (capacity, hash and counters stay). */
+void ccoip_trace_writer_drained(ccoip_trace_writer *tw);
+
+/**
+ * The header; starts the state hash (ccoip_trace_hasher_init). Returns
+ * pcclSuccess; pcclInvalidArgument when h cannot be encoded (invalid
+ * machine, url too long); pcclInternalError when out of memory; or the
+ * writer's earlier error.
+ */
+pcclResult_t ccoip_trace_writer_header(ccoip_trace_writer *tw, const ccoip_trace_header *h);
+/**
+ * EVENT (before the step call), after a POLLED record of the actions polled
+ * since the last record, if any; counts the event. Returns as _header
+ * (pcclInvalidArgument: a shared-state SUBMIT with more than
+ * CCOIP_TRACE_MAX_KEYS keys).
+ */
+pcclResult_t ccoip_trace_writer_event(ccoip_trace_writer *tw, const ccoip_event *ev);
+/** SET_PORT (url may be NULL: none), after a POLLED record as for an event. Returns as _header. */
+pcclResult_t ccoip_trace_writer_set_port(ccoip_trace_writer *tw, uint32_t listener, uint32_t port,
+                                         const char *url);
+/** POLLED for the actions polled since the last record (nothing when none). Returns as _header. */
+pcclResult_t ccoip_trace_writer_polled(ccoip_trace_writer *tw);
+/** Hashes the result of one step call ('R'). */
+void ccoip_trace_writer_step(ccoip_trace_writer *tw, int result);
+/** Hashes one polled action ('A') and counts it as polled. */
+void ccoip_trace_writer_action(ccoip_trace_writer *tw, const ccoip_action *a);
+/**
+ * After draining: hashes the deadline ('D') and writes a CHECKPOINT (a
+ * checkpoint drains every action: the polled count restarts). Returns as _header.
+ */
+pcclResult_t ccoip_trace_writer_checkpoint(ccoip_trace_writer *tw, uint64_t deadline_ns);
+/** TRAILER: events, actions hashed, state hash. Returns as _header. */
+pcclResult_t ccoip_trace_writer_trailer(ccoip_trace_writer *tw);
+
 #endif /* CCOIP_TRACE_H */

@@ -28,44 +28,55 @@
 #include <string.h>
 
 #include "ccoip_dtype.h"
-#include "sim_internal.h"
+#include "sim_app.h"
 
-sim_appcmd *app_find_cmd(sim_node *n, uint64_t cmd_id)
+sim_appcmd *app_find_cmd(sim_app *a, uint64_t cmd_id)
 {
     for (uint32_t i = 0; i < SIM_MAX_TAGS; i++) {
-        if (n->app.cmds[i].used && n->app.cmds[i].cmd_id == cmd_id) return &n->app.cmds[i];
+        if (a->cmds[i].used && a->cmds[i].cmd_id == cmd_id) return &a->cmds[i];
     }
     return NULL;
 }
 
-sim_appcmd *app_find_unbound_tag(sim_node *n, uint32_t tag)
+sim_appcmd *app_find_unbound_tag(sim_app *a, uint32_t tag)
 {
     for (uint32_t i = 0; i < SIM_MAX_TAGS; i++) {
-        const sim_appcmd *c = &n->app.cmds[i];
-        if (c->used && !c->done && !c->commenced && c->tag == tag) return &n->app.cmds[i];
+        const sim_appcmd *c = &a->cmds[i];
+        if (c->used && !c->done && !c->commenced && c->tag == tag) return &a->cmds[i];
     }
     return NULL;
 }
 
-void app_schedule(sim_world *w, uint32_t node, uint64_t delay_ns)
+static void app_schedule(sim_workload *wl, uint32_t node, uint64_t delay_ns)
 {
-    sim_app *a = &w->nodes[node].app;
+    sim_app *a = app_of(wl, node);
     a->gen++;
-    world_push(w, w->now + delay_ns, EVK_APP, node, a->gen, 0);
+    world_wake_at(wl->w, node, delay_ns, a->gen);
 }
 
-static void app_submit(sim_world *w, uint32_t node, ccoip_cmd_type type, sim_app_state st)
+/* Submits cmd (its id given here) as the pending command; the application waits in state st. */
+static void app_submit_cmd(sim_workload *wl, uint32_t node, const ccoip_cmd *cmd, sim_app_state st)
 {
-    sim_app *a = &w->nodes[node].app;
+    sim_world *w = wl->w;
+    sim_app *a = app_of(wl, node);
     ccoip_event ev;
     memset(&ev, 0, sizeof ev);
     ev.type = CCOIP_EV_SUBMIT;
-    ev.cmd.type = type;
+    ev.cmd = *cmd;
     ev.cmd.cmd_id = ++a->next_cmd_id;
     a->pending_cmd = ev.cmd.cmd_id;
     a->pending_since_ns = w->now;
     a->state = st;
     world_feed(w, node, &ev);
+}
+
+/* A command without arguments (CONNECT, UPDATE_TOPOLOGY, OPTIMIZE_TOPOLOGY, LEAVE). */
+static void app_submit(sim_workload *wl, uint32_t node, ccoip_cmd_type type, sim_app_state st)
+{
+    ccoip_cmd cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.type = type;
+    app_submit_cmd(wl, node, &cmd, st);
 }
 
 /* Fills buf with count elements of data for (seed, peer, iter, attempt, tag). */
@@ -107,21 +118,23 @@ static const ccoip_state_key app_keys[SIM_STATE_KEYS] = {
 };
 
 /* The state of revision rev: compared keys from (group, rev), the other from (peer, rev). */
-static void app_state_fill(sim_world *w, uint32_t node, bool junk)
+static void app_state_fill(sim_workload *wl, uint32_t node, bool junk)
 {
-    sim_node *n = &w->nodes[node];
+    sim_world *w = wl->w;
+    const sim_node *n = &w->nodes[node];
+    sim_app *a = app_of(wl, node);
     for (uint32_t k = 0; k < SIM_STATE_KEYS; k++) {
         sim_rng r;
         uint64_t salt = app_keys[k].allow_content_inequality || junk
                             ? ((uint64_t)n->peer_index << 20) ^ 0xacu
                             : ((uint64_t)n->group << 20) ^ 0x5au;
-        salt ^= (n->app.revision << 32) ^ ((uint64_t)k << 8) ^ (junk ? 0x777u : 0u);
+        salt ^= (a->revision << 32) ^ ((uint64_t)k << 8) ^ (junk ? 0x777u : 0u);
         sim_rng_seed(&r, w->cfg.seed ^ (salt * 0x9e3779b97f4a7c15ull));
         for (uint64_t i = 0; i < app_keys[k].count; i++) {
             const float f = (float)((int64_t)(sim_rng_next(&r) % 257u) - 128) / 8.0f;
             uint32_t u;
             memcpy(&u, &f, 4);
-            uint8_t *p = &n->app.st[k][i * 4u];
+            uint8_t *p = &a->st[k][i * 4u];
             p[0] = (uint8_t)u;
             p[1] = (uint8_t)(u >> 8);
             p[2] = (uint8_t)(u >> 16);
@@ -130,12 +143,13 @@ static void app_state_fill(sim_world *w, uint32_t node, bool junk)
     }
 }
 
-static void app_reduce_phase(sim_world *w, uint32_t node);
+static void app_reduce_phase(sim_workload *wl, uint32_t node);
 
-static void app_sync(sim_world *w, uint32_t node)
+static void app_sync(sim_workload *wl, uint32_t node)
 {
+    sim_world *w = wl->w;
     sim_node *n = &w->nodes[node];
-    sim_app *a = &n->app;
+    sim_app *a = app_of(wl, node);
     if (a->diverge_next ||
         (w->cfg.diverge_bp > 0 && sim_rng_below(&n->rng, 10000u) < w->cfg.diverge_bp)) {
         /* A deliberate divergence: one element of a compared tensor differs. */
@@ -148,51 +162,40 @@ static void app_sync(sim_world *w, uint32_t node)
         a->skip_revision_next = false;
         a->sync_rev = a->revision + 2u; /* a program bug: the master must reject it */
     }
-    ccoip_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.type = CCOIP_EV_SUBMIT;
-    ev.cmd.type = CCOIP_CMD_SYNC_SHARED_STATE;
-    ev.cmd.cmd_id = ++a->next_cmd_id;
-    ev.cmd.sync.revision = a->sync_rev;
-    ev.cmd.sync.strategy = PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR;
-    ev.cmd.sync.num_keys = SIM_STATE_KEYS;
-    ev.cmd.sync.keys = app_keys;
-    a->pending_cmd = ev.cmd.cmd_id;
-    a->pending_since_ns = w->now;
-    a->state = APP_SYNCING;
-    world_feed(w, node, &ev);
+    ccoip_cmd cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.type = CCOIP_CMD_SYNC_SHARED_STATE;
+    cmd.sync.revision = a->sync_rev;
+    cmd.sync.strategy = PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR;
+    cmd.sync.num_keys = SIM_STATE_KEYS;
+    cmd.sync.keys = app_keys;
+    app_submit_cmd(wl, node, &cmd, APP_SYNCING);
 }
 
 /* After the topology update: sync, or straight to the all-reduces. */
-static void app_after_update(sim_world *w, uint32_t node)
+static void app_after_update(sim_workload *wl, uint32_t node)
 {
+    sim_world *w = wl->w;
     if (w->cfg.shared_state) {
-        app_sync(w, node);
+        app_sync(wl, node);
     } else {
-        app_reduce_phase(w, node);
+        app_reduce_phase(wl, node);
     }
 }
 
-static void app_after_sync(sim_world *w, uint32_t node)
+static void app_after_sync(sim_workload *wl, uint32_t node)
 {
-    sim_app *a = &w->nodes[node].app;
+    sim_world *w = wl->w;
+    sim_app *a = app_of(wl, node);
     /* Every member of the group leaves the sync with the same revision and world size, so
      * all decide alike (the vote is global: a member deciding otherwise would deadlock the
      * vote until the timeout). A re-sync of the same revision optimizes again. */
     if (w->cfg.optimize_every > 0 && a->world >= 2u && a->revision > 0 &&
         a->revision % w->cfg.optimize_every == 0) {
-        ccoip_event ev;
-        memset(&ev, 0, sizeof ev);
-        ev.type = CCOIP_EV_SUBMIT;
-        ev.cmd.type = CCOIP_CMD_OPTIMIZE_TOPOLOGY;
-        ev.cmd.cmd_id = ++a->next_cmd_id;
-        a->pending_cmd = ev.cmd.cmd_id;
-        a->pending_since_ns = w->now;
-        a->state = APP_OPTIMIZING;
-        world_feed(w, node, &ev);
+        app_submit(wl, node, CCOIP_CMD_OPTIMIZE_TOPOLOGY, APP_OPTIMIZING);
         return;
     }
-    app_reduce_phase(w, node);
+    app_reduce_phase(wl, node);
 }
 
 static void app_cmd_free(sim_appcmd *c)
@@ -204,10 +207,11 @@ static void app_cmd_free(sim_appcmd *c)
     memset(c, 0, sizeof *c);
 }
 
-static void app_start_allreduce(sim_world *w, uint32_t node, uint32_t tag)
+static void app_start_allreduce(sim_workload *wl, uint32_t node, uint32_t tag)
 {
+    sim_world *w = wl->w;
     sim_node *n = &w->nodes[node];
-    sim_app *a = &n->app;
+    sim_app *a = app_of(wl, node);
     sim_appcmd *c = &a->cmds[tag];
     app_cmd_free(c);
     c->used = true;
@@ -260,14 +264,15 @@ static void app_start_allreduce(sim_world *w, uint32_t node, uint32_t tag)
     world_feed(w, node, &ev);
 }
 
-static void app_reduce_phase(sim_world *w, uint32_t node)
+static void app_reduce_phase(sim_workload *wl, uint32_t node)
 {
-    sim_app *a = &w->nodes[node].app;
+    sim_world *w = wl->w;
+    sim_app *a = app_of(wl, node);
     if (a->world < 2u) {
         /* Alone: wait for someone to join, then the next iteration admits them. */
         a->iter++;
         a->state = APP_SLEEPING;
-        app_schedule(w, node, 200u * SIM_MS);
+        app_schedule(wl, node, 200u * SIM_MS);
         return;
     }
     a->state = APP_REDUCING;
@@ -275,59 +280,62 @@ static void app_reduce_phase(sim_world *w, uint32_t node)
     const bool reverse = w->cfg.reverse_tags && (node & 1u) != 0;
     for (uint32_t t = 0; t < w->cfg.tags && !w->failed; t++) {
         if (w->nodes[node].state != NODE_ALIVE) return;
-        app_start_allreduce(w, node, reverse ? w->cfg.tags - 1u - t : t);
+        app_start_allreduce(wl, node, reverse ? w->cfg.tags - 1u - t : t);
     }
 }
 
-static void app_next_iteration(sim_world *w, uint32_t node)
+static void app_next_iteration(sim_workload *wl, uint32_t node)
 {
+    sim_world *w = wl->w;
     sim_node *n = &w->nodes[node];
-    sim_app *a = &n->app;
+    sim_app *a = app_of(wl, node);
     a->attempt = 0;
-    if (w->cfg.churn_per_step_bp > 0 && a->admitted &&
-        a->successes_quiet + n->inherited_steps + 1u < w->cfg.steps &&
+    if (w->cfg.churn_per_step_bp > 0 && n->admitted &&
+        n->steps_quiet + n->inherited_steps + 1u < w->cfg.steps &&
         sim_rng_below(&n->rng, 10000u) < w->cfg.churn_per_step_bp) {
         world_replace_peer(w, node);
         return;
     }
     if (a->leave_requested) {
-        app_submit(w, node, CCOIP_CMD_LEAVE, APP_LEAVING);
+        app_submit(wl, node, CCOIP_CMD_LEAVE, APP_LEAVING);
         return;
     }
     if (a->iter > 0) {
-        app_submit(w, node, CCOIP_CMD_UPDATE_TOPOLOGY, APP_UPDATING);
+        app_submit(wl, node, CCOIP_CMD_UPDATE_TOPOLOGY, APP_UPDATING);
     } else {
-        app_reduce_phase(w, node);
+        app_reduce_phase(wl, node);
     }
 }
 
-void app_start(sim_world *w, uint32_t node)
+static void app_start(sim_workload *wl, uint32_t node)
 {
-    sim_app *a = &w->nodes[node].app;
+    sim_world *w = wl->w;
+    sim_app *a = app_of(wl, node);
     a->state = APP_START;
     a->revision = 0;
-    app_state_fill(w, node, true); /* a new process: revision 0, its own junk */
+    app_state_fill(wl, node, true); /* a new process: revision 0, its own junk */
     /* Processes do not all come up at the same instant. */
-    app_schedule(w, node, sim_rng_below(&w->nodes[node].rng, 20u * SIM_MS));
+    app_schedule(wl, node, sim_rng_below(&w->nodes[node].rng, 20u * SIM_MS));
 }
 
-void app_wake(sim_world *w, uint32_t node)
+static void app_wake(sim_workload *wl, uint32_t node)
 {
+    sim_world *w = wl->w;
     sim_node *n = &w->nodes[node];
-    sim_app *a = &n->app;
+    sim_app *a = app_of(wl, node);
     if (n->state != NODE_ALIVE) return;
     if (a->stall_ns > 0 && a->state == APP_SLEEPING) {
         const uint64_t s = a->stall_ns;
         a->stall_ns = 0;
-        app_schedule(w, node, s);
+        app_schedule(wl, node, s);
         return;
     }
     switch (a->state) {
     case APP_START:
-        app_submit(w, node, CCOIP_CMD_CONNECT, APP_CONNECTING);
+        app_submit(wl, node, CCOIP_CMD_CONNECT, APP_CONNECTING);
         break;
     case APP_SLEEPING:
-        app_next_iteration(w, node);
+        app_next_iteration(wl, node);
         break;
     default:
         /* Busy: a leave request is honoured at the next command. */
@@ -335,23 +343,25 @@ void app_wake(sim_world *w, uint32_t node)
     }
 }
 
-static void app_sleep(sim_world *w, uint32_t node, uint64_t ns)
+static void app_sleep(sim_workload *wl, uint32_t node, uint64_t ns)
 {
-    w->nodes[node].app.state = APP_SLEEPING;
-    app_schedule(w, node, ns);
+    app_of(wl, node)->state = APP_SLEEPING;
+    app_schedule(wl, node, ns);
 }
 
-static void app_exit(sim_world *w, uint32_t node, const char *why)
+static void app_exit(sim_workload *wl, uint32_t node, const char *why)
 {
+    sim_world *w = wl->w;
     world_log(w, "peer node %u exits: %s", node, why);
-    w->nodes[node].evicted = true;
     world_kill(w, node, true);
 }
 
-static void app_allreduce_done(sim_world *w, uint32_t node, sim_appcmd *c, const ccoip_action *act)
+static void app_allreduce_done(sim_workload *wl, uint32_t node, sim_appcmd *c,
+                               const ccoip_action *act)
 {
+    sim_world *w = wl->w;
     sim_node *n = &w->nodes[node];
-    sim_app *a = &n->app;
+    sim_app *a = app_of(wl, node);
     c->notifies++;
     if (c->notifies > 1u) {
         world_fail(w, SIM_CORRECTNESS,
@@ -361,11 +371,10 @@ static void app_allreduce_done(sim_world *w, uint32_t node, sim_appcmd *c, const
     }
     c->done = true;
     c->result = act->result;
-    check_allreduce_notify(w, node, c, act);
-    if (w->failed) return;
-    if ((w->cfg.canary & SIM_CANARY_DOUBLE_NOTIFY) && !w->double_notify_done) {
-        w->double_notify_done = true;
-        app_allreduce_done(w, node, c, act);
+    if (w->failed) return; /* a checker caught the verdict (they see it first) */
+    if ((w->cfg.canary & SIM_CANARY_DOUBLE_NOTIFY) && !wl->double_notify_done) {
+        wl->double_notify_done = true;
+        app_allreduce_done(wl, node, c, act);
         return;
     }
     if (a->outstanding > 0) a->outstanding--;
@@ -390,44 +399,45 @@ static void app_allreduce_done(sim_world *w, uint32_t node, sim_appcmd *c, const
     }
     a->world = act->world_size;
     if (master_gone) {
-        app_exit(w, node, "pcclMasterConnectionFailed");
+        app_exit(wl, node, "pcclMasterConnectionFailed");
         return;
     }
     if (all_ok) {
         if (w->cfg.shared_state) {
             /* The step is applied: the next revision of the state. */
             a->revision++;
-            app_state_fill(w, node, false);
+            app_state_fill(wl, node, false);
         }
         a->successes++;
-        a->successes_quiet++;
+        n->steps_quiet++;
         a->iter++;
-        app_sleep(w, node, sim_rng_below(&n->rng, w->cfg.think_max_ns + 1u));
+        app_sleep(wl, node, sim_rng_below(&n->rng, w->cfg.think_max_ns + 1u));
         return;
     }
     if (lost && a->world >= 2u) {
         /* Retry the step's all-reduces on the shrunken ring. */
         a->attempt++;
-        app_reduce_phase(w, node);
+        app_reduce_phase(wl, node);
         return;
     }
     /* pcclTooFewPeers, pcclInvalidUsage (a program bug: skip the step), or
      * alone after a loss: next iteration. */
     a->iter++;
-    app_sleep(w, node, 10u * SIM_MS);
+    app_sleep(wl, node, 10u * SIM_MS);
 }
 
-void app_notify(sim_world *w, uint32_t node, const ccoip_action *act)
+static void app_notify(sim_workload *wl, uint32_t node, const ccoip_action *act)
 {
+    sim_world *w = wl->w;
     sim_node *n = &w->nodes[node];
-    sim_app *a = &n->app;
+    sim_app *a = app_of(wl, node);
     if (n->is_master) {
         world_fail(w, SIM_CRASH, "the master emitted NOTIFY");
         return;
     }
-    sim_appcmd *c = app_find_cmd(n, act->cmd_id);
+    sim_appcmd *c = app_find_cmd(a, act->cmd_id);
     if (c != NULL) {
-        app_allreduce_done(w, node, c, act);
+        app_allreduce_done(wl, node, c, act);
         return;
     }
     if (act->cmd_id != a->pending_cmd || a->pending_cmd == 0) {
@@ -439,28 +449,28 @@ void app_notify(sim_world *w, uint32_t node, const ccoip_action *act)
     switch (a->state) {
     case APP_CONNECTING:
         if (act->result == pcclSuccess) {
-            a->admitted = true;
+            n->admitted = true;
             a->world = act->world_size;
             a->iter = 0;
-            app_after_update(w, node);
+            app_after_update(wl, node);
         } else if (act->result == pcclMasterConnectionFailed) {
-            app_exit(w, node, "connect failed");
+            app_exit(wl, node, "connect failed");
         } else {
-            app_exit(w, node, "connect refused");
+            app_exit(wl, node, "connect refused");
         }
         break;
     case APP_UPDATING:
         if (act->result == pcclSuccess) {
             a->world = act->world_size;
-            app_after_update(w, node);
+            app_after_update(wl, node);
         } else if (act->result == pcclUpdateTopologyFailed ||
-                   (act->result == pcclInvalidUsage && n->call_mismatch)) {
+                   (act->result == pcclInvalidUsage && a->call_mismatch)) {
             /* (the others were blocked in another call, docs/protocol.md §6.12: retry) */
-            app_sleep(w, node, 100u * SIM_MS);
+            app_sleep(wl, node, 100u * SIM_MS);
             a->state = APP_SLEEPING;
             a->iter = a->iter > 0 ? a->iter : 1u; /* retry the update */
         } else if (act->result == pcclMasterConnectionFailed) {
-            app_exit(w, node, "evicted or master gone (update topology)");
+            app_exit(wl, node, "evicted or master gone (update topology)");
         } else {
             world_fail(w, SIM_CORRECTNESS, "node %u: pcclUpdateTopology returned %d", node,
                        (int)act->result);
@@ -469,26 +479,28 @@ void app_notify(sim_world *w, uint32_t node, const ccoip_action *act)
     case APP_SYNCING:
         a->world = act->world_size;
         if (act->result == pcclSuccess) {
-            check_sync_notify(w, node, act);
+            if (a->sync_retry) {
+                a->sync_retry = false;
+                w->seen_expect |= SIM_EXPECT_SYNC_RETRY;
+            }
             a->revision = act->revision;
             a->syncs++;
             w->res->syncs++;
             if (act->rx_bytes > 0) w->res->sync_fetches++;
-            app_after_sync(w, node);
+            app_after_sync(wl, node);
         } else if (act->result == pcclRankConnectionLost) {
             w->res->sync_failed++;
-            check_sync_failed(w, node);
-            if (w->failed) break;
+            if (w->failed) break; /* a checker: the failed sync changed a tensor wrongly */
             if (memcmp(a->st, a->st_pre, sizeof a->st) != 0) w->res->sync_adopted_failed++;
-            n->sync_retry = true;
-            app_sync(w, node); /* retryable: the same revision again */
+            a->sync_retry = true;
+            app_sync(wl, node); /* retryable: the same revision again */
         } else if (act->result == pcclMasterConnectionFailed) {
-            app_exit(w, node, "evicted or master gone (sync)");
-        } else if (act->result == pcclInvalidUsage && n->call_mismatch) {
-            app_sync(w, node); /* the others were blocked in another call (§6.12): retry */
+            app_exit(wl, node, "evicted or master gone (sync)");
+        } else if (act->result == pcclInvalidUsage && a->call_mismatch) {
+            app_sync(wl, node); /* the others were blocked in another call (§6.12): retry */
         } else if (act->result == pcclInvalidUsage) {
             w->seen_expect |= SIM_EXPECT_INVALID_USAGE;
-            app_exit(w, node, "sync rejected: pcclInvalidUsage");
+            app_exit(wl, node, "sync rejected: pcclInvalidUsage");
         } else {
             world_fail(w, SIM_CORRECTNESS, "node %u: pcclSynchronizeSharedState returned %d", node,
                        (int)act->result);
@@ -498,15 +510,14 @@ void app_notify(sim_world *w, uint32_t node, const ccoip_action *act)
         a->world = act->world_size;
         if (act->result == pcclSuccess) {
             w->res->optimizes++;
-            check_optimize_notify(w, node);
-            app_reduce_phase(w, node);
+            app_reduce_phase(wl, node);
         } else if (act->result == pcclMasterConnectionFailed) {
-            app_exit(w, node, "evicted or master gone (optimize)");
+            app_exit(wl, node, "evicted or master gone (optimize)");
         } else if (act->result == pcclTopologyOptimizationFailed ||
                    act->result == pcclUpdateTopologyFailed ||
                    act->result == pcclRankConnectionLost || act->result == pcclTooFewPeers ||
-                   (act->result == pcclInvalidUsage && n->call_mismatch)) {
-            app_reduce_phase(w, node); /* best effort: carry on with the ring as it is */
+                   (act->result == pcclInvalidUsage && a->call_mismatch)) {
+            app_reduce_phase(wl, node); /* best effort: carry on with the ring as it is */
         } else {
             world_fail(w, SIM_CORRECTNESS, "node %u: pcclOptimizeTopology returned %d", node,
                        (int)act->result);
@@ -521,4 +532,160 @@ void app_notify(sim_world *w, uint32_t node, const ccoip_action *act)
                    (int)a->state);
         break;
     }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The workload as an observer of the world (sim_world.h)                   */
+/* ------------------------------------------------------------------------ */
+
+static void app_on_start(void *ctx, uint32_t node)
+{
+    app_start(ctx, node);
+}
+
+static void app_on_wake(void *ctx, uint32_t node, uint64_t gen)
+{
+    sim_workload *wl = ctx;
+    if (gen == app_of(wl, node)->gen) app_wake(wl, node);
+}
+
+static void app_on_notify(void *ctx, uint32_t node, const ccoip_action *act)
+{
+    app_notify(ctx, node, act);
+}
+
+/* OP_BEGIN: the command's buffers, or the sync's tensors (slot max_ops) and fetch scratch
+ * (max_ops + 1: no application memory). */
+static bool app_on_bind_op(void *ctx, uint32_t node, const ccoip_action *act, ccoip_exec_slot *slot)
+{
+    sim_workload *wl = ctx;
+    sim_app *a = app_of(wl, node);
+    if (act->op_slot >= SIM_MAX_OPS) {
+        if (a->state != APP_SYNCING || act->cmd_id != a->pending_cmd ||
+            act->scratch_bytes > (uint64_t)SIM_STATE_KEYS * SIM_STATE_BYTES) {
+            return false;
+        }
+        if (act->op_slot == SIM_MAX_OPS) {
+            for (uint32_t t = 0; t < SIM_STATE_KEYS; t++) {
+                a->st_ptr[t] = a->st[t];
+                a->st_bytes[t] = t == SIM_STATE_KEYS - 1u ? SIM_STATE_BYTES / 2u : SIM_STATE_BYTES;
+            }
+            slot->tensors = a->st_ptr;
+            slot->tensor_bytes = a->st_bytes;
+            slot->ntensors = SIM_STATE_KEYS;
+        }
+        return true;
+    }
+    const sim_appcmd *c = app_find_cmd(a, act->cmd_id);
+    if (c == NULL) return false;
+    slot->send = c->sendbuf;
+    slot->recv = c->recvbuf;
+    slot->bytes = c->count * wl->w->elem_bytes;
+    return true;
+}
+
+/* The master refused a call as blocked in another one (docs/protocol.md §6.12): retried. */
+static void app_on_m2p_sent(void *ctx, uint32_t dst, const ccoip_pb_master_to_peer *m)
+{
+    if (m->status != CCOIP_PB_STATUS_INVALID_USAGE) return;
+    sim_workload *wl = ctx;
+    app_of(wl, dst)->call_mismatch = m->reason == CCOIP_PB_REASON_CALL_MISMATCH;
+    if (m->reason == CCOIP_PB_REASON_CALL_MISMATCH) wl->w->res->call_mismatches++;
+}
+
+static void app_on_leave(void *ctx, uint32_t node)
+{
+    sim_workload *wl = ctx;
+    app_of(wl, node)->leave_requested = true;
+    app_wake(wl, node);
+}
+
+static void app_on_script(void *ctx, uint32_t node, const sim_script_event *s)
+{
+    sim_app *a = app_of(ctx, node);
+    switch (s->kind) {
+    case SIM_SCRIPT_STALL:
+        a->stall_ns = s->arg;
+        break;
+    case SIM_SCRIPT_MISMATCH:
+        a->mismatch_next = true;
+        break;
+    case SIM_SCRIPT_DIVERGE:
+        a->diverge_next = true;
+        break;
+    case SIM_SCRIPT_SKIP_REVISION:
+        a->skip_revision_next = true;
+        break;
+    default:
+        break;
+    }
+}
+
+static void app_on_killed(void *ctx, uint32_t node)
+{
+    app_of(ctx, node)->state = APP_GONE;
+}
+
+static void app_on_release(void *ctx, uint32_t node)
+{
+    sim_app *a = app_of(ctx, node);
+    for (uint32_t c = 0; c < SIM_MAX_TAGS; c++)
+        app_cmd_free(&a->cmds[c]);
+}
+
+/* A liveness failure: say who was stuck (what did not finish). */
+static void app_on_end(void *ctx)
+{
+    const sim_workload *wl = ctx;
+    sim_world *w = wl->w;
+    if (!w->failed) return;
+    for (uint32_t i = 1; i < w->num_nodes && w->res->status == SIM_LIVENESS; i++) {
+        const sim_node *n = &w->nodes[i];
+        const sim_app *a = app_of(wl, i);
+        if (n->state != NODE_ALIVE) continue;
+        world_log(w,
+                  "  peer %u (node %u, id %llu): app state %d iter %llu admitted %d "
+                  "successes %llu (after churn %llu) outstanding %u",
+                  n->peer_index, i, (unsigned long long)n->peer_id, (int)a->state,
+                  (unsigned long long)a->iter, (int)n->admitted, (unsigned long long)a->successes,
+                  (unsigned long long)n->steps_quiet, a->outstanding);
+    }
+}
+
+sim_workload *app_create(sim_world *w)
+{
+    sim_workload *wl = calloc(1, sizeof *wl);
+    if (wl != NULL) wl->apps = calloc(w->cap_nodes, sizeof *wl->apps);
+    if (wl == NULL || wl->apps == NULL) {
+        free(wl);
+        world_fail(w, SIM_CRASH, "out of memory (workload)");
+        return NULL;
+    }
+    wl->w = w;
+    return wl;
+}
+
+sim_observer app_observer(sim_workload *wl)
+{
+    const sim_observer obs = {
+        .ctx = wl,
+        .start = app_on_start,
+        .wake = app_on_wake,
+        .notify = app_on_notify,
+        .bind_op = app_on_bind_op,
+        .m2p_sent = app_on_m2p_sent,
+        .leave = app_on_leave,
+        .script = app_on_script,
+        .killed = app_on_killed,
+        .release = app_on_release,
+        .end = app_on_end,
+    };
+    return obs;
+}
+
+void app_destroy(sim_workload *wl)
+{
+    if (wl == NULL) return;
+    free(wl->apps);
+    free(wl);
 }

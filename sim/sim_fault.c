@@ -22,8 +22,7 @@
  */
 #include <string.h>
 
-#include "ccoip_frame.h"
-#include "sim_internal.h"
+#include "sim_world_int.h"
 
 /** Room after evict_ms for the phase to fail, the re-wire and the callers' retries. */
 #define SIM_FAULT_SLACK_NS (2u * SIM_SEC)
@@ -69,7 +68,7 @@ static uint32_t classify(const ccoip_pb_master_to_peer *m, uint32_t *ring)
     }
 }
 
-void fault_on_m2p(sim_world *w, uint32_t dst_node, const void *env)
+void fault_on_m2p(sim_world *w, uint32_t dst_node, const ccoip_pb_master_to_peer *m)
 {
     if (!w->pf_armed) return;
     if (w->quiet && !w->pf_scripted) {
@@ -77,7 +76,7 @@ void fault_on_m2p(sim_world *w, uint32_t dst_node, const void *env)
         return;
     }
     uint32_t ring;
-    const uint32_t ph = classify((const ccoip_pb_master_to_peer *)env, &ring);
+    const uint32_t ph = classify(m, &ring);
     if (ph != w->pf_phase || ring < w->pf_min_ring) return;
     if (w->pf_skip > 0) {
         w->pf_skip--;
@@ -106,19 +105,6 @@ void fault_net_window(sim_world *w, uint64_t until_ns)
     if (until_ns > w->net_busy_until) w->net_busy_until = until_ns;
 }
 
-static void fault_cmd_check(sim_world *w, uint32_t i, uint64_t since, const char *what)
-{
-    if (since > w->flt_ns || w->failed) return;
-    world_fail(
-        w, SIM_LIVENESS,
-        "node %u (peer %u): %s submitted at %llu ms still waits at %llu ms, after a peer "
-        "hung, crashed or left at %llu ms (bound: evict_ms %u + %llu ms)",
-        i, w->nodes[i].peer_index, what, (unsigned long long)(since / SIM_MS),
-        (unsigned long long)(w->now / SIM_MS), (unsigned long long)(w->flt_ns / SIM_MS),
-        w->cfg.evict_ms,
-        (unsigned long long)((fault_bound_ns(w) - (uint64_t)w->cfg.evict_ms * SIM_MS) / SIM_MS));
-}
-
 void fault_check(sim_world *w, uint64_t gen)
 {
     if (gen != w->flt_gen || w->failed) return; /* a newer fault or window: not checked */
@@ -128,13 +114,5 @@ void fault_check(sim_world *w, uint64_t gen)
     const uint64_t evict = (uint64_t)w->cfg.evict_ms * SIM_MS;
     if (w->net_busy_until != 0 && w->net_busy_until + evict >= w->flt_ns) return;
     w->res->fault_checks++;
-    for (uint32_t i = 1; i < w->num_nodes && !w->failed; i++) {
-        if (w->node_st[i] != (uint8_t)NODE_ALIVE) continue;
-        const sim_node *n = &w->nodes[i];
-        if (n->app.pending_cmd != 0) fault_cmd_check(w, i, n->app.pending_since_ns, "a command");
-        for (uint32_t t = 0; t < SIM_MAX_TAGS; t++) {
-            const sim_appcmd *c = &n->app.cmds[t];
-            if (c->used && !c->done) fault_cmd_check(w, i, c->submitted_ns, "an all-reduce");
-        }
-    }
+    SIM_OBS_WORLD(w, fault_due); /* every live peer's command older than the fault is done */
 }

@@ -3,6 +3,8 @@
  */
 #include "sim_rng.h"
 
+#include "ccoip_hash.h"
+
 void sim_rng_seed(sim_rng *r, uint64_t seed)
 {
     r->state = seed ^ 0x5ec0de5eed5eed01ull;
@@ -10,10 +12,7 @@ void sim_rng_seed(sim_rng *r, uint64_t seed)
 
 uint64_t sim_rng_next(sim_rng *r)
 {
-    uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return ccoip_splitmix64(&r->state);
 }
 
 uint64_t sim_rng_below(sim_rng *r, uint64_t bound)

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "ccoip_sm.h"
+#include "ccoip_trace.h"
 
 /** Port the simulated master listens on (the PCCL default). */
 #define SIM_MASTER_PORT 48148u
@@ -61,5 +62,10 @@ typedef struct sim_sm_vt {
 
 /** The real state machines of core/, or NULL when this build does not have them yet. */
 const sim_sm_vt *sim_sm_core(void);
+
+/** The header of a trace of the machine these parameters create (sm_core.c); false when this
+ *  build has no state machines. */
+bool sim_sm_trace_header(bool is_master, const sim_master_params *mp, const sim_peer_params *pp,
+                         uint64_t seed, ccoip_trace_header *out);
 
 #endif /* SIM_SM_H */

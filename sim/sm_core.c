@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "ccoip_trace.h"
-#include "sim_internal.h"
 #include "sim_sm.h"
 
 #ifdef SIM_HAVE_CORE_SM

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "ccoip_frame.h"
+#include "ccoip_hash.h"
 #include "ccoip_sm.h"
 
 /** The outputs of one machine: a ring of actions and the bytes they point to. */
@@ -91,10 +92,7 @@ static inline uint64_t sm_ms(uint32_t ms)
 /** splitmix64 step (the machines' only randomness). */
 static inline uint64_t sm_rng_next(uint64_t *state)
 {
-    uint64_t z = (*state += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
+    return ccoip_splitmix64(state);
 }
 
 #endif /* CCOIP_SM_INTERNAL_H */

@@ -465,3 +465,126 @@ PTEST(trace, state_hash)
     ccoip_trace_hash_deadline(&b, 1000);
     PT_EXPECT(b.hash != h0, "revision changes the hash");
 }
+
+/* The writer (ccoip_trace_writer) appends the driver protocol's records: one pass with the
+ * writer, whole or drained in small pieces, gives the bytes of the encoders and the hasher
+ * called by hand. */
+static uint64_t writer_run(uint8_t *out, uint64_t cap, uint64_t drain_at, pcclResult_t *rc)
+{
+    ccoip_trace_header h;
+    memset(&h, 0, sizeof h);
+    h.machine = CCOIP_TRACE_MASTER;
+    h.seed = 5;
+    h.master.max_peers = 4;
+    ccoip_event start, timer;
+    memset(&start, 0, sizeof start);
+    start.type = CCOIP_EV_START;
+    timer = start;
+    timer.type = CCOIP_EV_TIMER;
+    timer.now_ns = 9;
+    ccoip_action a;
+    memset(&a, 0, sizeof a);
+    a.type = CCOIP_ACT_LOG;
+    ccoip_trace_writer tw;
+    ccoip_trace_writer_init(&tw);
+    uint64_t n = 0;
+    *rc = pcclSuccess;
+#define W(CALL)                                                                                    \
+    do {                                                                                           \
+        const pcclResult_t r_ = (CALL);                                                            \
+        if (r_ != pcclSuccess) *rc = r_;                                                           \
+        if (tw.len >= drain_at && n + tw.len <= cap) {                                             \
+            memcpy(out + n, tw.buf, (size_t)tw.len);                                               \
+            n += tw.len;                                                                           \
+            ccoip_trace_writer_drained(&tw);                                                       \
+        }                                                                                          \
+    } while (0)
+    W(ccoip_trace_writer_header(&tw, &h));
+    W(ccoip_trace_writer_event(&tw, &start));
+    ccoip_trace_writer_step(&tw, 0);
+    ccoip_trace_writer_action(&tw, &a);
+    ccoip_trace_writer_action(&tw, &a);
+    W(ccoip_trace_writer_checkpoint(&tw, 100));
+    W(ccoip_trace_writer_event(&tw, &start));
+    ccoip_trace_writer_step(&tw, 0);
+    ccoip_trace_writer_action(&tw, &a);
+    W(ccoip_trace_writer_event(&tw, &timer)); /* fed while draining: POLLED 1 first */
+    ccoip_trace_writer_step(&tw, 3);
+    W(ccoip_trace_writer_set_port(&tw, CCOIP_LISTENER_P2P, 40000, NULL));
+    W(ccoip_trace_writer_checkpoint(&tw, 200));
+    W(ccoip_trace_writer_trailer(&tw));
+#undef W
+    if (tw.len > 0 && n + tw.len <= cap) {
+        memcpy(out + n, tw.buf, (size_t)tw.len);
+        n += tw.len;
+    }
+    ccoip_trace_writer_deinit(&tw);
+    return n;
+}
+
+PTEST(trace, writer)
+{
+    uint8_t whole[4096], pieces[4096], want[4096];
+    pcclResult_t rc1, rc2;
+    const uint64_t n1 = writer_run(whole, sizeof whole, UINT64_MAX, &rc1);
+    const uint64_t n2 = writer_run(pieces, sizeof pieces, 16, &rc2);
+    PT_ASSERT(rc1 == pcclSuccess && rc2 == pcclSuccess, "writer results %d %d", rc1, rc2);
+    /* The same by hand. */
+    ccoip_trace_header h;
+    memset(&h, 0, sizeof h);
+    h.machine = CCOIP_TRACE_MASTER;
+    h.seed = 5;
+    h.master.max_peers = 4;
+    ccoip_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = CCOIP_EV_START;
+    ccoip_action a;
+    memset(&a, 0, sizeof a);
+    a.type = CCOIP_ACT_LOG;
+    ccoip_trace_hasher hs;
+    ccoip_trace_hasher_init(&hs);
+    uint64_t n = ccoip_trace_encode_header(&h, want, sizeof want);
+    n += ccoip_trace_encode_event(&ev, want + n, sizeof want - n);
+    ccoip_trace_hash_step(&hs, 0);
+    ccoip_trace_hash_action(&hs, &a);
+    ccoip_trace_hash_action(&hs, &a);
+    ccoip_trace_hash_deadline(&hs, 100);
+    n += ccoip_trace_encode_checkpoint(1, hs.hash, want + n, sizeof want - n);
+    n += ccoip_trace_encode_event(&ev, want + n, sizeof want - n);
+    ccoip_trace_hash_step(&hs, 0);
+    ccoip_trace_hash_action(&hs, &a);
+    n += ccoip_trace_encode_polled(1, want + n, sizeof want - n);
+    ev.type = CCOIP_EV_TIMER;
+    ev.now_ns = 9;
+    n += ccoip_trace_encode_event(&ev, want + n, sizeof want - n);
+    ccoip_trace_hash_step(&hs, 3);
+    n += ccoip_trace_encode_set_port(CCOIP_LISTENER_P2P, 40000, NULL, want + n, sizeof want - n);
+    ccoip_trace_hash_deadline(&hs, 200);
+    n += ccoip_trace_encode_checkpoint(3, hs.hash, want + n, sizeof want - n);
+    n += ccoip_trace_encode_trailer(3, 3, hs.hash, want + n, sizeof want - n);
+    PT_ASSERT(n1 == n && n2 == n, "lengths %llu, %llu drained, %llu by hand",
+              (unsigned long long)n1, (unsigned long long)n2, (unsigned long long)n);
+    PT_EXPECT(memcmp(whole, want, (size_t)n) == 0, "whole buffer = the encoders' bytes");
+    PT_EXPECT(memcmp(pieces, want, (size_t)n) == 0, "drained pieces = the encoders' bytes");
+    uint32_t records = 0;
+    PT_EXPECT(decode_all(whole, n1, &records) == pcclSuccess && records == 8u,
+              "decodes: %u records", records);
+}
+
+/* A record that cannot be encoded is a sticky error: nothing is written after it. */
+PTEST(trace, writer_sticky_error)
+{
+    ccoip_trace_writer tw;
+    ccoip_trace_writer_init(&tw);
+    ccoip_trace_header h;
+    memset(&h, 0, sizeof h);
+    h.machine = (ccoip_trace_machine)7; /* invalid */
+    PT_EXPECT(ccoip_trace_writer_header(&tw, &h) == pcclInvalidArgument, "invalid header");
+    ccoip_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = CCOIP_EV_START;
+    PT_EXPECT(ccoip_trace_writer_event(&tw, &ev) == pcclInvalidArgument && tw.len == 0,
+              "sticky: the event is not written");
+    ccoip_trace_writer_deinit(&tw);
+    PT_EXPECT(tw.buf == NULL && tw.len == 0 && tw.error == pcclSuccess, "deinit empties it");
+}

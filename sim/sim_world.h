@@ -1,17 +1,24 @@
 /*
- * sim_internal.h — the simulator's world: nodes (one master, peer
- * processes), connection endpoints, frames in flight, the workload of each
- * peer and the checkers' records. Shared by sim_world.c (the driver),
- * sim_app.c (the workload) and sim_check.c (the checkers).
+ * sim_world.h — the simulator's world as its observers see it (the workload,
+ * sim_app.c, and the checkers, sim_check*.c): nodes (one master, peer
+ * processes), connection endpoints, frames in flight, the event queue, and
+ * the observer interface through which the world reports what happens.
+ *
+ * The world never calls the workload or the checkers: they register a
+ * sim_observer (world_observe) and the world calls its hooks; they call the
+ * world (world_feed, world_push, world_kill, ...). The world's own files
+ * (event loop, connections, actions, nodes, churn, recording) share
+ * sim_world_int.h.
  */
-#ifndef SIM_INTERNAL_H
-#define SIM_INTERNAL_H
+#ifndef SIM_WORLD_H
+#define SIM_WORLD_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "ccoip_exec.h"
+#include "ccoip_frame.h"
 #include "ccoip_sm.h"
 #include "ccoip_trace.h"
 #include "sim.h"
@@ -54,7 +61,7 @@ typedef enum sim_evk {
     EVK_TIMER,       /* node, a = generation */
     EVK_IO_DONE,     /* node, a = io id */
     EVK_KERNEL,      /* node, a = io id */
-    EVK_APP,         /* node, a = app generation */
+    EVK_WAKE,        /* node, a = generation: an observer's wake-up (world_wake_at) */
     EVK_SCRIPT,      /* a = script index */
     EVK_CHURN,       /* a = churn kind */
     EVK_PHASE,       /* churn ends */
@@ -158,69 +165,9 @@ typedef struct sim_io {
 
 /* What the simulator keeps of an op slot beside the executor's regions (ccoip_exec.h). */
 typedef struct sim_opmeta {
-    bool is_sync; /* the shared-state sync: TENSOR spans map onto the app's tensors */
-    bool bound;   /* (epoch, seq) known from a ring action */
+    bool bound; /* (epoch, tag, seq) known from a ring action (what a CANCEL cancels) */
     uint64_t epoch, tag, seq;
 } sim_opmeta;
-
-typedef enum sim_app_state {
-    APP_START = 0,
-    APP_CONNECTING,
-    APP_UPDATING,
-    APP_REDUCING,
-    APP_SLEEPING,
-    APP_LEAVING,
-    APP_GONE,
-    APP_SYNCING,
-    APP_OPTIMIZING
-} sim_app_state;
-
-/* One all-reduce command the application has submitted and not yet seen completed. */
-typedef struct sim_appcmd {
-    bool used;
-    uint64_t cmd_id;
-    uint32_t tag;
-    bool done;
-    pcclResult_t result;
-    uint64_t count; /* elements (count + 1 for a deliberate mismatch) */
-    uint8_t *input; /* what the application put in sendbuf */
-    uint8_t *sendbuf;
-    uint8_t *recvbuf; /* == sendbuf when in place */
-    uint8_t *pre;     /* recvbuf before the op (in place: == input) */
-    bool commenced;
-    uint64_t epoch, seq;
-    uint32_t notifies;
-    uint64_t submitted_ns;
-} sim_appcmd;
-
-typedef struct sim_app {
-    /* First: what node_recount reads after every step of the node. */
-    bool admitted;
-    sim_app_state state;
-    uint64_t successes_quiet;   /* after churn stopped */
-    uint64_t crash_after_sends; /* crash after this many more RING_SENDs (0: off) */
-    uint64_t gen;               /* wake-ups of older generations are ignored */
-    uint64_t next_cmd_id;
-    uint64_t pending_cmd; /* CONNECT / UPDATE / LEAVE in flight (0: none) */
-    uint64_t pending_since_ns;
-    uint64_t iter;
-    uint64_t attempt;
-    uint32_t world;
-    uint64_t successes;
-    bool leave_requested;
-    uint64_t stall_ns;
-    bool mismatch_next;
-    sim_appcmd cmds[SIM_MAX_TAGS];
-    uint32_t outstanding;
-    /* Shared state (sim_config.shared_state): tensors, revision, sync bookkeeping. */
-    uint8_t st[SIM_STATE_KEYS][SIM_STATE_BYTES];
-    uint8_t st_pre[SIM_STATE_KEYS][SIM_STATE_BYTES]; /* before the pending sync */
-    uint64_t revision;                               /* the revision the state has */
-    uint64_t sync_rev;                               /* revision submitted with the pending sync */
-    uint64_t syncs;                                  /* successful syncs */
-    bool skip_revision_next; /* script: the next sync submits revision + 2 */
-    bool diverge_next;       /* script: corrupt a compared tensor before the next sync */
-} sim_app;
 
 /* A quiet RING_SEND's frame still being written (contract v8: no I/O record): a CANCEL of its
  * slot before sent_ns tears it and breaks the stream, as for a pending send (rule 8). */
@@ -233,9 +180,9 @@ typedef struct sim_quiet {
 typedef struct sim_node {
     /* Line 0: what every event of the node reads (the array is 64-byte aligned). */
     _Alignas(64) void *m;
-    uint8_t *rec;    /* trace recording (NULL: off) */
-    sim_io_ref *ios; /* pending I/Os in walk order (records in io_pool) */
-    sim_io *io_pool; /* ios_cap records */
+    ccoip_trace_writer *rec; /* trace recording (NULL: off) */
+    sim_io_ref *ios;         /* pending I/Os in walk order (records in io_pool) */
+    sim_io *io_pool;         /* ios_cap records */
     uint32_t ios_len, ios_cap;
     uint32_t host;
     sim_node_state state;
@@ -245,18 +192,20 @@ typedef struct sim_node {
     bool is_master;
     bool counted_live;   /* counted in sim_world.live */
     bool counted_undone; /* counted in sim_world.undone */
+    /* The run's goal, reported by the workload: admitted, and the steps done after churn. */
+    bool admitted;
     uint32_t cancelled_next;
     uint64_t cancelled_max_epoch; /* the newest epoch in cancelled[] */
     uint64_t inherited_steps;     /* per-step churn: steps of the process this one replaced */
+    uint64_t steps_quiet;         /* steps completed after churn stopped */
+    uint64_t crash_after_sends;   /* script: crash after this many more RING_SENDs (0: off) */
     uint32_t *io_free;            /* free records of io_pool (a stack) */
     uint32_t io_free_len;
-    /* The application (its hot fields still in line 1). */
-    sim_app app;
+    uint32_t group;
+    uint32_t peer_index;
     /* Its endpoints in creation order, as index + 1 (0: none), so a kill closes them without a
      * walk over every endpoint of the run. */
     uint32_t ep_first1, ep_last1;
-    uint32_t group;
-    uint32_t peer_index;
     /* Lazy timer (world_feed, EVK_TIMER): the live deadline's queue key (timer_t, timer_seq) is
      * reserved when it is set but only pushed when it is earlier than the entry already queued
      * for the node (timer_q, carrying timer_qgen); that entry re-pushes the key when it pops. */
@@ -267,97 +216,71 @@ typedef struct sim_node {
     uint32_t epc_e1[SIM_EP_CACHE];
     uint32_t ports[3];
     /* Op slots: the regions each in-flight op bound (the core's executor resolves spans in
-     * them), the simulator's own per-slot facts, and the sync's tensor pointers. */
+     * them; the workload binds the application's, sim_observer.bind_op) and the simulator's
+     * own per-slot facts. */
     ccoip_exec_slot ops[SIM_OP_SLOTS];
     sim_opmeta opm[SIM_OP_SLOTS];
-    uint8_t *st_ptr[SIM_STATE_KEYS];
-    uint64_t st_bytes[SIM_STATE_KEYS];
-    uint64_t peer_id; /* from HelloResult (0: unknown) */
-    uint64_t max_epoch_seen;
-    uint64_t last_commence_seq[SIM_MAX_TAGS];
-    uint64_t last_commence_epoch[SIM_MAX_TAGS];
-    bool commence_seen[SIM_MAX_TAGS];
-    /* Optimistic ops (ring seq 0, docs/protocol.md §6.8.1): the checker's own op number,
-     * (epoch, tag, n-th use of the tag in that epoch), the same on every member. */
-    uint64_t opt_epoch[SIM_MAX_TAGS];
-    uint32_t opt_uses[SIM_MAX_TAGS];
-    /* Master relay (§6.8.2): the input each tag's relayed initiate carried (the checker binds
-     * it to the master's seq when the master answers, even if this node died meanwhile). */
-    uint8_t *relay_in[SIM_MAX_TAGS];
-    uint64_t relay_in_len[SIM_MAX_TAGS];
+    uint64_t peer_id;                       /* from HelloResult (0: unknown) */
     uint64_t slot_busy_until[SIM_OP_SLOTS]; /* kernels of a slot complete in order */
     sim_quiet quiet[SIM_QUIET_MAX];         /* quiet sends, a ring (the oldest are long done) */
     uint32_t quiet_next;
     uint64_t cancelled[32][3]; /* (epoch, tag, seq) of cancelled ops, a ring */
-    sim_rng rng;
+    sim_rng rng;               /* the node's own randomness (its machine's seed, the workload) */
     uint64_t died_ns;
-    bool evicted;
-    /* shared-state checkers: from the master's verdicts to this peer */
-    uint64_t sync_popular;   /* SYNC_VERDICT.popular_revision */
-    uint64_t sync_expect_rx; /* bytes of the keys the verdict told it to fetch */
-    bool sync_outdated;
-    uint64_t sync_vround;                      /* master event that sent its SYNC_VERDICT */
-    uint64_t sync_expect_hash[SIM_STATE_KEYS]; /* the verdict's expected hash per key ... */
-    bool sync_fetch[SIM_STATE_KEYS];           /* ... of the keys it names */
-    uint64_t sync_round;    /* master event that sent its SYNC_DONE_VERDICT (success) */
-    uint64_t verdict_epoch; /* epoch of the last successful TopologyVerdict it received */
-    bool sync_retry;        /* a sync failed retryably; the next success is a retry */
-    bool call_mismatch;     /* the master's last refusal: REASON_CALL_MISMATCH (§6.12) */
-    /* trace recording */
-    uint64_t rec_len, rec_cap;
-    uint64_t rec_events;
-    uint64_t rec_polled; /* actions polled since the last record */
-    ccoip_trace_hasher rec_hash;
 } sim_node;
 _Static_assert(offsetof(sim_node, is_master) <= 64 &&
-                   offsetof(sim_node, app) + offsetof(sim_app, crash_after_sends) + 8u <= 128,
+                   offsetof(sim_node, crash_after_sends) + 8u <= 128,
                "sim_node: the hot fields are in its first two cache lines");
 
-/* A completed (epoch, seq) and what the checkers know of it. */
 /*
- * An index of records by (epoch, seq), the first two fields of every record type it serves
- * (sim_oprec, sim_inrec): open addressing over record numbers, SIM_NONE32 empty; a key maps to
- * its latest record (sim_check.c, seqidx_*).
+ * The observer interface. A module that follows the run (the workload, the
+ * checkers) fills the hooks it needs (NULL: not interested) and registers the
+ * struct with world_observe before world_start. Each hook gets the ctx it was
+ * registered with. Hooks run inside the world's handling of an event, in
+ * registration order (the checkers register before the workload, so they see
+ * a NOTIFY before the workload acts on it); a hook may call the world
+ * (world_feed, world_push, world_kill, world_fail ...).
  */
-typedef struct sim_seqidx {
-    uint32_t *slot;
-    uint32_t cap;
-} sim_seqidx;
-
-typedef struct sim_oprec {
-    uint64_t epoch, seq, tag;
-    uint32_t world;
-    uint32_t results;
-    uint8_t *result; /* the first member's result */
-    bool invalid_usage_seen;
-} sim_oprec;
-
-typedef struct sim_epochrec {
-    uint64_t epoch;
-    uint32_t group;
-    uint64_t *ring;
-    uint32_t ring_len;
-} sim_epochrec;
-
-/* Inputs of the members of one (epoch, seq), for the reference reduction. */
-typedef struct sim_inrec {
-    uint64_t epoch, seq;
-    uint64_t peer_id;
-    uint32_t node;
-    uint32_t prev; /**< the previous record of the same (epoch, seq), or SIM_NONE32 */
-    uint8_t *input;
-} sim_inrec;
-
-/* One successful shared-state round of a group (members share its done verdict). */
-typedef struct sim_syncrec {
-    uint64_t round;
-    uint32_t group;
-    uint64_t revision;
-    uint64_t hash; /* the compared tensors of the first member */
-    uint32_t sent, notified;
-    uint32_t voters; /* members of the round's SYNC_VERDICT step */
-    uint64_t rx, tx;
-} sim_syncrec;
+typedef struct sim_observer {
+    void *ctx;
+    /** A peer's machine took its START event. */
+    void (*start)(void *ctx, uint32_t node);
+    /** A wake-up the observer asked for (world_wake_at) is due and node runs. */
+    void (*wake)(void *ctx, uint32_t node, uint64_t gen);
+    /** A machine emitted NOTIFY (a command's verdict). */
+    void (*notify)(void *ctx, uint32_t node, const ccoip_action *a);
+    /**
+     * OP_BEGIN: bind the application's regions of command a->cmd_id into slot
+     * (send/recv/bytes, or the sync's tensors); the world adds scratch and
+     * backup. True when this observer owns the command; the first that does
+     * wins. False from all: the machine named an unknown command (a crash).
+     */
+    bool (*bind_op)(void *ctx, uint32_t node, const ccoip_action *a, ccoip_exec_slot *slot);
+    /** The first ring action of an op slot: its (epoch, tag, seq) are now known (n->opm). */
+    void (*op_bound)(void *ctx, uint32_t node, const ccoip_action *a);
+    /** A relayed initiate (contract v9: a SEND with a span): frame and the input it carries. */
+    void (*relay_initiate)(void *ctx, uint32_t node, const uint8_t *frame, uint64_t len,
+                           const uint8_t *input, uint64_t bytes);
+    /** The master sent dst a control frame (decoded once by the world, valid for the call). */
+    void (*m2p_sent)(void *ctx, uint32_t dst, const ccoip_pb_master_to_peer *m);
+    /** A peer is about to receive a master's control frame (decoded, as above). */
+    void (*m2p_recv)(void *ctx, uint32_t node, const ccoip_pb_master_to_peer *m);
+    /** Churn or a script asks node's process to leave gracefully at its next command. */
+    void (*leave)(void *ctx, uint32_t node);
+    /** A script event for the application (STALL, MISMATCH, DIVERGE, SKIP_REVISION). */
+    void (*script)(void *ctx, uint32_t node, const sim_script_event *s);
+    /** node's process died (crash, exit, replacement); it never runs again. */
+    void (*killed)(void *ctx, uint32_t node);
+    /** node's memory goes back (a dead node, or the end of the run): free what is node's. */
+    void (*release)(void *ctx, uint32_t node);
+    /** Quiet phase, every 100 ms of simulated time (after the supervisor). */
+    void (*tick)(void *ctx);
+    /** The bound after the newest fault is due and the fault is checked (sim_fault.c). */
+    void (*fault_due)(void *ctx);
+    /** The loop is over (failed or not): final checks, reports. */
+    void (*end)(void *ctx);
+} sim_observer;
+#define SIM_OBSERVERS_MAX 4u
 
 typedef struct sim_world {
     sim_config cfg;
@@ -372,6 +295,12 @@ typedef struct sim_world {
     bool failed;
     bool done;
     bool quiet; /* churn over */
+    bool lossy; /* the run started with frame loss (the quiet phase clears cfg.loss_permille) */
+    uint64_t quiet_ns;
+    uint32_t seen_expect; /* scenario expectations seen (sim_config.expect), by any module */
+
+    sim_observer obs[SIM_OBSERVERS_MAX];
+    uint32_t nobs;
 
     sim_node *nodes;
     void *nodes_mem;      /* the allocation nodes sits in (64-byte aligned inside it) */
@@ -404,35 +333,11 @@ typedef struct sim_world {
     uint32_t frame_free_len;
 
     uint64_t elem_bytes;
-    uint64_t op_bytes;
     uint32_t corrupt_done;
-    bool double_notify_done;
-
-    /* checkers */
-    sim_epochrec *epochs;
-    uint32_t epochs_len, epochs_cap;
-    uint32_t *epoch_idx; /* (epoch, group) -> index into epochs */
-    uint64_t epoch_idx_cap;
-    sim_oprec *oprecs;
-    uint32_t oprecs_len, oprecs_cap;
-    uint8_t *dec_arena; /* the observer's decode arena (check_m2p_*), grown on demand */
+    uint8_t *dec_arena; /* the decode arena of master frames for the observers, grown on demand */
     uint64_t dec_arena_cap;
-    sim_seqidx oprec_idx; /* (epoch, seq) -> its oprec (one record per key) */
-    sim_inrec *inrecs;
-    uint32_t inrecs_len, inrecs_cap;
-    /* (epoch, seq) -> its latest inrec: an op's members without a scan of every record ever
-     * made (quadratic over a 10,000-peer run). */
-    sim_seqidx inrec_idx;
-    uint64_t master_max_epoch_sent;
-    uint64_t *commence_epoch_by_seq; /* indexed by seq (bounded) */
-    uint64_t commence_cap;
-    uint32_t seen_expect;
-    uint64_t quiet_ns;
     uint64_t protocol_violations;
-    sim_syncrec *syncrecs;
-    uint32_t syncrecs_len, syncrecs_cap;
-    uint64_t probe_bytes; /* of the last PROBE (the master's probe size) */
-    bool lossy; /* the run started with frame loss (the quiet phase clears cfg.loss_permille) */
+    uint64_t probe_bytes;       /* of the last PROBE (the master's probe size) */
     uint64_t crash_state_after; /* script: the sender of the n-th next STATE_SEND crashes */
 
     /* scale: O(1) bookkeeping instead of scans */
@@ -456,67 +361,52 @@ typedef struct sim_world {
     uint64_t net_busy_until; /* the latest end of a partition or clog window */
 } sim_world;
 
-/* sm_core.c: the header of a trace of the machine these parameters create. */
-bool sim_sm_trace_header(bool is_master, const sim_master_params *mp, const sim_peer_params *pp,
-                         uint64_t seed, ccoip_trace_header *out);
+/* ------------------------------------------------------------------------ */
+/* The world's interface (sim_world.c unless noted)                         */
+/* ------------------------------------------------------------------------ */
 
-/* sim_world.c */
+/**
+ * A world for cfg (already validated by sim_run), results into res; NULL when
+ * out of memory (res->status is SIM_CRASH). Observers register next, then
+ * world_start, world_run, world_destroy.
+ */
+sim_world *world_create(const sim_config *cfg, const sim_sm_vt *vt, sim_result *res);
+/** Registers an observer (before world_start). False when SIM_OBSERVERS_MAX are registered. */
+bool world_observe(sim_world *w, const sim_observer *obs);
+/** Creates the master and the first peers, schedules churn, scripts and the phase change. */
+void world_start(sim_world *w);
+/** Runs the loop to its end, then the observers' end hooks and the recorded traces' sinks. */
+void world_run(sim_world *w);
+/** Frees everything (the observers' release hooks run for every node first). */
+void world_destroy(sim_world *w);
+
 void world_fail(sim_world *w, sim_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void world_log(sim_world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-bool world_push(sim_world *w, uint64_t t, uint32_t kind, uint32_t node, uint64_t a, uint64_t b);
+/** Feeds ev to node's machine (now_ns set here) and runs the actions it emits. */
 void world_feed(sim_world *w, uint32_t node, ccoip_event *ev);
+/** The observers' wake hook for node at w->now + delay_ns, carrying gen (EVK_WAKE). */
+void world_wake_at(sim_world *w, uint32_t node, uint64_t delay_ns, uint64_t gen);
+/** node's process dies: graceful (an exit) or a crash (sim_node.c). */
 void world_kill(sim_world *w, uint32_t node, bool graceful);
-uint32_t world_spawn_peer(sim_world *w, uint32_t host);
+/** Per-step churn: node is replaced by a new process of its group (sim_node.c). */
 void world_replace_peer(sim_world *w, uint32_t node);
-void node_recount(sim_world *w, uint32_t node);
-
-/* Link a -> b as the virtual network has it: PROBE duration of bytes (deterministic). */
+/** Link a -> b as the virtual network has it: PROBE duration of bytes (sim_act.c). */
 uint64_t world_probe_us(const sim_world *w, uint32_t host_a, uint32_t host_b, uint64_t bytes);
-
-/* sim_app.c */
-void app_start(sim_world *w, uint32_t node);
-void app_wake(sim_world *w, uint32_t node);
-void app_notify(sim_world *w, uint32_t node, const ccoip_action *act);
-sim_appcmd *app_find_cmd(sim_node *n, uint64_t cmd_id);
-/** A relayed initiate (contract v9: a SEND with a span) of node: remember its input. */
-void check_relay_initiate(sim_world *w, uint32_t node, const uint8_t *frame, uint64_t len,
-                          const uint8_t *input, uint64_t bytes);
-/** The all-reduce of tag in flight that no ring bound yet (a relayed one), or NULL. */
-sim_appcmd *app_find_unbound_tag(sim_node *n, uint32_t tag);
-/** The checker's epoch key of relayed ops (docs/protocol.md §6.8.2): the master's seq alone
- * names them; they belong to no ring epoch. */
-#define SIM_RELAY_EPOCH UINT64_MAX
-void app_schedule(sim_world *w, uint32_t node, uint64_t delay_ns);
-
-/* sim_fault.c */
+/**
+ * Room for one more element in a growable array: *(T **)arr holds len elements of elem bytes
+ * in room for *cap; when full the room doubles (first when empty), 64-byte aligned when
+ * aligned, the contents kept. False when out of memory (the array and *cap unchanged).
+ */
+bool sim_grow(void *arr, uint32_t *cap, uint32_t len, size_t elem, uint32_t first, bool aligned);
+/** An index table of n slots, every one SIM_NONE32 (empty); NULL when out of memory. */
+uint32_t *sim_index_new(uint64_t n);
+/** Decodes a control frame into the world's decode arena (valid until the next decode). */
+bool world_decode_m2p(sim_world *w, const uint8_t *frame, uint64_t len,
+                      ccoip_pb_master_to_peer *out);
+bool world_decode_p2m(sim_world *w, const uint8_t *frame, uint64_t len,
+                      ccoip_pb_peer_to_master *out);
 /** The survivors' bound after a fault: evict_ms + SIM_FAULT_SLACK + 16 one-way latencies. */
 uint64_t fault_bound_ns(const sim_world *w);
-/** Arms a phase fault (a script or the phase-fault churn). */
-void fault_arm(sim_world *w, uint32_t phase, bool crash, uint32_t victim, uint32_t min_ring,
-               uint32_t skip, bool scripted);
-/** A frame the master sends to dst_node: fires an armed phase fault on a match. */
-void fault_on_m2p(sim_world *w, uint32_t dst_node, const void *env);
-/** A peer hung, crashed or left at w->now: its survivors are checked at now + bound. */
-void fault_noted(sim_world *w);
-/** A partition or clog window until until_ns: no fault is checked across it. */
-void fault_net_window(sim_world *w, uint64_t until_ns);
-/** EVK_FAULT_CHECK: every live peer's command older than the fault must be done. */
-void fault_check(sim_world *w, uint64_t gen);
 
-/* sim_check.c */
-void check_m2p_sent(sim_world *w, uint32_t dst_node, const uint8_t *frame, uint64_t len);
-void check_m2p_recv(sim_world *w, uint32_t node, const uint8_t *frame, uint64_t len);
-void check_ring_action(sim_world *w, uint32_t node, const ccoip_action *act);
-void check_allreduce_notify(sim_world *w, uint32_t node, sim_appcmd *c, const ccoip_action *act);
-void check_final(sim_world *w);
-void check_sync_notify(sim_world *w, uint32_t node, const ccoip_action *act);
-/* A failed sync: each tensor untouched, or wholly the verified content its verdict named. */
-void check_sync_failed(sim_world *w, uint32_t node);
-void check_optimize_notify(sim_world *w, uint32_t node);
-/* Liveness: after churn, no command may wait longer than the op bound. */
-void check_progress(sim_world *w);
-uint64_t check_op_bound_ns(const sim_world *w);
-void check_free(sim_world *w);
-
-#endif /* SIM_INTERNAL_H */
+#endif /* SIM_WORLD_H */

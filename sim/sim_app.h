@@ -1,0 +1,96 @@
+/*
+ * sim_app.h — the workload (sim_app.c): each peer process runs the reference
+ * training loop as commands submitted to its state machine. It follows the
+ * world as an observer (sim_world.h) and keeps one sim_app per node; the
+ * checkers read it (the commands' buffers, the shared state) through here.
+ */
+#ifndef SIM_APP_H
+#define SIM_APP_H
+
+#include "sim_world.h"
+
+typedef enum sim_app_state {
+    APP_START = 0,
+    APP_CONNECTING,
+    APP_UPDATING,
+    APP_REDUCING,
+    APP_SLEEPING,
+    APP_LEAVING,
+    APP_GONE,
+    APP_SYNCING,
+    APP_OPTIMIZING
+} sim_app_state;
+
+/* One all-reduce command the application has submitted and not yet seen completed. */
+typedef struct sim_appcmd {
+    bool used;
+    uint64_t cmd_id;
+    uint32_t tag;
+    bool done;
+    pcclResult_t result;
+    uint64_t count; /* elements (count + 1 for a deliberate mismatch) */
+    uint8_t *input; /* what the application put in sendbuf */
+    uint8_t *sendbuf;
+    uint8_t *recvbuf; /* == sendbuf when in place */
+    uint8_t *pre;     /* recvbuf before the op (in place: == input) */
+    bool commenced;
+    uint64_t epoch, seq;
+    uint32_t notifies;
+    uint64_t submitted_ns;
+} sim_appcmd;
+
+typedef struct sim_app {
+    sim_app_state state;
+    uint64_t gen; /* wake-ups of older generations are ignored */
+    uint64_t next_cmd_id;
+    uint64_t pending_cmd; /* CONNECT / UPDATE / LEAVE in flight (0: none) */
+    uint64_t pending_since_ns;
+    uint64_t iter;
+    uint64_t attempt;
+    uint32_t world;
+    uint64_t successes;
+    bool leave_requested;
+    uint64_t stall_ns;
+    bool mismatch_next;
+    sim_appcmd cmds[SIM_MAX_TAGS];
+    uint32_t outstanding;
+    /* Shared state (sim_config.shared_state): tensors, revision, sync bookkeeping. */
+    uint8_t st[SIM_STATE_KEYS][SIM_STATE_BYTES];
+    uint8_t st_pre[SIM_STATE_KEYS][SIM_STATE_BYTES]; /* before the pending sync */
+    uint64_t revision;                               /* the revision the state has */
+    uint64_t sync_rev;                               /* revision submitted with the pending sync */
+    uint64_t syncs;                                  /* successful syncs */
+    bool skip_revision_next; /* script: the next sync submits revision + 2 */
+    bool diverge_next;       /* script: corrupt a compared tensor before the next sync */
+    bool sync_retry;         /* a sync failed retryably; the next success is a retry */
+    bool call_mismatch;      /* the master's last refusal: REASON_CALL_MISMATCH (§6.12) */
+    /* The sync's tensors as its op slot maps them (CCOIP_REGION_TENSOR). */
+    uint8_t *st_ptr[SIM_STATE_KEYS];
+    uint64_t st_bytes[SIM_STATE_KEYS];
+} sim_app;
+
+/* The workload of a run: one sim_app per node of the world. */
+typedef struct sim_workload {
+    sim_world *w;
+    sim_app *apps;           /* w->cap_nodes entries, by node */
+    bool double_notify_done; /* SIM_CANARY_DOUBLE_NOTIFY fired */
+} sim_workload;
+
+/** The workload of w; NULL (and w failed) when out of memory. */
+sim_workload *app_create(sim_world *w);
+/** Its observer, to register with world_observe (after the checkers'). */
+sim_observer app_observer(sim_workload *wl);
+/** Frees the workload (after world_destroy, whose release hooks freed the buffers). */
+void app_destroy(sim_workload *wl);
+
+static inline sim_app *app_of(const sim_workload *wl, uint32_t node)
+{
+    return &wl->apps[node];
+}
+
+/** The all-reduce command cmd_id in flight, or NULL. */
+sim_appcmd *app_find_cmd(sim_app *a, uint64_t cmd_id);
+/** The all-reduce of tag in flight that no ring bound yet (a relayed one), or NULL. */
+sim_appcmd *app_find_unbound_tag(sim_app *a, uint32_t tag);
+
+#endif /* SIM_APP_H */
