@@ -124,7 +124,7 @@ static void frame_done(pt_conn *c)
     if (c->proven) return;
     c->proven = true;
     c->dl_ns = 0;
-    if (c->idle_ms > 0) conn_refresh(c);
+    if (c->idle_ms > 0 && c->proven) conn_refresh(c);
 }
 
 /* The POSIX TCP take-over (threads, the /proc scan) of a connection: a dialled one at once, an
@@ -262,7 +262,7 @@ void pt_on_sent(pt_driver *d, pt_conn *c, int rv, uint64_t count)
     c->sq_head = it->next;
     if (c->sq_head == NULL) c->sq_tail = NULL;
     pt_sq_forget(c, it);
-    if (c->idle_ms > 0) conn_refresh(c);
+    if (c->idle_ms > 0 && c->proven) conn_refresh(c);
     if (it->probe_last) c->probe_sent_all = true;
     if (it->ring && it->last) {
         for (uint32_t i = 0; i < d->ios_hi; i++) {
@@ -598,7 +598,7 @@ void pt_on_received(pt_driver *d, pt_conn *c, int rv, uint64_t count)
         return;
     }
     c->rd_have += count;
-    if (c->idle_ms > 0) conn_refresh(c);
+    if (c->idle_ms > 0 && c->proven) conn_refresh(c);
     switch (c->rd) {
     case RD_HDR: {
         if (c->rd_have < c->hdr_want) break;
