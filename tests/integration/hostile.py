@@ -114,6 +114,11 @@ class Run:
         self.stop_file = os.path.join(self.work, "stop")
         self.env = dict(os.environ)
         self.env["PCCL_LOG_LEVEL"] = "INFO"
+        # Under ASan freed memory waits in a quarantine (256 MB by default), which would count
+        # as the master's RSS after a flood of short-lived frames: keep it small (no effect
+        # without ASan).
+        asan = self.env.get("ASAN_OPTIONS", "")
+        self.env["ASAN_OPTIONS"] = (asan + ":" if asan else "") + "quarantine_size_mb=16"
         self.procs = []
         self.peers = {}
         self.failures = []
