@@ -458,7 +458,8 @@ typedef struct pcclMasterCreateParams_t {
     uint32_t evict_ms;
     /** A vote waits at most this long after its first ballot, in ms (0: 60000). */
     uint32_t vote_timeout_ms;
-    /** Peers tracked at most (0: 64). */
+    /** Peers tracked at most (0: 64; at most 960, the connection table less 64 slots for
+     * connections that have not joined yet: more is pcclInvalidArgument). */
     uint32_t max_peers;
 } pcclMasterCreateParams_t;
 

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "pccl.h"
 #include "pt.h"
@@ -59,6 +60,20 @@ static int parse_level(const char *s)
     return -1;
 }
 
+/* One descriptor per peer connection (two for the first 64, taken over by the POSIX TCP
+ * transport) plus a reserve: raise the soft limit towards the hard one when it is lower, so
+ * that the transport's cap on accepted connections (transport/README.md, "Limits") is the
+ * table, not the descriptors. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+    const rlim_t want = 1024u + 64u + 256u; /* the table, the taken-over links, a reserve */
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want) return;
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &rl);
+}
+
 int main(int argc, char **argv)
 {
     pcclMasterCreateParams_t p;
@@ -92,6 +107,13 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--vote-timeout-ms") == 0 && parse_u32(v, &n) == 0) {
             p.vote_timeout_ms = n;
         } else if (strcmp(a, "--max-peers") == 0 && parse_u32(v, &n) == 0) {
+            if (n > PT_MASTER_MAX_PEERS) {
+                fprintf(stderr,
+                        "ccoip_master: --max-peers %u: at most %u (the connection table holds "
+                        "1024 connections, 64 of them kept for peers that have not joined yet)\n",
+                        n, PT_MASTER_MAX_PEERS);
+                return 2;
+            }
             p.max_peers = n;
         } else if (strcmp(a, "--relay-max-bytes") == 0 && parse_u32(v, &n) == 0 && n <= 65536u) {
             setenv("PCCL_RELAY_MAX_BYTES", v, 1); /* read by pcclCreateMasterEx */
@@ -105,6 +127,7 @@ int main(int argc, char **argv)
         i++;
     }
     p.listen_url = url;
+    raise_fd_limit();
 
     /* Signals are taken by sigwait on this thread only: block them first, so
      * that the runtime's threads inherit the mask. */

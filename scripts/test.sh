@@ -7,7 +7,7 @@
 #   native   gcc, -Werror, Release: unit + header + tidy + integration  8 min
 #   clang    clang, -Werror: build + unit tests                5 min
 #   asan     gcc, ASan+UBSan, -Werror: unit + simulation tests  12 min (7 measured)
-#   integration  ASan+UBSan: master + peer processes on 127.0.0.1  3 min
+#   integration  ASan+UBSan: master + peer processes on 127.0.0.1, hostile  4 min
 #   soak     ASan+UBSan: 60 s churn soak + canary (ctest -L soak)  4 min
 #   tsan     clang TSan: runtime build + 11 integration scenarios  7 min
 #   wasm     emcc: unit tests, corpus, simulator under node    10 min
@@ -63,8 +63,8 @@ tier asan 720 "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_
   -DCMAKE_BUILD_TYPE=Debug -DPCCL_BUILD_BENCH=OFF"
 # Real processes on 127.0.0.1 (master + peers, kills, garbage), under
 # ASan+UBSan, reusing the asan tier's build (its runtime targets included).
-tier integration 180 "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  cmake --build build/ci-asan -j $JOBS && ctest --test-dir build/ci-asan -j $JOBS -L integration"
+tier integration 240 "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  cmake --build build/ci-asan -j $JOBS && ctest --test-dir build/ci-asan -j $JOBS -L 'integration|hostile'"
 # A 60 s churn soak (SIGKILL/SIGSTOP/restart of random peers) and its canary.
 tier soak 240 "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   cmake --build build/ci-asan -j $JOBS && ctest --test-dir build/ci-asan -j $JOBS -L soak"

@@ -20,6 +20,10 @@
 #include "ccoip_sm.h"
 #include "pccl.h"
 
+/** The most peers a master serves (ccoip_master --max-peers, pcclMasterCreateParams_t.max_peers):
+ * its connection table (1,024) less 64 slots for connections that have not joined yet. */
+#define PT_MASTER_MAX_PEERS 960u
+
 /** One core object and the threads that drive it. */
 typedef struct pt_driver pt_driver;
 

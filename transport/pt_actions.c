@@ -127,7 +127,7 @@ static void act_listen(pt_driver *d, const ccoip_action *a)
     snprintf(url, sizeof url, "%s://%s:0", scheme, d->bind_host);
     uint32_t port = 0;
     if (pt_listen_on(d, (uint32_t)a->listener, url, &port) == pcclSuccess) {
-        nng_stream_listener_accept(d->listeners[a->listener].l, d->listeners[a->listener].aio);
+        pt_listener_arm(d, &d->listeners[a->listener]);
     }
     pt_trace_set_port(d, (uint32_t)a->listener, port);
     char adv[128];
@@ -385,6 +385,7 @@ static void act_cancel(pt_driver *d, const ccoip_action *a)
                     continue;
                 }
                 *pp = it->next;
+                pt_sq_forget(c, it);
                 free(it->bytes);
                 free(it);
             } else {
@@ -475,7 +476,13 @@ static void act_op_end(pt_driver *d, const ccoip_action *a)
     free(o->tensors);
     free(o->tensor_bytes);
     slot_reset(o);
+    const uint64_t cmd_id = d->xslots[a->op_slot].cmd_id;
     memset(&d->xslots[a->op_slot], 0, sizeof d->xslots[a->op_slot]);
+    if (d->shadows != NULL) { /* an abandoned command's copies, once nothing uses them */
+        pthread_mutex_lock(&d->mu);
+        pt_shadows_gc(d, cmd_id);
+        pthread_mutex_unlock(&d->mu);
+    }
 }
 
 static void act_notify(pt_driver *d, const ccoip_action *a)
@@ -498,6 +505,7 @@ static void act_notify(pt_driver *d, const ccoip_action *a)
         pt_cmd_spin_end(d, c);
         if (c->state == CMD_ABANDONED) {
             pt_cmd_release(c);
+            pt_shadows_gc(d, a->cmd_id);
             break;
         }
         c->res.result = a->result;

@@ -43,6 +43,237 @@ void pt_cmds_fail_all(pt_driver *d)
     }
 }
 
+/* ------------------------------------------------------------------------ */
+/* Abandoning a command (pcclTimeout): its buffers are the caller's again    */
+/* ------------------------------------------------------------------------ */
+
+/* A range of the caller's memory and the shadow copy that replaces it. */
+typedef struct pt_range {
+    uint8_t *u;
+    uint64_t n;
+    uint8_t *s;
+} pt_range;
+
+typedef struct pt_ranges {
+    pt_range *r;
+    uint32_t n;
+} pt_ranges;
+
+static uint8_t *xlate(const pt_ranges *rs, const uint8_t *p)
+{
+    for (uint32_t i = 0; p != NULL && i < rs->n; i++) {
+        if (p >= rs->r[i].u && p < rs->r[i].u + rs->r[i].n) return rs->r[i].s + (p - rs->r[i].u);
+    }
+    return (uint8_t *)p;
+}
+
+static bool in_ranges(const pt_ranges *rs, const uint8_t *p)
+{
+    return xlate(rs, p) != p;
+}
+
+static bool job_touches(const pt_ranges *rs, const pt_job *j)
+{
+    return in_ranges(rs, j->k.dst) || in_ranges(rs, j->k.src) || in_ranges(rs, j->k.base);
+}
+
+/* Moves everything of the driver that points into the caller's ranges onto their shadows
+ * (baton held: the connections, op slots and queued kernels are ours). What cannot be moved
+ * because a thread is using it right now stops: a send or a payload receive under way on it
+ * closes its connection (as CANCEL does, rule 8; the core hears CONN_CLOSED), a running
+ * kernel on it is waited for. Then the caller's bytes are copied into the shadows, so the op
+ * goes on with exactly what it had (the other peers' results are unaffected). */
+static void unbind(pt_driver *d, pt_cmd *cmd, const pt_ranges *rs)
+{
+    for (uint32_t ci = 0; ci < d->nconns; ci++) {
+        pt_conn *c = d->conns[ci];
+        bool brk = false;
+        for (pt_sitem *it = c->sq_head; it != NULL; it = it->next) {
+            if (!it->ring || !in_ranges(rs, it->payload)) continue;
+            if (it == c->sq_head && c->send_busy) {
+                brk = true;
+            } else {
+                it->payload = xlate(rs, it->payload);
+            }
+        }
+        if (c->data && c->rd == RD_PAYLOAD && !c->rd_ctrl) {
+            const bool fuse =
+                c->rd_fused && (in_ranges(rs, c->rd_fuse.target) || in_ranges(rs, c->rd_fuse.base));
+            if ((fuse || in_ranges(rs, c->rd_dst)) && c->recv_busy) {
+                brk = true;
+            } else {
+                c->rd_dst = xlate(rs, c->rd_dst);
+                c->rd_fuse.target = xlate(rs, c->rd_fuse.target);
+                c->rd_fuse.base = xlate(rs, c->rd_fuse.base);
+            }
+        }
+        if (brk) {
+            pt_log(CCOIP_LOG_INFO, d->who,
+                   "connection %" PRIu64 ": a timed-out call's buffer is in use on it: closing it",
+                   c->id);
+            pt_conn_close(d, c, true); /* when it returns, no thread touches the buffer */
+            ci = (uint32_t)-1;
+        }
+    }
+    pthread_mutex_lock(&d->kmu);
+    for (pt_job *j = d->kq_head; j != NULL; j = j->next) {
+        j->k.dst = xlate(rs, j->k.dst);
+        j->k.src = xlate(rs, j->k.src);
+        j->k.base = xlate(rs, j->k.base);
+    }
+    /* The running kernel finishes (queue jobs after it are moved already). */
+    while (d->kcur != NULL && job_touches(rs, d->kcur))
+        pthread_cond_wait(&d->kcv_idle, &d->kmu);
+    pthread_mutex_unlock(&d->kmu);
+    for (uint32_t i = 0; i < rs->n; i++)
+        memcpy(rs->r[i].s, rs->r[i].u, (size_t)rs->r[i].n);
+    for (uint32_t s = 0; s < PT_MAX_SLOTS; s++) {
+        ccoip_exec_slot *xs = &d->xslots[s];
+        if (!xs->used || xs->cmd_id != cmd->cmd_id) continue;
+        xs->send = xlate(rs, xs->send);
+        xs->recv = xlate(rs, xs->recv);
+        pt_slot *o = &d->slots[s];
+        for (uint32_t t = 0; o->tensors != NULL && t < xs->ntensors; t++)
+            o->tensors[t] = xlate(rs, o->tensors[t]);
+    }
+    pthread_mutex_lock(&d->mu);
+    cmd->sendbuf = xlate(rs, cmd->sendbuf);
+    cmd->recvbuf = xlate(rs, cmd->recvbuf);
+    for (uint32_t t = 0; cmd->tensors != NULL && t < cmd->ntensors; t++)
+        cmd->tensors[t] = xlate(rs, cmd->tensors[t]);
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* The ranges of a command's buffers (send, recv, tensors; the same pointer once) and one block
+ * for their shadows. False when out of memory; true with rs->n == 0 when there is nothing. */
+static bool ranges_of(const pt_cmd *c, pt_ranges *rs, uint8_t **mem)
+{
+    rs->n = 0;
+    *mem = NULL;
+    const uint32_t cap = 2u + c->ntensors;
+    rs->r = calloc(cap, sizeof *rs->r);
+    if (rs->r == NULL) return false;
+    uint64_t total = 0;
+    uint8_t *const bufs[2] = {c->sendbuf, c->recvbuf};
+    for (uint32_t i = 0; i < cap; i++) {
+        uint8_t *u = i < 2u ? bufs[i] : c->tensors[i - 2u];
+        const uint64_t n = i < 2u ? c->bytes : c->tensor_bytes[i - 2u];
+        if (u == NULL || n == 0) continue;
+        bool dup = false;
+        for (uint32_t k = 0; k < rs->n; k++)
+            dup = dup || rs->r[k].u == u;
+        if (dup) continue;
+        rs->r[rs->n].u = u;
+        rs->r[rs->n].n = n;
+        rs->n++;
+        total += n;
+    }
+    if (rs->n == 0) return true;
+    *mem = malloc((size_t)total);
+    if (*mem == NULL) return false;
+    uint64_t off = 0;
+    for (uint32_t k = 0; k < rs->n; k++) {
+        rs->r[k].s = *mem + off;
+        off += rs->r[k].n;
+    }
+    return true;
+}
+
+void pt_shadows_gc(pt_driver *d, uint64_t cmd_id)
+{
+    for (uint32_t i = 0; i < PT_MAX_CMDS; i++) {
+        if (d->cmds[i].state != CMD_FREE && d->cmds[i].cmd_id == cmd_id) return;
+    }
+    for (uint32_t s = 0; s < PT_MAX_SLOTS; s++) {
+        if (d->xslots[s].used && d->xslots[s].cmd_id == cmd_id) return;
+    }
+    for (pt_shadow **pp = &d->shadows; *pp != NULL;) {
+        pt_shadow *sh = *pp;
+        if (sh->cmd_id == cmd_id) {
+            *pp = sh->next;
+            free(sh->mem);
+            free(sh);
+        } else {
+            pp = &sh->next;
+        }
+    }
+}
+
+void pt_shadows_free_all(pt_driver *d)
+{
+    while (d->shadows != NULL) {
+        pt_shadow *sh = d->shadows;
+        d->shadows = sh->next;
+        free(sh->mem);
+        free(sh);
+    }
+}
+
+/* The call waiting for c timed out (mu held on entry and return): from now on no thread of the
+ * library may touch the caller's buffers. Takes the baton (waiting for the thread that holds
+ * it to finish its unit of work, at most PT_ABANDON_WAIT_MS), moves the op onto shadow copies
+ * of the buffers (unbind) and marks c abandoned. Returns pcclTimeout, or c's own result when
+ * it completed meanwhile (*done set; the caller reports it). */
+static pcclResult_t cmd_abandon(pt_driver *d, pt_cmd *c, bool *done)
+{
+    *done = false;
+    const uint64_t dl = pt_now_ns() + (uint64_t)PT_ABANDON_WAIT_MS * 1000000u;
+    for (;;) {
+        if (c->state != CMD_POSTED) {
+            *done = c->state == CMD_DONE;
+            return *done ? c->res.result : pcclTimeout;
+        }
+        if (!d->running) break; /* stopped: every connection and kernel was stopped first */
+        if (!d->stop && !d->busy) break;
+        if (pt_now_ns() >= dl) {
+            pt_log(CCOIP_LOG_ERROR, d->who,
+                   "command %" PRIu64 " timed out and the driver stayed busy for %u ms: its "
+                   "buffers may still be used",
+                   c->cmd_id, PT_ABANDON_WAIT_MS);
+            c->state = CMD_ABANDONED;
+            return pcclTimeout;
+        }
+        struct timespec ts;
+        const uint64_t t = pt_now_ns() + 10000000u; /* re-check every 10 ms */
+        ts.tv_sec = (time_t)(t / 1000000000u);
+        ts.tv_nsec = (long)(t % 1000000000u);
+        pthread_cond_timedwait(d->stop ? &d->cv_cmd : &d->cv_baton, &d->mu, &ts);
+    }
+    if (!d->running) {
+        c->state = CMD_ABANDONED;
+        return pcclTimeout;
+    }
+    d->busy = true;
+    pthread_mutex_unlock(&d->mu);
+    pt_ranges rs = {NULL, 0};
+    uint8_t *mem = NULL;
+    pt_shadow *sh = calloc(1, sizeof *sh);
+    const bool ok = sh != NULL && ranges_of(c, &rs, &mem);
+    if (ok && rs.n > 0) {
+        unbind(d, c, &rs);
+        sh->cmd_id = c->cmd_id;
+        sh->mem = mem;
+        sh->next = d->shadows;
+        d->shadows = sh;
+        sh = NULL;
+        mem = NULL;
+    }
+    free(sh);
+    free(mem);
+    free(rs.r);
+    pthread_mutex_lock(&d->mu);
+    d->busy = false;
+    pthread_cond_broadcast(&d->cv_baton);
+    if (!ok) {
+        pt_log(CCOIP_LOG_ERROR, d->who,
+               "command %" PRIu64 " timed out; out of memory for copies of its buffers: they "
+               "may still be used",
+               c->cmd_id);
+    }
+    c->state = CMD_ABANDONED;
+    return pcclTimeout;
+}
+
 static pcclResult_t cmd_submit(pt_driver *d, ccoip_cmd *cmd, void *sendbuf, void *recvbuf,
                                uint64_t bytes, uint8_t **tensors, uint64_t *tensor_bytes,
                                uint32_t ntensors, void *keys_mem, uint32_t *handle)
@@ -195,7 +426,12 @@ pcclResult_t pt_cmd_wait(pt_driver *d, uint32_t handle, uint32_t timeout_ms, boo
         pt_cmd_release(c);
     } else {
         r = pcclTimeout;
-        if (!keep && c->state == CMD_POSTED) c->state = CMD_ABANDONED;
+        bool done = false;
+        if (!keep && c->state == CMD_POSTED) r = cmd_abandon(d, c, &done);
+        if (done) {
+            if (out != NULL) *out = c->res;
+            pt_cmd_release(c);
+        }
     }
     pthread_mutex_unlock(&d->mu);
     return r;

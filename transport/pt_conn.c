@@ -57,6 +57,13 @@ void pt_conn_free(pt_driver *d, pt_conn *c)
         c->dp_t = &c->ns;
     }
     pt_nng_stream_fini(&c->ns);
+    if (c->accepted && c->listener < PT_MAX_LISTENERS) {
+        pt_listener *l = &d->listeners[c->listener];
+        l->n_acc--;
+        d->acc_total--;
+        c->accepted = false;
+        pt_listener_arm(d, l); /* a paused listener accepts again */
+    }
     if (c->dial_aio != NULL) {
         /* A dial that completed queued its stream in a DIALED event: that
          * event owns it (on_dialed closes it when the conn is gone). */
@@ -100,12 +107,110 @@ void pt_conn_close(pt_driver *d, pt_conn *c, bool tell_core)
     }
 }
 
+/* ---- deadlines, take-over ---- */
+
+/* Bytes moved on a connection with an idle deadline: it moves later (never past life_ns). */
+static void conn_refresh(pt_conn *c)
+{
+    uint64_t dl = pt_now_ns() + (uint64_t)c->idle_ms * 1000000u;
+    if (c->life_ns != 0 && dl > c->life_ns) dl = c->life_ns;
+    c->dl_ns = dl;
+    pt_tdl_note(c->d, dl);
+}
+
+/* A complete frame arrived on c: it has proven itself (the first-frame deadline is off). */
+static void frame_done(pt_conn *c)
+{
+    if (c->proven) return;
+    c->proven = true;
+    c->dl_ns = 0;
+    if (c->idle_ms > 0 && c->proven) conn_refresh(c);
+}
+
+/* The POSIX TCP take-over (threads, the /proc scan) of a connection: a dialled one at once, an
+ * accepted one only after it proved itself (its first complete frame, which the core did not
+ * answer by closing it) and with no nng I/O under way (reads are held meanwhile). Which
+ * transport (transport/README.md, "Adding a transport"): the POSIX TCP link for plain tcp://
+ * (pt_tcp_open declines TLS and ipc), never for probes, on the master for at most
+ * PT_MASTER_MAX_LINKS connections. */
+static void takeover_maybe(pt_driver *d, pt_conn *c)
+{
+    if (!c->takeover_pending || !c->proven || c->send_busy || c->recv_busy) return;
+    c->takeover_pending = false;
+    if (d->is_master && d->n_links >= PT_MASTER_MAX_LINKS) return;
+    void *t = pt_tcp_open(c->ns.s, c->id, pt_dp_done, d, d->epfd >= 0); /* NULL: stays on nng */
+    if (t != NULL) {
+        c->dp = &pt_tcp_ops;
+        c->dp_t = t;
+        d->n_links++;
+    }
+    pt_log(CCOIP_LOG_DEBUG, d->who, "connection %" PRIu64 ": %s data plane", c->id, c->dp->name);
+}
+
+void pt_sweep(pt_driver *d)
+{
+    const uint64_t now = pt_now_ns();
+    d->tdl = UINT64_MAX;
+    for (uint32_t k = 0; k < PT_MAX_LISTENERS; k++) {
+        pt_listener *l = &d->listeners[k];
+        if (l->rearm_at == 0) continue;
+        if (now >= l->rearm_at) {
+            l->rearm_at = 0;
+            pt_listener_arm(d, l);
+        } else {
+            pt_tdl_note(d, l->rearm_at);
+        }
+    }
+    uint32_t first = 0, idle = 0;
+    for (uint32_t i = 0; i < d->nconns; i++) {
+        pt_conn *c = d->conns[i];
+        if (c->dl_ns == 0) continue;
+        if (now < c->dl_ns) {
+            pt_tdl_note(d, c->dl_ns);
+            continue;
+        }
+        if (c->proven) {
+            idle++;
+        } else {
+            first++;
+        }
+        c->dl_ns = 0;
+        pt_conn_close(d, c, true); /* probe targets: freed, the core never heard of them */
+        i = (uint32_t)-1;          /* table changed: rescan */
+    }
+    if (first + idle > 0 && now >= d->sweep_log_at) {
+        d->sweep_log_at = now + (uint64_t)PT_ACCEPT_LOG_MS * 1000000u;
+        pt_log(CCOIP_LOG_WARN, d->who,
+               "closed %u accepted connection(s) with no complete frame within %u ms and %u idle "
+               "past their deadline (slow or silent remotes)",
+               first, PT_FIRST_FRAME_MS, idle);
+    }
+}
+
 /* ---- sending ---- */
 
 static void send_kick(pt_driver *d, pt_conn *c);
 
 void pt_send_enqueue(pt_driver *d, pt_conn *c, pt_sitem *it)
 {
+    const uint64_t owned = it->bytes != NULL ? it->len : 0;
+    const uint32_t max_items = c->data ? PT_SQ_MAX_ITEMS_DATA : PT_SQ_MAX_ITEMS_CTRL;
+    if (c->sq_overflow || c->sq_items >= max_items || c->sq_owned + owned > d->sq_max_owned) {
+        if (!c->sq_overflow) {
+            /* The remote does not read (or not fast enough): the queue would grow without bound. */
+            pt_log(CCOIP_LOG_WARN, d->who,
+                   "connection %" PRIu64 ": send queue over its bound (%u frames, %" PRIu64
+                   " bytes queued; at most %u, %" PRIu64 "): the remote does not read, closing it",
+                   c->id, c->sq_items, c->sq_owned, max_items, d->sq_max_owned);
+            c->sq_overflow = true;
+            pt_q_close(d, c->id);
+        }
+        free(it->bytes);
+        free(it);
+        return;
+    }
+    c->sq_items++;
+    c->sq_owned += owned;
     it->next = NULL;
     if (c->sq_tail != NULL) {
         c->sq_tail->next = it;
@@ -118,8 +223,8 @@ void pt_send_enqueue(pt_driver *d, pt_conn *c, pt_sitem *it)
 
 static void send_kick(pt_driver *d, pt_conn *c)
 {
-    (void)d;
     if (c->send_busy || !c->up || c->sq_head == NULL) return;
+    takeover_maybe(d, c);
     const pt_sitem *it = c->sq_head;
     const uint8_t *a, *b = NULL;
     uint64_t na, nb = 0;
@@ -156,6 +261,8 @@ void pt_on_sent(pt_driver *d, pt_conn *c, int rv, uint64_t count)
     }
     c->sq_head = it->next;
     if (c->sq_head == NULL) c->sq_tail = NULL;
+    pt_sq_forget(c, it);
+    if (c->idle_ms > 0 && c->proven) conn_refresh(c);
     if (it->probe_last) c->probe_sent_all = true;
     if (it->ring && it->last) {
         for (uint32_t i = 0; i < d->ios_hi; i++) {
@@ -175,6 +282,10 @@ void pt_on_sent(pt_driver *d, pt_conn *c, int rv, uint64_t count)
     free(it->bytes);
     free(it);
     send_kick(d, c);
+    if (c->rd_held) { /* reads were held for a take-over that waited for this send */
+        c->rd_held = false;
+        pt_rd_next(c);
+    }
 }
 
 /* ---- receiving ---- */
@@ -188,6 +299,13 @@ static void recv_issue(pt_conn *c, uint8_t *dst, uint64_t want, const pt_dp_fuse
 void pt_rd_next(pt_conn *c)
 {
     if (c->recv_busy || !c->up) return;
+    if (c->takeover_pending && c->proven) {
+        if (c->send_busy) {
+            c->rd_held = true; /* the take-over waits for nng's send to finish */
+            return;
+        }
+        takeover_maybe(c->d, c);
+    }
     switch (c->rd) {
     case RD_HDR:
         recv_issue(c, c->hdr + c->rd_have, c->hdr_want - c->rd_have, NULL);
@@ -480,6 +598,7 @@ void pt_on_received(pt_driver *d, pt_conn *c, int rv, uint64_t count)
         return;
     }
     c->rd_have += count;
+    if (c->idle_ms > 0 && c->proven) conn_refresh(c);
     switch (c->rd) {
     case RD_HDR: {
         if (c->rd_have < c->hdr_want) break;
@@ -529,6 +648,7 @@ void pt_on_received(pt_driver *d, pt_conn *c, int rv, uint64_t count)
                     pt_conn_close(d, c, true);
                     return;
                 }
+                frame_done(c);
                 pt_rd_start_header(c);
                 ccoip_event ev;
                 memset(&ev, 0, sizeof ev);
@@ -545,6 +665,7 @@ void pt_on_received(pt_driver *d, pt_conn *c, int rv, uint64_t count)
                 if (c != NULL) pt_rd_next(c);
                 return;
             }
+            if (c->dh.length == 0) frame_done(c);
             data_frame(d, c);
             return;
         }
@@ -552,6 +673,7 @@ void pt_on_received(pt_driver *d, pt_conn *c, int rv, uint64_t count)
         /* fallthrough */
     case RD_PAYLOAD:
         if (c->rd_have < c->rd_want) break;
+        frame_done(c);
         if (!c->data || c->rd_ctrl) {
             /* A whole control frame (control plane, or a data connection's control frame
              * behind its data header) goes to the core as one RECV. */
@@ -587,6 +709,7 @@ void pt_on_received(pt_driver *d, pt_conn *c, int rv, uint64_t count)
         break;
     case RD_DISCARD:
         if (c->rd_have >= c->rd_want) {
+            frame_done(c);
             if (c->probe == PROBE_TARGET && c->probe_got >= c->probe_want) {
                 pt_conn_free(d, c); /* drained: closing tells the prober the time */
                 return;
@@ -605,19 +728,14 @@ void pt_conn_up(pt_driver *d, pt_conn *c, nng_stream *s)
     c->ns.s = s;
     c->up = true;
     nng_stream_set_bool(s, NNG_OPT_TCP_NODELAY, true);
-    /* Which transport takes the stream over (transport/README.md, "Adding a transport"): the
-     * POSIX TCP link for plain tcp:// (pt_tcp_open declines TLS and ipc), never for probes,
-     * on the master for at most PT_MASTER_MAX_LINKS connections. */
-    if (c->probe == PROBE_NONE && pt_tcp_enabled() &&
-        (!d->is_master || d->n_links < PT_MASTER_MAX_LINKS)) {
-        void *t = pt_tcp_open(s, c->id, pt_dp_done, d, d->epfd >= 0); /* NULL: stays on nng */
-        if (t != NULL) {
-            c->dp = &pt_tcp_ops;
-            c->dp_t = t;
-            d->n_links++;
-        }
-        pt_log(CCOIP_LOG_DEBUG, d->who, "connection %" PRIu64 ": %s data plane", c->id,
-               c->dp->name);
+    if (c->probe == PROBE_NONE && pt_tcp_enabled()) {
+        c->takeover_pending = true;
+        if (!c->accepted) c->proven = true; /* dialled by us: taken over at once */
+        takeover_maybe(d, c);
+    }
+    if (c->accepted && !c->proven) {
+        c->dl_ns = pt_now_ns() + (uint64_t)PT_FIRST_FRAME_MS * 1000000u;
+        pt_tdl_note(d, c->dl_ns);
     }
     pt_rd_start_header(c);
     pt_rd_next(c);
@@ -638,6 +756,44 @@ void pt_park_arm(pt_driver *d, pt_conn *c)
     }
 }
 
+void pt_listener_arm(pt_driver *d, pt_listener *l)
+{
+    if (l->l == NULL || l->armed || l->rearm_at != 0) return;
+    if (l->n_acc >= l->cap || d->acc_total >= d->acc_cap) {
+        if (!l->paused) {
+            pt_log(CCOIP_LOG_WARN, d->who,
+                   "listener %u: %u connections (cap %u; all listeners %u, cap %u): not "
+                   "accepting until one closes",
+                   l->kind, l->n_acc, l->cap, d->acc_total, d->acc_cap);
+        }
+        l->paused = true;
+        return;
+    }
+    l->paused = false;
+    l->armed = true;
+    nng_stream_listener_accept(l->l, l->aio);
+}
+
+void pt_listener_failed(pt_driver *d, pt_listener *l, int rv)
+{
+    const uint64_t now = pt_now_ns();
+    if (l->streak < 16u) l->streak++;
+    uint64_t ms = (uint64_t)PT_ACCEPT_BACKOFF_MIN_MS << (l->streak - 1u);
+    if (ms > PT_ACCEPT_BACKOFF_MAX_MS) ms = PT_ACCEPT_BACKOFF_MAX_MS;
+    l->rearm_at = now + ms * 1000000u;
+    pt_tdl_note(d, l->rearm_at);
+    if (now >= l->log_at) {
+        pt_log(CCOIP_LOG_WARN, d->who,
+               "listener %u: accept failed: %s (%" PRIu64
+               " more since the last such line); accepting again in %" PRIu64 " ms",
+               l->kind, nng_strerror(rv), l->log_quiet, ms);
+        l->log_at = now + (uint64_t)PT_ACCEPT_LOG_MS * 1000000u;
+        l->log_quiet = 0;
+    } else {
+        l->log_quiet++;
+    }
+}
+
 pcclResult_t pt_listen_on(pt_driver *d, uint32_t kind, const char *url, uint32_t *port_out)
 {
     if (kind >= PT_MAX_LISTENERS) return pcclInvalidArgument;
@@ -645,6 +801,10 @@ pcclResult_t pt_listen_on(pt_driver *d, uint32_t kind, const char *url, uint32_t
     if (l->l != NULL) return pcclInvalidUsage;
     l->d = d;
     l->kind = kind;
+    l->cap = d->is_master                          ? PT_MAX_CONNS
+             : kind == CCOIP_LISTENER_P2P          ? PT_ACCEPT_CAP_P2P
+             : kind == CCOIP_LISTENER_SHARED_STATE ? PT_ACCEPT_CAP_STATE
+                                                   : PT_ACCEPT_CAP_PROBE;
     int rv = nng_stream_listener_alloc(&l->l, url);
     nng_tls_config *tls = NULL;
     if (rv == 0) rv = pt_tls_config_for(d, url, true, &tls);

@@ -13,6 +13,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -89,45 +90,56 @@ static uint64_t core_deadline(pt_driver *d)
 static void on_accepted(pt_driver *d, pt_ev *ev)
 {
     pt_listener *l = &d->listeners[ev->listener];
+    l->armed = false;
     if (ev->rv != 0) {
         if (ev->rv == NNG_ECLOSED) return;
-        pt_log(CCOIP_LOG_WARN, d->who, "accept failed: %s", nng_strerror(ev->rv));
-    } else {
-        const uint64_t id = d->next_accept_id++;
-        pt_conn *c = pt_conn_new(d, id, !d->is_master);
-        if (c == NULL) {
-            nng_stream_close(ev->stream);
-            nng_stream_free(ev->stream);
-        } else if (!d->is_master && ev->listener == CCOIP_LISTENER_BANDWIDTH) {
-            c->accepted = true;
-            c->listener = ev->listener;
-            c->probe = PROBE_TARGET; /* served here; the core never hears of it */
-            pt_conn_up(d, c, ev->stream);
-        } else {
-            c->accepted = true;
-            c->listener = ev->listener;
-            ccoip_event cev;
-            memset(&cev, 0, sizeof cev);
-            cev.type = CCOIP_EV_CONN_UP;
-            cev.conn = id;
-            cev.accepted = true;
-            cev.listener = ev->listener;
-            nng_sockaddr sa;
-            if (nng_stream_get_addr(ev->stream, NNG_OPT_REMADDR, &sa) == 0) {
-                if (sa.s_family == NNG_AF_INET) {
-                    memcpy(cev.remote_ip, &sa.s_in.sa_addr, 4);
-                    cev.remote_ip_len = 4;
-                } else if (sa.s_family == NNG_AF_INET6) {
-                    memcpy(cev.remote_ip, sa.s_in6.sa_addr, 16);
-                    cev.remote_ip_len = 16;
-                }
-            }
-            pt_conn_up(d, c, ev->stream);
-            pt_log(CCOIP_LOG_DEBUG, d->who, "connection %" PRIu64 " accepted", id);
-            pt_core_feed(d, &cev);
+        /* EMFILE, ENFILE or any other error: accepting again at once would spin (the error
+         * persists); back off instead (pt_sweep re-arms). */
+        pt_listener_failed(d, l, ev->rv);
+        return;
+    }
+    l->streak = 0;
+    const uint64_t id = d->next_accept_id++;
+    pt_conn *c = pt_conn_new(d, id, !d->is_master);
+    if (c == NULL) {
+        nng_stream_close(ev->stream);
+        nng_stream_free(ev->stream);
+        pt_listener_arm(d, l);
+        return;
+    }
+    c->accepted = true;
+    c->listener = ev->listener;
+    l->n_acc++;
+    d->acc_total++;
+    if (!d->is_master && ev->listener == CCOIP_LISTENER_BANDWIDTH) {
+        c->probe = PROBE_TARGET; /* served here; the core never hears of it */
+        c->idle_ms = PT_PROBE_IDLE_MS;
+        c->life_ns = pt_now_ns() + (uint64_t)PT_PROBE_MAX_MS * 1000000u;
+        pt_conn_up(d, c, ev->stream);
+        pt_listener_arm(d, l);
+        return;
+    }
+    if (!d->is_master && ev->listener == CCOIP_LISTENER_SHARED_STATE) c->idle_ms = PT_STATE_IDLE_MS;
+    ccoip_event cev;
+    memset(&cev, 0, sizeof cev);
+    cev.type = CCOIP_EV_CONN_UP;
+    cev.conn = id;
+    cev.accepted = true;
+    cev.listener = ev->listener;
+    nng_sockaddr sa;
+    if (nng_stream_get_addr(ev->stream, NNG_OPT_REMADDR, &sa) == 0) {
+        if (sa.s_family == NNG_AF_INET) {
+            memcpy(cev.remote_ip, &sa.s_in.sa_addr, 4);
+            cev.remote_ip_len = 4;
+        } else if (sa.s_family == NNG_AF_INET6) {
+            memcpy(cev.remote_ip, sa.s_in6.sa_addr, 16);
+            cev.remote_ip_len = 16;
         }
     }
-    if (l->l != NULL) nng_stream_listener_accept(l->l, l->aio);
+    pt_conn_up(d, c, ev->stream);
+    pt_log(CCOIP_LOG_DEBUG, d->who, "connection %" PRIu64 " accepted", id);
+    pt_core_feed(d, &cev);
+    pt_listener_arm(d, l);
 }
 
 static void on_dialed(pt_driver *d, pt_ev *ev)
@@ -208,13 +220,14 @@ static void driver_shutdown(pt_driver *d)
     }
     d->q_tail = NULL;
     pt_cmds_fail_all(d); /* commands still waiting fail: the communicator is gone */
+    pt_shadows_free_all(d);
     d->running = false;
     atomic_fetch_add_explicit(&d->notified, 1, memory_order_release);
     pthread_cond_broadcast(&d->cv_cmd);
     pthread_mutex_unlock(&d->mu);
 }
 
-typedef enum pt_work { W_NONE = 0, W_EVENT, W_TIMER, W_READY, W_STOP } pt_work;
+typedef enum pt_work { W_NONE = 0, W_EVENT, W_TIMER, W_SWEEP, W_READY, W_STOP } pt_work;
 
 /* The driver thread waits (mu held; released while sleeping) until there is work: a queued
  * event, the core's deadline, readable parked links (their ids in ready[0 .. *nready)), stop;
@@ -236,7 +249,9 @@ static pt_work wait_work(pt_driver *d, uint64_t *ready, uint32_t *nready)
     const uint64_t dl = core_deadline(d);
     const uint64_t now = pt_now_ns();
     if (dl != CCOIP_NO_DEADLINE && dl <= now) return W_TIMER;
-    const uint64_t wdl = dl;
+    if (d->tdl <= now) return W_SWEEP;
+    /* CCOIP_NO_DEADLINE is UINT64_MAX, as is "no transport deadline". */
+    const uint64_t wdl = d->tdl < dl ? d->tdl : dl;
     if (d->epfd < 0) {
         if (wdl == CCOIP_NO_DEADLINE) {
             pthread_cond_wait(&d->cv_ev, &d->mu);
@@ -326,6 +341,8 @@ static void do_work(pt_driver *d, pt_work w, const uint64_t *ready, uint32_t nre
             if (c == NULL || c->dp->poll == NULL) continue;
             if (c->dp->poll(c->dp_t)) pt_park_arm(d, c); /* still parked: armed again */
         }
+    } else if (w == W_SWEEP) {
+        pt_sweep(d);
     } else if (w == W_TIMER) {
         ccoip_event t;
         memset(&t, 0, sizeof t);
@@ -350,6 +367,10 @@ static void do_work(pt_driver *d, pt_work w, const uint64_t *ready, uint32_t nre
             break;
         case PT_EV_CORE:
             on_core_event(d, ev);
+            break;
+        case PT_EV_CLOSE:
+            c = pt_conn_find(d, ev->conn);
+            if (c != NULL) pt_conn_close(d, c, true);
             break;
         case PT_EV_STOP:
             break;
@@ -404,6 +425,21 @@ static pt_driver *driver_alloc(bool is_master)
     d->next_accept_id = CCOIP_CONN_ACCEPTED_BASE;
     d->next_cmd_id = 1;
     ccoip_codec_limits_default(&d->lim);
+    d->tdl = UINT64_MAX;
+    /* Accepted connections: the table less the slots kept for our own links (a peer's master
+     * connection, its dialled ring and state links), and the descriptors left after a reserve
+     * (a taken-over link holds two). */
+    d->acc_cap = is_master ? PT_MAX_CONNS : PT_MAX_CONNS - PT_CONNS_RESERVED;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        /* The master takes over at most PT_MASTER_MAX_LINKS connections; a peer, any. */
+        const uint64_t spare = PT_FD_RESERVE + (is_master ? PT_MASTER_MAX_LINKS : 0u);
+        uint64_t fds = 8u;
+        if (rl.rlim_cur > spare + 16u) {
+            fds = is_master ? rl.rlim_cur - spare : (rl.rlim_cur - spare) / 2u;
+        }
+        if (fds < d->acc_cap) d->acc_cap = (uint32_t)fds;
+    }
     pthread_mutex_init(&d->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -468,6 +504,14 @@ static void driver_free(pt_driver *d)
     free(d);
 }
 
+/* A connection's bound on bytes of owned frame copies queued: PT_SQ_MAX_OWNED_BYTES, or four
+ * control messages of the largest size when that is more. */
+static uint64_t sq_max_owned(const pt_driver *d)
+{
+    const uint64_t four = 4u * ((uint64_t)d->lim.pb.max_message_bytes + CCOIP_DATA_HEADER_BYTES);
+    return four > PT_SQ_MAX_OWNED_BYTES ? four : PT_SQ_MAX_OWNED_BYTES;
+}
+
 static uint64_t seed_random(void)
 {
     uint64_t s = 0;
@@ -480,6 +524,14 @@ pcclResult_t pt_master_create(const char *listen_url, const ccoip_master_config 
 {
     if (listen_url == NULL || out == NULL) return pcclInvalidArgument;
     *out = NULL;
+    if (cfg != NULL && cfg->max_peers > PT_MASTER_MAX_PEERS) {
+        pt_log(CCOIP_LOG_ERROR, "master",
+               "max_peers %u: at most %u (the connection table holds %u connections, %u of them "
+               "kept for connections that have not joined yet)",
+               cfg->max_peers, PT_MASTER_MAX_PEERS, PT_MAX_CONNS,
+               PT_MAX_CONNS - PT_MASTER_MAX_PEERS);
+        return pcclInvalidArgument;
+    }
     pt_driver *d = driver_alloc(true);
     if (d == NULL) return pcclSystemError;
     const uint64_t seed = seed_random();
@@ -489,6 +541,7 @@ pcclResult_t pt_master_create(const char *listen_url, const ccoip_master_config 
         if (cfg != NULL && cfg->max_message_bytes > 0) {
             d->lim.pb.max_message_bytes = cfg->max_message_bytes;
         }
+        d->sq_max_owned = sq_max_owned(d);
         r = pt_listen_on(d, 0, listen_url, bound_port);
     }
     if (r != pcclSuccess) {
@@ -524,9 +577,7 @@ pcclResult_t pt_driver_start(pt_driver *d)
     const bool started = d->started;
     pthread_mutex_unlock(&d->mu);
     if (started) return pcclInvalidUsage;
-    if (d->is_master && d->listeners[0].l != NULL) {
-        nng_stream_listener_accept(d->listeners[0].l, d->listeners[0].aio);
-    }
+    if (d->is_master) pt_listener_arm(d, &d->listeners[0]);
     return thread_start(d);
 }
 
@@ -555,6 +606,7 @@ pcclResult_t pt_peer_create(const ccoip_peer_config *cfg, const char *bind_host,
     if (r == pcclSuccess && cfg->max_message_bytes > 0) {
         d->lim.pb.max_message_bytes = cfg->max_message_bytes;
     }
+    d->sq_max_owned = sq_max_owned(d);
     if (r == pcclSuccess) r = thread_start(d);
     if (r != pcclSuccess) {
         driver_free(d);

@@ -44,6 +44,13 @@ void pt_q_core(pt_driver *d, const ccoip_event *cev)
     q_push(d, ev);
 }
 
+void pt_q_close(pt_driver *d, uint64_t conn)
+{
+    pt_ev *ev = ev_new(PT_EV_CLOSE);
+    ev->conn = conn;
+    q_push(d, ev);
+}
+
 /* ------------------------------------------------------------------------ */
 /* aio callbacks: lock, enqueue, signal                                     */
 /* ------------------------------------------------------------------------ */

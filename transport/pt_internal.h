@@ -54,6 +54,39 @@
 #define PT_PROBE_TRIES     50u
 #define PT_NO_SLOT         UINT32_MAX
 
+/* Hostile networks: bounded resources (docs/security.md, transport/README.md "Limits").
+ * Send queue per connection: frames queued and bytes of owned frame copies (control frames,
+ * relayed spans); a remote that does not read past these is closed (the core hears
+ * CONN_CLOSED). Zero-copy data frames (ring, state, probe) count as frames, not bytes. */
+#define PT_SQ_MAX_ITEMS_CTRL  8192u
+#define PT_SQ_MAX_ITEMS_DATA  65536u
+#define PT_SQ_MAX_OWNED_BYTES ((uint64_t)16 << 20) /* or 4 x the control message limit */
+/* Accepting: after a failed accept (EMFILE, ENFILE, any error) the listener waits before it
+ * accepts again, 10 ms doubling up to 1 s; one log line per listener per second at most. */
+#define PT_ACCEPT_BACKOFF_MIN_MS 10u
+#define PT_ACCEPT_BACKOFF_MAX_MS 1000u
+#define PT_ACCEPT_LOG_MS         1000u
+/* Connection table slots an incoming flood cannot take (a peer's master connection and its
+ * dialled links); and descriptors left to them: accepted connections are capped at
+ * (RLIMIT_NOFILE - PT_FD_RESERVE) / 2 (a taken-over link holds two descriptors). */
+#define PT_CONNS_RESERVED 64u
+#define PT_FD_RESERVE     64u
+/* Live accepted connections per peer listener (at the cap a listener stops accepting until
+ * one closes; the kernel's backlog holds the rest). The master's listener: the table. */
+#define PT_ACCEPT_CAP_P2P   128u
+#define PT_ACCEPT_CAP_STATE 64u
+#define PT_ACCEPT_CAP_PROBE 16u
+/* Deadlines: an accepted connection must complete its first frame within PT_FIRST_FRAME_MS
+ * (slowloris on any port); a probe target must move bytes every PT_PROBE_IDLE_MS and end
+ * within PT_PROBE_MAX_MS; a shared-state server connection must move bytes (either way)
+ * every PT_STATE_IDLE_MS. */
+#define PT_FIRST_FRAME_MS 5000u
+#define PT_PROBE_IDLE_MS  10000u
+#define PT_PROBE_MAX_MS   60000u
+#define PT_STATE_IDLE_MS  30000u
+/* pt_cmd_wait after a timeout: the longest it waits to unbind the caller's buffers. */
+#define PT_ABANDON_WAIT_MS 10000u
+
 /* Kernels of at most this many bytes run on the driver thread when the kernel
  * worker is idle (issue 7, small messages): a hand-off to the worker and back
  * costs more than the kernel. Receives of at most this size are not fused
@@ -68,6 +101,7 @@ typedef enum pt_ev_type {
     PT_EV_SENT,         /* send aio finished */
     PT_EV_RECEIVED,     /* recv aio finished */
     PT_EV_CORE,         /* a core event to feed as is (IO_DONE, KERNEL_DONE, CONN_CLOSED, SUBMIT) */
+    PT_EV_CLOSE,        /* close connection `conn` (its send queue overflowed); the core hears it */
     PT_EV_STOP
 } pt_ev_type;
 
@@ -124,6 +158,17 @@ typedef struct pt_conn {
     bool send_busy;
     bool recv_busy;
     pt_sitem *sq_head, *sq_tail;
+    uint32_t sq_items; /* frames queued (PT_SQ_MAX_ITEMS_*) */
+    uint64_t sq_owned; /* bytes of owned frame copies queued (d->sq_max_owned) */
+    bool sq_overflow;  /* over a bound: closing (PT_EV_CLOSE queued), further frames dropped */
+    /* Proving itself (accepted connections): no complete frame yet -> deadline dl_ns; the
+     * POSIX TCP take-over (threads, /proc scan) waits until the first complete frame. */
+    bool proven;
+    bool takeover_pending;
+    bool rd_held;     /* pt_rd_next held the next read for the take-over (pt_on_sent resumes it) */
+    uint64_t dl_ns;   /* close at this time unless refreshed (0: none); pt_sweep */
+    uint32_t idle_ms; /* refresh dl_ns on every byte moved (probe target, state server) */
+    uint64_t life_ns; /* and never later than this (probe target; 0: none) */
     /* reader */
     pt_rd_state rd;
     uint8_t hdr[CCOIP_DATA_HEADER_BYTES];
@@ -215,12 +260,28 @@ typedef struct pt_listener {
     uint32_t kind;
     nng_stream_listener *l;
     nng_aio *aio;
+    bool armed;         /* an accept is pending on aio */
+    bool paused;        /* at its cap: accepting again when a connection closes */
+    uint32_t n_acc;     /* live connections it accepted */
+    uint32_t cap;       /* at most this many */
+    uint32_t streak;    /* accept failures in a row */
+    uint64_t rearm_at;  /* backing off until then (0: not) */
+    uint64_t log_at;    /* next accept-failure log line not before then */
+    uint64_t log_quiet; /* failures not logged since the last line */
 } pt_listener;
 
 /* The master gives at most this many peer connections their own POSIX TCP link (two threads
  * each); the rest stay on nng streams, so a master of thousands of peers does not run thousands
  * of threads. Small groups get the low-latency control path. */
 #define PT_MASTER_MAX_LINKS 64u
+_Static_assert(PT_MASTER_MAX_PEERS + 64u == PT_MAX_CONNS, "pt.h: the master's table less 64");
+
+/* An abandoned command's buffers (pt_cmd.c): the copies its op slots were rebound to. */
+typedef struct pt_shadow {
+    uint64_t cmd_id;
+    uint8_t *mem;
+    struct pt_shadow *next;
+} pt_shadow;
 
 /* Spin-then-sleep (docs/benchmarks.md, "Waiting"): the default polling budget before a thread
  * sleeps while a latency-sensitive operation is in flight, and the largest all-reduce that
@@ -301,6 +362,16 @@ struct pt_driver {
     uint32_t cancelled_next;
     uint64_t next_accept_id;
     uint64_t last_now;
+    /* Bounded resources (pt_conn.c): the earliest transport deadline (listener back-off,
+     * connection deadlines; UINT64_MAX none; may be early: pt_sweep recomputes it), live
+     * accepted connections and their cap (table and descriptors), the send-queue byte bound. */
+    uint64_t tdl;
+    uint32_t acc_total;
+    uint32_t acc_cap;
+    uint64_t sq_max_owned;
+    uint64_t sweep_log_at; /* rate limit of the deadline sweep's log line */
+    /* Abandoned commands' shadow buffers (pt_cmd.c): what their op slots were rebound to. */
+    pt_shadow *shadows;
     bool core_broken;
     struct pt_trace *trace; /* PCCL_TRACE: NULL when off (or after a write failure) */
     /* Tensor bytes the COPY kernel moved with memmove since creation (docs/benchmarks.md,
@@ -317,6 +388,8 @@ struct pt_driver {
 
 /** Queues a core event to be fed as is (copied). Any thread. */
 void pt_q_core(pt_driver *d, const ccoip_event *cev);
+/** Queues the closing of connection conn (PT_EV_CLOSE). */
+void pt_q_close(pt_driver *d, uint64_t conn);
 /** nng aio callbacks of dials and accepts (arg: the pt_conn, the pt_listener). */
 void pt_cb_dial(void *arg);
 void pt_cb_accept(void *arg);
@@ -365,8 +438,15 @@ void pt_conn_free(pt_driver *d, pt_conn *c);
 void pt_conn_close(pt_driver *d, pt_conn *c, bool tell_core);
 /** The stream s of c is connected: a transport takes it over or it stays on nng; reading starts. */
 void pt_conn_up(pt_driver *d, pt_conn *c, nng_stream *s);
-/** Queues a frame on c (it is sent after the ones before it). */
+/** Queues a frame on c (it is sent after the ones before it). Over c's send-queue bounds the
+ * frame is dropped and c's closing is queued (PT_EV_CLOSE): c stays valid for the caller. */
 void pt_send_enqueue(pt_driver *d, pt_conn *c, pt_sitem *it);
+/** Removes it's share of c's send-queue bounds (it leaves the queue; the caller frees it). */
+static inline void pt_sq_forget(pt_conn *c, const pt_sitem *it)
+{
+    c->sq_items--;
+    if (it->bytes != NULL) c->sq_owned -= it->len;
+}
 /** A send on c finished (rv an nng error or 0; count bytes written). */
 void pt_on_sent(pt_driver *d, pt_conn *c, int rv, uint64_t count);
 /** A receive on c finished (rv an nng error or 0; count 0: end of stream). */
@@ -383,6 +463,17 @@ bool pt_held_dispatch(pt_driver *d, pt_conn *c);
 void pt_held_retry(pt_driver *d);
 /** Arms the one-shot epoll registration of c's descriptor: its receive parked (pt_dp.h). */
 void pt_park_arm(pt_driver *d, pt_conn *c);
+/** Accepts on l when it may (not armed, not backing off, under its caps); else pauses it. */
+void pt_listener_arm(pt_driver *d, pt_listener *l);
+/** A listener's accept finished with error rv: back off (bounded, growing), log (rate-limited). */
+void pt_listener_failed(pt_driver *d, pt_listener *l, int rv);
+/** Notes a transport deadline (listener back-off, connection deadline) for the driver's wait. */
+static inline void pt_tdl_note(pt_driver *d, uint64_t t)
+{
+    if (t != 0 && t < d->tdl) d->tdl = t;
+}
+/** The transport deadline passed: re-arms listeners, closes connections past their deadline. */
+void pt_sweep(pt_driver *d);
 /** Binds listener kind on url. pcclSuccess, pcclInvalidArgument, pcclInvalidUsage, pcclSystemError.
  */
 pcclResult_t pt_listen_on(pt_driver *d, uint32_t kind, const char *url, uint32_t *port_out);
@@ -438,6 +529,10 @@ uint8_t *pt_span_ptr(pt_driver *d, const ccoip_span_ref *s);
 void pt_cmd_spin_end(pt_driver *d, pt_cmd *c);
 /** Frees what a command owns and marks it free (mu held). */
 void pt_cmd_release(pt_cmd *c);
+/** Frees the shadow buffers of cmd_id once neither a command nor an op slot uses them. */
+void pt_shadows_gc(pt_driver *d, uint64_t cmd_id);
+/** Frees every shadow buffer (shutdown). */
+void pt_shadows_free_all(pt_driver *d);
 /** At shutdown (mu held): posted commands fail, abandoned ones are freed. */
 void pt_cmds_fail_all(pt_driver *d);
 
