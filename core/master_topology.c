@@ -233,13 +233,7 @@ void m_topo_fill_endpoints(const m_peer *p, ccoip_pb_endpoint *eps, uint64_t *co
     uint64_t n = 0;
     for (uint32_t k = 0; k < M_ENDPOINT_KINDS; k++) {
         if (!p->ep[k].has) continue;
-        memset(&eps[n], 0, sizeof(eps[n]));
-        eps[n].kind = (int32_t)k;
-        eps[n].ip.data = p->ip_len > 0 ? p->ip : NULL;
-        eps[n].ip.len = p->ip_len;
-        eps[n].port = p->ep[k].port;
-        eps[n].url.data = p->ep[k].url_len > 0 ? p->ep[k].url : NULL;
-        eps[n].url.len = p->ep[k].url_len;
+        m_peer_endpoint(p, k, &eps[n]);
         n++;
     }
     *count = n;
