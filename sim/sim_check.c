@@ -365,7 +365,10 @@ void check_m2p_sent(sim_world *w, uint32_t dst_node, const uint8_t *frame, uint6
     }
     if (epoch > w->master_max_epoch_sent) w->master_max_epoch_sent = epoch;
     if (m.status == CCOIP_PB_STATUS_INVALID_USAGE) {
-        w->nodes[dst_node].call_mismatch = m.reason == CCOIP_PB_REASON_CALL_MISMATCH;
+        /* Both end a call that cannot complete, nobody evicted: the application retries
+         * (docs/protocol.md §6.10, §6.12). */
+        w->nodes[dst_node].call_mismatch =
+            m.reason == CCOIP_PB_REASON_CALL_MISMATCH || m.reason == CCOIP_PB_REASON_VOTE_UNMATCHED;
         if (m.reason == CCOIP_PB_REASON_CALL_MISMATCH) w->res->call_mismatches++;
     }
     fault_on_m2p(w, dst_node, &m);

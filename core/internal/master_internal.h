@@ -519,6 +519,11 @@ void m_opt_timers(ccoip_master *m);
 /** Forgets slot's open optimize ballot (its call was answered elsewhere). */
 void m_opt_drop_vote(ccoip_master *m, uint32_t slot);
 
+/* master_topology.c: a ballot answered INVALID_USAGE / reason and forgotten (its counters, the
+ * vote's timer when its last ballot goes). */
+void m_topo_fail_vote(ccoip_master *m, uint32_t slot, int32_t reason, const char *detail);
+void m_topo_fail_pending_query(ccoip_master *m, uint32_t slot, int32_t reason, const char *detail);
+
 /* master_mismatch.c */
 /** Members blocked in different calls (docs/protocol.md §6.12): fails them all at once. */
 bool m_mismatch_progress(ccoip_master *m);
