@@ -277,6 +277,11 @@ static void app_reduce_phase(sim_world *w, uint32_t node)
         if (w->nodes[node].state != NODE_ALIVE) return;
         app_start_allreduce(w, node, reverse ? w->cfg.tags - 1u - t : t);
     }
+    if (a->rogue_next && w->cfg.tags < SIM_MAX_TAGS && !w->failed) {
+        /* A tag nobody else uses (not among the step's results: only its own checks). */
+        a->rogue_next = false;
+        app_start_allreduce(w, node, SIM_MAX_TAGS - 1u);
+    }
 }
 
 static void app_next_iteration(sim_world *w, uint32_t node)

@@ -1017,6 +1017,9 @@ void check_final(sim_world *w)
             return;
         }
     }
+    if ((w->cfg.expect & SIM_EXPECT_NO_EVICTION) && w->res->evictions == 0) {
+        w->seen_expect |= SIM_EXPECT_NO_EVICTION;
+    }
     const uint32_t missing = w->cfg.expect & ~w->seen_expect;
     if (missing != 0) {
         world_fail(w, SIM_CORRECTNESS, "scenario expectation not met (missing bits 0x%x)", missing);

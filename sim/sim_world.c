@@ -1827,6 +1827,9 @@ static void script_fire(sim_world *w, uint32_t i)
     case SIM_SCRIPT_MISMATCH:
         w->nodes[node].app.mismatch_next = true;
         break;
+    case SIM_SCRIPT_ROGUE_TAG:
+        w->nodes[node].app.rogue_next = true;
+        break;
     case SIM_SCRIPT_CRASH_MID_RING:
         w->nodes[node].app.crash_after_sends = s->arg > 0 ? s->arg : 1u;
         break;
