@@ -64,10 +64,10 @@ static void drain(ccoip_master *m, seen *s)
                 memset(&s->plan_ep, 0, sizeof(s->plan_ep));
                 if (pl->neighbours_count > 0 && pl->neighbours[0].endpoints_count > 0) {
                     s->plan_ep = pl->neighbours[0].endpoints[0];
-                    if (s->plan_ep.ip.len <= 16) {
+                    if (s->plan_ep.ip.len > 0 && s->plan_ep.ip.len <= 16) {
                         memcpy(s->plan_ip, s->plan_ep.ip.data, (size_t)s->plan_ep.ip.len);
                     }
-                    if (s->plan_ep.url.len < sizeof(s->plan_url)) {
+                    if (s->plan_ep.url.len > 0 && s->plan_ep.url.len < sizeof(s->plan_url)) {
                         memcpy(s->plan_url, s->plan_ep.url.data, (size_t)s->plan_ep.url.len);
                     }
                 }
