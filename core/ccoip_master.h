@@ -68,6 +68,13 @@ typedef struct ccoip_master_config {
      * makes room).
      */
     uint32_t relay_max_bytes;
+    /**
+     * Sessions from one observed address (CONN_UP.remote_ip) that have not joined yet (saying
+     * hello, or hello answered and no Join yet) at most; a further connection from that address
+     * is closed at once (docs/protocol.md §6.1). Connections without an observed address
+     * (ipc://) are not counted. Default 16; UINT32_MAX: no limit.
+     */
+    uint32_t max_unjoined_per_addr;
 } ccoip_master_config;
 
 typedef struct ccoip_master ccoip_master;

@@ -23,6 +23,7 @@ void ccoip_master_config_default(ccoip_master_config *cfg)
     cfg->probe_bytes = (uint64_t)1 << 20;
     cfg->min_collective_world = 2;
     cfg->max_message_bytes = CCOIP_PB_DEFAULT_MAX_MESSAGE_BYTES;
+    cfg->max_unjoined_per_addr = 16;
 }
 
 static void master_resolve_config(ccoip_master_config *c)
@@ -39,6 +40,7 @@ static void master_resolve_config(ccoip_master_config *c)
     if (c->probe_bytes == 0) c->probe_bytes = d.probe_bytes;
     if (c->min_collective_world == 0) c->min_collective_world = d.min_collective_world;
     if (c->max_message_bytes == 0) c->max_message_bytes = d.max_message_bytes;
+    if (c->max_unjoined_per_addr == 0) c->max_unjoined_per_addr = d.max_unjoined_per_addr;
     if (c->action_queue_depth == 0 && c->max_peers <= (1u << 20) && c->max_ops <= 4096u) {
         uint64_t q = (uint64_t)c->max_peers * ((uint64_t)c->max_ops + 8u) + 256u;
         c->action_queue_depth = q > UINT32_MAX ? UINT32_MAX : (uint32_t)q;
@@ -254,11 +256,11 @@ static void master_on_join(ccoip_master *m, uint32_t slot, const ccoip_pb_peer_t
             m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "join: endpoint url or port invalid");
             return;
         }
+        /* Only the port is kept: other peers reach it at the address this master observed
+         * (docs/protocol.md §2); a peer-supplied url is never passed on. */
         m_endpoint *me = &p->ep[e->kind];
         me->has = true;
         me->port = e->port;
-        me->url_len = (uint32_t)e->url.len;
-        if (e->url.len > 0) memcpy(me->url, e->url.data, (size_t)e->url.len);
     }
     if (!p->ep[CCOIP_PB_ENDPOINT_KIND_P2P].has) {
         m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "join: no p2p endpoint");
@@ -305,7 +307,6 @@ static void master_on_frame(ccoip_master *m, uint32_t slot, const uint8_t *data,
                 "malformed control frame");
         return;
     }
-    p->last_recv_ns = m->now;
     uint32_t body = (uint32_t)in.body_case;
     if (master_is_call(body) && in.call_id == 0 && body != CCOIP_PB_PEER_TO_MASTER_BODY_NONE) {
         m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "call without call_id");
@@ -316,9 +317,25 @@ static void master_on_frame(ccoip_master *m, uint32_t slot, const uint8_t *data,
             m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "first frame is not hello");
             return;
         }
+        p->last_recv_ns = m->now;
         master_on_hello(m, slot, &in);
         return;
     }
+    if (p->state == MP_NEW && body != CCOIP_PB_PEER_TO_MASTER_BODY_JOIN &&
+        body != CCOIP_PB_PEER_TO_MASTER_BODY_HEARTBEAT &&
+        body != CCOIP_PB_PEER_TO_MASTER_BODY_LEAVE) {
+        /* Nothing is answered before Join but Hello and Join (docs/protocol.md §6.2). */
+        m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "a call before join");
+        return;
+    }
+    /* Liveness counts only frames legal in the session's state (docs/protocol.md §6.10): an
+     * unknown body, or a member's call from a peer that is not a member, is answered but does
+     * not keep the session alive; the other illegal frames evict below. */
+    const bool non_member_call =
+        p->state != MP_ACCEPTED && (body == CCOIP_PB_PEER_TO_MASTER_BODY_COLLECTIVE_INITIATE ||
+                                    body == CCOIP_PB_PEER_TO_MASTER_BODY_SYNC_VOTE ||
+                                    body == CCOIP_PB_PEER_TO_MASTER_BODY_OPTIMIZE_TOPOLOGY);
+    if (body != CCOIP_PB_PEER_TO_MASTER_BODY_NONE && !non_member_call) p->last_recv_ns = m->now;
     switch (in.body_case) {
     case CCOIP_PB_PEER_TO_MASTER_BODY_NONE:
         /* A body this master does not know: a newer peer (docs/protocol.md §5). */
@@ -398,6 +415,25 @@ static void master_on_frame(ccoip_master *m, uint32_t slot, const uint8_t *data,
     m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "message not legal in this state");
 }
 
+/* True when ev's observed address already has max_unjoined_per_addr sessions that have not
+ * joined (docs/protocol.md §6.1). A walk over the slots only while that many exist at all. */
+static bool master_addr_full(const ccoip_master *m, const ccoip_event *ev)
+{
+    const uint32_t limit = m->cfg.max_unjoined_per_addr;
+    if (m->sess.n_unjoined < limit || (ev->remote_ip_len != 4 && ev->remote_ip_len != 16)) {
+        return false;
+    }
+    uint32_t n = 0;
+    for (uint32_t s = 0; s < m->cfg.max_peers && n < limit; s++) {
+        const m_peer *p = &m->sess.peers[s];
+        if ((p->state == MP_HELLO || p->state == MP_NEW) && p->ip_len == ev->remote_ip_len &&
+            memcmp(p->ip, ev->remote_ip, ev->remote_ip_len) == 0) {
+            n++;
+        }
+    }
+    return n >= limit;
+}
+
 static void master_timers(ccoip_master *m)
 {
     m_live_scan(m);
@@ -457,6 +493,14 @@ pcclResult_t ccoip_master_step(ccoip_master *m, const ccoip_event *ev)
             rc = pcclInvalidArgument;
             break;
         }
+        if (master_addr_full(m, ev)) {
+            sm_log(&m->out, CCOIP_LOG_WARN,
+                   "master: %u sessions from the address of conn %U have not joined: closing it",
+                   m->cfg.max_unjoined_per_addr, ev->conn);
+            ccoip_action *a = sm_out_push(&m->out, CCOIP_ACT_CLOSE);
+            if (a != NULL) a->conn = ev->conn;
+            break;
+        }
         uint32_t slot = M_SLOT_NONE;
         for (uint32_t s = 0; s < m->cfg.max_peers; s++) {
             if (m->sess.peers[s].state == MP_FREE) {
@@ -474,6 +518,7 @@ pcclResult_t ccoip_master_step(ccoip_master *m, const ccoip_event *ev)
         memset(p, 0, sizeof(*p));
         m_peer_set_state(m, p, MP_HELLO);
         p->conn = ev->conn;
+        p->up_ns = m->now;
         p->last_recv_ns = m->now;
         p->last_send_ns = m->now;
         m_conn_map_insert(m, slot);

@@ -669,6 +669,23 @@ static bool coll_relay_answer(ccoip_master *m, uint32_t i)
     return true;
 }
 
+/* Refuses a voting op: every voter's initiate is answered status / reason; the op is freed. */
+static void coll_refuse(ccoip_master *m, uint32_t i, int32_t status, int32_t reason,
+                        const char *detail, bool opt_here)
+{
+    m_op *o = &m->coll.ops[i];
+    sm_log(&m->out, CCOIP_LOG_WARN, "master: collective tag %U refused (status %d, reason %d)",
+           o->tag, status, reason);
+    for (uint32_t k = 0; k < o->mem_n; k++) {
+        m_op_member *mm = &o->mem[k];
+        if (mm->flags & MOM_VOTED) m_answer_status(m, mm->slot, mm->call, status, reason, detail);
+    }
+    /* Optimistic members cancelled a ring of this epoch: its frames are keyed by (epoch,
+     * tag) only, so the group gets a new epoch before the tag is used again. */
+    if (opt_here) m_mark_rewire(m, o->group);
+    coll_free(m, i);
+}
+
 /* One voting op: commence, refuse, or wait. True if it changed. */
 static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
 {
@@ -720,20 +737,10 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
         if (*can_commence == 0) return false; /* wait for the topology vote */
     }
     if (status != CCOIP_PB_STATUS_SUCCESS) {
-        sm_log(&m->out, CCOIP_LOG_WARN, "master: collective tag %U refused (status %d)", o->tag,
-               status);
-        for (uint32_t k = 0; k < o->mem_n; k++) {
-            m_op_member *mm = &o->mem[k];
-            if (mm->flags & MOM_VOTED) {
-                m_answer_status(m, mm->slot, mm->call, status, reason,
-                                o->mismatch ? "members disagree on the collective's parameters"
-                                            : "too few peers");
-            }
-        }
-        /* Optimistic members cancelled a ring of this epoch: its frames are keyed by (epoch,
-         * tag) only, so the group gets a new epoch before the tag is used again. */
-        if (opt_here) m_mark_rewire(m, o->group);
-        coll_free(m, i);
+        coll_refuse(m, i, status, reason,
+                    o->mismatch ? "members disagree on the collective's parameters"
+                                : "too few peers",
+                    opt_here);
         return true;
     }
     if (o->relay) {
@@ -839,7 +846,14 @@ bool m_coll_progress(ccoip_master *m)
     return changed;
 }
 
-/* An expired op: evict the members that hold it up. */
+/*
+ * An expired op (docs/protocol.md §6.10). A minority never evicts a majority: the members that
+ * hold it up (voting: accepted members of the group that did not initiate; running: members
+ * that did not complete) are evicted only when those that did are a strict majority of the
+ * group (voting) or of the op's members (running). Otherwise nobody is evicted: a voting op is
+ * refused (INVALID_USAGE / REASON_VOTE_UNMATCHED to its voters), a running op is aborted
+ * (REASON_VOTE_TIMEOUT: pcclRankConnectionLost on every member) and its group re-wires.
+ */
 static void coll_expire(ccoip_master *m, uint32_t i)
 {
     m_op *o = &m->coll.ops[i];
@@ -847,6 +861,37 @@ static void coll_expire(ccoip_master *m, uint32_t i)
     o->timer_gen++;
     m_op_state st = o->state;
     uint32_t group = o->group;
+    if (st == MOP_VOTING) {
+        uint32_t members = 0;
+        uint64_t ring_epoch = 0;
+        for (uint32_t k = 0; k < m->sess.order_n; k++) {
+            const m_peer *p = &m->sess.peers[m->sess.order[k]];
+            if (p->state != MP_ACCEPTED || p->group != group) continue;
+            members++;
+            ring_epoch = p->ring_epoch;
+        }
+        if (2u * (uint64_t)o->n_voted <= members) {
+            bool opt_here = false;
+            for (uint32_t k = 0; k < o->mem_n; k++) {
+                const m_op_member *mm = &o->mem[k];
+                if ((mm->flags & MOM_VOTED) && mm->opt_epoch != 0 && mm->opt_epoch == ring_epoch)
+                    opt_here = true;
+            }
+            sm_log(&m->out, CCOIP_LOG_WARN,
+                   "master: collective tag %U of group %u: %u of %u members initiated in time",
+                   o->tag, group, o->n_voted, members);
+            coll_refuse(m, i, CCOIP_PB_STATUS_INVALID_USAGE, CCOIP_PB_REASON_VOTE_UNMATCHED,
+                        "half or fewer of the group initiated the collective in time", opt_here);
+            return;
+        }
+    } else if (st == MOP_RUNNING && !o->aborted && 2u * (uint64_t)o->n_done <= o->n_member) {
+        sm_log(&m->out, CCOIP_LOG_WARN,
+               "master: collective tag %U seq %U: %u of %u members completed in time: aborting",
+               o->tag, o->seq, o->n_done, o->n_member);
+        coll_abort(m, i, CCOIP_PB_REASON_VOTE_TIMEOUT);
+        m_mark_rewire(m, group);
+        return;
+    }
     uint64_t last = 0;
     for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {
         last = m->sess.peers[s].id;

@@ -13,7 +13,8 @@
 /* ------------------------------------------------------------------------ */
 
 /* The slot's earliest liveness deadline as m_live_scan acts on it: silence for a slot saying
- * hello, silence or a heartbeat to send for a peer with an id. */
+ * hello, silence or a heartbeat to send for a peer with an id, and the join deadline
+ * (up_ns + evict_ms, docs/protocol.md §6.2) for one that has not joined. */
 static uint64_t live_deadline(const ccoip_master *m, uint32_t s)
 {
     const m_peer *p = &m->sess.peers[s];
@@ -21,6 +22,10 @@ static uint64_t live_deadline(const ccoip_master *m, uint32_t s)
     if (p->state >= MP_NEW) {
         uint64_t h = sm_add_sat(p->last_send_ns, sm_ms(m->cfg.heartbeat_ms));
         if (h < d) d = h;
+    }
+    if (p->state == MP_NEW) {
+        uint64_t j = sm_add_sat(p->up_ns, sm_ms(m->cfg.evict_ms));
+        if (j < d) d = j;
     }
     return d;
 }
@@ -135,6 +140,10 @@ void m_live_scan(ccoip_master *m)
             if (p->state == MP_HELLO && m->now >= sm_add_sat(p->last_recv_ns, evict)) {
                 m_evict(m, s, CCOIP_PB_REASON_HEARTBEAT_TIMEOUT, "no hello in time");
             }
+            continue;
+        }
+        if (p->state == MP_NEW && m->now >= sm_add_sat(p->up_ns, evict)) {
+            m_evict(m, s, CCOIP_PB_REASON_JOIN_TIMEOUT, "no join within evict_ms");
             continue;
         }
         if (m->now >= sm_add_sat(p->last_recv_ns, evict)) {

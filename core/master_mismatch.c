@@ -64,20 +64,10 @@ static void mm_fail(ccoip_master *m, uint32_t slot, const char *detail)
     m_peer *p = m_peer_at(m, slot);
     switch (mm_kind(p)) {
     case MK_UPDATE:
-        m_answer_status(m, slot, p->topo_call, CCOIP_PB_STATUS_INVALID_USAGE,
-                        CCOIP_PB_REASON_CALL_MISMATCH, detail);
-        p->topo_voted = false;
-        p->topo_call = 0;
-        m->topo.n_tv_acc--;
-        if (m->topo.n_tv_acc == 0) m->topo.topo_timer = false;
+        m_topo_fail_vote(m, slot, CCOIP_PB_REASON_CALL_MISMATCH, detail);
         break;
     case MK_PENDING:
-        m_answer_status(m, slot, p->pend_call, CCOIP_PB_STATUS_INVALID_USAGE,
-                        CCOIP_PB_REASON_CALL_MISMATCH, detail);
-        p->pend_voted = false;
-        p->pend_call = 0;
-        m->topo.n_pend_voted--;
-        if (m->topo.n_pend_voted == 0) m->topo.pend_timer = false;
+        m_topo_fail_pending_query(m, slot, CCOIP_PB_REASON_CALL_MISMATCH, detail);
         break;
     case MK_SYNC:
         m_answer_status(m, slot, p->sync_call, CCOIP_PB_STATUS_INVALID_USAGE,

@@ -122,17 +122,11 @@ static void opt_request_probes(ccoip_master *m)
             const m_peer *q = &m->sess.peers[t];
             if (t == s || q->state != MP_ACCEPTED || q->group != p->group) continue;
             if (*opt_bw(m, s, t) != 0 || m_unreachable(m, s, t)) continue;
-            const m_endpoint *ep = &q->ep[CCOIP_PB_ENDPOINT_KIND_BANDWIDTH];
             ccoip_pb_probe_target *tg = &m->opt.targets[n++];
             memset(tg, 0, sizeof(*tg));
             tg->peer_id = q->id;
             tg->has_endpoint = true;
-            tg->endpoint.kind = CCOIP_PB_ENDPOINT_KIND_BANDWIDTH;
-            tg->endpoint.ip.data = q->ip_len > 0 ? q->ip : NULL;
-            tg->endpoint.ip.len = q->ip_len;
-            tg->endpoint.port = ep->port;
-            tg->endpoint.url.data = ep->url_len > 0 ? ep->url : NULL;
-            tg->endpoint.url.len = ep->url_len;
+            m_peer_endpoint(q, CCOIP_PB_ENDPOINT_KIND_BANDWIDTH, &tg->endpoint);
             tg->probe_bytes = m->cfg.probe_bytes;
         }
         ccoip_pb_master_to_peer env;

@@ -22,6 +22,22 @@ int m_cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static const uint8_t m_loopback[4] = {127, 0, 0, 1};
+
+void m_peer_endpoint(const m_peer *p, uint32_t kind, ccoip_pb_endpoint *e)
+{
+    memset(e, 0, sizeof(*e));
+    e->kind = (int32_t)kind;
+    if (p->ip_len > 0) {
+        e->ip.data = p->ip;
+        e->ip.len = p->ip_len;
+    } else {
+        e->ip.data = m_loopback;
+        e->ip.len = sizeof(m_loopback);
+    }
+    e->port = p->ep[kind].port;
+}
+
 m_peer *m_peer_at(ccoip_master *m, uint32_t slot)
 {
     assert(slot < m->cfg.max_peers);

@@ -213,15 +213,9 @@ static void sync_send_verdict(ccoip_master *m, uint32_t slot, uint64_t prev, uin
     v->outdated_keys_count = nout;
     if (nout > 0) {
         const m_peer *d = &m->sess.peers[dist];
-        const m_endpoint *ep = &d->ep[CCOIP_PB_ENDPOINT_KIND_SHARED_STATE];
         v->distributor_peer = d->id;
         v->has_distributor = true;
-        v->distributor.kind = CCOIP_PB_ENDPOINT_KIND_SHARED_STATE;
-        v->distributor.ip.data = d->ip;
-        v->distributor.ip.len = d->ip_len;
-        v->distributor.port = ep->port;
-        v->distributor.url.data = ep->url;
-        v->distributor.url.len = ep->url_len;
+        m_peer_endpoint(d, CCOIP_PB_ENDPOINT_KIND_SHARED_STATE, &v->distributor);
     }
     m_send(m, slot, &env);
     m_peer_set_sync(p, MS_ASSIGNED);

@@ -233,13 +233,7 @@ void m_topo_fill_endpoints(const m_peer *p, ccoip_pb_endpoint *eps, uint64_t *co
     uint64_t n = 0;
     for (uint32_t k = 0; k < M_ENDPOINT_KINDS; k++) {
         if (!p->ep[k].has) continue;
-        memset(&eps[n], 0, sizeof(eps[n]));
-        eps[n].kind = (int32_t)k;
-        eps[n].ip.data = p->ip_len > 0 ? p->ip : NULL;
-        eps[n].ip.len = p->ip_len;
-        eps[n].port = p->ep[k].port;
-        eps[n].url.data = p->ep[k].url_len > 0 ? p->ep[k].url : NULL;
-        eps[n].url.len = p->ep[k].url_len;
+        m_peer_endpoint(p, k, &eps[n]);
         n++;
     }
     *count = n;
@@ -550,28 +544,74 @@ bool m_topo_progress(ccoip_master *m)
     return changed;
 }
 
+void m_topo_fail_vote(ccoip_master *m, uint32_t slot, int32_t reason, const char *detail)
+{
+    m_peer *p = m_peer_at(m, slot);
+    if (!p->topo_voted) return;
+    m_answer_status(m, slot, p->topo_call, CCOIP_PB_STATUS_INVALID_USAGE, reason, detail);
+    p->topo_voted = false;
+    p->topo_call = 0;
+    if (p->state == MP_ACCEPTED) m->topo.n_tv_acc--;
+    if (m->topo.n_tv_acc == 0) m->topo.topo_timer = false;
+}
+
+void m_topo_fail_pending_query(ccoip_master *m, uint32_t slot, int32_t reason, const char *detail)
+{
+    m_peer *p = m_peer_at(m, slot);
+    if (!p->pend_voted) return;
+    m_answer_status(m, slot, p->pend_call, CCOIP_PB_STATUS_INVALID_USAGE, reason, detail);
+    p->pend_voted = false;
+    p->pend_call = 0;
+    m->topo.n_pend_voted--;
+    if (m->topo.n_pend_voted == 0) m->topo.pend_timer = false;
+}
+
+/*
+ * A vote of every accepted peer (topology, pending query) timed out with `voters` of them in it
+ * (docs/protocol.md §6.10): a strict majority evicts the accepted peers that did not vote (as
+ * stragglers); otherwise (half or fewer voted) nobody is evicted and every voter's ballot fails
+ * with INVALID_USAGE / REASON_VOTE_UNMATCHED. A minority never evicts a majority.
+ */
+static void topo_vote_expired(ccoip_master *m, bool pending_query)
+{
+    const uint32_t voters = pending_query ? m->topo.n_pend_voted : m->topo.n_tv_acc;
+    const bool evict = 2u * (uint64_t)voters > m->sess.n_acc;
+    if (!evict) {
+        sm_log(&m->out, CCOIP_LOG_WARN,
+               "master: %s vote timed out with %u of %u accepted peers: failing the voters",
+               pending_query ? "pending-peers" : "topology", voters, m->sess.n_acc);
+    }
+    uint64_t last = 0;
+    for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {
+        const m_peer *p = &m->sess.peers[s];
+        last = p->id;
+        if (p->state != MP_ACCEPTED) continue;
+        const bool voted = pending_query ? p->pend_voted : p->topo_voted;
+        if (evict && !voted) {
+            m_evict(m, s, CCOIP_PB_REASON_VOTE_TIMEOUT,
+                    pending_query ? "did not ask for pending peers"
+                                  : "did not vote on the topology");
+        } else if (!evict && voted && pending_query) {
+            m_topo_fail_pending_query(m, s, CCOIP_PB_REASON_VOTE_UNMATCHED,
+                                      "half or fewer of the peers asked in time");
+        } else if (!evict && voted) {
+            m_topo_fail_vote(m, s, CCOIP_PB_REASON_VOTE_UNMATCHED,
+                             "half or fewer of the peers voted in time");
+        }
+    }
+    m->mm.dirty = true;
+}
+
 void m_topo_timers(ccoip_master *m)
 {
     uint64_t to = sm_ms(m->cfg.vote_timeout_ms);
     if (m->topo.topo_timer && m->now >= sm_add_sat(m->topo.topo_first_ns, to)) {
         m->topo.topo_timer = false;
-        uint64_t last = 0;
-        for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {
-            last = m->sess.peers[s].id;
-            if (m->sess.peers[s].state == MP_ACCEPTED && !m->sess.peers[s].topo_voted) {
-                m_evict(m, s, CCOIP_PB_REASON_VOTE_TIMEOUT, "did not vote on the topology");
-            }
-        }
+        topo_vote_expired(m, false);
     }
     if (m->topo.pend_timer && m->now >= sm_add_sat(m->topo.pend_first_ns, to)) {
         m->topo.pend_timer = false;
-        uint64_t last = 0;
-        for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {
-            last = m->sess.peers[s].id;
-            if (m->sess.peers[s].state == MP_ACCEPTED && !m->sess.peers[s].pend_voted) {
-                m_evict(m, s, CCOIP_PB_REASON_VOTE_TIMEOUT, "did not ask for pending peers");
-            }
-        }
+        topo_vote_expired(m, true);
     }
     if (m->topo.phase != MPH_NONE && m->now >= sm_add_sat(m->topo.phase_start_ns, to)) {
         uint64_t last = 0;

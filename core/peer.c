@@ -345,6 +345,7 @@ static void peer_on_join(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
         return;
     }
     p_set_state(p, PS_PENDING);
+    p->wire.known_epoch = env->body.join.epoch;
     if (env->body.join.has_world) {
         p->ring.wi.global = env->body.join.world.global;
         p->ring.wi.peer_group = env->body.join.world.peer_group;
@@ -662,6 +663,7 @@ static void peer_on_submit(ccoip_peer *p, const ccoip_cmd *cmd)
 
 static void peer_timers(ccoip_peer *p)
 {
+    p_wire_timers(p);
     if (!peer_master_up(p)) return;
     if (p->now >= sm_add_sat(p->ctl.last_recv_ns, sm_ms(p->ctl.evict_ms))) {
         p_fail(p, "master silent for evict_ms");
@@ -678,7 +680,10 @@ static void peer_timers(ccoip_peer *p)
 
 uint64_t ccoip_peer_deadline_ns(const ccoip_peer *p)
 {
-    if (p == NULL || !peer_master_up(p)) return CCOIP_NO_DEADLINE;
+    if (p == NULL) return CCOIP_NO_DEADLINE;
+    /* With the master up the peer steps at least every heartbeat period, which checks the
+     * accepted connections' HELLO deadlines (p_wire_timers) often enough. */
+    if (!peer_master_up(p)) return p_wire_deadline(p);
     uint64_t d = sm_add_sat(p->ctl.last_recv_ns, sm_ms(p->ctl.evict_ms));
     if (p->state >= PS_JOIN) {
         uint64_t h = sm_add_sat(p->ctl.last_send_ns, sm_ms(p->ctl.hb_ms));

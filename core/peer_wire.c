@@ -126,6 +126,15 @@ static void wire_acc_check(ccoip_peer *p, uint32_t i)
         wire_acc_free(p, i, true);
         return;
     }
+    const uint64_t known =
+        p->wire.plan_epoch > p->wire.known_epoch ? p->wire.plan_epoch : p->wire.known_epoch;
+    if (h->epoch > known && h->epoch - known > P_HELLO_EPOCH_AHEAD_MAX) {
+        sm_log(&p->out, CCOIP_LOG_WARN,
+               "peer %U: HELLO for epoch %U, far beyond epoch %U: closing conn %U", p->id, h->epoch,
+               known, a->conn);
+        wire_acc_free(p, i, true);
+        return;
+    }
     if (!p->wire.wiring && !p->wire.reported && h->epoch > p->wire.plan_epoch) {
         a->state = PA_HELD; /* its dialer got the plan first */
         return;
@@ -266,6 +275,7 @@ bool p_wire_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
             if (p->wire.acc[i].state == PA_FREE) {
                 p->wire.acc[i].state = PA_WAIT_HELLO;
                 p->wire.acc[i].conn = ev->conn;
+                p->wire.acc[i].since_ns = p->now;
                 return true;
             }
         }
@@ -358,4 +368,38 @@ bool p_wire_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t 
         return true;
     }
     return false;
+}
+
+/* An accepted connection must be up (a valid HELLO for a plan we have) within evict_ms of being
+ * accepted; one still waiting for its HELLO, or holding one for a plan that never came, is
+ * closed (docs/protocol.md §8.1). */
+static uint64_t wire_acc_deadline(const ccoip_peer *p, const p_acc *a)
+{
+    return sm_add_sat(a->since_ns, sm_ms(p->ctl.evict_ms));
+}
+
+void p_wire_timers(ccoip_peer *p)
+{
+    for (uint32_t i = 0; i < p->wire.acc_cap; i++) {
+        p_acc *a = &p->wire.acc[i];
+        if ((a->state != PA_WAIT_HELLO && a->state != PA_HELD) ||
+            p->now < wire_acc_deadline(p, a)) {
+            continue;
+        }
+        sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: incoming conn %U %s for evict_ms: closing", p->id,
+               a->conn, a->state == PA_HELD ? "held its HELLO" : "sent no HELLO");
+        wire_acc_free(p, i, true);
+    }
+}
+
+uint64_t p_wire_deadline(const ccoip_peer *p)
+{
+    uint64_t d = CCOIP_NO_DEADLINE;
+    for (uint32_t i = 0; i < p->wire.acc_cap; i++) {
+        const p_acc *a = &p->wire.acc[i];
+        if (a->state != PA_WAIT_HELLO && a->state != PA_HELD) continue;
+        const uint64_t t = wire_acc_deadline(p, a);
+        if (t < d) d = t;
+    }
+    return d;
 }

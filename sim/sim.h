@@ -70,7 +70,10 @@ typedef enum sim_script_kind {
     /** Arms a phase fault: peer hangs (stops for good, like SIGSTOP) as soon as the master
      *  starts the next phase of kind (arg & 0xff) (sim_phase) whose ring has at least
      *  (arg >> 8) & 0xff members; bit 16 of arg: crash instead of hang. */
-    SIM_SCRIPT_PHASE_FAULT = 13
+    SIM_SCRIPT_PHASE_FAULT = 13,
+    /** peer's next step also all-reduces on a tag nobody else uses (SIM_MAX_TAGS - 1; needs
+     *  tags < SIM_MAX_TAGS): the master must refuse it, evicting nobody (protocol §6.10). */
+    SIM_SCRIPT_ROGUE_TAG = 14
 } sim_script_kind;
 
 /** The phases a phase fault can be timed into (sim_fault.c classifies the master's frames). */
@@ -107,7 +110,8 @@ typedef enum sim_expect {
     SIM_EXPECT_SYNC_RETRY = 1u << 7,   /**< A sync failed with pcclRankConnectionLost, state
                                             untouched, and a retry succeeded. */
     SIM_EXPECT_OPTIMIZED = 1u << 8,    /**< An optimize-topology succeeded (ring cost checked). */
-    SIM_EXPECT_PHASE_FAULT = 1u << 9   /**< A scripted phase fault fired. */
+    SIM_EXPECT_PHASE_FAULT = 1u << 9,  /**< A scripted phase fault fired. */
+    SIM_EXPECT_NO_EVICTION = 1u << 10  /**< Nobody was evicted (checked at the end). */
 } sim_expect;
 
 typedef struct sim_config {

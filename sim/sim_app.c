@@ -282,6 +282,11 @@ static void app_reduce_phase(sim_workload *wl, uint32_t node)
         if (w->nodes[node].state != NODE_ALIVE) return;
         app_start_allreduce(wl, node, reverse ? w->cfg.tags - 1u - t : t);
     }
+    if (a->rogue_next && w->cfg.tags < SIM_MAX_TAGS && !w->failed) {
+        /* A tag nobody else uses (not among the step's results: only its own checks). */
+        a->rogue_next = false;
+        app_start_allreduce(wl, node, SIM_MAX_TAGS - 1u);
+    }
 }
 
 static void app_next_iteration(sim_workload *wl, uint32_t node)
@@ -584,12 +589,16 @@ static bool app_on_bind_op(void *ctx, uint32_t node, const ccoip_action *act, cc
     return true;
 }
 
-/* The master refused a call as blocked in another one (docs/protocol.md §6.12): retried. */
+/* The master refused a call as blocked in another one (docs/protocol.md §6.12), or as a vote
+ * nobody else joined (§6.10): retried. */
 static void app_on_m2p_sent(void *ctx, uint32_t dst, const ccoip_pb_master_to_peer *m)
 {
     if (m->status != CCOIP_PB_STATUS_INVALID_USAGE) return;
     sim_workload *wl = ctx;
-    app_of(wl, dst)->call_mismatch = m->reason == CCOIP_PB_REASON_CALL_MISMATCH;
+    /* Both end a call that cannot complete, nobody evicted: the application retries
+     * (docs/protocol.md §6.10, §6.12). */
+    app_of(wl, dst)->call_mismatch =
+        m->reason == CCOIP_PB_REASON_CALL_MISMATCH || m->reason == CCOIP_PB_REASON_VOTE_UNMATCHED;
     if (m->reason == CCOIP_PB_REASON_CALL_MISMATCH) wl->w->res->call_mismatches++;
 }
 
@@ -609,6 +618,9 @@ static void app_on_script(void *ctx, uint32_t node, const sim_script_event *s)
         break;
     case SIM_SCRIPT_MISMATCH:
         a->mismatch_next = true;
+        break;
+    case SIM_SCRIPT_ROGUE_TAG:
+        a->rogue_next = true;
         break;
     case SIM_SCRIPT_DIVERGE:
         a->diverge_next = true;

@@ -52,6 +52,7 @@ typedef struct sim_app {
     bool leave_requested;
     uint64_t stall_ns;
     bool mismatch_next;
+    bool rogue_next; /* SIM_SCRIPT_ROGUE_TAG */
     sim_appcmd cmds[SIM_MAX_TAGS];
     uint32_t outstanding;
     /* Shared state (sim_config.shared_state): tensors, revision, sync bookkeeping. */

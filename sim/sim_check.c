@@ -218,6 +218,9 @@ static void chk_end(void *ctx)
     if (w->failed) return;
     check_sync_final(ck);
     if (w->failed) return;
+    if ((w->cfg.expect & SIM_EXPECT_NO_EVICTION) && w->res->evictions == 0) {
+        w->seen_expect |= SIM_EXPECT_NO_EVICTION;
+    }
     const uint32_t missing = w->cfg.expect & ~w->seen_expect;
     if (missing != 0) {
         world_fail(w, SIM_CORRECTNESS, "scenario expectation not met (missing bits 0x%x)", missing);

@@ -207,6 +207,7 @@ void script_fire(sim_world *w, uint32_t i)
     }
     case SIM_SCRIPT_STALL:
     case SIM_SCRIPT_MISMATCH:
+    case SIM_SCRIPT_ROGUE_TAG:
     case SIM_SCRIPT_DIVERGE:
     case SIM_SCRIPT_SKIP_REVISION:
         /* The application's own behaviour: the observers' script hook (the workload). */

@@ -111,6 +111,7 @@ const char *const sim_scenario_names[] = {"join_during_allreduce",
                                           "optimize_asymmetric",
                                           "hang_in_admit",
                                           "hang_in_optimized_rewire",
+                                          "rogue_voter",
                                           NULL};
 
 static void script_add(sim_config *cfg, uint64_t t, sim_script_kind k, uint32_t peer, uint64_t arg)
@@ -264,6 +265,15 @@ bool sim_config_scenario(sim_config *cfg, const char *name)
         script_add(cfg, 1400u * MS, SIM_SCRIPT_PHASE_FAULT, 1, SIM_PH_ADMIT | (4u << 8));
         script_add(cfg, 1500u * MS, SIM_SCRIPT_JOIN, 0, 0);
         cfg->expect = SIM_EXPECT_PHASE_FAULT | SIM_EXPECT_EVICT_HEARTBEAT | SIM_EXPECT_ADMIT_LATE;
+        return true;
+    }
+    if (strcmp(name, "rogue_voter") == 0) {
+        /* Peer 0's next step also all-reduces on a tag nobody else uses: at the vote deadline
+         * the master refuses it (pcclInvalidUsage, REASON_VOTE_UNMATCHED, docs/protocol.md
+         * §6.10); nobody is evicted and every peer's later steps succeed. */
+        cfg->vote_timeout_ms = 3000;
+        script_add(cfg, 1500u * MS, SIM_SCRIPT_ROGUE_TAG, 0, 0);
+        cfg->expect = SIM_EXPECT_INVALID_USAGE | SIM_EXPECT_NO_EVICTION;
         return true;
     }
     if (strcmp(name, "mismatched_params") == 0) {

@@ -20,11 +20,11 @@
 /** Endpoint kinds the master stores per peer (EndpointKind values 0..2). */
 #define M_ENDPOINT_KINDS 3u
 
+/** A listen endpoint a peer announced in Join: its port only (a url is never kept or passed
+ *  on: docs/protocol.md §2). */
 typedef struct m_endpoint {
     bool has;
     uint32_t port;
-    uint32_t url_len;
-    uint8_t url[CCOIP_URL_MAX];
 } m_endpoint;
 
 /** Session states of a peer slot (docs/core.md §2.1). */
@@ -59,7 +59,8 @@ typedef struct m_peer {
     uint32_t n_ops;      /**< collective ops it has a member record in (limit max_ops) */
     uint64_t ring_epoch; /**< epoch of the last ring it was admitted to (its group's epoch) */
     uint64_t conn;
-    uint64_t last_recv_ns;
+    uint64_t up_ns;        /**< CONN_UP: the session must have joined by up_ns + evict_ms */
+    uint64_t last_recv_ns; /**< the last frame legal in its state (docs/protocol.md §6.10) */
     uint64_t last_send_ns;
     uint64_t hb_counter;
     uint64_t topo_call;
@@ -187,7 +188,8 @@ typedef struct m_sessions {
     uint32_t *order; /**< slot indices of slots with an id, ascending peer id */
     uint32_t order_n;
     uint64_t next_id;
-    uint32_t n_acc; /**< peers in MP_ACCEPTED (kept by m_peer_set_state) */
+    uint32_t n_acc;      /**< peers in MP_ACCEPTED (kept by m_peer_set_state) */
+    uint32_t n_unjoined; /**< slots in MP_HELLO or MP_NEW (kept by m_peer_set_state) */
     /* conn -> slot index, open addressing with linear probing, conn_cap = 2^k >= 2 max_peers. */
     uint32_t *conn_map;
     uint32_t conn_cap;
@@ -340,13 +342,15 @@ static inline bool m_peer_state_legal(m_peer_state from, m_peer_state to)
 }
 
 /**
- * Sets a slot's session state. Keeps the counters that follow it: n_acc and n_tv_acc (an
- * accepted peer's topology ballot counts), and, when the slot is freed, n_pend_voted (its
+ * Sets a slot's session state. Keeps the counters that follow it: n_unjoined, n_acc and n_tv_acc
+ * (an accepted peer's topology ballot counts), and, when the slot is freed, n_pend_voted (its
  * pending-peers ballot goes with it). The caller clears the record after MP_FREE.
  */
 static inline void m_peer_set_state(ccoip_master *m, m_peer *p, m_peer_state to)
 {
     assert(m_peer_state_legal(p->state, to));
+    if (p->state == MP_HELLO || p->state == MP_NEW) m->sess.n_unjoined--;
+    if (to == MP_HELLO || to == MP_NEW) m->sess.n_unjoined++;
     if (p->state == MP_ACCEPTED) {
         m->sess.n_acc--;
         if (p->topo_voted) m->topo.n_tv_acc--;
@@ -450,6 +454,10 @@ uint32_t m_slot_by_conn(const ccoip_master *m, uint64_t conn);
 void m_conn_map_insert(ccoip_master *m, uint32_t slot);
 void m_conn_map_remove(ccoip_master *m, uint32_t slot);
 m_peer *m_peer_at(ccoip_master *m, uint32_t slot);
+/** Fills e with how other peers reach p's endpoint of this kind (docs/protocol.md §2): the
+ *  address observed on p's control connection (127.0.0.1 when none was, an ipc:// master) and
+ *  the port p announced; never a url. */
+void m_peer_endpoint(const m_peer *p, uint32_t kind, ccoip_pb_endpoint *e);
 /** qsort comparators of uint32_t / uint64_t, ascending. */
 int m_cmp_u32(const void *a, const void *b);
 int m_cmp_u64(const void *a, const void *b);
@@ -510,6 +518,11 @@ bool m_opt_progress(ccoip_master *m);
 void m_opt_timers(ccoip_master *m);
 /** Forgets slot's open optimize ballot (its call was answered elsewhere). */
 void m_opt_drop_vote(ccoip_master *m, uint32_t slot);
+
+/* master_topology.c: a ballot answered INVALID_USAGE / reason and forgotten (its counters, the
+ * vote's timer when its last ballot goes). */
+void m_topo_fail_vote(ccoip_master *m, uint32_t slot, int32_t reason, const char *detail);
+void m_topo_fail_pending_query(ccoip_master *m, uint32_t slot, int32_t reason, const char *detail);
 
 /* master_mismatch.c */
 /** Members blocked in different calls (docs/protocol.md §6.12): fails them all at once. */

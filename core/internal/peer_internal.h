@@ -55,9 +55,14 @@ typedef struct p_call {
 typedef enum p_tx_state { PT_NONE = 0, PT_DIALING, PT_HELLO_SENT, PT_UP } p_tx_state;
 typedef enum p_acc_state { PA_FREE = 0, PA_WAIT_HELLO, PA_HELD, PA_UP } p_acc_state;
 
+/** A HELLO for an epoch more than this beyond the newest the peer knows (its plan's, its
+ *  JoinResult's) is refused at once, not held (docs/protocol.md §8.1). */
+#define P_HELLO_EPOCH_AHEAD_MAX 1024u
+
 typedef struct p_acc {
     p_acc_state state;
     uint64_t conn;
+    uint64_t since_ns; /**< accepted at: closed unless up (a valid HELLO) by since + evict_ms */
     ccoip_data_header hello; /**< PA_HELD: a hello for an epoch we have no plan for yet */
     uint64_t epoch;          /**< PA_UP: the epoch the link was made for */
 } p_acc;
@@ -243,8 +248,9 @@ typedef struct p_wiring {
     uint32_t p2p_port;
     char p2p_url[CCOIP_URL_MAX];
     uint64_t plan_epoch;
-    bool wiring;   /**< plan received, not yet reported */
-    bool reported; /**< reported, waiting for the verdict */
+    uint64_t known_epoch; /**< the JoinResult's epoch (HELLO plausibility, §8.1) */
+    bool wiring;          /**< plan received, not yet reported */
+    bool reported;        /**< reported, waiting for the verdict */
     uint64_t plan_pred;
     uint64_t plan_succ;
     uint32_t plan_rank;
@@ -462,6 +468,10 @@ bool p_wire_on_conn_up(ccoip_peer *p, const ccoip_event *ev);
 bool p_wire_on_conn_closed(ccoip_peer *p, uint64_t conn);
 bool p_wire_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t len);
 void p_wire_close_all(ccoip_peer *p);
+/** Closes accepted connections without a valid HELLO (waiting or held) for evict_ms. */
+void p_wire_timers(ccoip_peer *p);
+/** The earliest such deadline; CCOIP_NO_DEADLINE when none waits. */
+uint64_t p_wire_deadline(const ccoip_peer *p);
 
 /* peer_state.c */
 pcclResult_t p_state_submit(ccoip_peer *p, const ccoip_cmd *cmd);

@@ -617,6 +617,8 @@ bool ccoip_pb_reason_is_known(int32_t v)
     case CCOIP_PB_REASON_RESOURCE_LIMIT:
     case CCOIP_PB_REASON_NON_FINITE:
     case CCOIP_PB_REASON_CALL_MISMATCH:
+    case CCOIP_PB_REASON_VOTE_UNMATCHED:
+    case CCOIP_PB_REASON_JOIN_TIMEOUT:
         return true;
     default:
         return false;
@@ -662,6 +664,10 @@ const char *ccoip_pb_reason_name(int32_t v)
         return "REASON_NON_FINITE";
     case CCOIP_PB_REASON_CALL_MISMATCH:
         return "REASON_CALL_MISMATCH";
+    case CCOIP_PB_REASON_VOTE_UNMATCHED:
+        return "REASON_VOTE_UNMATCHED";
+    case CCOIP_PB_REASON_JOIN_TIMEOUT:
+        return "REASON_JOIN_TIMEOUT";
     default:
         return NULL;
     }

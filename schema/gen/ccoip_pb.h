@@ -174,7 +174,11 @@ typedef enum ccoip_pb_reason {
     /* a member's data is NaN/inf and cannot be quantized (§6.8); */
     CCOIP_PB_REASON_NON_FINITE = 16,
     /* members blocked in different calls, none can end (§6.12) */
-    CCOIP_PB_REASON_CALL_MISMATCH = 17
+    CCOIP_PB_REASON_CALL_MISMATCH = 17,
+    /* a vote timed out, half or fewer voted: ballots fail (§6.10) */
+    CCOIP_PB_REASON_VOTE_UNMATCHED = 18,
+    /* no Join within evict_ms of connecting (§6.1, §6.2) */
+    CCOIP_PB_REASON_JOIN_TIMEOUT = 19
 } ccoip_pb_reason;
 
 /* True when v is a value of Reason this codec knows. */
