@@ -101,14 +101,7 @@ static void act_connect(pt_driver *d, const ccoip_action *a)
         pt_q_core(d, &ev);
         return;
     }
-    int rv = nng_stream_dialer_alloc(&c->dialer, url);
-    nng_tls_config *tls = NULL;
-    if (rv == 0) rv = pt_tls_config_for(d, url, false, &tls);
-    if (rv == 0 && tls != NULL) {
-        rv = nng_stream_dialer_set_ptr(c->dialer, NNG_OPT_TLS_CONFIG, tls);
-        nng_tls_config_free(tls); /* the dialer holds its own reference */
-    }
-    if (rv == 0) rv = nng_aio_alloc(&c->dial_aio, pt_cb_dial, c);
+    const int rv = pt_dial_prepare(d, c, url);
     if (rv != 0) {
         pt_log(CCOIP_LOG_WARN, d->who, "connect to %s: %s", url, nng_strerror(rv));
         pt_conn_free(d, c);

@@ -507,6 +507,9 @@ void pt_kernels_cancel(pt_driver *d, uint32_t slot);
 
 /** For a tls+ URL, an nng TLS configuration from PCCL_TLS_*; 0 with *out NULL for others. */
 int pt_tls_config_for(pt_driver *d, const char *url, bool server, nng_tls_config **out);
+/** A dialer (with the run's TLS configuration for tls+ URLs) and the dial aio for c: 0 or the nng
+ * error. */
+int pt_dial_prepare(pt_driver *d, pt_conn *c, const char *url);
 /** The URL a CONNECT or PROBE action names (its bytes, or its IP and port). 0, or -1. */
 int pt_url_for(const ccoip_action *a, bool tls, char *url, size_t cap);
 

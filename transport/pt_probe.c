@@ -137,14 +137,7 @@ void pt_probe_dial(pt_driver *d, uint64_t conn, uint64_t io_id, const char *url,
     c->probe_want = want;
     c->probe_tries = tries;
     snprintf(c->probe_url, sizeof c->probe_url, "%s", url);
-    int rv = nng_stream_dialer_alloc(&c->dialer, url);
-    nng_tls_config *tls = NULL;
-    if (rv == 0) rv = pt_tls_config_for(d, url, false, &tls);
-    if (rv == 0 && tls != NULL) {
-        rv = nng_stream_dialer_set_ptr(c->dialer, NNG_OPT_TLS_CONFIG, tls);
-        nng_tls_config_free(tls); /* the dialer holds its own reference */
-    }
-    if (rv == 0) rv = nng_aio_alloc(&c->dial_aio, pt_cb_dial, c);
+    const int rv = pt_dial_prepare(d, c, url);
     if (rv != 0) {
         pt_log(CCOIP_LOG_WARN, d->who, "probe %s: %s", url, nng_strerror(rv));
         pt_probe_end(d, c);

@@ -117,3 +117,18 @@ int pt_url_for(const ccoip_action *a, bool tls, char *url, size_t cap)
     }
     return -1;
 }
+
+/* A dialer for url on connection c, with the run's TLS configuration when url is tls+, and its
+ * dial aio: 0, or the nng error (the caller logs it and frees c). */
+int pt_dial_prepare(pt_driver *d, pt_conn *c, const char *url)
+{
+    int rv = nng_stream_dialer_alloc(&c->dialer, url);
+    nng_tls_config *tls = NULL;
+    if (rv == 0) rv = pt_tls_config_for(d, url, false, &tls);
+    if (rv == 0 && tls != NULL) {
+        rv = nng_stream_dialer_set_ptr(c->dialer, NNG_OPT_TLS_CONFIG, tls);
+        nng_tls_config_free(tls); /* the dialer holds its own reference */
+    }
+    if (rv == 0) rv = nng_aio_alloc(&c->dial_aio, pt_cb_dial, c);
+    return rv;
+}
