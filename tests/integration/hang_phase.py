@@ -31,6 +31,8 @@ import tempfile
 import threading
 import time
 
+from soak import stop_all  # the soak's process cleanup (same folder)
+
 
 def now_ms():
     return int(time.monotonic() * 1000)  # CLOCK_MONOTONIC, as the peers print
@@ -158,18 +160,7 @@ def main():
             if rc != 0:
                 fail(f"peer {s} exited {rc}")
     finally:
-        for p in procs:
-            if p.poll() is None:
-                try:
-                    p.send_signal(signal.SIGCONT)
-                    p.kill()
-                except OSError:
-                    pass
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
+        stop_all(procs)
     return finish(failures, work, args)
 
 

@@ -55,6 +55,22 @@ class Peer:
         self.last_change = 0.0
 
 
+def stop_all(procs):
+    """Kills every process still running (resuming a stopped one first) and reaps them all."""
+    for p in procs:
+        if p.poll() is None:
+            try:
+                p.send_signal(signal.SIGCONT)
+                p.kill()
+            except OSError:
+                pass
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--master", required=True)
@@ -106,18 +122,7 @@ def main():
     hang_progress_s = (1.0 + 2.0 + 3.0) * scale
 
     def cleanup():
-        for p in procs:
-            if p.poll() is None:
-                try:
-                    p.send_signal(signal.SIGCONT)
-                    p.kill()
-                except OSError:
-                    pass
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
+        stop_all(procs)
 
     def dump_logs():
         names = sorted(os.listdir(work))
