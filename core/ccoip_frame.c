@@ -33,6 +33,8 @@ _Static_assert(CCOIP_PB_STATUS_REMOTE_ERROR == (int)pcclRemoteError, "status num
 _Static_assert(CCOIP_PB_STATUS_SHARED_STATE_SYNC_FAILED == (int)pcclSharedStateSyncFailed,
                "status numbering");
 _Static_assert(CCOIP_PB_STATUS_PROTOCOL_ERROR == (int)pcclProtocolError, "status numbering");
+_Static_assert(CCOIP_PB_STATUS_AUTHENTICATION_FAILED == (int)pcclAuthenticationFailed,
+               "status numbering");
 _Static_assert(PCCL_RESULT_COUNT == 18, "a new pcclResult_t needs a Status in ccoip.proto");
 _Static_assert(CCOIP_PB_DATA_TYPE_UINT8 == (int)pcclUint8, "dtype numbering");
 _Static_assert(CCOIP_PB_DATA_TYPE_INT8 == (int)pcclInt8, "dtype numbering");
@@ -326,9 +328,14 @@ enum {
 /* Kinds whose frames never carry a payload. */
 static bool frame_kind_empty(uint32_t kind)
 {
-    return kind == CCOIP_DATA_HELLO || kind == CCOIP_DATA_HELLO_ACK ||
-           kind == CCOIP_DATA_PROBE_REQUEST || kind == CCOIP_DATA_PROBE_ACCEPT ||
-           kind == CCOIP_DATA_PROBE_BUSY;
+    return kind == CCOIP_DATA_HELLO_ACK || kind == CCOIP_DATA_PROBE_ACCEPT ||
+           kind == CCOIP_DATA_PROBE_BUSY || kind == CCOIP_DATA_CHALLENGE;
+}
+
+/* Kinds that carry no payload, or in an authenticated run exactly a proof (§8.0). */
+static bool frame_kind_proof(uint32_t kind)
+{
+    return kind == CCOIP_DATA_HELLO || kind == CCOIP_DATA_PROBE_REQUEST;
 }
 
 /*
@@ -347,6 +354,8 @@ static bool frame_data_valid(const frame_data_raw *r, const ccoip_codec_limits *
     if (r->length > lim->max_data_payload_bytes) return false;
     if (r->offset > UINT64_MAX - r->length) return false;
     if (frame_kind_empty(r->kind) && r->length != 0) return false;
+    if (frame_kind_proof(r->kind) && r->length != 0 && r->length != CCOIP_DATA_PROOF_BYTES)
+        return false;
     if ((r->kind == CCOIP_DATA_STATE_REQUEST || r->kind == CCOIP_DATA_STATE_RESPONSE) &&
         r->length > lim->pb.max_message_bytes) {
         return false;

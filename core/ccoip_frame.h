@@ -142,11 +142,15 @@ typedef enum ccoip_data_kind {
     CCOIP_DATA_PROBE_REQUEST = 7,  /**< Asks for a bandwidth probe (§8.4). */
     CCOIP_DATA_PROBE_ACCEPT = 8,   /**< The prober may send. */
     CCOIP_DATA_PROBE_BUSY = 9,     /**< Another probe runs: retry later. */
-    CCOIP_DATA_PROBE_DATA = 10     /**< Probe payload (content ignored). */
+    CCOIP_DATA_PROBE_DATA = 10,    /**< Probe payload (content ignored). */
+    CCOIP_DATA_CHALLENGE = 11      /**< Authenticated runs: the acceptor's nonce (§8.0). */
 } ccoip_data_kind;
 
 /** Number of data kinds plus one (kinds are 1 .. CCOIP_DATA_KIND_END - 1). */
-#define CCOIP_DATA_KIND_END (11u)
+#define CCOIP_DATA_KIND_END (12u)
+
+/** Payload bytes of an authenticated HELLO or PROBE_REQUEST: an HMAC-SHA-256 (§8.0). */
+#define CCOIP_DATA_PROOF_BYTES (32u)
 
 /**
  * The 80-byte header before every data-frame payload. The meaning of

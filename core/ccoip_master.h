@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ccoip_auth.h"
 #include "ccoip_sm.h"
 #include "pccl_types.h"
 
@@ -75,6 +76,13 @@ typedef struct ccoip_master_config {
      * (ipc://) are not counted. Default 16; UINT32_MAX: no limit.
      */
     uint32_t max_unjoined_per_addr;
+    /**
+     * Authenticated runs (docs/protocol.md §6.1.1; all zero: off). With a MAC set the master
+     * proves the run key in HelloResult, admits a Join only with the peer's proof
+     * (REASON_AUTH_FAILED otherwise), and issues each epoch's link keys and each sync round's
+     * state key from its secret. Not part of a trace header.
+     */
+    ccoip_auth_config auth;
 } ccoip_master_config;
 
 typedef struct ccoip_master ccoip_master;

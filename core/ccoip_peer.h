@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ccoip_auth.h"
 #include "ccoip_sm.h"
 #include "pccl_types.h"
 
@@ -77,6 +78,14 @@ typedef struct ccoip_peer_config {
      */
     uint8_t *decode_arena;
     uint64_t decode_arena_bytes;
+    /**
+     * Authenticated runs (docs/protocol.md §6.1.1, §8.0; all zero: off). With a MAC set the peer
+     * proves the run key to the master and requires the master's proof, challenges every
+     * accepted p2p and shared-state connection and accepts only proofs of the keys the master
+     * issued for that epoch or round. Not part of a trace header: a trace of an authenticated
+     * run does not replay (its keys are never written).
+     */
+    ccoip_auth_config auth;
 } ccoip_peer_config;
 
 typedef struct ccoip_peer ccoip_peer;

@@ -288,6 +288,17 @@ static pcclResult_t send_state_frame(sm_out *o, const ccoip_codec_limits *lim, u
     return pcclSuccess;
 }
 
+pcclResult_t sm_send_data_proof(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn,
+                                ccoip_data_header *h, const uint8_t proof[CCOIP_DATA_PROOF_BYTES])
+{
+    uint8_t *payload;
+    ccoip_action *a;
+    const pcclResult_t r = send_state_frame(o, lim, conn, h, CCOIP_DATA_PROOF_BYTES, &payload, &a);
+    if (r != pcclSuccess) return r;
+    memcpy(payload, proof, CCOIP_DATA_PROOF_BYTES);
+    return pcclSuccess;
+}
+
 pcclResult_t sm_send_state_request(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn,
                                    ccoip_data_header *h, const ccoip_pb_shared_state_request *req)
 {

@@ -239,16 +239,70 @@ static void master_on_hello(ccoip_master *m, uint32_t slot, const ccoip_pb_peer_
     env.body.hello.heartbeat_ms = m->cfg.heartbeat_ms;
     env.body.hello.evict_ms = m->cfg.evict_ms;
     env.body.hello.relay_max_bytes = m->cfg.relay_max_bytes;
+    uint8_t proof[CCOIP_AUTH_MAC_BYTES];
+    if (ccoip_auth_on(&m->cfg.auth)) {
+        /* §6.1.1: our challenge, and our proof over the peer's (none: all zero). */
+        if (h->nonce.len == CCOIP_AUTH_NONCE_BYTES)
+            memcpy(p->auth_peer_nonce, h->nonce.data, CCOIP_AUTH_NONCE_BYTES);
+        ccoip_auth_nonce(&m->cfg.auth, &m->auth_ctr, p->auth_nonce);
+        ccoip_auth_mac(&m->cfg.auth, m->cfg.auth.run_key, "pccl master proof", p->auth_peer_nonce,
+                       CCOIP_AUTH_NONCE_BYTES, p->auth_nonce, CCOIP_AUTH_NONCE_BYTES, &p->id, 1,
+                       proof);
+        env.body.hello.nonce.data = p->auth_nonce;
+        env.body.hello.nonce.len = CCOIP_AUTH_NONCE_BYTES;
+        env.body.hello.proof.data = proof;
+        env.body.hello.proof.len = CCOIP_AUTH_MAC_BYTES;
+    }
     m_send(m, slot, &env);
     m_live_touch(m, sm_add_sat(p->last_send_ns, sm_ms(m->cfg.heartbeat_ms)));
     m_live_arm(m, slot);
     sm_log(&m->out, CCOIP_LOG_INFO, "master: conn %U is peer %U", p->conn, p->id);
 }
 
+void m_auth_link_key(const ccoip_master *m, uint64_t epoch, uint64_t from, uint64_t to,
+                     uint8_t out[CCOIP_AUTH_KEY_BYTES])
+{
+    const uint64_t v[3] = {epoch, from, to};
+    ccoip_auth_mac(&m->cfg.auth, m->cfg.auth.secret, "pccl link key", NULL, 0, NULL, 0, v, 3, out);
+}
+
+void m_auth_group_key(const ccoip_master *m, uint64_t epoch, uint32_t group,
+                      uint8_t out[CCOIP_AUTH_KEY_BYTES])
+{
+    const uint64_t v[2] = {epoch, group};
+    ccoip_auth_mac(&m->cfg.auth, m->cfg.auth.secret, "pccl group key", NULL, 0, NULL, 0, v, 2, out);
+}
+
+/* §6.1.1: an authenticated master admits a Join only with the peer's proof of the run key over
+ * both challenges. A Join without it is answered STATUS_AUTHENTICATION_FAILED and closed. */
+static bool master_join_authentic(ccoip_master *m, uint32_t slot, const ccoip_pb_peer_to_master *in)
+{
+    m_peer *p = m_peer_at(m, slot);
+    if (!ccoip_auth_on(&m->cfg.auth)) return true;
+    const ccoip_pb_join *j = &in->body.join;
+    uint8_t want[CCOIP_AUTH_MAC_BYTES];
+    ccoip_auth_mac(&m->cfg.auth, m->cfg.auth.run_key, "pccl peer proof", p->auth_nonce,
+                   CCOIP_AUTH_NONCE_BYTES, p->auth_peer_nonce, CCOIP_AUTH_NONCE_BYTES, &p->id, 1,
+                   want);
+    if (j->proof.len == CCOIP_AUTH_MAC_BYTES &&
+        ccoip_auth_equal(j->proof.data, want, CCOIP_AUTH_MAC_BYTES)) {
+        return true;
+    }
+    sm_log(&m->out, CCOIP_LOG_WARN, "master: peer %U (conn %U) failed authentication (%s): closing",
+           p->id, p->conn, j->proof.len == 0 ? "no run-token proof" : "wrong run-token proof");
+    m_answer_status(m, slot, in->call_id, CCOIP_PB_STATUS_AUTHENTICATION_FAILED,
+                    CCOIP_PB_REASON_AUTH_FAILED, "authentication failed");
+    ccoip_action *a = sm_out_push(&m->out, CCOIP_ACT_CLOSE);
+    if (a != NULL) a->conn = p->conn;
+    master_remove(m, slot);
+    return false;
+}
+
 static void master_on_join(ccoip_master *m, uint32_t slot, const ccoip_pb_peer_to_master *in)
 {
     m_peer *p = m_peer_at(m, slot);
     const ccoip_pb_join *j = &in->body.join;
+    if (!master_join_authentic(m, slot, in)) return;
     for (uint64_t i = 0; i < j->endpoints_count; i++) {
         const ccoip_pb_endpoint *e = &j->endpoints[i];
         if (e->kind < 0 || (uint32_t)e->kind >= M_ENDPOINT_KINDS) continue; /* newer kinds */

@@ -277,6 +277,21 @@ static void topo_send_plan(ccoip_master *m, uint32_t slot, uint64_t call, bool o
     }
     plan->neighbours = nb;
     plan->neighbours_count = nn;
+    uint8_t keys[3][CCOIP_AUTH_KEY_BYTES];
+    if (ccoip_auth_on(&m->cfg.auth)) {
+        m_auth_group_key(m, m->topo.epoch, p->group, keys[2]);
+        plan->group_key.data = keys[2];
+        plan->group_key.len = CCOIP_AUTH_KEY_BYTES;
+    }
+    if (p->ring_size >= 2 && ccoip_auth_on(&m->cfg.auth)) {
+        /* The keys of this epoch's links pred -> p and p -> succ (docs/protocol.md §8.1). */
+        m_auth_link_key(m, m->topo.epoch, m->sess.peers[p->pred].id, p->id, keys[0]);
+        m_auth_link_key(m, m->topo.epoch, p->id, m->sess.peers[p->succ].id, keys[1]);
+        plan->pred_key.data = keys[0];
+        plan->pred_key.len = CCOIP_AUTH_KEY_BYTES;
+        plan->succ_key.data = keys[1];
+        plan->succ_key.len = CCOIP_AUTH_KEY_BYTES;
+    }
     plan->ring_count = topo_fill_ring(m, slot);
     plan->ring = m->ids;
     plan->has_world = true;

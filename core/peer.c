@@ -278,6 +278,47 @@ static void p_fail_at(ccoip_peer *p, ccoip_log_level level, const char *why)
 /* Frames from the master                                                    */
 /* ------------------------------------------------------------------------ */
 
+/* Fails the connect with pcclAuthenticationFailed (docs/security.md). */
+static void peer_auth_fail(ccoip_peer *p, const char *why)
+{
+    sm_log(&p->out, CCOIP_LOG_ERROR, "peer %U: authentication failed: %s", p->id, why);
+    if (p->ctl.connect_pending) {
+        p->ctl.connect_pending = false;
+        p_notify(p, p->ctl.connect_cmd, pcclAuthenticationFailed);
+    }
+    p_fail(p, "authentication failed");
+}
+
+/*
+ * §6.1.1: with a run key, the master must prove it over our nonce and its own, and our Join
+ * proves it back (proof_out). Without one, a master that challenges us requires a token we do
+ * not have. False when the connect failed.
+ */
+static bool peer_hello_authentic(ccoip_peer *p, const ccoip_pb_hello_result *h,
+                                 uint8_t proof_out[CCOIP_AUTH_MAC_BYTES])
+{
+    if (!ccoip_auth_on(&p->cfg.auth)) {
+        if (h->nonce.len == 0) return true;
+        peer_auth_fail(p, "the master requires a run token and this peer has none");
+        return false;
+    }
+    if (h->nonce.len != CCOIP_AUTH_NONCE_BYTES || h->proof.len != CCOIP_AUTH_MAC_BYTES) {
+        peer_auth_fail(p, "the master does not authenticate (no run token there)");
+        return false;
+    }
+    uint8_t want[CCOIP_AUTH_MAC_BYTES];
+    ccoip_auth_mac(&p->cfg.auth, p->cfg.auth.run_key, "pccl master proof", p->auth_nonce,
+                   CCOIP_AUTH_NONCE_BYTES, h->nonce.data, CCOIP_AUTH_NONCE_BYTES, &p->id, 1, want);
+    if (!ccoip_auth_equal(want, h->proof.data, CCOIP_AUTH_MAC_BYTES)) {
+        peer_auth_fail(p, "the master's proof is wrong (a different run token)");
+        return false;
+    }
+    ccoip_auth_mac(&p->cfg.auth, p->cfg.auth.run_key, "pccl peer proof", h->nonce.data,
+                   CCOIP_AUTH_NONCE_BYTES, p->auth_nonce, CCOIP_AUTH_NONCE_BYTES, &p->id, 1,
+                   proof_out);
+    return true;
+}
+
 static void peer_on_hello(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
 {
     if (env->status != CCOIP_PB_STATUS_SUCCESS ||
@@ -299,6 +340,8 @@ static void peer_on_hello(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
         return;
     }
     p->id = h->peer_id;
+    uint8_t proof[CCOIP_AUTH_MAC_BYTES];
+    if (!peer_hello_authentic(p, h, proof)) return;
     p->ring.relay_max = h->relay_max_bytes;
     if (h->heartbeat_ms != 0 && h->evict_ms > h->heartbeat_ms) {
         p->ctl.hb_ms = h->heartbeat_ms;
@@ -329,6 +372,10 @@ static void peer_on_hello(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
     out.body.join.endpoints = ep;
     out.body.join.endpoints_count = nep;
     out.body.join.p2p_pool_size = p->cfg.p2p_pool_size;
+    if (ccoip_auth_on(&p->cfg.auth)) {
+        out.body.join.proof.data = proof;
+        out.body.join.proof.len = CCOIP_AUTH_MAC_BYTES;
+    }
     p_set_state(p, PS_JOIN);
     p_send(p, &out);
 }
@@ -341,7 +388,9 @@ static void peer_on_join(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
             p->ctl.connect_pending = false;
             p_notify(p, p->ctl.connect_cmd, ccoip_status_to_result(env->status));
         }
-        p_fail(p, "join refused");
+        p_fail(p, env->status == CCOIP_PB_STATUS_AUTHENTICATION_FAILED
+                      ? "join refused: authentication failed (no or a different run token)"
+                      : "join refused");
         return;
     }
     p_set_state(p, PS_PENDING);
@@ -729,6 +778,11 @@ pcclResult_t ccoip_peer_step(ccoip_peer *p, const ccoip_event *ev)
             env.body.hello.max_version = CCOIP_PROTOCOL_VERSION_MAX;
             env.body.hello.software.data = (const uint8_t *)"pccl/0.1.0";
             env.body.hello.software.len = 10;
+            if (ccoip_auth_on(&p->cfg.auth)) {
+                ccoip_auth_nonce(&p->cfg.auth, &p->auth_ctr, p->auth_nonce);
+                env.body.hello.nonce.data = p->auth_nonce;
+                env.body.hello.nonce.len = CCOIP_AUTH_NONCE_BYTES;
+            }
             p_send(p, &env);
             break;
         }

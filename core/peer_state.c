@@ -351,6 +351,23 @@ static uint32_t state_sconn(const ccoip_peer *p, uint64_t conn)
     return UINT32_MAX;
 }
 
+/* The proof of a STATE_REQUEST (authenticated runs, §8.3): the group key of the epoch over the
+ * distributor's challenge and what the request asks for. */
+static void state_request_proof(const ccoip_peer *p,
+                                const uint8_t challenge[CCOIP_AUTH_NONCE_BYTES],
+                                const ccoip_data_header *h,
+                                const ccoip_pb_shared_state_request *req,
+                                uint8_t out[CCOIP_AUTH_MAC_BYTES])
+{
+    const uint64_t v[4] = {h->tag, h->seq, req->round, req->revision};
+    ccoip_auth_mac(&p->cfg.auth, p->wire.group_key, "pccl state request", challenge,
+                   CCOIP_AUTH_NONCE_BYTES, NULL, 0, v, 4, out);
+}
+
+/* Sends the fetch's STATE_REQUEST (keys in verdict order) and posts one STATE_RECV per key into
+ * scratch; challenge: the distributor's (authenticated runs), else NULL. */
+static void state_send_request(ccoip_peer *p, const uint8_t *challenge);
+
 bool p_state_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
 {
     if (ev->accepted) {
@@ -359,6 +376,8 @@ bool p_state_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
             if (!p->ss.sconn[i].used) {
                 p->ss.sconn[i].used = true;
                 p->ss.sconn[i].conn = ev->conn;
+                if (ccoip_auth_on(&p->cfg.auth))
+                    p_auth_challenge(p, ev->conn, p->ss.sconn[i].challenge);
                 return true;
             }
         }
@@ -368,6 +387,15 @@ bool p_state_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
     }
     if (!p->ss.conn_open || ev->conn != p->ss.conn) return false;
     if (p->ss.st != PSS_FETCHING) return true;
+    p->ss.requested = false;
+    /* Authenticated: the request answers the distributor's CHALLENGE (state_on_response). */
+    if (!ccoip_auth_on(&p->cfg.auth)) state_send_request(p, NULL);
+    return true;
+}
+
+static void state_send_request(ccoip_peer *p, const uint8_t *challenge)
+{
+    p->ss.requested = true;
     /* Request the keys in verdict order; post one STATE_RECV per key into scratch. */
     uint32_t n = 0;
     for (uint32_t i = 0; i < p->ss.nkeys; i++) {
@@ -390,15 +418,21 @@ bool p_state_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
     p->ss.fetch_seq++;
     h.tag = p->id;
     h.seq = p->ss.fetch_seq;
+    uint8_t proof[CCOIP_AUTH_MAC_BYTES];
+    if (challenge != NULL) {
+        state_request_proof(p, challenge, &h, &req, proof);
+        req.proof.data = proof;
+        req.proof.len = CCOIP_AUTH_MAC_BYTES;
+    }
     if (sm_send_state_request(&p->out, &p->lim, p->ss.conn, &h, &req) != pcclSuccess) {
         p->out.overflow = true;
-        return true;
+        return;
     }
     for (uint32_t i = 0; i < p->ss.nkeys; i++) {
         p_skey *k = &p->ss.skeys[i];
         if (!k->fetch) continue;
         ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_STATE_RECV);
-        if (a == NULL) return true;
+        if (a == NULL) return;
         k->recv_io = p->next_io++;
         a->io_id = k->recv_io;
         a->op_slot = state_slot(p) + 1u;
@@ -409,7 +443,6 @@ bool p_state_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
         a->dst = state_scratch(p, k);
         p->ss.recv_pending++;
     }
-    return true;
 }
 
 /* Every fetched tensor arrived and the response was valid: verify the first one. */
@@ -456,6 +489,17 @@ static void state_on_response(ccoip_peer *p, const uint8_t *data, uint64_t len)
 {
     ccoip_data_header h;
     if (p->ss.st != PSS_FETCHING && p->ss.st != PSS_VERIFYING) return; /* late: ignored */
+    if (ccoip_auth_on(&p->cfg.auth) && !p->ss.requested && p->ss.st == PSS_FETCHING) {
+        if (ccoip_data_header_decode(data, len, &p->lim, &h) != pcclSuccess ||
+            h.kind != CCOIP_DATA_CHALLENGE || len != CCOIP_DATA_HEADER_BYTES) {
+            state_fetch_fail(p, "the distributor sent no CHALLENGE");
+            return;
+        }
+        uint8_t challenge[CCOIP_AUTH_NONCE_BYTES];
+        ccoip_auth_nonce_from_u64(h.tag, h.seq, challenge);
+        state_send_request(p, challenge);
+        return;
+    }
     if (ccoip_data_header_decode(data, len, &p->lim, &h) != pcclSuccess ||
         h.kind != CCOIP_DATA_STATE_RESPONSE || len != CCOIP_DATA_HEADER_BYTES + h.length ||
         p->ss.st != PSS_FETCHING || p->ss.resp_ok) {
@@ -505,6 +549,21 @@ static void state_serve(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint6
     ccoip_pb_shared_state_request req;
     pcclResult_t dr = ccoip_pb_shared_state_request_decode(data + CCOIP_DATA_HEADER_BYTES, h.length,
                                                            &p->lim.pb, &arena, &req);
+    if (ccoip_auth_on(&p->cfg.auth)) {
+        /* Only a member holding this epoch's group key, answering our challenge (§8.3). */
+        const uint32_t i = state_sconn(p, conn);
+        uint8_t want[CCOIP_AUTH_MAC_BYTES];
+        if (dr == pcclSuccess) state_request_proof(p, p->ss.sconn[i].challenge, &h, &req, want);
+        if (dr != pcclSuccess || req.proof.len != CCOIP_AUTH_MAC_BYTES ||
+            !ccoip_auth_equal(want, req.proof.data, CCOIP_AUTH_MAC_BYTES)) {
+            sm_log(&p->out, CCOIP_LOG_WARN,
+                   "peer %U: STATE_REQUEST on conn %U without a valid proof: closing", p->id, conn);
+            ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
+            if (a != NULL) a->conn = conn;
+            p->ss.sconn[i].used = false;
+            return;
+        }
+    }
     ccoip_pb_shared_state_response resp;
     memset(&resp, 0, sizeof(resp));
     resp.status = CCOIP_PB_STATUS_SUCCESS;

@@ -14,6 +14,8 @@
 
 #include "peer_internal.h"
 
+static void wire_send_hello(ccoip_peer *p, uint32_t k, const uint8_t *challenge);
+
 static void wire_close(ccoip_peer *p, uint64_t conn)
 {
     ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
@@ -116,6 +118,27 @@ static void wire_acc_free(ccoip_peer *p, uint32_t i, bool close)
     memset(&p->wire.acc[i], 0, sizeof(p->wire.acc[i]));
 }
 
+/* The proof of a HELLO (authenticated runs, §8.1): the link's key over the acceptor's challenge
+ * and every field the HELLO asserts. */
+static void wire_hello_proof(const ccoip_peer *p, const uint8_t key[CCOIP_AUTH_KEY_BYTES],
+                             const uint8_t challenge[CCOIP_AUTH_NONCE_BYTES],
+                             const ccoip_data_header *h, uint8_t out[CCOIP_AUTH_MAC_BYTES])
+{
+    const uint64_t v[5] = {h->epoch, h->tag, h->seq, h->chunk, h->step};
+    ccoip_auth_mac(&p->cfg.auth, key, "pccl p2p hello", challenge, CCOIP_AUTH_NONCE_BYTES, NULL, 0,
+                   v, 5, out);
+}
+
+/* Sends a CHALLENGE with a fresh nonce on an accepted connection (§8.0). */
+void p_auth_challenge(ccoip_peer *p, uint64_t conn, uint8_t nonce[CCOIP_AUTH_NONCE_BYTES])
+{
+    ccoip_auth_nonce(&p->cfg.auth, &p->auth_ctr, nonce);
+    ccoip_data_header c;
+    ccoip_data_header_init(&c, CCOIP_DATA_CHALLENGE);
+    ccoip_auth_nonce_to_u64(nonce, &c.tag, &c.seq);
+    if (sm_send_data_header(&p->out, &p->lim, conn, &c) != pcclSuccess) p->out.overflow = true;
+}
+
 /* Checks a HELLO on accepted connection i against the plan (§8.1). */
 static void wire_acc_check(ccoip_peer *p, uint32_t i)
 {
@@ -156,6 +179,18 @@ static void wire_acc_check(ccoip_peer *p, uint32_t i)
     if (!ok) {
         wire_acc_free(p, i, true);
         return;
+    }
+    if (ccoip_auth_on(&p->cfg.auth)) {
+        uint8_t proof[CCOIP_AUTH_MAC_BYTES];
+        wire_hello_proof(p, p->wire.pred_key, a->challenge, h, proof);
+        if (!ccoip_auth_equal(proof, a->proof, CCOIP_AUTH_MAC_BYTES)) {
+            sm_log(&p->out, CCOIP_LOG_WARN,
+                   "peer %U: HELLO on conn %U with a wrong proof (not introduced by the master "
+                   "for epoch %U): closing",
+                   p->id, a->conn, h->epoch);
+            wire_acc_free(p, i, true);
+            return;
+        }
     }
     if (h->chunk == 0) p->wire.rx_n = n;
     a->state = PA_UP;
@@ -224,6 +259,12 @@ void p_wire_on_plan(ccoip_peer *p, const ccoip_pb_topology_plan *plan)
             return;
         }
     }
+    if (ccoip_auth_on(&p->cfg.auth) && (plan->group_key.len != CCOIP_AUTH_KEY_BYTES ||
+                                        (n >= 2 && (plan->pred_key.len != CCOIP_AUTH_KEY_BYTES ||
+                                                    plan->succ_key.len != CCOIP_AUTH_KEY_BYTES)))) {
+        p_fail(p, "topology plan without link keys in an authenticated run");
+        return;
+    }
     /* The previous epoch's ring is gone: nothing of it completes (§6.9). */
     p_ring_on_link_lost(p, CCOIP_CONN_NONE);
     wire_tx_close_all(p);
@@ -242,6 +283,16 @@ void p_wire_on_plan(ccoip_peer *p, const ccoip_pb_topology_plan *plan)
     p->wire.plan_succ = succ;
     memcpy(p->wire.plan_ring, plan->ring, (size_t)n * sizeof(uint64_t));
     p->wire.plan_world = plan->has_world ? plan->world.peer_group : n;
+    memset(p->wire.pred_key, 0, sizeof(p->wire.pred_key));
+    memset(p->wire.group_key, 0, sizeof(p->wire.group_key));
+    if (plan->group_key.len == CCOIP_AUTH_KEY_BYTES)
+        memcpy(p->wire.group_key, plan->group_key.data, CCOIP_AUTH_KEY_BYTES);
+    memset(p->wire.succ_key, 0, sizeof(p->wire.succ_key));
+    if (n >= 2 && plan->pred_key.len == CCOIP_AUTH_KEY_BYTES &&
+        plan->succ_key.len == CCOIP_AUTH_KEY_BYTES) {
+        memcpy(p->wire.pred_key, plan->pred_key.data, CCOIP_AUTH_KEY_BYTES);
+        memcpy(p->wire.succ_key, plan->succ_key.data, CCOIP_AUTH_KEY_BYTES);
+    }
     p->wire.wiring = true;
     p->wire.reported = false;
     sm_log(&p->out, CCOIP_LOG_INFO, "peer %U: plan epoch %U, rank %u of %u", p->id, plan->epoch,
@@ -276,6 +327,8 @@ bool p_wire_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
                 p->wire.acc[i].state = PA_WAIT_HELLO;
                 p->wire.acc[i].conn = ev->conn;
                 p->wire.acc[i].since_ns = p->now;
+                if (ccoip_auth_on(&p->cfg.auth))
+                    p_auth_challenge(p, ev->conn, p->wire.acc[i].challenge);
                 return true;
             }
         }
@@ -286,6 +339,18 @@ bool p_wire_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
     }
     uint32_t k = wire_tx_index(p, ev->conn);
     if (k >= CCOIP_P2P_POOL_MAX || p->wire.tx_state[k] != PT_DIALING) return false;
+    if (ccoip_auth_on(&p->cfg.auth)) {
+        p->wire.tx_state[k] = PT_CHALLENGED; /* the HELLO answers the acceptor's CHALLENGE */
+        return true;
+    }
+    wire_send_hello(p, k, NULL);
+    return true;
+}
+
+/* Sends connection k's HELLO (§8.1); in an authenticated run with its proof over the
+ * acceptor's challenge. */
+static void wire_send_hello(ccoip_peer *p, uint32_t k, const uint8_t *challenge)
+{
     ccoip_data_header h;
     ccoip_data_header_init(&h, CCOIP_DATA_HELLO);
     h.epoch = p->wire.plan_epoch;
@@ -293,11 +358,16 @@ bool p_wire_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
     h.seq = p->wire.plan_succ;
     h.chunk = k;
     h.step = wire_pool_code(p->cfg.p2p_pool_size);
-    if (sm_send_data_header(&p->out, &p->lim, p->wire.tx_conn[k], &h) != pcclSuccess) {
-        p->out.overflow = true;
+    pcclResult_t r;
+    if (challenge != NULL) {
+        uint8_t proof[CCOIP_AUTH_MAC_BYTES];
+        wire_hello_proof(p, p->wire.succ_key, challenge, &h, proof);
+        r = sm_send_data_proof(&p->out, &p->lim, p->wire.tx_conn[k], &h, proof);
+    } else {
+        r = sm_send_data_header(&p->out, &p->lim, p->wire.tx_conn[k], &h);
     }
+    if (r != pcclSuccess) p->out.overflow = true;
     p->wire.tx_state[k] = PT_HELLO_SENT;
-    return true;
 }
 
 bool p_wire_on_conn_closed(ccoip_peer *p, uint64_t conn)
@@ -326,6 +396,13 @@ bool p_wire_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t 
     uint32_t k = wire_tx_index(p, conn);
     if (k < CCOIP_P2P_POOL_MAX) {
         pcclResult_t r = ccoip_data_header_decode(data, len, &p->lim, &h);
+        if (r == pcclSuccess && len == CCOIP_DATA_HEADER_BYTES &&
+            p->wire.tx_state[k] == PT_CHALLENGED && h.kind == CCOIP_DATA_CHALLENGE) {
+            uint8_t challenge[CCOIP_AUTH_NONCE_BYTES];
+            ccoip_auth_nonce_from_u64(h.tag, h.seq, challenge);
+            wire_send_hello(p, k, challenge);
+            return true;
+        }
         bool ok = r == pcclSuccess && len == CCOIP_DATA_HEADER_BYTES &&
                   p->wire.tx_state[k] == PT_HELLO_SENT && h.kind == CCOIP_DATA_HELLO_ACK &&
                   h.epoch == p->wire.plan_epoch && h.tag == p->id && h.seq == p->wire.plan_succ &&
@@ -355,7 +432,10 @@ bool p_wire_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t 
         p_acc *a = &p->wire.acc[i];
         if (a->state == PA_FREE || a->conn != conn) continue;
         pcclResult_t r = ccoip_data_header_decode(data, len, &p->lim, &h);
-        if (r != pcclSuccess || len != CCOIP_DATA_HEADER_BYTES || a->state != PA_WAIT_HELLO) {
+        /* Authenticated runs: exactly a HELLO with its proof; otherwise a bare header. */
+        const uint64_t proof_len = ccoip_auth_on(&p->cfg.auth) ? CCOIP_DATA_PROOF_BYTES : 0;
+        if (r != pcclSuccess || len != CCOIP_DATA_HEADER_BYTES + proof_len ||
+            h.length != proof_len || a->state != PA_WAIT_HELLO) {
             sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: bad frame on incoming conn %U, closing",
                    p->id, conn);
             bool was_rx = wire_rx_forget(p, conn);
@@ -364,6 +444,7 @@ bool p_wire_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t 
             return true;
         }
         a->hello = h;
+        if (proof_len > 0) memcpy(a->proof, data + CCOIP_DATA_HEADER_BYTES, CCOIP_DATA_PROOF_BYTES);
         wire_acc_check(p, i);
         return true;
     }

@@ -73,6 +73,12 @@ typedef enum pcclResult_t {
      * carried it is closed.
      */
     pcclProtocolError = 17,
+    /**
+     * Authentication failed (docs/security.md): the master requires a run token and this
+     * peer has none or a different one, or this peer has a run token and the master could
+     * not prove it holds the same. pccl addition (PCCL 1.0 has no value 18).
+     */
+    pcclAuthenticationFailed = 18,
 
     /** Alias: the name PCCL's documentation uses for pcclTopologyOptimizationFailed. */
     pcclOptimizeTopologyFailed = pcclTopologyOptimizationFailed

@@ -11,6 +11,8 @@ PACKAGES=(
   cmake ninja-build pkg-config gcc g++ clang clang-format libclang-rt-14-dev python3
   # libraries
   libnng-dev libxxhash-dev libcriterion-dev
+  # authenticated runs: HMAC-SHA-256 from OpenSSL's libcrypto (transport/pt_auth.c)
+  libssl-dev
   # WASM build of the core and its tests
   emscripten nodejs
   # schema/ codec generator and its independent check

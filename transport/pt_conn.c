@@ -546,6 +546,7 @@ static void data_frame(pt_driver *d, pt_conn *c)
     case CCOIP_DATA_STATE_DATA:
         state_dispatch(d, c);
         return;
+    case CCOIP_DATA_HELLO: /* with its proof (authenticated runs): header + proof to the core */
     case CCOIP_DATA_STATE_REQUEST:
     case CCOIP_DATA_STATE_RESPONSE: {
         /* Header + protobuf payload to the core as one RECV (ccoip_sm.h v3). */
@@ -642,12 +643,11 @@ void pt_on_received(pt_driver *d, pt_conn *c, int rv, uint64_t count)
                 pt_conn_close(d, c, true);
                 return;
             }
-            if (c->probe == PROBE_NONE &&
-                (c->dh.kind == CCOIP_DATA_HELLO || c->dh.kind == CCOIP_DATA_HELLO_ACK)) {
-                if (c->dh.length != 0) {
-                    pt_conn_close(d, c, true);
-                    return;
-                }
+            /* Header-only link frames go to the core as they are; an authenticated HELLO
+             * (its proof behind the header) takes the payload path of data_frame. */
+            if (c->probe == PROBE_NONE && c->dh.length == 0 &&
+                (c->dh.kind == CCOIP_DATA_HELLO || c->dh.kind == CCOIP_DATA_HELLO_ACK ||
+                 c->dh.kind == CCOIP_DATA_CHALLENGE)) {
                 frame_done(c);
                 pt_rd_start_header(c);
                 ccoip_event ev;

@@ -116,6 +116,7 @@ static void on_accepted(pt_driver *d, pt_ev *ev)
         c->idle_ms = PT_PROBE_IDLE_MS;
         c->life_ns = pt_now_ns() + (uint64_t)PT_PROBE_MAX_MS * 1000000u;
         pt_conn_up(d, c, ev->stream);
+        pt_probe_target_up(d, c);
         pt_listener_arm(d, l);
         return;
     }
@@ -532,10 +533,20 @@ pcclResult_t pt_master_create(const char *listen_url, const ccoip_master_config 
                PT_MAX_CONNS - PT_MASTER_MAX_PEERS);
         return pcclInvalidArgument;
     }
+    ccoip_master_config mc;
+    if (cfg != NULL) {
+        mc = *cfg;
+    } else {
+        memset(&mc, 0, sizeof mc);
+    }
+    pcclResult_t r = pt_auth_load("master", &mc.auth);
+    if (r != pcclSuccess) return r;
     pt_driver *d = driver_alloc(true);
     if (d == NULL) return pcclSystemError;
+    d->auth = mc.auth;
+    cfg = &mc;
     const uint64_t seed = seed_random();
-    pcclResult_t r = ccoip_master_create(cfg, seed, &d->m);
+    r = ccoip_master_create(cfg, seed, &d->m);
     if (r == pcclSuccess) pt_trace_open(d, seed, cfg, NULL);
     if (r == pcclSuccess) {
         if (cfg != NULL && cfg->max_message_bytes > 0) {
@@ -587,8 +598,13 @@ pcclResult_t pt_peer_create(const ccoip_peer_config *cfg, const char *bind_host,
         return pcclInvalidArgument;
     }
     *out = NULL;
+    ccoip_peer_config pc = *cfg;
+    pcclResult_t r = pt_auth_load("peer", &pc.auth);
+    if (r != pcclSuccess) return r;
+    cfg = &pc;
     pt_driver *d = driver_alloc(false);
     if (d == NULL) return pcclSystemError;
+    d->auth = pc.auth;
     snprintf(d->bind_host, sizeof d->bind_host, "%s", bind_host);
     /* Over ipc:// the master sees no remote IP: advertise a URL instead,
      * which needs a concrete bind host (not a wildcard). */
@@ -601,7 +617,7 @@ pcclResult_t pt_peer_create(const ccoip_peer_config *cfg, const char *bind_host,
         pt_log(CCOIP_LOG_INFO, d->who, "p2p links over tls+tcp:// (PCCL_TLS_P2P=0: plain tcp://)");
     }
     const uint64_t seed = seed_random();
-    pcclResult_t r = ccoip_peer_create(cfg, seed, &d->p);
+    r = ccoip_peer_create(cfg, seed, &d->p);
     if (r == pcclSuccess) pt_trace_open(d, seed, NULL, cfg);
     if (r == pcclSuccess && cfg->max_message_bytes > 0) {
         d->lim.pb.max_message_bytes = cfg->max_message_bytes;

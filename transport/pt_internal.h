@@ -193,6 +193,7 @@ typedef struct pt_conn {
     uint32_t probe_tries;
     bool probe_accepted;
     bool probe_sent_all;
+    uint8_t probe_nonce[CCOIP_AUTH_NONCE_BYTES]; /* target, authenticated: our CHALLENGE */
     char probe_url[300];
     uint8_t discard[PT_DISCARD_BYTES];
     bool ep_added; /* its socket is registered in the driver's epoll set */
@@ -303,6 +304,10 @@ struct pt_driver {
      * PCCL_TLS_P2P is not "0" (docs/runtime-tests.md, tls+tcp://). */
     bool p2p_tls;
     ccoip_codec_limits lim;
+    /* Authenticated runs (pt_auth.c): the configuration the core got too; auth_ctr counts the
+     * probe challenges drawn from its secret. */
+    ccoip_auth_config auth;
+    uint64_t auth_ctr;
 
     pthread_mutex_t mu;
     pthread_cond_t cv_ev;
@@ -478,7 +483,24 @@ void pt_sweep(pt_driver *d);
  */
 pcclResult_t pt_listen_on(pt_driver *d, uint32_t kind, const char *url, uint32_t *port_out);
 
+/* ---- pt_auth.c: authenticated runs ---- */
+/** HMAC-SHA-256 (libcrypto): the core's ccoip_mac_fn in the runtime. */
+void pt_auth_mac(const uint8_t key[CCOIP_AUTH_KEY_BYTES], const uint8_t *msg, size_t len,
+                 uint8_t out[CCOIP_AUTH_MAC_BYTES]);
+/** Fills *auth from PCCL_RUN_TOKEN_FILE / PCCL_RUN_TOKEN unless auth->mac is set already;
+ *  neither set: stays off. pcclInvalidArgument for an unreadable, short or long token. */
+pcclResult_t pt_auth_load(const char *who, ccoip_auth_config *auth);
+/** A probe target's CHALLENGE (nonce kept in c). */
+void pt_auth_probe_challenge(pt_driver *d, pt_conn *c, ccoip_data_header *h);
+/** Signs a PROBE_REQUEST (its epoch, seq) for the target's CHALLENGE. */
+void pt_auth_probe_sign(const pt_driver *d, const ccoip_data_header *challenge,
+                        ccoip_data_header *req);
+/** True when a PROBE_REQUEST carries the proof for c's CHALLENGE. */
+bool pt_auth_probe_check(const pt_driver *d, const pt_conn *c, const ccoip_data_header *req);
+
 /* ---- pt_probe.c: bandwidth probes ---- */
+/** An accepted probe connection is up: authenticated runs challenge it. */
+void pt_probe_target_up(pt_driver *d, pt_conn *c);
 
 /** Queues PROBE_DONE for io_id. */
 void pt_probe_done_queue(pt_driver *d, uint64_t io_id, bool ok, uint64_t bytes, uint64_t us);

@@ -28,6 +28,25 @@ static bool send_header(pt_driver *d, pt_conn *c, const ccoip_data_header *h,
     return true;
 }
 
+void pt_probe_target_up(pt_driver *d, pt_conn *c)
+{
+    if (!ccoip_auth_on(&d->auth)) return;
+    ccoip_data_header h;
+    pt_auth_probe_challenge(d, c, &h);
+    if (!send_header(d, c, &h, NULL, false)) pt_conn_free(d, c);
+}
+
+/* Sends the PROBE_REQUEST; challenge: the target's (authenticated runs), else NULL. */
+static void probe_request(pt_driver *d, pt_conn *c, const ccoip_data_header *challenge)
+{
+    ccoip_data_header h;
+    ccoip_data_header_init(&h, CCOIP_DATA_PROBE_REQUEST);
+    h.tag = ccoip_peer_id(d->p);
+    h.offset = c->probe_want;
+    if (challenge != NULL) pt_auth_probe_sign(d, challenge, &h);
+    if (!send_header(d, c, &h, NULL, false)) pt_probe_end(d, c);
+}
+
 void pt_probe_done_queue(pt_driver *d, uint64_t io_id, bool ok, uint64_t bytes, uint64_t us)
 {
     ccoip_event ev;
@@ -61,6 +80,13 @@ void pt_probe_frame(pt_driver *d, pt_conn *c)
     const ccoip_data_header *h = &c->dh;
     if (c->probe == PROBE_TARGET) {
         if (h->kind == CCOIP_DATA_PROBE_REQUEST && !c->probe_accepted) {
+            if (ccoip_auth_on(&d->auth) && !pt_auth_probe_check(d, c, h)) {
+                pt_log(CCOIP_LOG_WARN, d->who,
+                       "probe connection %" PRIu64 ": PROBE_REQUEST without a valid proof: closing",
+                       c->id);
+                pt_conn_free(d, c);
+                return;
+            }
             c->probe_accepted = true;
             c->probe_want = h->offset;
             ccoip_data_header a;
@@ -90,6 +116,15 @@ void pt_probe_frame(pt_driver *d, pt_conn *c)
             return;
         }
     } else if (c->probe == PROBE_PROBER && !c->probe_accepted) {
+        if (h->kind == CCOIP_DATA_CHALLENGE && ccoip_auth_on(&d->auth)) {
+            const uint64_t id = c->id;
+            probe_request(d, c, h);
+            c = pt_conn_find(d, id);
+            if (c == NULL) return;
+            pt_rd_start_header(c);
+            pt_rd_next(c);
+            return;
+        }
         if (h->kind == CCOIP_DATA_PROBE_ACCEPT) {
             c->probe_accepted = true;
             c->probe_t0 = pt_now_ns();
@@ -156,9 +191,6 @@ void pt_probe_dialed(pt_driver *d, pt_conn *c, int rv, nng_stream *s)
         return;
     }
     pt_conn_up(d, c, s);
-    ccoip_data_header h;
-    ccoip_data_header_init(&h, CCOIP_DATA_PROBE_REQUEST);
-    h.tag = ccoip_peer_id(d->p);
-    h.offset = c->probe_want;
-    if (!send_header(d, c, &h, NULL, false)) pt_probe_end(d, c);
+    /* Authenticated: the request answers the target's CHALLENGE (pt_probe_frame). */
+    if (!ccoip_auth_on(&d->auth)) probe_request(d, c, NULL);
 }

@@ -70,6 +70,11 @@ pcclResult_t sm_send_p2m(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn
 pcclResult_t sm_send_data_header(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn,
                                  const ccoip_data_header *h);
 
+/** Encodes a data header whose payload is a proof (an authenticated HELLO or PROBE_REQUEST,
+ *  docs/protocol.md §8.0; h.length is set) and queues SEND(conn). */
+pcclResult_t sm_send_data_proof(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn,
+                                ccoip_data_header *h, const uint8_t proof[CCOIP_DATA_PROOF_BYTES]);
+
 /** Encodes a STATE_REQUEST / STATE_RESPONSE data frame (h.length is set) and queues SEND(conn). */
 pcclResult_t sm_send_state_request(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn,
                                    ccoip_data_header *h, const ccoip_pb_shared_state_request *req);

@@ -80,6 +80,9 @@ typedef struct m_peer {
     uint8_t ip[16];
     uint32_t ip_len;
     m_endpoint ep[M_ENDPOINT_KINDS];
+    /* Authenticated runs (docs/protocol.md §6.1.1): the challenges of its Hello exchange. */
+    uint8_t auth_nonce[CCOIP_AUTH_NONCE_BYTES];      /**< the master's, sent in HelloResult */
+    uint8_t auth_peer_nonce[CCOIP_AUTH_NONCE_BYTES]; /**< the peer's, from Hello (0s: none) */
 } m_peer;
 
 #define MO_NONE    0u
@@ -293,6 +296,7 @@ struct ccoip_master {
     ccoip_master_config cfg;
     ccoip_codec_limits lim;
     uint64_t rng;
+    uint64_t auth_ctr; /**< nonces drawn (ccoip_auth_nonce) */
     uint64_t now;
     sm_out out;
     /* Scratch for building messages and rings, any concern (sized max_peers; master.c). */
@@ -443,6 +447,14 @@ static inline void m_peer_set_opt(m_peer *p, uint8_t to)
 void m_send(ccoip_master *m, uint32_t slot, ccoip_pb_master_to_peer *env);
 void m_answer_status(ccoip_master *m, uint32_t slot, uint64_t call, int32_t status, int32_t reason,
                      const char *detail);
+/* Authenticated runs: the 32-byte key of the epoch's link from peer `from` to peer `to`
+ * (TopologyPlan pred_key/succ_key), and of a group in an epoch (group_key, proven by
+ * shared-state requests) (docs/protocol.md §8.0). Both drawn from the master's secret. */
+void m_auth_link_key(const ccoip_master *m, uint64_t epoch, uint64_t from, uint64_t to,
+                     uint8_t out[CCOIP_AUTH_KEY_BYTES]);
+void m_auth_group_key(const ccoip_master *m, uint64_t epoch, uint32_t group,
+                      uint8_t out[CCOIP_AUTH_KEY_BYTES]);
+
 void m_evict(ccoip_master *m, uint32_t slot, int32_t reason, const char *detail);
 
 /* master_peers.c: the peer table */

@@ -52,7 +52,8 @@ typedef struct p_call {
     uint32_t op;
 } p_call;
 
-typedef enum p_tx_state { PT_NONE = 0, PT_DIALING, PT_HELLO_SENT, PT_UP } p_tx_state;
+/* PT_CHALLENGED: authenticated runs, connected and waiting for the acceptor's CHALLENGE. */
+typedef enum p_tx_state { PT_NONE = 0, PT_DIALING, PT_CHALLENGED, PT_HELLO_SENT, PT_UP } p_tx_state;
 typedef enum p_acc_state { PA_FREE = 0, PA_WAIT_HELLO, PA_HELD, PA_UP } p_acc_state;
 
 /** A HELLO for an epoch more than this beyond the newest the peer knows (its plan's, its
@@ -65,6 +66,9 @@ typedef struct p_acc {
     uint64_t since_ns; /**< accepted at: closed unless up (a valid HELLO) by since + evict_ms */
     ccoip_data_header hello; /**< PA_HELD: a hello for an epoch we have no plan for yet */
     uint64_t epoch;          /**< PA_UP: the epoch the link was made for */
+    /* Authenticated runs (docs/protocol.md §8.1): our CHALLENGE and the HELLO's proof. */
+    uint8_t challenge[CCOIP_AUTH_NONCE_BYTES];
+    uint8_t proof[CCOIP_AUTH_MAC_BYTES];
 } p_acc;
 
 typedef enum p_op_state {
@@ -176,6 +180,7 @@ typedef struct p_skey {
 typedef struct p_sconn {
     bool used;
     uint64_t conn;
+    uint8_t challenge[CCOIP_AUTH_NONCE_BYTES]; /**< authenticated runs: our CHALLENGE (§8.3) */
 } p_sconn;
 
 typedef enum p_opt_state {
@@ -274,6 +279,10 @@ typedef struct p_wiring {
     uint32_t rx_n;
     p_acc *acc; /**< [acc_cap] */
     uint32_t acc_cap;
+    /* Authenticated runs: plan_epoch's keys of the links pred -> us and us -> succ (§8.1). */
+    uint8_t pred_key[CCOIP_AUTH_KEY_BYTES];
+    uint8_t succ_key[CCOIP_AUTH_KEY_BYTES];
+    uint8_t group_key[CCOIP_AUTH_KEY_BYTES]; /**< plan_epoch's key of our group (§8.3) */
 } p_wiring;
 
 /** Topology optimization (peer_optimize.c; docs/core.md §3.6). */
@@ -311,6 +320,8 @@ typedef struct p_shared_state {
     uint64_t fetch_seq;  /**< fetches started (STATE_* header seq) */
     uint64_t conn;
     bool conn_open;
+    bool requested; /**< the STATE_REQUEST of this fetch is sent (authenticated: after the
+                         distributor's CHALLENGE) */
     uint32_t nfetch;
     uint32_t recv_pending;
     bool resp_ok;
@@ -343,6 +354,8 @@ struct ccoip_peer {
     uint64_t rng;
     uint64_t id;
     uint64_t next_conn;
+    uint64_t auth_ctr;                          /**< nonces drawn (ccoip_auth_nonce) */
+    uint8_t auth_nonce[CCOIP_AUTH_NONCE_BYTES]; /**< ours, sent in Hello (§6.1.1) */
     uint8_t *tables; /**< the one block every concern's fixed-size tables live in */
     uint8_t *arena_mem;
     uint64_t arena_cap;
@@ -463,6 +476,9 @@ void p_call_drop_op(ccoip_peer *p, p_call_kind kind, uint32_t op);
 void p_fail(ccoip_peer *p, const char *why);
 
 /* peer_wire.c */
+/* Authenticated runs: sends a CHALLENGE with a fresh nonce (kept in nonce) on an accepted
+ * connection (peer_wire.c; docs/protocol.md §8.0). */
+void p_auth_challenge(ccoip_peer *p, uint64_t conn, uint8_t nonce[CCOIP_AUTH_NONCE_BYTES]);
 void p_wire_on_plan(ccoip_peer *p, const ccoip_pb_topology_plan *plan);
 bool p_wire_on_conn_up(ccoip_peer *p, const ccoip_event *ev);
 bool p_wire_on_conn_closed(ccoip_peer *p, uint64_t conn);

@@ -546,6 +546,7 @@ bool ccoip_pb_status_is_known(int32_t v)
     case CCOIP_PB_STATUS_REMOTE_ERROR:
     case CCOIP_PB_STATUS_SHARED_STATE_SYNC_FAILED:
     case CCOIP_PB_STATUS_PROTOCOL_ERROR:
+    case CCOIP_PB_STATUS_AUTHENTICATION_FAILED:
         return true;
     default:
         return false;
@@ -591,6 +592,8 @@ const char *ccoip_pb_status_name(int32_t v)
         return "STATUS_SHARED_STATE_SYNC_FAILED";
     case CCOIP_PB_STATUS_PROTOCOL_ERROR:
         return "STATUS_PROTOCOL_ERROR";
+    case CCOIP_PB_STATUS_AUTHENTICATION_FAILED:
+        return "STATUS_AUTHENTICATION_FAILED";
     default:
         return NULL;
     }
@@ -619,6 +622,7 @@ bool ccoip_pb_reason_is_known(int32_t v)
     case CCOIP_PB_REASON_CALL_MISMATCH:
     case CCOIP_PB_REASON_VOTE_UNMATCHED:
     case CCOIP_PB_REASON_JOIN_TIMEOUT:
+    case CCOIP_PB_REASON_AUTH_FAILED:
         return true;
     default:
         return false;
@@ -668,6 +672,8 @@ const char *ccoip_pb_reason_name(int32_t v)
         return "REASON_VOTE_UNMATCHED";
     case CCOIP_PB_REASON_JOIN_TIMEOUT:
         return "REASON_JOIN_TIMEOUT";
+    case CCOIP_PB_REASON_AUTH_FAILED:
+        return "REASON_AUTH_FAILED";
     default:
         return NULL;
     }
@@ -1814,6 +1820,9 @@ static pcclResult_t size_hello(const ccoip_pb_hello *m, uint64_t *out)
     /* 3: software */
     PB_TRY(pb_check_bytes(m->software, true));
     if (m->software.len != 0) PB_TRY(pb_add_len_field(&s, 3u, m->software.len));
+    /* 4: nonce */
+    PB_TRY(pb_check_bytes(m->nonce, false));
+    if (m->nonce.len != 0) PB_TRY(pb_add_len_field(&s, 4u, m->nonce.len));
     *out = s;
     return pcclSuccess;
 }
@@ -1832,6 +1841,8 @@ static pcclResult_t write_hello(const ccoip_pb_hello *m, pb_enc *e)
     }
     /* 3: software */
     if (m->software.len != 0) PB_TRY(pb_put_bytes_field(e, 3u, m->software));
+    /* 4: nonce */
+    if (m->nonce.len != 0) PB_TRY(pb_put_bytes_field(e, 4u, m->nonce));
     return pcclSuccess;
 }
 
@@ -1859,6 +1870,11 @@ static pcclResult_t dec_hello(pb_dec *d, const uint8_t *p, uint64_t n, uint32_t 
         case 3u: { /* software */
             PB_TRY(pb_mark(&seen, 2u));
             PB_TRY(pb_bytes_field(d, p, n, &pos, wt, true, &out->software));
+            break;
+        }
+        case 4u: { /* nonce */
+            PB_TRY(pb_mark(&seen, 3u));
+            PB_TRY(pb_bytes_field(d, p, n, &pos, wt, false, &out->nonce));
             break;
         }
         default:
@@ -1929,6 +1945,12 @@ static pcclResult_t size_hello_result(const ccoip_pb_hello_result *m, uint64_t *
     if (m->relay_max_bytes != 0) {
         PB_TRY(pb_add(&s, pb_tag_size(7u) + pb_varint_size(m->relay_max_bytes)));
     }
+    /* 8: nonce */
+    PB_TRY(pb_check_bytes(m->nonce, false));
+    if (m->nonce.len != 0) PB_TRY(pb_add_len_field(&s, 8u, m->nonce.len));
+    /* 9: proof */
+    PB_TRY(pb_check_bytes(m->proof, false));
+    if (m->proof.len != 0) PB_TRY(pb_add_len_field(&s, 9u, m->proof.len));
     *out = s;
     return pcclSuccess;
 }
@@ -1970,6 +1992,10 @@ static pcclResult_t write_hello_result(const ccoip_pb_hello_result *m, pb_enc *e
         PB_TRY(pb_put_tag(e, 7u, PB_WT_VARINT));
         PB_TRY(pb_put_varint(e, m->relay_max_bytes));
     }
+    /* 8: nonce */
+    if (m->nonce.len != 0) PB_TRY(pb_put_bytes_field(e, 8u, m->nonce));
+    /* 9: proof */
+    if (m->proof.len != 0) PB_TRY(pb_put_bytes_field(e, 9u, m->proof));
     return pcclSuccess;
 }
 
@@ -2017,6 +2043,16 @@ static pcclResult_t dec_hello_result(pb_dec *d, const uint8_t *p, uint64_t n, ui
         case 7u: { /* relay_max_bytes */
             PB_TRY(pb_mark(&seen, 6u));
             PB_TRY(pb_scalar_u32(p, n, &pos, wt, &out->relay_max_bytes));
+            break;
+        }
+        case 8u: { /* nonce */
+            PB_TRY(pb_mark(&seen, 7u));
+            PB_TRY(pb_bytes_field(d, p, n, &pos, wt, false, &out->nonce));
+            break;
+        }
+        case 9u: { /* proof */
+            PB_TRY(pb_mark(&seen, 8u));
+            PB_TRY(pb_bytes_field(d, p, n, &pos, wt, false, &out->proof));
             break;
         }
         default:
@@ -2075,6 +2111,9 @@ static pcclResult_t size_join(const ccoip_pb_join *m, uint64_t *out)
     if (m->p2p_pool_size != 0) {
         PB_TRY(pb_add(&s, pb_tag_size(3u) + pb_varint_size(m->p2p_pool_size)));
     }
+    /* 4: proof */
+    PB_TRY(pb_check_bytes(m->proof, false));
+    if (m->proof.len != 0) PB_TRY(pb_add_len_field(&s, 4u, m->proof.len));
     *out = s;
     return pcclSuccess;
 }
@@ -2095,6 +2134,8 @@ static pcclResult_t write_join(const ccoip_pb_join *m, pb_enc *e)
         PB_TRY(pb_put_tag(e, 3u, PB_WT_VARINT));
         PB_TRY(pb_put_varint(e, m->p2p_pool_size));
     }
+    /* 4: proof */
+    if (m->proof.len != 0) PB_TRY(pb_put_bytes_field(e, 4u, m->proof));
     return pcclSuccess;
 }
 
@@ -2151,6 +2192,11 @@ static pcclResult_t dec_join(pb_dec *d, const uint8_t *p, uint64_t n, uint32_t d
         case 3u: { /* p2p_pool_size */
             PB_TRY(pb_mark(&seen, 1u));
             PB_TRY(pb_scalar_u32(p, n, &pos, wt, &out->p2p_pool_size));
+            break;
+        }
+        case 4u: { /* proof */
+            PB_TRY(pb_mark(&seen, 2u));
+            PB_TRY(pb_bytes_field(d, p, n, &pos, wt, false, &out->proof));
             break;
         }
         default:
@@ -2391,6 +2437,15 @@ static pcclResult_t size_topology_plan(const ccoip_pb_topology_plan *m, uint64_t
         PB_TRY(size_world_sizes(&m->world, &sub));
         PB_TRY(pb_add_len_field(&s, 5u, sub));
     }
+    /* 6: pred_key */
+    PB_TRY(pb_check_bytes(m->pred_key, false));
+    if (m->pred_key.len != 0) PB_TRY(pb_add_len_field(&s, 6u, m->pred_key.len));
+    /* 7: succ_key */
+    PB_TRY(pb_check_bytes(m->succ_key, false));
+    if (m->succ_key.len != 0) PB_TRY(pb_add_len_field(&s, 7u, m->succ_key.len));
+    /* 8: group_key */
+    PB_TRY(pb_check_bytes(m->group_key, false));
+    if (m->group_key.len != 0) PB_TRY(pb_add_len_field(&s, 8u, m->group_key.len));
     *out = s;
     return pcclSuccess;
 }
@@ -2425,6 +2480,12 @@ static pcclResult_t write_topology_plan(const ccoip_pb_topology_plan *m, pb_enc 
     }
     /* 5: world */
     if (m->has_world) PB_TRY(pb_put_sub_world_sizes(e, 5u, &m->world));
+    /* 6: pred_key */
+    if (m->pred_key.len != 0) PB_TRY(pb_put_bytes_field(e, 6u, m->pred_key));
+    /* 7: succ_key */
+    if (m->succ_key.len != 0) PB_TRY(pb_put_bytes_field(e, 7u, m->succ_key));
+    /* 8: group_key */
+    if (m->group_key.len != 0) PB_TRY(pb_put_bytes_field(e, 8u, m->group_key));
     return pcclSuccess;
 }
 
@@ -2520,6 +2581,21 @@ static pcclResult_t dec_topology_plan(pb_dec *d, const uint8_t *p, uint64_t n, u
             PB_TRY(pb_get_len(p, n, &pos, wt, &off, &len));
             PB_TRY(dec_world_sizes(d, p + off, len, depth + 1u, &out->world));
             out->has_world = true;
+            break;
+        }
+        case 6u: { /* pred_key */
+            PB_TRY(pb_mark(&seen, 3u));
+            PB_TRY(pb_bytes_field(d, p, n, &pos, wt, false, &out->pred_key));
+            break;
+        }
+        case 7u: { /* succ_key */
+            PB_TRY(pb_mark(&seen, 4u));
+            PB_TRY(pb_bytes_field(d, p, n, &pos, wt, false, &out->succ_key));
+            break;
+        }
+        case 8u: { /* group_key */
+            PB_TRY(pb_mark(&seen, 5u));
+            PB_TRY(pb_bytes_field(d, p, n, &pos, wt, false, &out->group_key));
             break;
         }
         default:
@@ -6065,6 +6141,9 @@ static pcclResult_t size_shared_state_request(const ccoip_pb_shared_state_reques
     if (m->round != 0) {
         PB_TRY(pb_add(&s, pb_tag_size(3u) + pb_varint_size(m->round)));
     }
+    /* 4: proof */
+    PB_TRY(pb_check_bytes(m->proof, false));
+    if (m->proof.len != 0) PB_TRY(pb_add_len_field(&s, 4u, m->proof.len));
     *out = s;
     return pcclSuccess;
 }
@@ -6085,6 +6164,8 @@ static pcclResult_t write_shared_state_request(const ccoip_pb_shared_state_reque
         PB_TRY(pb_put_tag(e, 3u, PB_WT_VARINT));
         PB_TRY(pb_put_varint(e, m->round));
     }
+    /* 4: proof */
+    if (m->proof.len != 0) PB_TRY(pb_put_bytes_field(e, 4u, m->proof));
     return pcclSuccess;
 }
 
@@ -6139,6 +6220,11 @@ static pcclResult_t dec_shared_state_request(pb_dec *d, const uint8_t *p, uint64
         case 3u: { /* round */
             PB_TRY(pb_mark(&seen, 1u));
             PB_TRY(pb_scalar_u64(p, n, &pos, wt, &out->round));
+            break;
+        }
+        case 4u: { /* proof */
+            PB_TRY(pb_mark(&seen, 2u));
+            PB_TRY(pb_bytes_field(d, p, n, &pos, wt, false, &out->proof));
             break;
         }
         default:

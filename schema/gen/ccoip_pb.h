@@ -127,7 +127,9 @@ typedef enum ccoip_pb_status {
     CCOIP_PB_STATUS_SYSTEM_ERROR = 14,
     CCOIP_PB_STATUS_REMOTE_ERROR = 15,
     CCOIP_PB_STATUS_SHARED_STATE_SYNC_FAILED = 16,
-    CCOIP_PB_STATUS_PROTOCOL_ERROR = 17
+    CCOIP_PB_STATUS_PROTOCOL_ERROR = 17,
+    /* run-token proof missing or wrong (§6.1.1) */
+    CCOIP_PB_STATUS_AUTHENTICATION_FAILED = 18
 } ccoip_pb_status;
 
 /* True when v is a value of Status this codec knows. */
@@ -178,7 +180,9 @@ typedef enum ccoip_pb_reason {
     /* a vote timed out, half or fewer voted: ballots fail (§6.10) */
     CCOIP_PB_REASON_VOTE_UNMATCHED = 18,
     /* no Join within evict_ms of connecting (§6.1, §6.2) */
-    CCOIP_PB_REASON_JOIN_TIMEOUT = 19
+    CCOIP_PB_REASON_JOIN_TIMEOUT = 19,
+    /* no or a wrong run-token proof (§6.1.1) */
+    CCOIP_PB_REASON_AUTH_FAILED = 20
 } ccoip_pb_reason;
 
 /* True when v is a value of Reason this codec knows. */
@@ -367,6 +371,11 @@ struct ccoip_pb_hello {
     uint32_t max_version;
     /* e.g. "pccl/0.1.0"; for logs only */
     ccoip_pb_bytes software;
+    /*
+     * Authenticated runs (§6.1.1): 16 random bytes of the peer, challenging the master; empty when
+     * the peer has no run token.
+     */
+    ccoip_pb_bytes nonce;
 };
 
 /* HelloResult (ccoip.proto). */
@@ -387,6 +396,12 @@ struct ccoip_pb_hello_result {
      * is reduced by the master; 0: never.
      */
     uint32_t relay_max_bytes;
+    /*
+     * Authenticated runs (§6.1.1), both empty otherwise: the master's 16-byte challenge, and its
+     * proof that it holds the run token.
+     */
+    ccoip_pb_bytes nonce;
+    ccoip_pb_bytes proof;
 };
 
 /* Join (ccoip.proto). */
@@ -397,6 +412,8 @@ struct ccoip_pb_join {
     uint64_t endpoints_count;
     /* connections per ring neighbour; 0 means 1 */
     uint32_t p2p_pool_size;
+    /* authenticated runs: the peer's run-token proof (§6.1.1) */
+    ccoip_pb_bytes proof;
 };
 
 /* JoinResult (ccoip.proto). */
@@ -431,6 +448,17 @@ struct ccoip_pb_topology_plan {
     uint64_t ring_count;
     bool has_world;
     ccoip_pb_world_sizes world;
+    /*
+     * Authenticated runs (§8.1): the 32-byte keys of this epoch's links from the receiver's
+     * predecessor and to its successor; empty otherwise.
+     */
+    ccoip_pb_bytes pred_key;
+    ccoip_pb_bytes succ_key;
+    /*
+     * Authenticated runs (§8.3): the 32-byte key of this epoch's group, proven by shared-state
+     * requests; empty otherwise.
+     */
+    ccoip_pb_bytes group_key;
 };
 
 /*
@@ -775,6 +803,8 @@ struct ccoip_pb_shared_state_request {
     uint64_t keys_count;
     /* the round of the requester's verdict (stale requests are refused) */
     uint64_t round;
+    /* authenticated runs: proof of the round's key (§8.3) */
+    ccoip_pb_bytes proof;
 };
 
 /* SharedStateEntry (ccoip.proto). */

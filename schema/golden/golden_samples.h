@@ -78,6 +78,7 @@ static pcclResult_t gs_hello(uint8_t *buf, uint64_t cap, uint64_t *len_out)
     m.software = ccoip_pb_str("pccl/0.1.0 \xc3\xbc"
                               "n\xc3\xaf"
                               "code \xe2\x9c\x93");
+    m.nonce = gs_bytes(gs_ip_lo4, 4);
     return ccoip_pb_hello_encode(&m, buf, cap, len_out);
 }
 
@@ -92,6 +93,8 @@ static pcclResult_t gs_hello_result(uint8_t *buf, uint64_t cap, uint64_t *len_ou
     m.min_version = 1;
     m.max_version = 1;
     m.relay_max_bytes = 16384;
+    m.nonce = gs_bytes(gs_ip_lo4, 4);
+    m.proof = gs_bytes(gs_ip_lo6, 16);
     return ccoip_pb_hello_result_encode(&m, buf, cap, len_out);
 }
 
@@ -127,6 +130,9 @@ static pcclResult_t gs_topology_plan(uint8_t *buf, uint64_t cap, uint64_t *len_o
     m.world.peer_group = 3;
     m.world.num_peer_groups = 1;
     m.world.largest_peer_group = 3;
+    m.pred_key = gs_bytes(gs_ip_lo4, 4);
+    m.succ_key = gs_bytes(gs_ip_lo6, 16);
+    m.group_key = gs_bytes(gs_ip_lo4, 4);
     return ccoip_pb_topology_plan_encode(&m, buf, cap, len_out);
 }
 

@@ -16,7 +16,7 @@ export PKG_CONFIG_PATH="$TMP/prefix/lib/pkgconfig"
 cc -std=c11 "$SRC/examples/hello_allreduce.c" $(pkg-config --cflags --libs pccl) \
   -Wl,-rpath,"$TMP/prefix/lib" -o "$TMP/hello_pc"
 cc -std=c11 "$SRC/examples/hello_allreduce.c" $(pkg-config --cflags pccl) \
-  "$TMP/prefix/lib/libpccl.a" -lnng -lpthread -lm -o "$TMP/hello_static"
+  "$TMP/prefix/lib/libpccl.a" -lnng -lcrypto -lpthread -lm -o "$TMP/hello_static"
 # find_package(pccl).
 mkdir -p "$TMP/consumer"
 cp "$SRC/examples/hello_allreduce.c" "$TMP/consumer/"
