@@ -55,6 +55,14 @@ void ccoip_auth_mac(const ccoip_auth_config *cfg, const uint8_t key[CCOIP_AUTH_K
 void ccoip_auth_nonce(const ccoip_auth_config *cfg, uint64_t *counter,
                       uint8_t out[CCOIP_AUTH_NONCE_BYTES]);
 
+/**
+ * A keyed stand-in for the MAC, for the simulator and the tests: deterministic, the same on every
+ * platform (WASM too), four seeded hashes of key || msg (msg up to 512 bytes, longer is cut).
+ * NOT a MAC: anyone can forge it. The runtime uses HMAC-SHA-256 (transport/pt_auth.c).
+ */
+void ccoip_auth_standin_mac(const uint8_t key[CCOIP_AUTH_KEY_BYTES], const uint8_t *msg, size_t len,
+                            uint8_t out[CCOIP_AUTH_MAC_BYTES]);
+
 /** Compares n bytes in time that does not depend on where they differ. */
 bool ccoip_auth_equal(const uint8_t *a, const uint8_t *b, size_t n);
 

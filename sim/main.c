@@ -206,6 +206,7 @@ static const knob knobs[] = {
     K32("--evict-ms", evict_ms),
     K32("--heartbeat-ms", heartbeat_ms),
     K32("--relay-max-bytes", relay_max_bytes),
+    K32("--auth", auth),
     KMS("--liveness-ms", liveness_bound_ns),
 };
 

@@ -166,6 +166,9 @@ typedef struct sim_config {
     uint32_t vote_timeout_ms;
     uint32_t p2p_pool_size;   /**< Connections per ring neighbour (--pool), 1..8. */
     uint32_t relay_max_bytes; /**< Master relay bound (--relay-max-bytes; 0: off, the default). */
+    /** Authenticated run (--auth 1; docs/protocol.md §6.1.1, §8.0): every machine gets the run
+     *  key and a keyed stand-in for the MAC (sm_core.c). 0: off, the default. */
+    uint32_t auth;
 
     uint64_t liveness_bound_ns; /**< After churn_ns. */
     uint64_t max_events;        /**< Hard bound on fired events (a liveness failure). */

@@ -52,10 +52,10 @@ uint32_t node_new(sim_world *w, bool is_master, uint32_t host)
     const uint64_t seed = sim_rng_next(&n->rng);
     if (is_master) {
         sim_master_params p = {
-            SIM_MASTER_PORT,       w->cfg.heartbeat_ms,
-            w->cfg.evict_ms,       w->cfg.vote_timeout_ms,
-            w->cfg.max_peers + 1u, (w->cfg.canary & SIM_CANARY_SKIP_ABORT_VERDICT) != 0,
-            w->cfg.relay_max_bytes};
+            SIM_MASTER_PORT,        w->cfg.heartbeat_ms,
+            w->cfg.evict_ms,        w->cfg.vote_timeout_ms,
+            w->cfg.max_peers + 1u,  (w->cfg.canary & SIM_CANARY_SKIP_ABORT_VERDICT) != 0,
+            w->cfg.relay_max_bytes, w->cfg.auth != 0};
         n->m = w->vt->master_create(&p, seed);
         if (w->cfg.record_trace) {
             ccoip_trace_header h;
@@ -71,6 +71,7 @@ uint32_t node_new(sim_world *w, bool is_master, uint32_t host)
         p.heartbeat_ms = w->cfg.heartbeat_ms;
         p.evict_ms = w->cfg.evict_ms;
         p.canary_skip_restore = (w->cfg.canary & SIM_CANARY_SKIP_RESTORE) != 0;
+        p.auth = w->cfg.auth != 0;
         n->peer_index = w->num_peers_created++;
         n->group = w->spawn_group != SIM_NONE32 ? w->spawn_group : default_group(w, n->peer_index);
         p.peer_group = n->group;

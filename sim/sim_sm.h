@@ -26,6 +26,7 @@ typedef struct sim_master_params {
     uint32_t max_peers;
     bool canary_skip_abort_verdict;
     uint32_t relay_max_bytes; /**< docs/protocol.md §6.8.2; 0: off */
+    bool auth;                /**< authenticated run (sim_config.auth) */
 } sim_master_params;
 
 typedef struct sim_peer_params {
@@ -37,6 +38,7 @@ typedef struct sim_peer_params {
     uint32_t heartbeat_ms;
     uint32_t evict_ms;
     bool canary_skip_restore;
+    bool auth; /**< authenticated run (sim_config.auth) */
 } sim_peer_params;
 
 typedef struct sim_sm_vt {

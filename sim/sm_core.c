@@ -13,8 +13,24 @@
 
 #ifdef SIM_HAVE_CORE_SM
 
+#include "ccoip_hash.h"
 #include "ccoip_master.h"
 #include "ccoip_peer.h"
+
+/* Authenticated runs: one run key for the world, a secret per machine from its seed. */
+static void sim_auth(bool on, uint64_t seed, ccoip_auth_config *a)
+{
+    memset(a, 0, sizeof *a);
+    if (!on) return;
+    a->mac = ccoip_auth_standin_mac; /* not a MAC: the flows, not the cryptography */
+    for (uint32_t i = 0; i < CCOIP_AUTH_KEY_BYTES; i++)
+        a->run_key[i] = (uint8_t)(0xA5u ^ i);
+    uint64_t s = seed;
+    for (uint32_t i = 0; i < CCOIP_AUTH_KEY_BYTES / 8u; i++) {
+        const uint64_t v = ccoip_splitmix64(&s);
+        memcpy(a->secret + 8u * i, &v, 8);
+    }
+}
 
 static void master_config(const sim_master_params *p, ccoip_master_config *cfg)
 {
@@ -67,6 +83,7 @@ static void *core_master_create(const sim_master_params *p, uint64_t seed)
 {
     ccoip_master_config cfg;
     master_config(p, &cfg);
+    sim_auth(p->auth, seed, &cfg.auth);
     ccoip_master *m = NULL;
     if (ccoip_master_create(&cfg, seed, &m) != pcclSuccess) return NULL;
     return m;
@@ -84,6 +101,7 @@ static void *core_peer_create(const sim_peer_params *p, uint64_t seed)
 {
     ccoip_peer_config cfg;
     peer_config(p, &cfg);
+    sim_auth(p->auth, seed, &cfg.auth);
     const uint64_t need = ccoip_peer_decode_arena_bytes(&cfg);
     if (g_arena == NULL) {
         g_arena = malloc((size_t)need);

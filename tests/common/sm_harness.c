@@ -907,6 +907,11 @@ void smh_destroy(smh *h)
     free(h);
 }
 
+void smh_set_peer_auth(smh *h, const ccoip_auth_config *auth)
+{
+    h->pcfg.auth = *auth;
+}
+
 uint32_t smh_add_peer(smh *h, uint32_t group)
 {
     if (h->npeers == SMH_MAX_PEERS) h_die("too many peers");

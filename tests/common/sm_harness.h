@@ -30,6 +30,8 @@ void smh_destroy(smh *h);
 
 /** Adds a started peer in group; returns its index. */
 uint32_t smh_add_peer(smh *h, uint32_t group);
+/* The authentication configuration of the peers added from now on (docs/protocol.md §6.1.1). */
+void smh_set_peer_auth(smh *h, const ccoip_auth_config *auth);
 /** Submits a command without arguments; returns its cmd_id. */
 uint64_t smh_submit(smh *h, uint32_t peer, ccoip_cmd_type type);
 /**
