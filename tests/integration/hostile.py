@@ -22,11 +22,21 @@ time, from this process:
                 communicator (no RECONNECT) and the peers keep all-reducing.
   max-peers     ccoip_master --max-peers 2000 must refuse to start (the connection table holds
                 1,024 connections) with an error naming the bound.
+  auth          an authenticated run (PCCL_RUN_TOKEN_FILE, docs/security.md): a peer with a wrong
+                token and one with none fail their connect with pcclAuthenticationFailed (18); a
+                client that knows the token joins by the HMAC handshake (this script computes
+                it), and its Join replayed on another connection is refused (status 18, closed),
+                as is a Join without a proof; a stranger on peer 0's p2p, shared-state and probe
+                ports gets a CHALLENGE and is closed for a HELLO, a STATE_REQUEST or a
+                PROBE_REQUEST without a valid proof, served nothing. The honest peers keep
+                all-reducing exactly.
 
 Passes when the checks hold and every peer exits 0 at the end. Every wait is bounded; every child
 is killed on exit.
 """
 import argparse
+import hashlib
+import hmac
 import os
 import re
 import shutil
@@ -65,6 +75,49 @@ def hello_frame():
 def data_header(kind, tag=0, offset=0, length=0):
     return (DATA_MAGIC + struct.pack("<HBB", 1, kind, 0) + struct.pack("<QQQ", 0, tag, 0)
             + struct.pack("<II", 0, 0) + struct.pack("<QQ", offset, length) + bytes(24))
+
+
+def pb_fields(buf):
+    """The top-level fields of a protobuf message: {number: [value, ...]} (varint or bytes)."""
+    out, i = {}, 0
+    while i < len(buf):
+        key, i = read_varint(buf, i)
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = read_varint(buf, i)
+        elif wt == 2:
+            n, i = read_varint(buf, i)
+            v, i = buf[i:i + n], i + n
+        elif wt == 1:
+            v, i = buf[i:i + 8], i + 8
+        elif wt == 5:
+            v, i = buf[i:i + 4], i + 4
+        else:
+            raise ValueError(f"wire type {wt}")
+        out.setdefault(num, []).append(v)
+    return out
+
+
+def read_varint(buf, i):
+    v, shift = 0, 0
+    while True:
+        b = buf[i]
+        i += 1
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return v, i
+
+
+def pb_bytes(num, data):
+    return varint(num << 3 | 2) + varint(len(data)) + data
+
+
+def auth_mac(key, label, a=b"", b=b"", vals=()):
+    """The message layout of every proof (docs/protocol.md §8.0), HMAC-SHA-256."""
+    m = label.encode() + b"\0" + bytes([len(a)]) + a + bytes([len(b)]) + b
+    m += b"".join(struct.pack("<Q", v) for v in vals)
+    return hmac.new(key, m, hashlib.sha256).digest()
 
 
 def vmrss_kb(pid):
@@ -429,6 +482,167 @@ def attack_slowloris(run):
     run.finish_peers([0, 1, 2])
 
 
+def read_frame(s, seconds):
+    """One control frame's payload, or None when the remote closed (or nothing came)."""
+    s.settimeout(seconds)
+    buf = b""
+    try:
+        while len(buf) < 12:
+            c = s.recv(12 - len(buf))
+            if not c:
+                return None
+            buf += c
+        n = struct.unpack("<I", buf[8:12])[0]
+        body = b""
+        while len(body) < n:
+            c = s.recv(n - len(body))
+            if not c:
+                return None
+            body += c
+        return body
+    except OSError:
+        return None
+
+
+def closed_by_remote(s, seconds):
+    """True when the remote closes s within seconds; what it sent meanwhile is returned too."""
+    s.settimeout(0.2)
+    got, t_end = b"", time.monotonic() + seconds
+    while time.monotonic() < t_end:
+        try:
+            c = s.recv(4096)
+        except socket.timeout:
+            continue
+        except OSError:
+            return True, got
+        if not c:
+            return True, got
+        got += c
+    return False, got
+
+
+def master_handshake(run, run_key, nonce):
+    """Connects and says Hello with nonce; returns (socket, peer id, master nonce, proof ok)."""
+    s = socket.create_connection(("127.0.0.1", run.port), timeout=5)
+    hello = b"\x08\x01\x10\x01" + pb_bytes(4, nonce)
+    s.sendall(ctrl_frame(b"\x08\x01" + pb_bytes(16, hello)))
+    env = pb_fields(read_frame(s, 5) or b"")
+    hr = pb_fields(env.get(16, [b""])[0])
+    pid, mnonce = hr.get(2, [0])[0], hr.get(8, [b""])[0]
+    ok = hr.get(9, [b""])[0] == auth_mac(run_key, "pccl master proof", nonce, mnonce, (pid,))
+    return s, pid, mnonce, ok
+
+
+def join_frame(proof):
+    join = pb_bytes(2, b"\x18\x01")  # endpoints { kind: P2P, port: 1 }
+    if proof is not None:
+        join += pb_bytes(4, proof)
+    return ctrl_frame(b"\x08\x02" + pb_bytes(17, join))
+
+
+def join_answer(s):
+    """(status, closed) of the answer to a Join."""
+    env = pb_fields(read_frame(s, 5) or b"")
+    closed, _ = closed_by_remote(s, 3) if env.get(3, [0])[0] != 0 else (False, b"")
+    return env.get(3, [0])[0], closed
+
+
+def attack_auth(run):
+    token = os.path.join(run.work, "run.token")
+    with open(token, "w") as f:
+        f.write(os.urandom(32).hex() + "\n")
+    os.chmod(token, 0o600)
+    with open(token, "rb") as f:
+        run_key = hashlib.sha256(f.read().strip()).digest()
+    run.env["PCCL_RUN_TOKEN_FILE"] = token
+    if not run.start_master():
+        return
+    for slot in range(3):
+        run.start_peer(slot, extra=("--optimize-every", "1000000"))
+    if not run.group_up([0, 1, 2]):
+        return
+    t_attack = now_ms()
+    # Peers with a wrong token and with none: pcclConnect fails with pcclAuthenticationFailed.
+    wrong = os.path.join(run.work, "wrong.token")
+    with open(wrong, "w") as f:
+        f.write(os.urandom(32).hex())
+    os.chmod(wrong, 0o600)
+    good_env = run.env
+    for slot, env in ((3, dict(good_env, PCCL_RUN_TOKEN_FILE=wrong)),
+                      (4, {k: v for k, v in good_env.items() if k != "PCCL_RUN_TOKEN_FILE"})):
+        run.env = env
+        run.start_peer(slot)
+        run.env = good_env
+        try:
+            rc = run.peers[slot].wait(timeout=20 * run.scale)
+        except subprocess.TimeoutExpired:
+            run.fail(f"peer {slot} ({'wrong' if slot == 3 else 'no'} token) did not give up")
+            continue
+        fails = [w for w in run.lines(slot) if w[1] == "F"]
+        print(f"hostile: peer {slot} ({'wrong' if slot == 3 else 'no'} token) exited {rc}: "
+              f"{[' '.join(w[1:]) for w in fails]}", flush=True)
+        if rc == 0 or not any(w[2:4] == ["connect", "18"] for w in fails):
+            run.fail(f"peer {slot}: connect did not fail with pcclAuthenticationFailed (18)")
+    # A client that knows the token joins; its Join replayed on another session is refused.
+    s1, pid1, mn1, ok = master_handshake(run, run_key, os.urandom(16))
+    if not ok:
+        run.fail("the master's HelloResult proof is not the run key's")
+    n1 = os.urandom(16)
+    s1.close()
+    s1, pid1, mn1, ok = master_handshake(run, run_key, n1)
+    legit = join_frame(auth_mac(run_key, "pccl peer proof", mn1, n1, (pid1,)))
+    s1.sendall(legit)
+    st, _ = join_answer(s1)
+    if st != 0:
+        run.fail(f"a Join with the run key's proof was refused (status {st})")
+    s1.sendall(ctrl_frame(b"\xea\x01\x00"))  # Leave: this client never trains
+    s1.close()
+    s2, _, _, _ = master_handshake(run, run_key, os.urandom(16))
+    s2.sendall(legit)
+    st, closed = join_answer(s2)
+    print(f"hostile: replayed Join: status {st}, closed {closed}", flush=True)
+    if st != 18 or not closed:
+        run.fail(f"a replayed Join was not refused (status {st}, closed {closed})")
+    s2.close()
+    s3 = socket.create_connection(("127.0.0.1", run.port), timeout=5)
+    s3.sendall(hello_frame())
+    read_frame(s3, 5)
+    s3.sendall(join_frame(None))
+    st, closed = join_answer(s3)
+    if st != 18 or not closed:
+        run.fail(f"a Join without a proof was not refused (status {st}, closed {closed})")
+    s3.close()
+    # A stranger on peer 0's ports: a CHALLENGE first, then closed for an unproven request.
+    victim = run.peers[0].pid
+    if not run.wait_for(lambda: len(listening_ports(victim)) >= 3, 20):
+        run.fail(f"peer 0 does not listen on 3 ports: {listening_ports(victim)}")
+        return
+    ports = listening_ports(victim)
+    hello = data_header(1, tag=1, length=32)[:80] + os.urandom(32)
+    request = data_header(4, tag=1, length=2) + b"\x08\x01"  # SharedStateRequest{revision 1}
+    probe = data_header(7, tag=1, offset=1 << 20)
+    for what, port, frame, refuse in (("p2p", ports[0], hello, b""),
+                                      ("shared-state", ports[1], request, b"CCoD"),
+                                      ("probe", ports[2], probe, b"CCoD")):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.settimeout(5)
+        try:
+            ch = s.recv(80)
+        except OSError:
+            ch = b""
+        if len(ch) < 80 or ch[:4] != DATA_MAGIC or ch[6] != 11:
+            run.fail(f"peer 0's {what} port sent no CHALLENGE ({ch[:8]!r})")
+        s.sendall(frame)
+        closed, got = closed_by_remote(s, 3)
+        print(f"hostile: {what} port: CHALLENGE, then closed {closed} after an unproven "
+              f"request ({len(got)} bytes served)", flush=True)
+        if not closed or (refuse and refuse in got):
+            run.fail(f"peer 0's {what} port served or kept a stranger without a proof")
+        s.close()
+    run.progress_after([0, 1, 2], t_attack, "during and after the authentication attacks")
+    run.finish_peers([0, 1, 2])
+
+
 def attack_max_peers(run):
     p = subprocess.Popen([run.args.master, "--listen", "tcp://127.0.0.1:0", "--print-port",
                           "--max-peers", "2000"], stdout=subprocess.PIPE,
@@ -455,7 +669,7 @@ def main():
     ap.add_argument("--peer", required=True)
     ap.add_argument("--attack", required=True,
                     choices=("master-flood", "slow-reader", "probe-flood", "slowloris",
-                             "max-peers"))
+                             "max-peers", "auth"))
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     run = Run(args)
@@ -468,6 +682,8 @@ def main():
             attack_probe_flood(run)
         elif args.attack == "slowloris":
             attack_slowloris(run)
+        elif args.attack == "auth":
+            attack_auth(run)
         else:
             attack_max_peers(run)
     finally:
