@@ -364,6 +364,26 @@ static void state_request_proof(const ccoip_peer *p,
                    CCOIP_AUTH_NONCE_BYTES, NULL, 0, v, 4, out);
 }
 
+/* Admission (hostile networks): with every served slot taken, the connection that has waited
+ * longest without a request makes room, so idle connections cannot lock requesters out. */
+static void state_sconn_make_room(ccoip_peer *p)
+{
+    uint32_t oldest = UINT32_MAX;
+    for (uint32_t i = 0; i < P_SS_MAX; i++) {
+        const p_sconn *c = &p->ss.sconn[i];
+        if (!c->used) return;
+        if (!c->asked && (oldest == UINT32_MAX || c->since_ns < p->ss.sconn[oldest].since_ns))
+            oldest = i;
+    }
+    if (oldest == UINT32_MAX) return;
+    sm_log(&p->out, CCOIP_LOG_WARN,
+           "peer %U: shared-state connections full: closing conn %U (no request) to make room",
+           p->id, p->ss.sconn[oldest].conn);
+    ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
+    if (a != NULL) a->conn = p->ss.sconn[oldest].conn;
+    p->ss.sconn[oldest].used = false;
+}
+
 /* Sends the fetch's STATE_REQUEST (keys in verdict order) and posts one STATE_RECV per key into
  * scratch; challenge: the distributor's (authenticated runs), else NULL. */
 static void state_send_request(ccoip_peer *p, const uint8_t *challenge);
@@ -372,10 +392,13 @@ bool p_state_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
 {
     if (ev->accepted) {
         if (ev->listener != CCOIP_LISTENER_SHARED_STATE) return false;
+        state_sconn_make_room(p);
         for (uint32_t i = 0; i < P_SS_MAX; i++) {
             if (!p->ss.sconn[i].used) {
+                memset(&p->ss.sconn[i], 0, sizeof(p->ss.sconn[i]));
                 p->ss.sconn[i].used = true;
                 p->ss.sconn[i].conn = ev->conn;
+                p->ss.sconn[i].since_ns = p->now;
                 if (ccoip_auth_on(&p->cfg.auth))
                     p_auth_challenge(p, ev->conn, p->ss.sconn[i].challenge);
                 return true;
@@ -564,6 +587,7 @@ static void state_serve(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint6
             return;
         }
     }
+    p->ss.sconn[state_sconn(p, conn)].asked = true;
     ccoip_pb_shared_state_response resp;
     memset(&resp, 0, sizeof(resp));
     resp.status = CCOIP_PB_STATUS_SUCCESS;

@@ -315,6 +315,28 @@ void p_wire_on_plan(ccoip_peer *p, const ccoip_pb_topology_plan *plan)
     }
 }
 
+/* Admission (hostile networks, docs/protocol.md §8.1): when every slot is taken, the connection
+ * waiting longest for its HELLO makes room for the new one, so silent connections cannot keep
+ * the ring's own predecessor out (it sends its HELLO at once; they only ever wait). Links that
+ * are up, and HELLOs held for a coming plan, are never displaced. */
+static void wire_acc_make_room(ccoip_peer *p)
+{
+    uint32_t oldest = UINT32_MAX;
+    for (uint32_t i = 0; i < p->wire.acc_cap; i++) {
+        const p_acc *a = &p->wire.acc[i];
+        if (a->state == PA_FREE) return;
+        if (a->state == PA_WAIT_HELLO &&
+            (oldest == UINT32_MAX || a->since_ns < p->wire.acc[oldest].since_ns)) {
+            oldest = i;
+        }
+    }
+    if (oldest == UINT32_MAX) return;
+    sm_log(&p->out, CCOIP_LOG_WARN,
+           "peer %U: incoming links full: closing conn %U (no HELLO yet) to make room", p->id,
+           p->wire.acc[oldest].conn);
+    wire_acc_free(p, oldest, true);
+}
+
 bool p_wire_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
 {
     if (ev->accepted) {
@@ -322,6 +344,7 @@ bool p_wire_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
             wire_close(p, ev->conn);
             return true;
         }
+        wire_acc_make_room(p);
         for (uint32_t i = 0; i < p->wire.acc_cap; i++) {
             if (p->wire.acc[i].state == PA_FREE) {
                 p->wire.acc[i].state = PA_WAIT_HELLO;

@@ -179,6 +179,8 @@ typedef struct p_skey {
 
 typedef struct p_sconn {
     bool used;
+    bool asked;        /**< a request arrived (and passed authentication) */
+    uint64_t since_ns; /**< accepted at */
     uint64_t conn;
     uint8_t challenge[CCOIP_AUTH_NONCE_BYTES]; /**< authenticated runs: our CHALLENGE (§8.3) */
 } p_sconn;

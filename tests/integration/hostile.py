@@ -15,7 +15,7 @@ time, from this process:
                 its bandwidth-probe port); 1,100 idle sockets to that port for 12 s. Peer 0 may log
                 at most 40 'accept failed' lines (no accept spin) and every peer must keep
                 all-reducing.
-  slowloris     on peer 0's shared-state and probe ports and on the master: 4 connections each that send
+  slowloris     on peer 0's p2p, shared-state and probe ports and on the master: 4 connections each that send
                 nothing and 4 that send a byte per second (a frame header, never completed); one
                 probe that sends its PROBE_REQUEST and then nothing. Every one must be closed by
                 the remote within 5 s + 3 s (the probe: 10 s idle + 3 s), peer 0 must keep its
@@ -421,12 +421,12 @@ def attack_slowloris(run):
         run.fail(f"peer 0 does not listen on 3 ports: {listening_ports(victim)}")
         return
     ports = listening_ports(victim)
-    # Listeners in creation order: p2p, shared state, bandwidth probe. The p2p port is the core's
-    # to guard (its HELLO deadline; see docs/security.md): silent connections there take the
-    # slots of the ring's incoming links and get the victim evicted, which would end every
-    # connection here as a side effect, so this test leaves it out.
-    targets = [("master", run.port), ("peer 0 shared-state port", ports[1]),
-               ("peer 0 probe port", ports[2])]
+    # Listeners in creation order: p2p, shared state, bandwidth probe. On the p2p port silent
+    # connections fill the incoming-link slots; a newcomer displaces the one waiting longest
+    # for its HELLO (docs/security.md, admission), so the ring's links stay and a re-wire's
+    # predecessor still gets in.
+    targets = [("master", run.port), ("peer 0 p2p port", ports[0]),
+               ("peer 0 shared-state port", ports[1]), ("peer 0 probe port", ports[2])]
     conns = []  # (what, socket, trickle bytes, bound s)
     for what, port in targets:
         trickle = hello_frame() if what == "master" else data_header(1)

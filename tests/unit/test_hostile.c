@@ -538,3 +538,35 @@ PTEST(hostile, hello_far_beyond_the_epoch_is_refused)
     PT_ASSERT(!peer_closes(p, &ev, 902), "held");
     ccoip_peer_destroy(p);
 }
+
+/* Admission: with every incoming slot held by silent connections, a new connection closes the
+ * one waiting longest, not itself — the real predecessor (which says HELLO at once) gets in.
+ * Before: "too many incoming links", the newcomer closed, the victim's ring never formed. The
+ * same on the shared-state port (requesters are not locked out by idle connections). */
+PTEST(hostile, silent_connections_make_room_for_new_ones)
+{
+    for (int state = 0; state < 2; state++) {
+        ccoip_peer *p = bare_peer();
+        const ccoip_listener l = state ? CCOIP_LISTENER_SHARED_STATE : CCOIP_LISTENER_P2P;
+        const uint32_t slots = 8; /* P_ACC_MAX (pool of 1) and P_SS_MAX */
+        ccoip_event ev;
+        for (uint32_t i = 0; i < slots; i++) {
+            ev = accepted(2000 + i, 800 + i);
+            ev.listener = l;
+            PT_ASSERT(!peer_closes(p, &ev, 800 + i), "slot %u accepted", i);
+        }
+        ev = accepted(3000, 900);
+        ev.listener = l;
+        PT_ASSERT(ccoip_peer_step(p, &ev) == pcclSuccess, "step");
+        bool closed_oldest = false, closed_new = false;
+        ccoip_action a;
+        while (ccoip_peer_poll(p, &a)) {
+            if (a.type != CCOIP_ACT_CLOSE) continue;
+            closed_oldest = closed_oldest || a.conn == 800;
+            closed_new = closed_new || a.conn == 900;
+        }
+        PT_ASSERT(closed_oldest && !closed_new, "%s: the oldest silent connection made room",
+                  state ? "shared state" : "p2p");
+        ccoip_peer_destroy(p);
+    }
+}
