@@ -85,6 +85,10 @@ def main():
     ap.add_argument("--canary", action="store_true",
                     help="peers corrupt their state after some syncs (--corrupt-permille): "
                          "pass only if the divergence check reports it")
+    ap.add_argument("--auth", action="store_true",
+                    help="an authenticated run: master and peers share a run token "
+                         "(PCCL_RUN_TOKEN_FILE, docs/security.md); no member may ever fail "
+                         "authentication")
     ap.add_argument("--corrupt-permille", type=int, default=20,
                     help="canary: per-mille of syncs after which a peer corrupts its state")
     args = ap.parse_args()
@@ -101,6 +105,12 @@ def main():
     stop_file = os.path.join(work, "stop")
     env = dict(os.environ)
     env.setdefault("PCCL_LOG_LEVEL", "INFO")
+    if args.auth:
+        token = os.path.join(work, "run.token")
+        with open(token, "w") as f:
+            f.write(random.Random(seed).randbytes(32).hex() + "\n")
+        os.chmod(token, 0o600)
+        env["PCCL_RUN_TOKEN_FILE"] = token
     procs = []
     t0 = time.monotonic()
     failures = []
@@ -316,6 +326,8 @@ def main():
         except subprocess.TimeoutExpired:
             fail("master ignored SIGTERM")
         analyze(work, fail)
+        if args.auth:
+            check_auth(work, fail)
         print(f"soak: wall {time.monotonic() - t0:.1f} s", flush=True)
         return finish(failures, work, args, dump_logs)
     finally:
@@ -354,6 +366,23 @@ def last_r(p):
 
 def max_revision(peers):
     return max(last_r(p) for p in peers)
+
+
+def check_auth(work, fail):
+    """Authentication was on everywhere and no honest member ever failed it."""
+    on = bad = 0
+    for n in os.listdir(work):
+        if not n.endswith(".log"):
+            continue
+        with open(os.path.join(work, n), errors="replace") as f:
+            for l in f:
+                on += "authenticated run" in l
+                bad += "authentication" in l and "failed" in l
+    print(f"soak: authentication on in {on} processes, {bad} authentication failures", flush=True)
+    if on < 2:
+        fail("the run was not authenticated")
+    if bad:
+        fail(f"{bad} authentication failures among honest members")
 
 
 def analyze(work, fail):
