@@ -35,7 +35,9 @@ static void usage(FILE *f)
             "  --port N       listen on tcp://0.0.0.0:N (default %d)\n"
             "  --relay-max-bytes N  all-reduces of at most N bytes per input are reduced\n"
             "                 by the master (0: never; at most 65536; default 32768, or\n"
-            "                 PCCL_RELAY_MAX_BYTES)\n",
+            "                 PCCL_RELAY_MAX_BYTES)\n"
+            "Authenticated runs (docs/security.md): PCCL_RUN_TOKEN_FILE names a file holding\n"
+            "the run's token (every peer needs the same one); PCCL_RUN_TOKEN gives it directly.\n",
             CCOIP_PROTOCOL_PORT_MASTER);
 }
 
@@ -142,7 +144,9 @@ int main(int argc, char **argv)
     uint16_t port = 0;
     pcclResult_t r = pcclCreateMasterEx(&p, &m, &port);
     if (r != pcclSuccess) {
-        fprintf(stderr, "ccoip_master: cannot listen on %s (result %d)\n", url, (int)r);
+        fprintf(stderr,
+                "ccoip_master: cannot start on %s (result %d; the log line above says why)\n", url,
+                (int)r);
         return 1;
     }
     r = pcclRunMaster(m);

@@ -541,6 +541,14 @@ pcclResult_t pt_master_create(const char *listen_url, const ccoip_master_config 
     }
     pcclResult_t r = pt_auth_load("master", &mc.auth);
     if (r != pcclSuccess) return r;
+    if (!ccoip_auth_on(&mc.auth) && strncmp(listen_url, "ipc://", 6) != 0 &&
+        strstr(listen_url, "://127.") == NULL && strstr(listen_url, "://localhost") == NULL &&
+        strstr(listen_url, "://[::1]") == NULL) {
+        pt_log(CCOIP_LOG_WARN, "master",
+               "%s: no run token: anyone who reaches this port may join the run "
+               "(PCCL_RUN_TOKEN_FILE, docs/security.md)",
+               listen_url);
+    }
     pt_driver *d = driver_alloc(true);
     if (d == NULL) return pcclSystemError;
     d->auth = mc.auth;
