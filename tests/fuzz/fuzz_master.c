@@ -325,9 +325,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.max_message_bytes = 1u << 16; /* a smaller decode arena: faster runs */
     cfg.max_state_keys = 3;           /* a vote with all 4 keys of fz_key_names is over the limit */
     cfg.relay_max_bytes = 64;         /* master relay (§6.8.2): small, so inputs reach it */
+    /* A first byte 0xA5 (no older seed starts with it) makes the run authenticated. */
+    const bool auth = size > 0 && data[0] == 0xA5u;
+    if (auth) {
+        /* Authenticated (docs/protocol.md §6.1.1): Joins without the session's proof refused. */
+        cfg.auth.mac = ccoip_auth_standin_mac;
+        memset(cfg.auth.run_key, 0x5a, sizeof(cfg.auth.run_key));
+        memset(cfg.auth.secret, 0xa5, sizeof(cfg.auth.secret));
+    }
     ccoip_master *m = NULL;
     FUZZ_CHECK(ccoip_master_create(&cfg, 7, &m) == pcclSuccess);
-    fz f = {data, size, 0};
+    fz f = {data, size, auth ? 1u : 0u};
     uint64_t now = 1, call = 1;
     ccoip_event ev;
     memset(&ev, 0, sizeof(ev));

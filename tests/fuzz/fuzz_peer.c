@@ -73,6 +73,8 @@ typedef struct fz_conn {
     uint64_t req_tag, req_seq, req_revision;
     uint32_t req_keys[FZ_KEYS]; /* key indices in request order */
     uint32_t req_nkeys;
+    bool has_challenge; /* authenticated: the peer sent a CHALLENGE on it (accepted) */
+    uint8_t challenge[CCOIP_AUTH_NONCE_BYTES];
 } fz_conn;
 
 /* Shared-state key names (sorted, as the peer sorts them). */
@@ -104,6 +106,10 @@ typedef struct fz_world {
     bool listen_pending[3];
     /* Per op slot: the quantization the peer last asked for (QUANTIZE action). */
     ccoip_quant_meta slot_quant[FZ_MAX_OPS + 2u];
+    /* Authenticated runs (one input in four): the peer's configuration and its Hello nonce, so
+     * the harness answers with the master's real proof and plans carry link keys. */
+    ccoip_auth_config auth;
+    uint8_t hello_nonce[CCOIP_AUTH_NONCE_BYTES];
 } fz_world;
 
 static fz_world W;
@@ -177,6 +183,13 @@ static void fz_check_data_send(const ccoip_action *a)
         break;
     case CCOIP_DATA_HELLO_ACK:
         break;
+    case CCOIP_DATA_CHALLENGE:
+        FUZZ_CHECK(ccoip_auth_on(&W.auth) && h.length == 0);
+        if (c != NULL) {
+            c->has_challenge = true;
+            ccoip_auth_nonce_from_u64(h.tag, h.seq, c->challenge);
+        }
+        break;
     case CCOIP_DATA_STATE_REQUEST: {
         ccoip_pb_shared_state_request rq;
         FUZZ_CHECK(ccoip_pb_shared_state_request_decode(pl, h.length, NULL, &arena, &rq) ==
@@ -237,6 +250,10 @@ static void fz_check_master_send(const ccoip_action *a)
     if (fz_verbose)
         fprintf(stderr, "  -> master call=%llu body=%d\n", (unsigned long long)env.call_id,
                 (int)env.body_case);
+    if (env.body_case == CCOIP_PB_PEER_TO_MASTER_BODY_HELLO &&
+        env.body.hello.nonce.len == CCOIP_AUTH_NONCE_BYTES) {
+        memcpy(W.hello_nonce, env.body.hello.nonce.data, CCOIP_AUTH_NONCE_BYTES);
+    }
     if (env.call_id == 0) return;
     if (W.ncalls == FZ_CALLS) {
         memmove(&W.calls[0], &W.calls[1], (FZ_CALLS - 1u) * sizeof(fz_call));
@@ -328,7 +345,7 @@ static void fz_drain(void)
                 }
             }
             FUZZ_CHECK(found); /* exactly one NOTIFY per submitted command */
-            FUZZ_CHECK((uint32_t)a.result <= (uint32_t)pcclProtocolError);
+            FUZZ_CHECK((uint32_t)a.result <= (uint32_t)pcclAuthenticationFailed);
             break;
         }
         case CCOIP_ACT_RING_SEND:
@@ -521,6 +538,15 @@ static void fz_plan(fz *f, ccoip_pb_topology_plan *plan, ccoip_pb_peer_info *nb,
     }
     plan->neighbours = nb;
     plan->neighbours_count = nn;
+    if (ccoip_auth_on(&W.auth) && (b & 8u) == 0) {
+        static const uint8_t key[CCOIP_AUTH_KEY_BYTES] = {0x42};
+        plan->pred_key.data = key;
+        plan->pred_key.len = CCOIP_AUTH_KEY_BYTES;
+        plan->succ_key.data = key;
+        plan->succ_key.len = CCOIP_AUTH_KEY_BYTES;
+        plan->group_key.data = key;
+        plan->group_key.len = CCOIP_AUTH_KEY_BYTES;
+    }
 }
 
 /* Answer call c (well-formed for its kind; the status byte may make it an error). */
@@ -545,6 +571,19 @@ static void fz_answer(fz *f, const fz_call *c)
         env.body.hello.peer_id = 1u + (st & 3u);
         env.body.hello.heartbeat_ms = 100;
         env.body.hello.evict_ms = (st & 0x10u) ? 50u : 1000u;
+        if (ccoip_auth_on(&W.auth) && (st & 8u) == 0) {
+            /* The master's proof over the peer's nonce (st & 4: a wrong one). */
+            static uint8_t mnonce[CCOIP_AUTH_NONCE_BYTES], proof[CCOIP_AUTH_MAC_BYTES];
+            memset(mnonce, st, sizeof(mnonce));
+            const uint64_t id = env.body.hello.peer_id;
+            ccoip_auth_mac(&W.auth, W.auth.run_key, "pccl master proof", W.hello_nonce,
+                           CCOIP_AUTH_NONCE_BYTES, mnonce, sizeof(mnonce), &id, 1, proof);
+            if (st & 4u) proof[0] ^= 1u;
+            env.body.hello.nonce.data = mnonce;
+            env.body.hello.nonce.len = sizeof(mnonce);
+            env.body.hello.proof.data = proof;
+            env.body.hello.proof.len = sizeof(proof);
+        }
         break;
     case CCOIP_PB_PEER_TO_MASTER_BODY_JOIN:
         env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_JOIN;
@@ -820,9 +859,29 @@ static void fz_p2p_frame(fz *f)
             h.step = 2u + (b & 1u);
             h.chunk = (b >> 1) & 3u;
         }
+        if (ccoip_auth_on(&W.auth) && c != NULL && c->has_challenge) {
+            /* The proof over this connection's challenge with the plans' link key (§8.1);
+             * b & 0x10: one bit wrong. */
+            static const uint8_t key[CCOIP_AUTH_KEY_BYTES] = {0x42};
+            const uint64_t v[5] = {h.epoch, h.tag, h.seq, h.chunk, h.step};
+            ccoip_auth_mac(&W.auth, key, "pccl p2p hello", c->challenge, CCOIP_AUTH_NONCE_BYTES,
+                           NULL, 0, v, 5, payload);
+            if (b & 0x10u) payload[0] ^= 1u;
+            h.length = CCOIP_DATA_PROOF_BYTES;
+            fz_send_data(conn, &h, payload);
+            break;
+        }
         fz_send_data(conn, &h, fz_ipbuf); /* no payload */
         break;
     case 1: /* HELLO_ACK echoing the HELLO the peer sent on conn */
+        if (ccoip_auth_on(&W.auth) && (b & 0x10u)) {
+            /* Authenticated: the acceptor's CHALLENGE on a dialled connection (§8.0). */
+            ccoip_data_header_init(&h, CCOIP_DATA_CHALLENGE);
+            h.tag = W.now;
+            h.seq = b;
+            fz_send_data(conn, &h, fz_ipbuf);
+            break;
+        }
         ccoip_data_header_init(&h, CCOIP_DATA_HELLO_ACK);
         if (c != NULL && c->has_hello) {
             h.epoch = c->hello.epoch;
@@ -947,9 +1006,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.max_message_bytes = 1u << 16;               /* a smaller arena: faster runs */
     cfg.p2p_pool_size = 1u + (uint32_t)(size % 3u); /* pools of 1..3: striped steps too */
     memset(&W, 0, sizeof(W));
+    /* A first byte 0xA5 (no older seed starts with it) makes the run authenticated. */
+    const bool auth = size > 0 && data[0] == 0xA5u;
+    if (auth) {
+        /* An authenticated peer (docs/protocol.md §6.1.1, §8.0): every accepted connection is
+         * challenged, HELLOs and requests carry proofs, the master must prove itself. */
+        cfg.auth.mac = ccoip_auth_standin_mac;
+        memset(cfg.auth.run_key, 0x5a, sizeof(cfg.auth.run_key));
+        memset(cfg.auth.secret, 0xa5, sizeof(cfg.auth.secret));
+        W.auth = cfg.auth;
+    }
     W.now = 1;
     FUZZ_CHECK(ccoip_peer_create(&cfg, 11, &W.p) == pcclSuccess);
-    fz f = {data, size, 0};
+    fz f = {data, size, auth ? 1u : 0u};
     ccoip_event ev;
     memset(&ev, 0, sizeof(ev));
     ev.type = CCOIP_EV_START;
