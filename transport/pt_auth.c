@@ -65,7 +65,7 @@ pcclResult_t pt_auth_load(const char *who, ccoip_auth_config *auth)
     if ((path == NULL || path[0] == '\0') && (value == NULL || value[0] == '\0')) {
         return pcclSuccess; /* not authenticated */
     }
-    static uint8_t buf[PT_TOKEN_MAX + 1u];
+    uint8_t buf[PT_TOKEN_MAX + 1u]; /* on the stack: communicators may be created concurrently */
     size_t len = 0;
     if (path != NULL && path[0] != '\0') {
         if (value != NULL && value[0] != '\0')
