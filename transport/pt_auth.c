@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <sys/random.h>
@@ -89,12 +90,12 @@ pcclResult_t pt_auth_load(const char *who, ccoip_auth_config *auth)
         pt_log(CCOIP_LOG_ERROR, who,
                "run token: %zu bytes, at least %u needed (e.g. openssl rand -hex 32)", len,
                PT_TOKEN_MIN);
-        memset(buf, 0, sizeof buf);
+        OPENSSL_cleanse(buf, sizeof buf);
         return pcclInvalidArgument;
     }
     unsigned int n = CCOIP_AUTH_KEY_BYTES;
     const int ok = EVP_Digest(buf, len, auth->run_key, &n, EVP_sha256(), NULL);
-    memset(buf, 0, sizeof buf);
+    OPENSSL_cleanse(buf, sizeof buf);
     if (ok != 1 ||
         getrandom(auth->secret, sizeof auth->secret, 0) != (ssize_t)sizeof auth->secret) {
         pt_log(CCOIP_LOG_ERROR, who, "run token: cannot derive keys");
