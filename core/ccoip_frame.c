@@ -35,7 +35,7 @@ _Static_assert(CCOIP_PB_STATUS_SHARED_STATE_SYNC_FAILED == (int)pcclSharedStateS
 _Static_assert(CCOIP_PB_STATUS_PROTOCOL_ERROR == (int)pcclProtocolError, "status numbering");
 _Static_assert(CCOIP_PB_STATUS_AUTHENTICATION_FAILED == (int)pcclAuthenticationFailed,
                "status numbering");
-_Static_assert(PCCL_RESULT_COUNT == 18, "a new pcclResult_t needs a Status in ccoip.proto");
+_Static_assert(PCCL_RESULT_COUNT == 19, "a new pcclResult_t needs a Status in ccoip.proto");
 _Static_assert(CCOIP_PB_DATA_TYPE_UINT8 == (int)pcclUint8, "dtype numbering");
 _Static_assert(CCOIP_PB_DATA_TYPE_INT8 == (int)pcclInt8, "dtype numbering");
 _Static_assert(CCOIP_PB_DATA_TYPE_INT16 == (int)pcclInt16, "dtype numbering");

@@ -107,10 +107,11 @@ typedef enum pcclResult_t {
     X(pcclSystemError, 14, "system error")                                                         \
     X(pcclRemoteError, 15, "remote error")                                                         \
     X(pcclSharedStateSyncFailed, 16, "shared state synchronization failed")                        \
-    X(pcclProtocolError, 17, "protocol error")
+    X(pcclProtocolError, 17, "protocol error")                                                     \
+    X(pcclAuthenticationFailed, 18, "authentication failed")
 
 /** Number of distinct result codes (one more than the largest value). */
-#define PCCL_RESULT_COUNT (18)
+#define PCCL_RESULT_COUNT (19)
 
 /* ------------------------------------------------------------------------ */
 /* Enums                                                                    */

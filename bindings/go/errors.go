@@ -29,13 +29,14 @@ const (
 	RemoteError                Code = 15
 	SharedStateSyncFailed      Code = 16
 	ProtocolError              Code = 17
+	AuthenticationFailed       Code = 18
 
 	// OptimizeTopologyFailed is the name PCCL's documentation uses for TopologyOptimizationFailed.
 	OptimizeTopologyFailed = TopologyOptimizationFailed
 )
 
 // NumCodes is the number of distinct result codes (PCCL_RESULT_COUNT).
-const NumCodes = 18
+const NumCodes = 19
 
 var codeNames = [NumCodes]string{
 	"pcclSuccess", "pcclNotInitialized", "pcclInternalError", "pcclInvalidArgument",
@@ -43,7 +44,7 @@ var codeNames = [NumCodes]string{
 	"pcclRankConnectionFailed", "pcclRankConnectionLost", "pcclNoSharedStateAvailable",
 	"pcclPendingAsyncOps", "pcclUpdateTopologyFailed", "pcclTopologyOptimizationFailed",
 	"pcclTimeout", "pcclSystemError", "pcclRemoteError", "pcclSharedStateSyncFailed",
-	"pcclProtocolError",
+	"pcclProtocolError", "pcclAuthenticationFailed",
 }
 
 var codeMessages = [NumCodes]string{
@@ -52,6 +53,7 @@ var codeMessages = [NumCodes]string{
 	"peer connection lost", "no shared state available", "asynchronous operations pending",
 	"update topology failed", "topology optimization failed", "timed out", "system error",
 	"remote error", "shared state synchronization failed", "protocol error",
+	"authentication failed",
 }
 
 // String returns the C name of the code, e.g. "pcclInvalidArgument".
@@ -129,6 +131,7 @@ var (
 	ErrRemoteError                = &Error{Code: RemoteError}
 	ErrSharedStateSyncFailed      = &Error{Code: SharedStateSyncFailed}
 	ErrProtocolError              = &Error{Code: ProtocolError}
+	ErrAuthenticationFailed       = &Error{Code: AuthenticationFailed}
 )
 
 // CodeOf returns the code of a pccl error (Success for nil, InternalError

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -292,6 +294,34 @@ func TestNotConnected(t *testing.T) {
 	if time.Since(t0) > 7*time.Second {
 		t.Fatalf("Connect took %v", time.Since(t0))
 	}
+}
+
+// TestRunTokenMismatch: libpccl reads PCCL_RUN_TOKEN when a master is created and at
+// each Connect; a peer without the master's token, with another one, or with one an
+// open master lacks gets AuthenticationFailed.
+func TestRunTokenMismatch(t *testing.T) {
+	connect := func(port int) error {
+		c, err := NewCommunicator(Config{MasterURL: fmt.Sprintf("127.0.0.1:%d", port), Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.Connect()
+	}
+	t.Setenv("PCCL_RUN_TOKEN", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")
+	m := startMaster(t)
+	os.Unsetenv("PCCL_RUN_TOKEN")
+	expectCode(t, "no token", connect(m.Port()), ErrAuthenticationFailed)
+	t.Setenv("PCCL_RUN_TOKEN", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb")
+	err := connect(m.Port())
+	expectCode(t, "other token", err, ErrAuthenticationFailed)
+	if !strings.Contains(err.Error(), "authentication failed (pcclAuthenticationFailed)") {
+		t.Fatalf("message: %v", err)
+	}
+	os.Unsetenv("PCCL_RUN_TOKEN")
+	open := startMaster(t)
+	t.Setenv("PCCL_RUN_TOKEN", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")
+	expectCode(t, "open master", connect(open.Port()), ErrAuthenticationFailed)
 }
 
 // TestAlone: a peer alone in its group gets TooFewPeers from AllReduceAsync

@@ -199,7 +199,7 @@ def test_venv_install_offline(tmp_path):
 def test_error_classes():
     assert set(pccl.ERROR_CLASSES) == set(pccl.Result) - {pccl.Result.SUCCESS}
     seen = set()
-    for code in range(1, 18):
+    for code in range(1, 19):
         e = pccl.error_for(code, "pcclX")
         assert type(e) is pccl.ERROR_CLASSES[pccl.Result(code)]
         assert isinstance(e, pccl.PCCLError)
@@ -210,7 +210,7 @@ def test_error_classes():
         assert str(e) == f"pcclX failed with error: {name}: {name}"
         assert e.describe.startswith(pccl._errors.RESULT_INFO[code][0] + " (")
         seen.add(type(e))
-    assert len(seen) == 17  # a distinct class per code
+    assert len(seen) == 18  # a distinct class per code
     assert pccl.error_for(12).__class__ is pccl.OptimizeTopologyFailed
     assert isinstance(pccl.error_for(13), TimeoutError)
     assert isinstance(pccl.error_for(14), OSError)
@@ -340,6 +340,36 @@ def test_connect_to_nothing_is_master_connection_failed():
         c.connect(n_attempts=2, retry_delay=0.05)
     assert time.monotonic() - t0 < 15
     c.close()
+
+
+def test_run_token_mismatch_is_authentication_failed(monkeypatch):
+    """libpccl reads PCCL_RUN_TOKEN when the master is created and at each connect: a peer
+    without the master's token, with another one, or with one the master lacks is refused,
+    at once and without retries."""
+    monkeypatch.setenv("PCCL_RUN_TOKEN", "a" * 32)
+    with pccl.MasterNode("127.0.0.1:0") as m:
+        m.run()
+        for token in (None, "b" * 32):
+            if token is None:
+                monkeypatch.delenv("PCCL_RUN_TOKEN")
+            else:
+                monkeypatch.setenv("PCCL_RUN_TOKEN", token)
+            c = pccl.Communicator(f"127.0.0.1:{m.port}", 0, timeout_ms=5000)
+            t0 = time.monotonic()
+            with pytest.raises(pccl.AuthenticationFailed) as ei:
+                c.connect(n_attempts=5, retry_delay=2.0)
+            assert time.monotonic() - t0 < 2.0  # not retried
+            assert ei.value.result == pccl.Result.AUTHENTICATION_FAILED
+            assert ei.value.describe == "pcclAuthenticationFailed (authentication failed)"
+            c.close()
+    monkeypatch.delenv("PCCL_RUN_TOKEN")
+    with pccl.MasterNode("127.0.0.1:0") as m:
+        m.run()
+        monkeypatch.setenv("PCCL_RUN_TOKEN", "a" * 32)
+        c = pccl.Communicator(f"127.0.0.1:{m.port}", 0, timeout_ms=5000)
+        with pytest.raises(pccl.AuthenticationFailed):
+            c.connect(n_attempts=1)
+        c.close()
 
 
 def test_address_parsing():

@@ -8,6 +8,7 @@ checkout, the dynamic loader, or the installed library (see docs/python.md).
 """
 
 from ._errors import (
+    AuthenticationFailed,
     DTypeMismatchError,
     EmptySharedStateError,
     InternalError,
@@ -77,6 +78,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AsyncReduceHandle",
     "Attribute",
+    "AuthenticationFailed",
     "BuildInfo",
     "Communicator",
     "DTypeMismatchError",

@@ -628,7 +628,9 @@ class Communicator:
 
     def connect(self, n_attempts=5, retry_delay=1.0):
         """Connects to the master, retrying up to n_attempts times on connection
-        failures (retry_delay seconds apart). Blocks until the peers admit us."""
+        failures (retry_delay seconds apart). Blocks until the peers admit us.
+        AuthenticationFailed (the run tokens differ) is raised at once, as are errors
+        in the arguments or the call."""
         h = self._handle()
         n = max(1, int(n_attempts))
         for attempt in range(n):
@@ -636,8 +638,8 @@ class Communicator:
             if rc == 0:
                 return
             err = error_for(rc, "pcclConnect")
-            if rc in (Result.INVALID_ARGUMENT, Result.INVALID_USAGE, Result.NOT_INITIALIZED) \
-                    or attempt == n - 1:
+            if rc in (Result.INVALID_ARGUMENT, Result.INVALID_USAGE, Result.NOT_INITIALIZED,
+                      Result.AUTHENTICATION_FAILED) or attempt == n - 1:
                 raise err
             time.sleep(retry_delay)
 

@@ -4,7 +4,7 @@ import enum
 
 
 class Result(enum.IntEnum):
-    """pcclResult_t. Values 0..12 are PCCL 1.0's; 13..17 are appended by pccl."""
+    """pcclResult_t. Values 0..12 are PCCL 1.0's; 13..18 are appended by pccl."""
 
     SUCCESS = 0
     NOT_INITIALIZED = 1
@@ -24,6 +24,7 @@ class Result(enum.IntEnum):
     REMOTE_ERROR = 15
     SHARED_STATE_SYNC_FAILED = 16
     PROTOCOL_ERROR = 17
+    AUTHENTICATION_FAILED = 18
     # alias: the name PCCL's documentation uses
     OPTIMIZE_TOPOLOGY_FAILED = 12
 
@@ -48,6 +49,7 @@ RESULT_INFO = {
     15: ("pcclRemoteError", "remote error"),
     16: ("pcclSharedStateSyncFailed", "shared state synchronization failed"),
     17: ("pcclProtocolError", "protocol error"),
+    18: ("pcclAuthenticationFailed", "authentication failed"),
 }
 
 
@@ -186,6 +188,13 @@ class ProtocolError(PCCLError):
     result_code = Result.PROTOCOL_ERROR
 
 
+class AuthenticationFailed(PCCLError):
+    """The run tokens differ (docs/security.md): the master requires one this peer lacks or
+    holds differently, or the master could not prove it holds this peer's (PCCL_RUN_TOKEN_FILE)."""
+
+    result_code = Result.AUTHENTICATION_FAILED
+
+
 # ---- errors the binding raises before calling C (all are InvalidArgument) ----
 # Each is also the builtin exception PCCL 1.0 raises for the same input: its
 # `assert`s (AssertionError) and ValueError (a wrong type, an unknown torch dtype).
@@ -253,6 +262,7 @@ ERROR_CLASSES = {
     Result.REMOTE_ERROR: RemoteError,
     Result.SHARED_STATE_SYNC_FAILED: SharedStateSyncFailed,
     Result.PROTOCOL_ERROR: ProtocolError,
+    Result.AUTHENTICATION_FAILED: AuthenticationFailed,
 }
 
 

@@ -75,7 +75,7 @@ pub const PCCL_VERSION_HEX: u32 =
 // Result codes
 // ---------------------------------------------------------------------------
 
-/// `pcclResult_t`. 0..12 are PCCL 1.0's; 13..17 are appended by pccl (append-only).
+/// `pcclResult_t`. 0..12 are PCCL 1.0's; 13..18 are appended by pccl (append-only).
 pub type pcclResult_t = c_uint;
 pub const pcclSuccess: pcclResult_t = 0;
 pub const pcclNotInitialized: pcclResult_t = 1;
@@ -95,11 +95,12 @@ pub const pcclSystemError: pcclResult_t = 14;
 pub const pcclRemoteError: pcclResult_t = 15;
 pub const pcclSharedStateSyncFailed: pcclResult_t = 16;
 pub const pcclProtocolError: pcclResult_t = 17;
+pub const pcclAuthenticationFailed: pcclResult_t = 18;
 /// Alias of [`pcclTopologyOptimizationFailed`] (PCCL's documentation's name).
 pub const pcclOptimizeTopologyFailed: pcclResult_t = pcclTopologyOptimizationFailed;
 
 /// Number of distinct result codes (one more than the largest value).
-pub const PCCL_RESULT_COUNT: u32 = 18;
+pub const PCCL_RESULT_COUNT: u32 = 19;
 
 /// `PCCL_RESULT_MAP`: every distinct result code with its name and message, in value order.
 pub const PCCL_RESULT_MAP: [(pcclResult_t, &str, &str); PCCL_RESULT_COUNT as usize] = [
@@ -161,6 +162,11 @@ pub const PCCL_RESULT_MAP: [(pcclResult_t, &str, &str); PCCL_RESULT_COUNT as usi
         "shared state synchronization failed",
     ),
     (pcclProtocolError, "pcclProtocolError", "protocol error"),
+    (
+        pcclAuthenticationFailed,
+        "pcclAuthenticationFailed",
+        "authentication failed",
+    ),
 ];
 
 // ---------------------------------------------------------------------------

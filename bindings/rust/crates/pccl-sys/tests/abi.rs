@@ -138,6 +138,7 @@ fn constants() -> Vec<(&'static str, i64)> {
         pcclRemoteError,
         pcclSharedStateSyncFailed,
         pcclProtocolError,
+        pcclAuthenticationFailed,
         pcclOptimizeTopologyFailed,
         PCCL_RESULT_COUNT,
         pcclUint8,
@@ -578,7 +579,7 @@ fn every_struct_field_enumerator_and_define_of_the_header_is_declared() {
         table.len(),
         "every checked struct is in the header"
     );
-    assert_eq!(enumerators_seen, 61, "enumerators in the headers");
+    assert_eq!(enumerators_seen, 62, "enumerators in the headers");
     let (defines, initializers) = numeric_defines(&src);
     // The C program prints the initializer's fields (the "init" line of the layout test).
     assert_eq!(initializers, ["PCCL_COMM_CREATE_OPTIONS_INIT"]);

@@ -159,7 +159,8 @@ impl Communicator {
 
     /// Connects to the master and blocks until the accepted peers admit this one
     /// (`pcclConnect`). Errors: `InvalidUsage` (already connected, version mismatch),
-    /// `MasterConnectionFailed`, `Timeout`, `SystemError`.
+    /// `MasterConnectionFailed`, `Timeout`, `SystemError`, `AuthenticationFailed` (the master
+    /// and this peer do not hold the same run token, docs/security.md).
     pub fn connect(&mut self) -> Result<()> {
         let p = self.ptr()?;
         // SAFETY: p is live and &mut self makes this the only call.

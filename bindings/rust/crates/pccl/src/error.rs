@@ -4,7 +4,7 @@ use std::fmt;
 use pccl_sys as sys;
 
 /// The failure of a pccl call: one variant per `pcclResult_t` code (the code is
-/// [`Error::code`]). Codes 13..=17 are pccl's additions to PCCL 1.0; `Unknown` holds a code a
+/// [`Error::code`]). Codes 13..=18 are pccl's additions to PCCL 1.0; `Unknown` holds a code a
 /// newer libpccl may return that this crate does not know yet (codes are append-only).
 ///
 /// Errors detected by this crate before calling the library (mismatched slice lengths, a NUL
@@ -49,6 +49,10 @@ pub enum Error {
     SharedStateSyncFailed,
     /// `pcclProtocolError` (17): a frame violated the CCoIP wire contract.
     ProtocolError,
+    /// `pcclAuthenticationFailed` (18): the run tokens differ (docs/security.md): the master
+    /// requires one this peer lacks or holds differently, or could not prove it holds this
+    /// peer's (`PCCL_RUN_TOKEN_FILE`).
+    AuthenticationFailed,
     /// A code this crate does not know.
     Unknown(u32),
 }
@@ -56,7 +60,7 @@ pub enum Error {
 /// `Result<T, pccl::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-const KNOWN: [Error; 17] = [
+const KNOWN: [Error; 18] = [
     Error::NotInitialized,
     Error::InternalError,
     Error::InvalidArgument,
@@ -74,6 +78,7 @@ const KNOWN: [Error; 17] = [
     Error::RemoteError,
     Error::SharedStateSyncFailed,
     Error::ProtocolError,
+    Error::AuthenticationFailed,
 ];
 
 impl Error {

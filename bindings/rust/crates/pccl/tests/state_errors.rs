@@ -155,6 +155,7 @@ fn error_codes_round_trip_with_the_c_names() {
     }
     assert_eq!(Error::from_code(13), Some(Error::Timeout));
     assert_eq!(Error::from_code(17), Some(Error::ProtocolError));
+    assert_eq!(Error::from_code(18), Some(Error::AuthenticationFailed));
     assert_eq!(
         Error::from_code(sys::pcclOptimizeTopologyFailed),
         Some(Error::TopologyOptimizationFailed)
