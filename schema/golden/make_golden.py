@@ -159,6 +159,9 @@ def corpora(fd, vecs):
     d["probe_accept"] = data_header(8)
     d["probe_busy"] = data_header(9)
     d["probe_data"] = data_header(10, offset=1 << 20, length=1 << 20)
+    # Authenticated runs (docs/protocol.md §8.0): a CHALLENGE, a HELLO carrying its proof.
+    d["challenge"] = data_header(11, tag=0x0123456789ABCDEF, seq=0xFEDCBA9876543210)
+    d["hello_proof"] = data_header(1, epoch=1, tag=5, seq=7, length=32) + bytes(range(32))
     return out
 
 
