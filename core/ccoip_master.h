@@ -1,7 +1,10 @@
 /*
  * ccoip_master.h — the CCoIP master as a pure state machine (DESIGN.md §2–3,
- * docs/core.md §2). Events in (ccoip_sm.h), actions out; no I/O, no clock,
- * no allocation after ccoip_master_create.
+ * docs/core.md §2). Events in (ccoip_sm.h), actions out; no I/O, no clock.
+ * Memory: every table is allocated by ccoip_master_create except the pool of
+ * collective operations, which grows on demand (master_collective.c) and is
+ * bounded by max_ops per peer times max_peers, so no remote can make it grow
+ * without limit; a failed growth refuses the initiate (RESOURCE_LIMIT).
  *
  * The driver listens for control connections itself (the master emits no
  * LISTEN) and reports each accepted connection with CONN_UP (accepted = true,
