@@ -870,7 +870,7 @@ static void coll_expire(ccoip_master *m, uint32_t i)
             members++;
             ring_epoch = p->ring_epoch;
         }
-        if (2u * (uint64_t)o->n_voted <= members) {
+        if (!m_majority(o->n_voted, members)) {
             bool opt_here = false;
             for (uint32_t k = 0; k < o->mem_n; k++) {
                 const m_op_member *mm = &o->mem[k];
@@ -884,7 +884,7 @@ static void coll_expire(ccoip_master *m, uint32_t i)
                         "half or fewer of the group initiated the collective in time", opt_here);
             return;
         }
-    } else if (st == MOP_RUNNING && !o->aborted && 2u * (uint64_t)o->n_done <= o->n_member) {
+    } else if (st == MOP_RUNNING && !o->aborted && !m_majority(o->n_done, o->n_member)) {
         sm_log(&m->out, CCOIP_LOG_WARN,
                "master: collective tag %U seq %U: %u of %u members completed in time: aborting",
                o->tag, o->seq, o->n_done, o->n_member);

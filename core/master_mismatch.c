@@ -70,14 +70,10 @@ static void mm_fail(ccoip_master *m, uint32_t slot, const char *detail)
         m_topo_fail_pending_query(m, slot, CCOIP_PB_REASON_CALL_MISMATCH, detail);
         break;
     case MK_SYNC:
-        m_answer_status(m, slot, p->sync_call, CCOIP_PB_STATUS_INVALID_USAGE,
-                        CCOIP_PB_REASON_CALL_MISMATCH, detail);
-        m_sync_drop_vote(m, slot);
+        m_sync_fail_vote(m, slot, CCOIP_PB_REASON_CALL_MISMATCH, detail);
         break;
     case MK_OPTIMIZE:
-        m_answer_status(m, slot, p->opt_call, CCOIP_PB_STATUS_INVALID_USAGE,
-                        CCOIP_PB_REASON_CALL_MISMATCH, detail);
-        m_opt_drop_vote(m, slot);
+        m_opt_fail_vote(m, slot, CCOIP_PB_REASON_CALL_MISMATCH, detail);
         break;
     default:
         break;

@@ -29,6 +29,7 @@ void m_opt_on_vote(ccoip_master *m, uint32_t slot, uint64_t call)
     m->mm.dirty = true;
     p->opt_call = call;
     p->opt_failed = false;
+    p->opt_late = false;
     if (!m->opt.opt_timer) {
         m->opt.opt_timer = true;
         m->opt.opt_first_ns = m->now;
@@ -45,6 +46,25 @@ void m_opt_drop_vote(ccoip_master *m, uint32_t slot)
     for (uint32_t k = 0; k < m->sess.order_n && !any; k++)
         any = m->sess.peers[m->sess.order[k]].opt_st != MO_NONE;
     if (!any) m->opt.opt_timer = false; /* the vote's deadline goes with its last ballot */
+}
+
+void m_opt_fail_vote(ccoip_master *m, uint32_t slot, int32_t reason, const char *detail)
+{
+    m_peer *p = m_peer_at(m, slot);
+    if (p->opt_st != MO_VOTED) return;
+    m_answer_status(m, slot, p->opt_call, CCOIP_PB_STATUS_INVALID_USAGE, reason, detail);
+    m_opt_drop_vote(m, slot);
+}
+
+/* Answers call of slot with optimize_verdict { success = false }. */
+static void opt_send_failure(ccoip_master *m, uint32_t slot, uint64_t call)
+{
+    ccoip_pb_master_to_peer env;
+    memset(&env, 0, sizeof(env));
+    env.call_id = call;
+    env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_OPTIMIZE_VERDICT;
+    env.body.optimize_verdict.success = false;
+    m_send(m, slot, &env);
 }
 
 /* Link cost in microseconds per MiB (integer, >= 1, below CCOIP_TSP_COST_MAX). */
@@ -67,6 +87,7 @@ static uint64_t opt_cost(uint64_t bytes, uint64_t duration_us)
 void m_opt_on_report(ccoip_master *m, uint32_t slot, const ccoip_pb_bandwidth_report *r)
 {
     m_peer *p = m_peer_at(m, slot);
+    if (p->opt_st == MO_NONE && p->opt_late) return; /* its round failed at the deadline */
     if (p->opt_st != MO_PROBING) {
         m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "bandwidth report outside a probe phase");
         return;
@@ -89,6 +110,12 @@ void m_opt_on_report(ccoip_master *m, uint32_t slot, const ccoip_pb_bandwidth_re
 void m_opt_on_done(ccoip_master *m, uint32_t slot, uint64_t call)
 {
     m_peer *p = m_peer_at(m, slot);
+    if (p->opt_st == MO_NONE && p->opt_late) {
+        /* Its round failed at the deadline while it was probing: the failure answers it now. */
+        p->opt_late = false;
+        opt_send_failure(m, slot, call);
+        return;
+    }
     if (p->opt_st != MO_PROBING) {
         m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "optimize_done outside a probe phase");
         return;
@@ -149,12 +176,7 @@ static void opt_answer_failure(ccoip_master *m)
         uint32_t s = m->sess.order[k];
         m_peer *p = &m->sess.peers[s];
         if (p->opt_st != MO_DONE) continue;
-        ccoip_pb_master_to_peer env;
-        memset(&env, 0, sizeof(env));
-        env.call_id = p->opt_call;
-        env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_OPTIMIZE_VERDICT;
-        env.body.optimize_verdict.success = false;
-        m_send(m, s, &env);
+        opt_send_failure(m, s, p->opt_call);
         m_peer_set_opt(p, MO_NONE);
         p->opt_call = 0;
     }
@@ -259,6 +281,16 @@ bool m_opt_progress(ccoip_master *m)
     return true;
 }
 
+/*
+ * The optimization's deadline (docs/protocol.md §6.6, §6.10): `vote_timeout_ms` after the vote's
+ * first ballot, then after the probe requests. A minority never evicts a majority: the accepted
+ * peers that did not vote, or the participants still probing, are evicted only when the voters
+ * are a strict majority of the accepted peers, or those done a strict majority of the
+ * participants. Otherwise nobody is evicted: every voter's ballot fails (INVALID_USAGE /
+ * REASON_VOTE_UNMATCHED), or the round fails: optimize_verdict { success = false } answers the
+ * participants done now and those still probing at their optimize_done (opt_late: they have no
+ * call open to answer before).
+ */
 void m_opt_timers(ccoip_master *m)
 {
     if (!m->opt.opt_timer ||
@@ -269,6 +301,37 @@ void m_opt_timers(ccoip_master *m)
     bool probing = false;
     for (uint32_t k = 0; k < m->sess.order_n; k++) {
         if (m->sess.peers[m->sess.order[k]].opt_st == MO_PROBING) probing = true;
+    }
+    uint32_t members = 0, did = 0;
+    for (uint32_t k = 0; k < m->sess.order_n; k++) {
+        const m_peer *p = &m->sess.peers[m->sess.order[k]];
+        if (p->state != MP_ACCEPTED) continue;
+        if (probing && (p->opt_st == MO_PROBING || p->opt_st == MO_DONE)) {
+            members++;
+            if (p->opt_st == MO_DONE) did++;
+        } else if (!probing) {
+            members++;
+            if (p->opt_st == MO_VOTED) did++;
+        }
+    }
+    if (!m_majority(did, members)) {
+        sm_log(&m->out, CCOIP_LOG_WARN,
+               "master: topology optimization %s timed out with %u of %u peers: failing it",
+               probing ? "probes" : "vote", did, members);
+        for (uint32_t k = 0; k < m->sess.order_n; k++) {
+            const uint32_t s = m->sess.order[k];
+            m_peer *p = &m->sess.peers[s];
+            if (p->state != MP_ACCEPTED) continue;
+            if (probing && p->opt_st == MO_PROBING) {
+                m_peer_set_opt(p, MO_NONE);
+                p->opt_late = true;
+            } else if (!probing) {
+                m_opt_fail_vote(m, s, CCOIP_PB_REASON_VOTE_UNMATCHED,
+                                "half or fewer of the peers voted the optimization in time");
+            }
+        }
+        if (probing) opt_answer_failure(m);
+        return;
     }
     uint64_t last = 0;
     for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {

@@ -48,9 +48,7 @@ static m_sgroup *sync_group(ccoip_master *m, uint32_t group, bool create)
 /* Answers the vote with a refusal and evicts the voter (a program bug, DESIGN.md §3). */
 static void sync_refuse_evict(ccoip_master *m, uint32_t slot, int32_t reason, const char *why)
 {
-    m_peer *p = m_peer_at(m, slot);
-    m_answer_status(m, slot, p->sync_call, CCOIP_PB_STATUS_INVALID_USAGE, reason, why);
-    m_peer_set_sync(p, MS_NONE);
+    m_sync_fail_vote(m, slot, reason, why);
     m_evict(m, slot, reason, why);
 }
 
@@ -131,6 +129,14 @@ void m_sync_drop_vote(ccoip_master *m, uint32_t slot)
         voters = q->group == p->group && q->state == MP_ACCEPTED && q->sync_st == MS_VOTED;
     }
     if (!voters) g->has_first = false;
+}
+
+void m_sync_fail_vote(ccoip_master *m, uint32_t slot, int32_t reason, const char *detail)
+{
+    m_peer *p = m_peer_at(m, slot);
+    if (p->sync_st != MS_VOTED) return;
+    m_answer_status(m, slot, p->sync_call, CCOIP_PB_STATUS_INVALID_USAGE, reason, detail);
+    m_sync_drop_vote(m, slot);
 }
 
 void m_sync_on_done(ccoip_master *m, uint32_t slot, uint64_t call,
@@ -522,6 +528,30 @@ static void sync_finish(ccoip_master *m, m_sgroup *g)
 }
 
 /*
+ * Fails g's round for every member still in it (docs/protocol.md §6.7): sync_done_verdict
+ * { success = false } as the answer to a member's sync_done or, to a member that has not sent
+ * one, as a notification (call_id 0; a sync_done crossing it is ignored, m_sync_on_done).
+ */
+static void sync_fail_round(ccoip_master *m, m_sgroup *g)
+{
+    for (uint32_t k = 0; k < m->sess.order_n; k++) {
+        uint32_t s = m->sess.order[k];
+        m_peer *q = &m->sess.peers[s];
+        if (q->group != g->group || (q->sync_st != MS_ASSIGNED && q->sync_st != MS_DONE)) continue;
+        ccoip_pb_master_to_peer env;
+        memset(&env, 0, sizeof(env));
+        env.call_id = q->sync_st == MS_DONE ? q->sync_call : 0;
+        env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_SYNC_DONE_VERDICT;
+        env.body.sync_done_verdict.success = false;
+        m_send(m, s, &env);
+        m_peer_set_sync(q, MS_NONE);
+        q->sync_call = 0;
+    }
+    g->transfer = false;
+    g->has_first = false;
+}
+
+/*
  * A member leaves during a transfer. If it was the distributor of a receiver still fetching,
  * that receiver could wait forever (a hung distributor keeps its connection open): the round
  * fails now for every member — the answer to a member's sync_done, or a sync_done_verdict
@@ -543,24 +573,7 @@ void m_sync_on_loss(ccoip_master *m, uint32_t slot)
     }
     if (!orphan) return;
     m_peer_set_sync(x, MS_NONE);
-    for (uint32_t k = 0; k < m->sess.order_n; k++) {
-        uint32_t s = m->sess.order[k];
-        m_peer *q = &m->sess.peers[s];
-        if (s == slot || q->group != x->group ||
-            (q->sync_st != MS_ASSIGNED && q->sync_st != MS_DONE)) {
-            continue;
-        }
-        ccoip_pb_master_to_peer env;
-        memset(&env, 0, sizeof(env));
-        env.call_id = q->sync_st == MS_DONE ? q->sync_call : 0;
-        env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_SYNC_DONE_VERDICT;
-        env.body.sync_done_verdict.success = false;
-        m_send(m, s, &env);
-        m_peer_set_sync(q, MS_NONE);
-        q->sync_call = 0;
-    }
-    g->transfer = false;
-    g->has_first = false;
+    sync_fail_round(m, g);
     sm_log(&m->out, CCOIP_LOG_WARN,
            "master: group %u shared state sync failed: distributor %U lost", g->group, x->id);
 }
@@ -599,6 +612,14 @@ bool m_sync_progress(ccoip_master *m)
     return changed;
 }
 
+/*
+ * A group's sync deadline (docs/protocol.md §6.7, §6.10): `vote_timeout_ms` after the vote's first
+ * ballot, or after the round's first sync_done. A minority never evicts a majority: the members
+ * that hold it up (accepted members of the group that did not vote; members of the round that
+ * did not send sync_done) are evicted only when those that did are a strict majority (of the
+ * group's accepted members; of the round's members). Otherwise nobody is evicted: every voter's
+ * ballot fails (INVALID_USAGE / REASON_VOTE_UNMATCHED), or the round fails for all its members.
+ */
 void m_sync_timers(ccoip_master *m)
 {
     uint64_t to = sm_ms(m->cfg.vote_timeout_ms);
@@ -608,6 +629,35 @@ void m_sync_timers(ccoip_master *m)
         g->has_first = false;
         uint32_t group = g->group;
         bool transfer = g->transfer;
+        uint32_t members = 0, did = 0;
+        for (uint32_t k = 0; k < m->sess.order_n; k++) {
+            const m_peer *p = &m->sess.peers[m->sess.order[k]];
+            if (p->group != group) continue;
+            if (transfer && (p->sync_st == MS_ASSIGNED || p->sync_st == MS_DONE)) {
+                members++;
+                if (p->sync_st == MS_DONE) did++;
+            } else if (!transfer && p->state == MP_ACCEPTED) {
+                members++;
+                if (p->sync_st == MS_VOTED) did++;
+            }
+        }
+        if (!m_majority(did, members)) {
+            sm_log(&m->out, CCOIP_LOG_WARN,
+                   "master: group %u shared-state %s timed out with %u of %u members: failing it",
+                   group, transfer ? "round" : "vote", did, members);
+            if (transfer) {
+                sync_fail_round(m, g);
+                continue;
+            }
+            for (uint32_t k = 0; k < m->sess.order_n; k++) {
+                uint32_t s = m->sess.order[k];
+                if (m->sess.peers[s].group == group && m->sess.peers[s].state == MP_ACCEPTED) {
+                    m_sync_fail_vote(m, s, CCOIP_PB_REASON_VOTE_UNMATCHED,
+                                     "half or fewer of the group voted the sync in time");
+                }
+            }
+            continue;
+        }
         uint64_t last = 0;
         for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {
             const m_peer *p = &m->sess.peers[s];

@@ -392,10 +392,11 @@ static void topo_conclude(ccoip_master *m)
     if (m->topo.n_phase_wait > 0) {
         /* A member was lost (evicted, closed, left): the phase cannot succeed, and members that
          * dial or await the lost one would never report. Fail it now (§6.4): the members that
-         * have not reported get the verdict as a notification. */
+         * have not reported get the verdict as a notification. Likewise when it timed out with
+         * half or fewer of its members reported (topo_phase_expired). */
         sm_log(&m->out, CCOIP_LOG_WARN,
-               "master: epoch %U: a member was lost, failing the p2p phase (%u members had not "
-               "reported)",
+               "master: epoch %U: a member was lost or the phase timed out, failing the p2p "
+               "phase (%u members had not reported)",
                m->topo.epoch, m->topo.n_phase_wait);
     }
     for (uint32_t i = 0; i < m->sess.order_n; i++) {
@@ -590,7 +591,7 @@ void m_topo_fail_pending_query(ccoip_master *m, uint32_t slot, int32_t reason, c
 static void topo_vote_expired(ccoip_master *m, bool pending_query)
 {
     const uint32_t voters = pending_query ? m->topo.n_pend_voted : m->topo.n_tv_acc;
-    const bool evict = 2u * (uint64_t)voters > m->sess.n_acc;
+    const bool evict = m_majority(voters, m->sess.n_acc);
     if (!evict) {
         sm_log(&m->out, CCOIP_LOG_WARN,
                "master: %s vote timed out with %u of %u accepted peers: failing the voters",
@@ -617,6 +618,38 @@ static void topo_vote_expired(ccoip_master *m, bool pending_query)
     m->mm.dirty = true;
 }
 
+/*
+ * The p2p phase's deadline (docs/protocol.md §6.4, §6.10): `vote_timeout_ms` after its plans. A
+ * minority never evicts a majority: the members that did not report are evicted only when those
+ * that did are a strict majority of the phase's members. Otherwise nobody is evicted and the
+ * phase fails (phase_failed: topo_conclude answers the reporters and notifies the others, and
+ * the master re-wires). A member whose connection closes is lost at once (m_topo_on_loss).
+ */
+static void topo_phase_expired(ccoip_master *m)
+{
+    uint32_t members = 0, reported = 0;
+    for (uint32_t i = 0; i < m->sess.order_n; i++) {
+        const m_peer *p = &m->sess.peers[m->sess.order[i]];
+        if (!p->in_phase) continue;
+        members++;
+        if (p->reported) reported++;
+    }
+    if (!m_majority(reported, members)) {
+        sm_log(&m->out, CCOIP_LOG_WARN,
+               "master: epoch %U: p2p phase timed out with %u of %u members reported: failing it",
+               m->topo.epoch, reported, members);
+        m->topo.phase_failed = true;
+        return;
+    }
+    uint64_t last = 0;
+    for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {
+        last = m->sess.peers[s].id;
+        if (m->sess.peers[s].in_phase && !m->sess.peers[s].reported) {
+            m_evict(m, s, CCOIP_PB_REASON_VOTE_TIMEOUT, "did not report its p2p links");
+        }
+    }
+}
+
 void m_topo_timers(ccoip_master *m)
 {
     uint64_t to = sm_ms(m->cfg.vote_timeout_ms);
@@ -629,13 +662,7 @@ void m_topo_timers(ccoip_master *m)
         topo_vote_expired(m, true);
     }
     if (m->topo.phase != MPH_NONE && m->now >= sm_add_sat(m->topo.phase_start_ns, to)) {
-        uint64_t last = 0;
-        for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {
-            last = m->sess.peers[s].id;
-            if (m->sess.peers[s].in_phase && !m->sess.peers[s].reported) {
-                m_evict(m, s, CCOIP_PB_REASON_VOTE_TIMEOUT, "did not report its p2p links");
-            }
-        }
+        topo_phase_expired(m);
     }
 }
 

@@ -77,6 +77,9 @@ typedef struct m_peer {
     /** A p2p phase that failed early sent it the verdict of this epoch as a notification
      *  before its report (docs/protocol.md §6.4): a late report of it is dropped. */
     uint64_t early_epoch;
+    /** Its probe round failed at the deadline while it was still probing (docs/protocol.md
+     *  §6.6): its late bandwidth report is dropped and its optimize_done answered with failure. */
+    bool opt_late;
     uint8_t ip[16];
     uint32_t ip_len;
     m_endpoint ep[M_ENDPOINT_KINDS];
@@ -431,7 +434,7 @@ static inline bool m_opt_st_legal(uint8_t from, uint8_t to)
     static const uint8_t next[4] = {
         [MO_NONE] = M_TO(MO_VOTED) | M_TO(MO_NONE),    /* optimize_topology / optimized phase */
         [MO_VOTED] = M_TO(MO_PROBING) | M_TO(MO_NONE), /* probe requests / ballot dropped */
-        [MO_PROBING] = M_TO(MO_DONE) | M_TO(MO_NONE),  /* optimize_done / optimized phase */
+        [MO_PROBING] = M_TO(MO_DONE) | M_TO(MO_NONE),  /* optimize_done / opt. phase, deadline */
         [MO_DONE] = M_TO(MO_NONE),                     /* verdict */
     };
     return from < 4u && to < 4u && ((next[from] >> to) & 1u) != 0;
@@ -441,6 +444,16 @@ static inline void m_peer_set_opt(m_peer *p, uint8_t to)
 {
     assert(m_opt_st_legal(p->opt_st, to));
     p->opt_st = to;
+}
+
+/**
+ * A minority never evicts a majority (docs/protocol.md §6.10): when a vote or a report phase
+ * times out with `did` of its `of` members done, the others are evicted only when those done
+ * are a strict majority; otherwise nobody is evicted and the phase fails for its members.
+ */
+static inline bool m_majority(uint32_t did, uint32_t of)
+{
+    return 2u * (uint64_t)did > of;
 }
 
 /* master.c: sessions, dispatch, entry points */
@@ -519,6 +532,8 @@ void m_sync_on_loss(ccoip_master *m, uint32_t slot);
 void m_sync_timers(ccoip_master *m);
 /** Forgets slot's open sync ballot (its call was answered elsewhere). */
 void m_sync_drop_vote(ccoip_master *m, uint32_t slot);
+/** Answers slot's open sync ballot INVALID_USAGE / reason and forgets it. */
+void m_sync_fail_vote(ccoip_master *m, uint32_t slot, int32_t reason, const char *detail);
 uint64_t m_sync_deadline(const ccoip_master *m);
 
 /* master_optimize.c */
@@ -530,6 +545,8 @@ bool m_opt_progress(ccoip_master *m);
 void m_opt_timers(ccoip_master *m);
 /** Forgets slot's open optimize ballot (its call was answered elsewhere). */
 void m_opt_drop_vote(ccoip_master *m, uint32_t slot);
+/** Answers slot's open optimize ballot INVALID_USAGE / reason and forgets it. */
+void m_opt_fail_vote(ccoip_master *m, uint32_t slot, int32_t reason, const char *detail);
 
 /* master_topology.c: a ballot answered INVALID_USAGE / reason and forgotten (its counters, the
  * vote's timer when its last ballot goes). */

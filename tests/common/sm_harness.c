@@ -147,6 +147,18 @@ static void h_note_io(h_peer *hp, uint64_t tag, uint64_t conn, bool tx)
     }
 }
 
+/* A PROBE that hangs (smh_hang_probe) until the pair's hang is cleared. */
+typedef struct h_held_probe {
+    uint32_t from, to;
+    uint64_t io_id;
+} h_held_probe;
+
+/* What the master sent a peer (smh_master_sent). */
+typedef struct h_m2p {
+    uint32_t peer;
+    int32_t body, status, reason;
+} h_m2p;
+
 typedef struct h_ev {
     int node;
     ccoip_event ev;
@@ -171,6 +183,12 @@ struct smh {
     uint64_t next_accept_conn;
     bool blocked[SMH_MAX_PEERS][SMH_MAX_PEERS];
     bool probe_fail[SMH_MAX_PEERS][SMH_MAX_PEERS];
+    bool hang_link[SMH_MAX_PEERS][SMH_MAX_PEERS];
+    bool hang_probe[SMH_MAX_PEERS][SMH_MAX_PEERS];
+    h_held_probe *held;
+    uint32_t nheld, capheld;
+    h_m2p *m2p;
+    uint32_t nm2p, capm2p;
     uint64_t us_per_mib[SMH_MAX_PEERS][SMH_MAX_PEERS]; /* 0: 1000 */
     uint32_t probes;
     char **logs;
@@ -479,6 +497,7 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
             h_push_simple(h, (int)peer, CCOIP_EV_CONN_CLOSED, a->conn);
             return;
         }
+        if (h->hang_link[peer][target]) return; /* the dial hangs: no event, ever */
         h_link *l = h_link_new(h);
         l->a_node = (int)peer;
         l->a_conn = a->conn;
@@ -739,6 +758,15 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
         ev.type = CCOIP_EV_PROBE_DONE;
         ev.done.io_id = a->io_id;
         /* blocked[][] (p2p CONNECT) does not affect probes: smh_fail_probe does. */
+        if (a->port >= H_PORT_BASE && target < h->npeers && h->hang_probe[peer][target]) {
+            if (h->nheld == h->capheld) {
+                h->capheld = h->capheld ? 2u * h->capheld : 16u;
+                h->held = realloc(h->held, h->capheld * sizeof(h_held_probe));
+                if (h->held == NULL) h_die("oom");
+            }
+            h->held[h->nheld++] = (h_held_probe){peer, target, a->io_id};
+            return;
+        }
         if (a->port < H_PORT_BASE || target >= h->npeers || h->peers[target].dead ||
             h->probe_fail[peer][target]) {
             ev.done.result = pcclRankConnectionFailed;
@@ -764,6 +792,29 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
     h_die("unknown peer action");
 }
 
+/* Records what the master sent peer (body, status, reason) for smh_master_sent. */
+static void h_note_m2p(smh *h, int peer, const uint8_t *data, uint64_t len)
+{
+    if (peer < 0) return;
+    uint64_t cap = 4u * len + 65536u;
+    uint8_t *mem = malloc((size_t)cap);
+    if (mem == NULL) h_die("oom");
+    ccoip_pb_arena ar;
+    ccoip_pb_arena_init(&ar, mem, cap);
+    ccoip_pb_master_to_peer env;
+    if (ccoip_ctrl_decode_m2p(data, len, NULL, &ar, &env) == pcclSuccess) {
+        if (h->nm2p == h->capm2p) {
+            h->capm2p = h->capm2p ? 2u * h->capm2p : 256u;
+            h->m2p = realloc(h->m2p, h->capm2p * sizeof(h_m2p));
+            if (h->m2p == NULL) h_die("oom");
+        }
+        const bool ev = env.body_case == CCOIP_PB_MASTER_TO_PEER_BODY_EVICTION;
+        h->m2p[h->nm2p++] = (h_m2p){(uint32_t)peer, (int32_t)env.body_case, env.status,
+                                    ev ? env.body.eviction.reason : env.reason};
+    }
+    free(mem);
+}
+
 static void h_master_action(smh *h, const ccoip_action *a)
 {
     switch (a->type) {
@@ -771,6 +822,7 @@ static void h_master_action(smh *h, const ccoip_action *a)
         bool is_a;
         h_link *l = h_link_of(h, H_MASTER, a->conn, &is_a);
         if (l == NULL) return;
+        h_note_m2p(h, l->a_node, a->data, a->len);
         ccoip_event ev;
         memset(&ev, 0, sizeof(ev));
         ev.type = CCOIP_EV_RECV;
@@ -904,6 +956,8 @@ void smh_destroy(smh *h)
     for (uint32_t i = 0; i < h->nlogs; i++)
         free(h->logs[i]);
     free(h->logs);
+    free(h->held);
+    free(h->m2p);
     free(h);
 }
 
@@ -999,6 +1053,24 @@ uint64_t smh_sync(smh *h, uint32_t peer, const ccoip_sync_args *args, void *cons
     return c->id;
 }
 
+uint64_t smh_sync_floats(smh *h, uint32_t peer, const char *name, float *w, uint64_t count,
+                         uint64_t rev)
+{
+    ccoip_state_key k;
+    memset(&k, 0, sizeof(k));
+    k.name = name;
+    k.dtype = pcclFloat;
+    k.count = count;
+    ccoip_sync_args a;
+    memset(&a, 0, sizeof(a));
+    a.revision = rev;
+    a.strategy = PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR;
+    a.num_keys = 1;
+    a.keys = &k;
+    void *t[1] = {w};
+    return smh_sync(h, peer, &a, t);
+}
+
 bool smh_sync_info(const smh *h, uint32_t peer, uint64_t cmd, uint64_t *rx, uint64_t *tx,
                    uint64_t *revision)
 {
@@ -1027,6 +1099,42 @@ void smh_fail_probe(smh *h, uint32_t from, uint32_t to, bool fail)
 uint32_t smh_probe_count(const smh *h)
 {
     return h->probes;
+}
+
+void smh_hang_link(smh *h, uint32_t from, uint32_t to, bool hang)
+{
+    h->hang_link[from][to] = hang;
+}
+
+void smh_hang_probe(smh *h, uint32_t from, uint32_t to, bool hang)
+{
+    h->hang_probe[from][to] = hang;
+    if (hang) return;
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < h->nheld; i++) {
+        const h_held_probe hp = h->held[i];
+        if (hp.from != from || hp.to != to) {
+            h->held[kept++] = hp;
+            continue;
+        }
+        ccoip_event ev;
+        memset(&ev, 0, sizeof(ev));
+        ev.type = CCOIP_EV_PROBE_DONE;
+        ev.done.io_id = hp.io_id;
+        ev.done.result = pcclRankConnectionFailed; /* the hung probe timed out */
+        h_push(h, (int)from, &ev, NULL, 0);
+    }
+    h->nheld = kept;
+}
+
+uint32_t smh_master_sent(const smh *h, uint32_t peer, int32_t body, int32_t status, int32_t reason)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < h->nm2p; i++) {
+        const h_m2p *r = &h->m2p[i];
+        if (r->peer == peer && r->body == body && r->status == status && r->reason == reason) n++;
+    }
+    return n;
 }
 
 void smh_corrupt_state_sends(smh *h, uint32_t peer, uint32_t n)

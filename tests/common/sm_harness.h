@@ -45,6 +45,10 @@ uint64_t smh_allreduce(smh *h, uint32_t peer, const ccoip_allreduce_args *args, 
  * the step); tensors[i] is the memory of args->keys[i] and must outlive the command.
  */
 uint64_t smh_sync(smh *h, uint32_t peer, const ccoip_sync_args *args, void *const *tensors);
+/** A sync of one float tensor w[count] (outliving the command) named name, ENFORCE_POPULAR, at
+ *  revision rev. */
+uint64_t smh_sync_floats(smh *h, uint32_t peer, const char *name, float *w, uint64_t count,
+                         uint64_t rev);
 /** A completed sync's NOTIFY: rx/tx bytes and revision. False when not done. */
 bool smh_sync_info(const smh *h, uint32_t peer, uint64_t cmd, uint64_t *rx, uint64_t *tx,
                    uint64_t *revision);
@@ -54,6 +58,18 @@ void smh_set_link_cost(smh *h, uint32_t from, uint32_t to, uint64_t us_per_mib);
 void smh_fail_probe(smh *h, uint32_t from, uint32_t to, bool fail);
 /** PROBE actions seen so far (all peers). */
 uint32_t smh_probe_count(const smh *h);
+/**
+ * CONNECTs from -> to (p2p or shared-state listener) issued while hang is true neither complete
+ * nor fail: a dial that hangs (the dialer stays alive and heartbeats). Clearing it affects only
+ * later dials.
+ */
+void smh_hang_link(smh *h, uint32_t from, uint32_t to, bool hang);
+/** PROBEs from -> to issued while hang is true do not complete; clearing it fails them
+ *  (pcclRankConnectionFailed: the hung probe timed out). */
+void smh_hang_probe(smh *h, uint32_t from, uint32_t to, bool hang);
+/** Frames the master sent peer so far with this body (CCOIP_PB_MASTER_TO_PEER_BODY_*), status
+ *  and reason (the envelope's; for an EVICTION body, the eviction's reason). */
+uint32_t smh_master_sent(const smh *h, uint32_t peer, int32_t body, int32_t status, int32_t reason);
 /** The next n non-empty STATE_SENDs of peer arrive with their first byte flipped. */
 void smh_corrupt_state_sends(smh *h, uint32_t peer, uint32_t n);
 /** The peer dies right when it emits its n-th STATE_SEND (n >= 1; 0 disarms). */

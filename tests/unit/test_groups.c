@@ -116,19 +116,8 @@ PTEST(groups, collectives_and_shared_state_per_group)
     a0[2][1] = 9.0f; /* peer 2 differs: it receives from group 0 only */
     uint64_t s[5];
     for (uint32_t i = 0; i < 5; i++) {
-        ccoip_state_key k;
-        memset(&k, 0, sizeof(k));
-        k.name = i < 3 ? "w" : "other";
-        k.dtype = pcclFloat;
-        k.count = i < 3 ? 4u : 2u;
-        ccoip_sync_args sa;
-        memset(&sa, 0, sizeof(sa));
-        sa.revision = i < 3 ? 5u : 9u;
-        sa.strategy = PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR;
-        sa.num_keys = 1;
-        sa.keys = &k;
-        void *t = i < 3 ? (void *)a0[i] : (void *)b1[i - 3u];
-        s[i] = smh_sync(h, i, &sa, &t);
+        s[i] = i < 3 ? smh_sync_floats(h, i, "w", a0[i], 4, 5)
+                     : smh_sync_floats(h, i, "other", b1[i - 3u], 2, 9);
     }
     smh_run(h);
     for (uint32_t i = 0; i < 5; i++) {

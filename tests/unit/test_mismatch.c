@@ -17,19 +17,7 @@ typedef struct mm_state {
 
 static uint64_t mm_sync(smh *h, uint32_t peer, mm_state *s, uint64_t rev)
 {
-    ccoip_state_key k;
-    memset(&k, 0, sizeof(k));
-    k.name = "w";
-    k.dtype = pcclFloat;
-    k.count = 4;
-    ccoip_sync_args a;
-    memset(&a, 0, sizeof(a));
-    a.revision = rev;
-    a.strategy = PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR;
-    a.num_keys = 1;
-    a.keys = &k;
-    void *t[1] = {s->w};
-    return smh_sync(h, peer, &a, t);
+    return smh_sync_floats(h, peer, "w", s->w, 4, rev);
 }
 
 PTEST(mismatch, optimize_vs_sync_fails_all_at_once)
