@@ -328,14 +328,15 @@ enum {
 /* Kinds whose frames never carry a payload. */
 static bool frame_kind_empty(uint32_t kind)
 {
-    return kind == CCOIP_DATA_HELLO_ACK || kind == CCOIP_DATA_PROBE_ACCEPT ||
-           kind == CCOIP_DATA_PROBE_BUSY || kind == CCOIP_DATA_CHALLENGE;
+    return kind == CCOIP_DATA_HELLO_ACK || kind == CCOIP_DATA_PROBE_REQUEST ||
+           kind == CCOIP_DATA_PROBE_ACCEPT || kind == CCOIP_DATA_PROBE_BUSY ||
+           kind == CCOIP_DATA_CHALLENGE;
 }
 
 /* Kinds that carry no payload, or in an authenticated run exactly a proof (§8.0). */
 static bool frame_kind_proof(uint32_t kind)
 {
-    return kind == CCOIP_DATA_HELLO || kind == CCOIP_DATA_PROBE_REQUEST;
+    return kind == CCOIP_DATA_HELLO;
 }
 
 /*

@@ -149,7 +149,7 @@ typedef enum ccoip_data_kind {
 /** Number of data kinds plus one (kinds are 1 .. CCOIP_DATA_KIND_END - 1). */
 #define CCOIP_DATA_KIND_END (12u)
 
-/** Payload bytes of an authenticated HELLO or PROBE_REQUEST: an HMAC-SHA-256 (§8.0). */
+/** Payload bytes of an authenticated HELLO: an HMAC-SHA-256 (§8.0). */
 #define CCOIP_DATA_PROOF_BYTES (32u)
 
 /**
