@@ -78,6 +78,9 @@ seeds = {
     "state_request": opts(STATE) + data("state_request"),
     "state_request_truncated": opts(STATE) + data("state_request", length=100) + GARBAGE[:10],
     "state_request_oversized": opts(STATE) + data("state_request", length=1 << 40),
+    "state_data_from_stranger": opts(STATE) + data("state_data", length=8) + GARBAGE[:8],
+    "state_ring_chunk_from_stranger": opts(STATE) + data("ring_chunk", length=0),
+    "state_data_from_stranger_reset": opts(STATE, reset=True) + data("state_data", length=0),
     "state_hello_then_request": opts(STATE, chunk=3, pause=1) + data("hello")
     + data("state_request"),
     # a peer's bandwidth-probe port
