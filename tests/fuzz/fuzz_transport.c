@@ -24,7 +24,7 @@
  *     shared-state port a STATE_REQUEST, the probe port accepts and completes a probe, the p2p
  *     port closes at once on a HELLO naming another peer); the master and the peer still run
  *     and the peer is still a member;
- *   - at exit: every port serves, no descriptor is open beyond those at the start (every
+ *   - at exit: every port serves, no socket is open beyond those at the start (every
  *     connection was freed) and, without ASan, the resident set grew by at most FZ_RSS_MB.
  *
  * The replay test (fuzz_replay_transport) runs the seeds of corpus/transport/ whole (each one
@@ -64,7 +64,7 @@ static const char *const fz_port_name[FZ_NPORTS] = {"master", "p2p", "shared-sta
 
 static pt_driver *g_master, *g_peer;
 static uint16_t g_port[FZ_NPORTS];
-static int g_fds0;
+static int g_sockets0;
 static long g_rss0;
 
 /* p2p connections the stranger ended whose frame the peer still holds: closed by FZ_HELD_MS. */
@@ -102,7 +102,10 @@ static int fz_connect(unsigned port)
     sa.sin_family = AF_INET;
     sa.sin_port = htons(g_port[port]);
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (const struct sockaddr *)&sa, sizeof sa) != 0) fz_fail("connect", port);
+    if (connect(fd, (const struct sockaddr *)&sa, sizeof sa) != 0) {
+        fprintf(stderr, "fuzz_transport: connect: %s\n", strerror(errno));
+        fz_fail("cannot connect", port);
+    }
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     return fd;
@@ -291,22 +294,23 @@ static void fz_held_reap(uint32_t keep)
     }
 }
 
-/* The descriptors open in this process (each one on stderr when show). */
-static int fz_count_fds(bool show)
+/* The sockets open in this process (each descriptor on stderr when show). Sockets only: a
+ * sanitizer's symbolizer, started when libFuzzer prints a new function, holds pipes. */
+static int fz_count_sockets(bool show)
 {
     DIR *dir = opendir("/proc/self/fd");
     int n = 0;
     if (dir == NULL) return -1;
     for (struct dirent *e; (e = readdir(dir)) != NULL;) {
-        if (e->d_name[0] == '.') continue;
-        n++;
         char path[300], target[256];
         snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
-        const ssize_t k = show ? readlink(path, target, sizeof target - 1u) : -1;
-        if (k > 0) fprintf(stderr, "  fd %s -> %.*s\n", e->d_name, (int)k, target);
+        const ssize_t k = e->d_name[0] != '.' ? readlink(path, target, sizeof target - 1u) : -1;
+        if (k <= 0) continue;
+        if (k > 7 && memcmp(target, "socket:", 7) == 0) n++;
+        if (show) fprintf(stderr, "  fd %s -> %.*s\n", e->d_name, (int)k, target);
     }
     closedir(dir);
-    return n - 1; /* the directory itself */
+    return n;
 }
 
 static long fz_rss_kb(void)
@@ -337,14 +341,14 @@ static void fz_teardown(void)
         if (!fz_serves(p)) fz_fail("does not serve at the end", p);
     }
     fz_check_alive();
-    int fds = fz_count_fds(false);
-    for (uint64_t end = fz_ms() + FZ_CLOSE_MS; fds > g_fds0 && fz_ms() < end;) {
+    int socks = fz_count_sockets(false);
+    for (uint64_t end = fz_ms() + FZ_CLOSE_MS; socks > g_sockets0 && fz_ms() < end;) {
         fz_sleep_us(10000);
-        fds = fz_count_fds(false);
+        socks = fz_count_sockets(false);
     }
-    if (fds > g_fds0) {
-        fprintf(stderr, "fuzz_transport: %d descriptors open, %d at the start:\n", fds, g_fds0);
-        fz_count_fds(true);
+    if (socks > g_sockets0) {
+        fprintf(stderr, "fuzz_transport: %d sockets open, %d at the start:\n", socks, g_sockets0);
+        fz_count_sockets(true);
         FILE *f = fopen("/proc/self/net/tcp", "r");
         for (char line[256]; f != NULL && fgets(line, sizeof line, f) != NULL;)
             fputs(line, stderr);
@@ -360,8 +364,8 @@ static void fz_teardown(void)
 #endif
     pt_driver_destroy(g_peer);
     pt_driver_destroy(g_master);
-    fprintf(stderr,
-            "fuzz_transport: every port served to the end; %d descriptors as at the start\n", fds);
+    fprintf(stderr, "fuzz_transport: every port served to the end; %d sockets as at the start\n",
+            socks);
 }
 
 static void fz_setup(void)
@@ -402,7 +406,7 @@ static void fz_setup(void)
         if (!fz_serves(p)) fz_fail("does not serve at the start", p);
     }
     fz_sleep_us(200000); /* the remote ends of those checks close */
-    g_fds0 = fz_count_fds(getenv("FUZZ_VERBOSE") != NULL);
+    g_sockets0 = fz_count_sockets(getenv("FUZZ_VERBOSE") != NULL);
     g_rss0 = fz_rss_kb();
     atexit(fz_teardown);
 }
