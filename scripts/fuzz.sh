@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 TOTAL=${1:-600}
 PARALLEL=${2:-$(nproc)}
 OUT=build-fuzz
-TARGETS=(ctrl_p2m ctrl_m2p pb_messages data_header master peer trace)
+TARGETS=(ctrl_p2m ctrl_m2p pb_messages data_header master peer trace transport)
 PER=$((TOTAL / ${#TARGETS[@]}))
 CFLAGS=(-std=c11 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
         -fno-sanitize-recover=all -Iinclude -Icore -Icore/internal -Ischema/gen)
@@ -26,8 +26,11 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 mkdir -p "$OUT"
 for t in "${TARGETS[@]}"; do
   # Every target links the whole core (the master target needs the state
-  # machines; the codec targets only use the codec, the rest is dead code).
-  clang "${CFLAGS[@]}" "tests/fuzz/fuzz_$t.c" schema/gen/ccoip_pb.c core/*.c -lm \
+  # machines; the codec targets only use the codec, the rest is dead code);
+  # transport runs a real master and peer (the runtime, nng, threads).
+  extra=()
+  [[ $t == transport ]] && extra=(-Itransport transport/*.c -lnng -lpthread)
+  clang "${CFLAGS[@]}" "tests/fuzz/fuzz_$t.c" schema/gen/ccoip_pb.c core/*.c "${extra[@]}" -lm \
     -o "$OUT/fuzz_$t"
   mkdir -p "$OUT/corpus/$t" "$OUT/artifacts/$t"
 done

@@ -539,11 +539,17 @@ static void data_frame(pt_driver *d, pt_conn *c)
         pt_probe_frame(d, c);
         return;
     }
+    /* An accepted connection receives ring chunks only on the p2p port and STATE_DATA never (a
+     * shared-state server sends it, docs/protocol.md §2, §8.3). Held for a receive that never
+     * comes, such a frame would leave its connection unread, a closed remote unnoticed, until a
+     * deadline (30 s on the shared-state port; found by fuzz_transport). */
     switch (h->kind) {
     case CCOIP_DATA_RING_CHUNK:
+        if (c->accepted && c->listener != CCOIP_LISTENER_P2P) break;
         pt_ring_dispatch(d, c);
         return;
     case CCOIP_DATA_STATE_DATA:
+        if (c->accepted) break;
         state_dispatch(d, c);
         return;
     case CCOIP_DATA_HELLO: /* with its proof (authenticated runs): header + proof to the core */

@@ -624,6 +624,10 @@ pcclResult_t pt_peer_create(const ccoip_peer_config *cfg, const char *bind_host,
     if (d->p2p_tls) {
         pt_log(CCOIP_LOG_INFO, d->who, "p2p links over tls+tcp:// (PCCL_TLS_P2P=0: plain tcp://)");
     }
+    if (d->p2p_tls && pt_tls_listen_allowed(d, "p2p listeners on tls+tcp://", true) != 0) {
+        driver_free(d); /* its listeners would authenticate nobody (docs/security.md) */
+        return pcclInvalidArgument;
+    }
     const uint64_t seed = seed_random();
     r = ccoip_peer_create(cfg, seed, &d->p);
     if (r == pcclSuccess) pt_trace_open(d, seed, NULL, cfg);

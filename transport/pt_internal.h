@@ -527,6 +527,10 @@ void pt_kernels_cancel(pt_driver *d, uint32_t slot);
 
 /* ---- pt_tls.c: TLS configurations, URLs ---- */
 
+/** Whether a tls+ listener may start (what: it, for the log): PCCL_TLS_CA is set, or
+ * PCCL_TLS_ALLOW_UNAUTHENTICATED=1 accepts that nobody is authenticated (a WARN line when warn).
+ * 0, or NNG_EINVAL with an ERROR line that names both variables. */
+int pt_tls_listen_allowed(pt_driver *d, const char *what, bool warn);
 /** For a tls+ URL, an nng TLS configuration from PCCL_TLS_*; 0 with *out NULL for others. */
 int pt_tls_config_for(pt_driver *d, const char *url, bool server, nng_tls_config **out);
 /** A dialer (with the run's TLS configuration for tls+ URLs) and the dial aio for c: 0 or the nng

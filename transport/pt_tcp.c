@@ -266,10 +266,12 @@ static int write_some(int fd, const uint8_t **pa, uint64_t *pna, const uint8_t *
         }
         uint64_t done = (uint64_t)w;
         const uint64_t fa = done < na ? done : na;
-        a += fa;
+        /* Moved only by what was written: a or b may be NULL (no header, no payload), and NULL
+         * + 0 is undefined (clang's UBSan, fuzz_transport). */
+        if (fa > 0) a += fa;
         na -= fa;
         done -= fa;
-        b += done;
+        if (done > 0) b += done;
         nb -= done;
     }
     *pa = a;

@@ -29,6 +29,28 @@ static char *tls_read_file(const char *path)
     return NULL;
 }
 
+int pt_tls_listen_allowed(pt_driver *d, const char *what, bool warn)
+{
+    const char *ca = getenv("PCCL_TLS_CA");
+    if (ca != NULL && *ca != '\0') return 0;
+    const char *opt = getenv("PCCL_TLS_ALLOW_UNAUTHENTICATED");
+    if (opt != NULL && strcmp(opt, "1") == 0) {
+        if (warn) {
+            pt_log(CCOIP_LOG_WARN, d->who,
+                   "%s: PCCL_TLS_CA unset and PCCL_TLS_ALLOW_UNAUTHENTICATED=1: encrypted, but "
+                   "nobody is authenticated (anyone who reaches the port may connect)",
+                   what);
+        }
+        return 0;
+    }
+    pt_log(CCOIP_LOG_ERROR, d->who,
+           "%s: refusing to listen: PCCL_TLS_CA is unset, so nobody who connects would be "
+           "authenticated. Set PCCL_TLS_CA (only holders of a certificate it signed may connect), "
+           "or PCCL_TLS_ALLOW_UNAUTHENTICATED=1 to accept anyone",
+           what);
+    return NNG_EINVAL;
+}
+
 /*
  * For a tls+ URL, builds an nng TLS configuration from the environment:
  *   PCCL_TLS_CERT, PCCL_TLS_KEY  own certificate and key (PEM files; required
@@ -39,7 +61,10 @@ static char *tls_read_file(const char *path)
  *                                 or the URL's host; listeners: a client
  *                                 certificate is required - mutual TLS);
  *                                 when unset, a dialer encrypts without
- *                                 verifying (logged as a warning).
+ *                                 verifying (logged as a warning) and a
+ *                                 listener refuses to start unless
+ *                                 PCCL_TLS_ALLOW_UNAUTHENTICATED=1
+ *                                 (pt_tls_listen_allowed).
  * Returns 0 with *out NULL for other URLs; an nng error otherwise.
  */
 int pt_tls_config_for(pt_driver *d, const char *url, bool server, nng_tls_config **out)
@@ -57,6 +82,8 @@ int pt_tls_config_for(pt_driver *d, const char *url, bool server, nng_tls_config
         pt_log(CCOIP_LOG_ERROR, d->who, "%s: set PCCL_TLS_CERT and PCCL_TLS_KEY to listen", url);
         return NNG_EINVAL;
     }
+    /* A peer warned once for its listeners (pt_peer_create). */
+    if (server && pt_tls_listen_allowed(d, url, d->is_master) != 0) return NNG_EINVAL;
     nng_tls_config *cfg = NULL;
     int rv = nng_tls_config_alloc(&cfg, server ? NNG_TLS_MODE_SERVER : NNG_TLS_MODE_CLIENT);
     if (rv != 0) return rv;

@@ -30,6 +30,11 @@ time, from this process:
                 ports gets a CHALLENGE and is closed for a HELLO, a STATE_REQUEST or a
                 PROBE_REQUEST without a valid proof, served nothing. The honest peers keep
                 all-reducing exactly.
+  tls-without-ca  a tls+tcp:// master with a certificate but no PCCL_TLS_CA must refuse to start
+                (its listener would authenticate nobody) with an error naming PCCL_TLS_CA and
+                PCCL_TLS_ALLOW_UNAUTHENTICATED, also with that variable 0; with it 1 the master
+                starts and logs a WARN line, a peer without it refuses to listen (exit 2, connect
+                result 3), and two peers with it all-reduce over tls+tcp:// (needs openssl).
 
 Passes when the checks hold and every peer exits 0 at the end. Every wait is bounded; every child
 is killed on exit.
@@ -182,10 +187,10 @@ class Run:
         self.failures.append(msg)
         print(f"hostile: FAIL: {msg}", flush=True)
 
-    def start_master(self, extra=()):
+    def start_master(self, extra=(), listen="tcp://127.0.0.1:0"):
         log = open(os.path.join(self.work, "master.log"), "w")
         self.master = subprocess.Popen(
-            [self.args.master, "--listen", "tcp://127.0.0.1:0", "--print-port", "--heartbeat-ms",
+            [self.args.master, "--listen", listen, "--print-port", "--heartbeat-ms",
              "100", "--evict-ms", "1000", "--vote-timeout-ms", "30000", *extra],
             stdout=subprocess.PIPE, stderr=log, env=self.env)
         self.procs.append(self.master)
@@ -194,17 +199,17 @@ class Run:
             self.fail(f"master did not report its port: {line!r}")
             return False
         self.port = int(line.split()[1])
-        self.url = f"tcp://127.0.0.1:{self.port}"
+        self.url = f"{listen.split('://')[0]}://127.0.0.1:{self.port}"
         return True
 
-    def start_peer(self, slot, prefix=(), extra=()):
+    def start_peer(self, slot, prefix=(), extra=(), env=None):
         cmd = [*prefix, self.args.peer, "--url", self.url, "--slot", str(slot), "--inc", "0",
                "--seed", "7", "--stop-file", self.stop_file, "--count", "1021",
                "--diverge-pct", "0", "--timeout-ms", str(int(20000 * self.scale)),
                "--max-s", str(int(120 * self.scale)), *extra]
         out = open(os.path.join(self.work, f"peer{slot}.out"), "w")
         self.peers[slot] = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                            env=self.env)
+                                            env=self.env if env is None else env)
         self.procs.append(self.peers[slot])
 
     def lines(self, slot):
@@ -663,13 +668,87 @@ def attack_max_peers(run):
         run.fail(f"the error does not name the bound (960): {err!r}")
 
 
+def make_cert(work):
+    """A self-signed P-256 certificate for DNS:localhost and its key (PEM files), or None when
+    openssl is missing."""
+    if shutil.which("openssl") is None:
+        return None
+    pem, key = os.path.join(work, "cert.pem"), os.path.join(work, "cert.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost", "-keyout", key, "-out", pem],
+                   check=True, capture_output=True)
+    return pem, key
+
+
+def attack_tls_without_ca(run):
+    cert = make_cert(run.work)
+    if cert is None:
+        print("hostile: openssl not found: skipped")
+        return
+    for v in ("PCCL_TLS_CA", "PCCL_TLS_ALLOW_UNAUTHENTICATED", "PCCL_TLS_P2P"):
+        run.env.pop(v, None)
+    run.env["PCCL_TLS_CERT"], run.env["PCCL_TLS_KEY"] = cert
+    listen = "tls+tcp://127.0.0.1:0"
+    for value in (None, "0"):  # no CA, no opt-in (or not "1"): refused at once
+        env = dict(run.env)
+        what = "PCCL_TLS_ALLOW_UNAUTHENTICATED unset"
+        if value is not None:
+            env["PCCL_TLS_ALLOW_UNAUTHENTICATED"] = value
+            what = f"PCCL_TLS_ALLOW_UNAUTHENTICATED={value}"
+        p = subprocess.Popen([run.args.master, "--listen", listen, "--print-port"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        run.procs.append(p)
+        try:
+            out, err = p.communicate(timeout=5 * run.scale)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            run.fail(f"a tls+ master without PCCL_TLS_CA started ({what})")
+            continue
+        err = err.decode(errors="replace")
+        print(f"hostile: tls+ master without a CA, {what}: exit {p.returncode}: "
+              f"{err.strip().splitlines()[0] if err.strip() else ''}", flush=True)
+        if p.returncode == 0 or b"PORT" in out:
+            run.fail(f"a tls+ master without PCCL_TLS_CA was accepted ({what})")
+        elif "PCCL_TLS_CA" not in err or "PCCL_TLS_ALLOW_UNAUTHENTICATED" not in err:
+            run.fail(f"the error names neither PCCL_TLS_CA nor the opt-in: {err!r}")
+    run.env["PCCL_TLS_ALLOW_UNAUTHENTICATED"] = "1"
+    if not run.start_master(listen=listen):
+        return
+    if run.count_in_log("master.log", "nobody is authenticated") != 1:
+        run.fail("the opted-in master logged no WARN line saying nobody is authenticated")
+    # A peer of this master listens on tls+tcp:// too: without the opt-in it refuses.
+    env = dict(run.env)
+    del env["PCCL_TLS_ALLOW_UNAUTHENTICATED"]
+    run.start_peer(9, env=env)
+    try:
+        rc = run.peers[9].wait(timeout=20 * run.scale)
+    except subprocess.TimeoutExpired:
+        rc = None
+    refused = run.count_in_log("peer9.out", "refusing to listen") > 0
+    if rc != 2 or not any(w[1:3] == ["F", "connect"] and w[3] == "3" for w in run.lines(9)) \
+            or not refused:
+        run.fail(f"a peer without the opt-in did not refuse (exit {rc}, 'refusing to listen' "
+                 f"logged: {refused})")
+    else:
+        print("hostile: a peer without the opt-in refused to listen (exit 2, connect result 3)")
+    for slot in (0, 1):
+        run.start_peer(slot)
+    if run.group_up([0, 1]):
+        if run.count_in_log("peer0.out", "nobody is authenticated") != 1:
+            run.fail("an opted-in peer logged no WARN line saying nobody is authenticated")
+        print("hostile: opted in: the master and two peers all-reduce over tls+tcp://", flush=True)
+        run.finish_peers([0, 1])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--master", required=True)
     ap.add_argument("--peer", required=True)
     ap.add_argument("--attack", required=True,
                     choices=("master-flood", "slow-reader", "probe-flood", "slowloris",
-                             "max-peers", "auth"))
+                             "max-peers", "auth", "tls-without-ca"))
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     run = Run(args)
@@ -684,6 +763,8 @@ def main():
             attack_slowloris(run)
         elif args.attack == "auth":
             attack_auth(run)
+        elif args.attack == "tls-without-ca":
+            attack_tls_without_ca(run)
         else:
             attack_max_peers(run)
     finally:
