@@ -213,12 +213,24 @@ static bool fz_read_data_frame(int fd, ccoip_data_kind kind)
     return true;
 }
 
+/* An authenticated run (PCCL_RUN_TOKEN in the environment: fuzz_replay_transport_auth): a
+ * stranger gets a CHALLENGE on every data port and nothing else (docs/protocol.md §8.0). */
+static bool g_auth;
+
 /* A well-formed peer's first exchange with port; true when it was served. */
 static bool fz_serves(unsigned port)
 {
     const int fd = fz_connect(port);
     bool ok = false;
     uint8_t b[256];
+    if (g_auth && port != FZ_MASTER) {
+        /* The port challenges a newcomer at once; an unproven request is closed unanswered. */
+        fz_data_header(CCOIP_DATA_PROBE_REQUEST, 1, 0, 1, 0, b);
+        ok = fz_read_data_frame(fd, CCOIP_DATA_CHALLENGE) &&
+             fz_send(fd, b, CCOIP_DATA_HEADER_BYTES) && fz_wait_closed(fd, FZ_SERVE_MS);
+        close(fd);
+        return ok;
+    }
     switch (port) {
     case FZ_MASTER: { /* HELLO -> an answer of the master */
         ccoip_pb_peer_to_master m;
@@ -371,6 +383,7 @@ static void fz_teardown(void)
 static void fz_setup(void)
 {
     signal(SIGPIPE, SIG_IGN);
+    g_auth = getenv("PCCL_RUN_TOKEN") != NULL || getenv("PCCL_RUN_TOKEN_FILE") != NULL;
     if (getenv("PCCL_LOG_LEVEL") == NULL) pt_log_set_level(CCOIP_LOG_ERROR); /* strangers: WARN */
     ccoip_master_config mc;
     memset(&mc, 0, sizeof mc);

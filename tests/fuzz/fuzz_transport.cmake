@@ -13,6 +13,12 @@ if(NOT PCCL_WASM)
   add_test(NAME fuzz_replay_transport
     COMMAND fuzz_replay_transport ${CMAKE_CURRENT_SOURCE_DIR}/corpus/transport)
   set_tests_properties(fuzz_replay_transport PROPERTIES LABELS "hostile" TIMEOUT 120)
+  # The same seeds against an authenticated master and peer (a run token in the environment):
+  # every data port challenges first and closes what carries no proof (docs/security.md).
+  add_test(NAME fuzz_replay_transport_auth
+    COMMAND fuzz_replay_transport ${CMAKE_CURRENT_SOURCE_DIR}/corpus/transport)
+  set_tests_properties(fuzz_replay_transport_auth PROPERTIES LABELS "hostile" TIMEOUT 120
+    ENVIRONMENT "PCCL_RUN_TOKEN=fuzz-transport-run-token-0123456789")
 endif()
 if(PCCL_FUZZ AND NOT PCCL_WASM)
   # The transport once more, instrumented like pccl_fuzz_core (coverage, ASan, UBSan).
