@@ -17,6 +17,11 @@
  *   format's canonical quiet NaN (f16 0x7e00, bf16 0x7fc0, f32 0x7fc00000,
  *   f64 0x7ff8000000000000): hardware NaN payloads differ between x86 and
  *   wasm, and results must be the same bits everywhere.
+ * - BAND/BOR/BXOR (pccl additions): the bitwise AND, OR, XOR of the
+ *   elements' two's complement bits, for the eight integer types only; a
+ *   float type with one of them has no kernel (pcclInvalidArgument). Exact,
+ *   commutative and associative: the result does not depend on the order or
+ *   grouping of the contributions.
  * - MIN/MAX: NaN propagates (if a is NaN the result is a, else if b is NaN
  *   the result is b). -0 is treated as smaller than +0, so MIN and MAX are
  *   commutative on non-NaN values.
@@ -28,14 +33,22 @@
 #ifndef CCOIP_REDUCE_H
 #define CCOIP_REDUCE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "pccl_types.h"
 
 /**
+ * True when (op, dt) has a kernel: a known op and dtype, and not a bitwise op
+ * (BAND/BOR/BXOR) on a float dtype. Every entry point below returns
+ * pcclInvalidArgument exactly when this is false (besides its own checks).
+ */
+bool ccoip_reduce_supported(pcclRedOp_t op, pcclDataType_t dt);
+
+/**
  * dst[i] = dst[i] op src[i] for i in [0, count).
- * Returns pcclSuccess, or pcclInvalidArgument for an unknown op or dtype
- * (nothing is written then).
+ * Returns pcclSuccess, or pcclInvalidArgument for an unknown op or dtype, or
+ * a bitwise op on a float dtype (nothing is written then).
  */
 pcclResult_t ccoip_reduce_inplace(pcclRedOp_t op, pcclDataType_t dt, void *dst, const void *src,
                                   uint64_t count);

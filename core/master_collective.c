@@ -389,8 +389,9 @@ static uint32_t coll_group_size(const ccoip_master *m, uint32_t slot)
 static bool coll_params_valid(const ccoip_master *m, const ccoip_pb_collective_initiate *ci)
 {
     if (!ccoip_pb_data_type_is_known(ci->dtype) || !ccoip_pb_red_op_is_known(ci->op) ||
-        !ccoip_pb_quant_algorithm_is_known(ci->quant_algorithm)) {
-        return false;
+        !ccoip_pb_quant_algorithm_is_known(ci->quant_algorithm) ||
+        !ccoip_reduce_supported((pcclRedOp_t)ci->op, (pcclDataType_t)ci->dtype)) {
+        return false; /* with a bitwise op on a float dtype, which has no kernel */
     }
     if (ci->relay || ci->relay_data.len > 0) {
         /* Relayed (§6.8.2): as every peer decides, with the whole input. */

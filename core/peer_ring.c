@@ -9,6 +9,7 @@
 
 #include "ccoip_dtype.h"
 #include "ccoip_quant.h"
+#include "ccoip_reduce.h"
 #include "peer_internal.h"
 
 static bool ring_quantized(const p_op *o)
@@ -645,9 +646,8 @@ static bool ring_can_start(const ccoip_peer *p)
 pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
 {
     const ccoip_allreduce_args *a = &cmd->allreduce;
-    if (!ccoip_dtype_valid(a->dtype) || (uint32_t)a->op > (uint32_t)pcclMin) {
-        return pcclInvalidArgument;
-    }
+    /* A known dtype and op, and no bitwise op on a float dtype. */
+    if (!ccoip_reduce_supported(a->op, a->dtype)) return pcclInvalidArgument;
     if (a->quant_algorithm != pcclQuantNone &&
         !ccoip_quant_supported(a->quant_algorithm, a->dtype, a->quant_dtype)) {
         return pcclInvalidArgument;

@@ -646,9 +646,9 @@ pcclResult_t ccoip_dequantize_reduce(const ccoip_quant_meta *meta, pcclRedOp_t o
     quant_params p;
     pcclResult_t rc = quant_prepare(meta, &p);
     if (rc != pcclSuccess) return rc;
-    if (op != pcclSum && op != pcclAvg && op != pcclProd && op != pcclMax && op != pcclMin) {
-        return pcclInvalidArgument;
-    }
+    /* The source types are floats: a bitwise op (BAND/BOR/BXOR) has no kernel for them and is
+     * refused here, as is an unknown op. */
+    if (!ccoip_reduce_supported(op, meta->src_type)) return pcclInvalidArgument;
     if (count == 0) return pcclSuccess;
     if (dst == NULL || codes == NULL) return pcclInvalidArgument;
     const uint32_t src_size = ccoip_dtype_size(meta->src_type);

@@ -19,7 +19,8 @@
  *   small stack copy.
  * - Integers are combined on their unsigned type (signed elements are read
  *   straight into the unsigned type of the same width, the same bits), so
- *   SUM and PROD wrap without undefined behaviour. Products are taken in at
+ *   SUM and PROD wrap without undefined behaviour, and BAND/BOR/BXOR (integer
+ *   types only) combine exactly the element's bits. Products are taken in at
  *   least uint32_t: uint8_t and uint16_t would promote to (signed) int, and
  *   65535 × 65535 overflows int.
  * - Float MIN/MAX work on the bits: a NaN test, then a comparison of
@@ -113,6 +114,28 @@ static inline uint64_t prod_u64(uint64_t a, uint64_t b)
 {
     return a * b;
 }
+
+/* Integer BAND/BOR/BXOR on the unsigned type: the same bits as the signed
+ * element's (the narrow types promote to int, whose low bits are the
+ * result; the cast back keeps them). */
+#define DEFINE_BITWISE(tag, T)                                                                     \
+    static inline T band_##tag(T a, T b)                                                           \
+    {                                                                                              \
+        return (T)(a & b);                                                                         \
+    }                                                                                              \
+    static inline T bor_##tag(T a, T b)                                                            \
+    {                                                                                              \
+        return (T)(a | b);                                                                         \
+    }                                                                                              \
+    static inline T bxor_##tag(T a, T b)                                                           \
+    {                                                                                              \
+        return (T)(a ^ b);                                                                         \
+    }
+
+DEFINE_BITWISE(u8, uint8_t)
+DEFINE_BITWISE(u16, uint16_t)
+DEFINE_BITWISE(u32, uint32_t)
+DEFINE_BITWISE(u64, uint64_t)
 
 /* Integer MIN/MAX compare in the element's own signedness. */
 #define DEFINE_INT_MINMAX(tag, T)                                                                  \
@@ -302,6 +325,17 @@ DEFINE_KERNELS(k_prod_u16, u16, u16, uint16_t, prod_u16)
 DEFINE_KERNELS(k_prod_u32, u32, u32, uint32_t, prod_u32)
 DEFINE_KERNELS(k_prod_u64, u64, u64, uint64_t, prod_u64)
 
+/* BAND/BOR/BXOR: one set per width for all integers, signed or not (floats have none). */
+#define DEFINE_BITWISE_KERNELS(tag, T)                                                             \
+    DEFINE_KERNELS(k_band_##tag, tag, tag, T, band_##tag)                                          \
+    DEFINE_KERNELS(k_bor_##tag, tag, tag, T, bor_##tag)                                            \
+    DEFINE_KERNELS(k_bxor_##tag, tag, tag, T, bxor_##tag)
+
+DEFINE_BITWISE_KERNELS(u8, uint8_t)
+DEFINE_BITWISE_KERNELS(u16, uint16_t)
+DEFINE_BITWISE_KERNELS(u32, uint32_t)
+DEFINE_BITWISE_KERNELS(u64, uint64_t)
+
 /* Integer MIN/MAX: per signedness. */
 #define DEFINE_INT_MINMAX_KERNELS(tag, T)                                                          \
     DEFINE_KERNELS(k_min_##tag, tag, tag, T, min_##tag)                                            \
@@ -414,8 +448,9 @@ typedef struct reduce_kernel {
 } reduce_kernel;
 
 /* Columns of the kernel table. AVG accumulates exactly like SUM
- * (ccoip_reduce_finalize_avg divides afterwards). */
-enum { COL_SUM, COL_PROD, COL_MIN, COL_MAX, COL_COUNT };
+ * (ccoip_reduce_finalize_avg divides afterwards). The float rows leave the
+ * bitwise columns empty (oop NULL): kernel_for refuses them. */
+enum { COL_SUM, COL_PROD, COL_MIN, COL_MAX, COL_BAND, COL_BOR, COL_BXOR, COL_COUNT };
 
 #define KERNEL(name, size)                                                                         \
     {                                                                                              \
@@ -427,33 +462,60 @@ enum { COL_SUM, COL_PROD, COL_MIN, COL_MAX, COL_COUNT };
         KERNEL(k_sum_##arith, size), KERNEL(k_prod_##arith, size), KERNEL(k_min_##order, size),    \
             KERNEL(k_max_##order, size)                                                            \
     }
+/* An integer dtype's row: ROW's columns, then BAND/BOR/BXOR on the unsigned type arith. */
+#define ROW_INT(arith, order, size)                                                                \
+    {                                                                                              \
+        KERNEL(k_sum_##arith, size), KERNEL(k_prod_##arith, size), KERNEL(k_min_##order, size),    \
+            KERNEL(k_max_##order, size), KERNEL(k_band_##arith, size),                             \
+            KERNEL(k_bor_##arith, size), KERNEL(k_bxor_##arith, size)                              \
+    }
 
 static const reduce_kernel KERNELS[PCCL_DATA_TYPE_COUNT][COL_COUNT] = {
-    [pcclUint8] = ROW(u8, u8, 1),     [pcclInt8] = ROW(u8, i8, 1),
-    [pcclInt16] = ROW(u16, i16, 2),   [pcclUint16] = ROW(u16, u16, 2),
-    [pcclUint32] = ROW(u32, u32, 4),  [pcclInt32] = ROW(u32, i32, 4),
-    [pcclUint64] = ROW(u64, u64, 8),  [pcclInt64] = ROW(u64, i64, 8),
-    [pcclFloat16] = ROW(f16, f16, 2), [pcclBFloat16] = ROW(bf16, bf16, 2),
-    [pcclFloat] = ROW(f32, f32, 4),   [pcclDouble] = ROW(f64, f64, 8),
+    [pcclUint8] = ROW_INT(u8, u8, 1),    [pcclInt8] = ROW_INT(u8, i8, 1),
+    [pcclInt16] = ROW_INT(u16, i16, 2),  [pcclUint16] = ROW_INT(u16, u16, 2),
+    [pcclUint32] = ROW_INT(u32, u32, 4), [pcclInt32] = ROW_INT(u32, i32, 4),
+    [pcclUint64] = ROW_INT(u64, u64, 8), [pcclInt64] = ROW_INT(u64, i64, 8),
+    [pcclFloat16] = ROW(f16, f16, 2),    [pcclBFloat16] = ROW(bf16, bf16, 2),
+    [pcclFloat] = ROW(f32, f32, 4),      [pcclDouble] = ROW(f64, f64, 8),
 };
 
-/* The kernel for (op, dt), or NULL for an unknown op or dtype. */
+/* The table column of op, or COL_COUNT for an unknown op. */
+static unsigned column_for(pcclRedOp_t op)
+{
+    switch (op) {
+    case pcclSum:
+    case pcclAvg:
+        return COL_SUM;
+    case pcclProd:
+        return COL_PROD;
+    case pcclMin:
+        return COL_MIN;
+    case pcclMax:
+        return COL_MAX;
+    case pcclBand:
+        return COL_BAND;
+    case pcclBor:
+        return COL_BOR;
+    case pcclBxor:
+        return COL_BXOR;
+    }
+    return COL_COUNT;
+}
+
+/* The kernel for (op, dt), or NULL for an unknown op or dtype, or a bitwise
+ * op on a float dtype. */
 static const reduce_kernel *kernel_for(pcclRedOp_t op, pcclDataType_t dt)
 {
     /* Through unsigned, so an out-of-range value of either signedness fails. */
     if ((unsigned)dt >= (unsigned)PCCL_DATA_TYPE_COUNT) return NULL;
-    switch (op) {
-    case pcclSum:
-    case pcclAvg:
-        return &KERNELS[dt][COL_SUM];
-    case pcclProd:
-        return &KERNELS[dt][COL_PROD];
-    case pcclMin:
-        return &KERNELS[dt][COL_MIN];
-    case pcclMax:
-        return &KERNELS[dt][COL_MAX];
-    }
-    return NULL;
+    const unsigned col = column_for(op);
+    if (col == COL_COUNT || KERNELS[dt][col].oop == NULL) return NULL;
+    return &KERNELS[dt][col];
+}
+
+bool ccoip_reduce_supported(pcclRedOp_t op, pcclDataType_t dt)
+{
+    return kernel_for(op, dt) != NULL;
 }
 
 /* True when two byte ranges of len bytes starting at p and q are the same

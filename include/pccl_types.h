@@ -146,18 +146,29 @@ typedef enum pcclDeviceType_t { pcclDeviceCpu = 0, pcclDeviceCuda = 1 } pcclDevi
  * Reduction operators. Integer arithmetic wraps (two's complement); pcclAvg
  * on integers is the wrapped sum divided by the number of peers, truncated
  * toward zero; pcclMin/pcclMax propagate NaN. docs/semantics.md has the
- * exact rules for every type.
+ * exact rules for every type. Values 0..4 are PCCL 1.0's; pccl appends the
+ * bitwise operators after them (append-only).
  */
 typedef enum pcclRedOp_t {
     pcclSum = 0,
     pcclAvg = 1,
     pcclProd = 2,
     pcclMax = 3,
-    pcclMin = 4
+    pcclMin = 4,
+
+    /* ---- operators pccl appends (not in PCCL 1.0) ---- */
+
+    /**
+     * Bitwise AND, OR and XOR of the elements' bits: integer data types only
+     * (an all-reduce of a float type with one of them is pcclInvalidArgument).
+     */
+    pcclBand = 5,
+    pcclBor = 6,
+    pcclBxor = 7
 } pcclRedOp_t;
 
 /** Number of pcclRedOp_t values. */
-#define PCCL_RED_OP_COUNT (5)
+#define PCCL_RED_OP_COUNT (8)
 
 /** Integer attributes of a communicator, read with pcclGetAttribute. */
 typedef enum pcclAttribute_t {

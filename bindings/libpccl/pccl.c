@@ -15,6 +15,7 @@
 
 #include "ccoip_dtype.h"
 #include "ccoip_quant.h"
+#include "ccoip_reduce.h"
 #include "ccoip_ring.h"
 #include "pccl.h"
 #include "pt.h"
@@ -394,8 +395,8 @@ static pcclResult_t reduce_args(const void *sendbuff, const void *recvbuff,
 {
     if (desc == NULL) return pcclInvalidArgument;
     const pcclDataType_t dt = desc->src_descriptor.datatype;
-    if (!ccoip_dtype_valid(dt)) return pcclInvalidArgument;
-    if ((int)desc->op < 0 || (int)desc->op >= PCCL_RED_OP_COUNT) return pcclInvalidArgument;
+    /* A known dtype and op, and no bitwise op (BAND/BOR/BXOR) on a float dtype. */
+    if (!ccoip_reduce_supported(desc->op, dt)) return pcclInvalidArgument;
     const pcclQuantizationAlgorithm_t qa = desc->quantization_options.algorithm;
     if (qa != pcclQuantNone) {
         if (!ccoip_dtype_valid(desc->quantization_options.quantized_datatype) ||

@@ -740,6 +740,9 @@ bool ccoip_pb_red_op_is_known(int32_t v)
     case CCOIP_PB_RED_OP_PROD:
     case CCOIP_PB_RED_OP_MAX:
     case CCOIP_PB_RED_OP_MIN:
+    case CCOIP_PB_RED_OP_BAND:
+    case CCOIP_PB_RED_OP_BOR:
+    case CCOIP_PB_RED_OP_BXOR:
         return true;
     default:
         return false;
@@ -759,6 +762,12 @@ const char *ccoip_pb_red_op_name(int32_t v)
         return "RED_OP_MAX";
     case CCOIP_PB_RED_OP_MIN:
         return "RED_OP_MIN";
+    case CCOIP_PB_RED_OP_BAND:
+        return "RED_OP_BAND";
+    case CCOIP_PB_RED_OP_BOR:
+        return "RED_OP_BOR";
+    case CCOIP_PB_RED_OP_BXOR:
+        return "RED_OP_BXOR";
     default:
         return NULL;
     }

@@ -217,7 +217,10 @@ typedef enum ccoip_pb_red_op {
     CCOIP_PB_RED_OP_AVG = 1,
     CCOIP_PB_RED_OP_PROD = 2,
     CCOIP_PB_RED_OP_MAX = 3,
-    CCOIP_PB_RED_OP_MIN = 4
+    CCOIP_PB_RED_OP_MIN = 4,
+    CCOIP_PB_RED_OP_BAND = 5,
+    CCOIP_PB_RED_OP_BOR = 6,
+    CCOIP_PB_RED_OP_BXOR = 7
 } ccoip_pb_red_op;
 
 /* True when v is a value of RedOp this codec knows. */

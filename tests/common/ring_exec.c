@@ -141,8 +141,7 @@ pcclResult_t ring_exec_allreduce(void *const *bufs, uint32_t n, uint64_t count, 
                                  pcclRedOp_t op, pcclQuantizationAlgorithm_t qalg,
                                  pcclDataType_t qtype, uint64_t *tx_bytes, uint64_t *rx_bytes)
 {
-    if (n == 0 || n > CCOIP_RING_WORLD_MAX || !ccoip_dtype_valid(dt) ||
-        (unsigned)op >= (unsigned)PCCL_RED_OP_COUNT) {
+    if (n == 0 || n > CCOIP_RING_WORLD_MAX || !ccoip_reduce_supported(op, dt)) {
         return pcclInvalidArgument;
     }
     if (qalg != pcclQuantNone && !ccoip_quant_supported(qalg, dt, qtype)) {

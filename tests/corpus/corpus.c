@@ -105,6 +105,8 @@ static int corpus_reduce(void)
     for (int dt = 0; dt < PCCL_DATA_TYPE_COUNT; dt++) {
         uint64_t bytes = (uint64_t)N * ccoip_dtype_size((pcclDataType_t)dt);
         for (int op = 0; op < PCCL_RED_OP_COUNT; op++) {
+            /* The bitwise ops have no float kernels. */
+            if (!ccoip_reduce_supported((pcclRedOp_t)op, (pcclDataType_t)dt)) continue;
             fill((pcclDataType_t)dt, a, N, 1);
             fill((pcclDataType_t)dt, b, N, 1);
             if (ccoip_reduce((pcclRedOp_t)op, (pcclDataType_t)dt, out, a, b, N) != pcclSuccess)

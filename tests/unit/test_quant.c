@@ -1179,9 +1179,10 @@ PTEST(quant, bad_metadata_rejected)
                   "bad meta %d: dequantize_reduce", i);
         PT_ASSERT(out[0] == 42.0f && out[5] == 42.0f, "bad meta %d: nothing written", i);
     }
-    /* Unknown reduce ops, with valid metadata. */
-    const int bad_ops[3] = {-1, 5, 100};
-    for (int i = 0; i < 3; i++) {
+    /* Unknown reduce ops, and the bitwise ops (5..7: the quantized source types are floats,
+     * which have no bitwise kernels), with valid metadata. */
+    const int bad_ops[6] = {-1, pcclBand, pcclBor, pcclBxor, 8, 100};
+    for (int i = 0; i < 6; i++) {
         for (int j = 0; j < 6; j++)
             out[j] = 42.0f;
         PT_ASSERT(ccoip_dequantize_reduce(&mm, (pcclRedOp_t)bad_ops[i], out, codes, 6) ==

@@ -48,8 +48,14 @@ static const pcclDataType_t ALL_TYPES[] = {
 };
 #define NUM_TYPES (sizeof ALL_TYPES / sizeof ALL_TYPES[0])
 
-static const pcclRedOp_t ALL_OPS[] = {pcclSum, pcclAvg, pcclProd, pcclMax, pcclMin};
+static const pcclRedOp_t ALL_OPS[] = {pcclSum, pcclAvg,  pcclProd, pcclMax,
+                                      pcclMin, pcclBand, pcclBor,  pcclBxor};
 #define NUM_OPS (sizeof ALL_OPS / sizeof ALL_OPS[0])
+
+static bool is_bitwise(pcclRedOp_t op)
+{
+    return op == pcclBand || op == pcclBor || op == pcclBxor;
+}
 
 static const char *op_name(pcclRedOp_t op)
 {
@@ -64,6 +70,12 @@ static const char *op_name(pcclRedOp_t op)
         return "max";
     case pcclMin:
         return "min";
+    case pcclBand:
+        return "band";
+    case pcclBor:
+        return "bor";
+    case pcclBxor:
+        return "bxor";
     }
     return "?";
 }
@@ -100,6 +112,12 @@ static bool is_signed_int(pcclDataType_t dt)
 static bool is_float(pcclDataType_t dt)
 {
     return dt == pcclFloat16 || dt == pcclBFloat16 || dt == pcclFloat || dt == pcclDouble;
+}
+
+/* The bitwise ops have no float kernels (pcclInvalidArgument, test bitwise_refused_for_floats). */
+static bool op_applies(pcclRedOp_t op, pcclDataType_t dt)
+{
+    return !(is_bitwise(op) && is_float(dt));
 }
 
 static uint64_t mask_of(unsigned w)
@@ -208,6 +226,12 @@ static uint64_t ref_combine(pcclRedOp_t op, pcclDataType_t dt, uint64_t a, uint6
             bool want_min = op == pcclMin;
             return a_less == want_min ? a : b;
         }
+        case pcclBand:
+            return a & b;
+        case pcclBor:
+            return a | b;
+        case pcclBxor:
+            return a ^ b;
         }
         return 0;
     }
@@ -438,6 +462,7 @@ static void run_all(pcclDataType_t dt)
 {
     rng r = {TEST_SEED ^ (uint64_t)dt};
     for (size_t o = 0; o < NUM_OPS; o++) {
+        if (!op_applies(ALL_OPS[o], dt)) continue;
         for (int md = 0; md < MODE_COUNT; md++) {
             for (size_t c = 0; c < sizeof COUNTS / sizeof COUNTS[0]; c++) {
                 for (size_t f = 0; f < sizeof OFFSETS / sizeof OFFSETS[0]; f++) {
@@ -844,18 +869,25 @@ PTEST(reduce, arithmetic_nan_is_canonical)
 /* Arguments                                                                */
 /* ------------------------------------------------------------------------ */
 
-PTEST(reduce, invalid_arguments_write_nothing)
+/* Buffers for calls that must fail: dst patterned, before its copy. */
+static void fill_invalid_args(unsigned char dst[64], unsigned char a[64], unsigned char b[64],
+                              unsigned char before[64])
 {
-    const pcclRedOp_t bad_ops[] = {(pcclRedOp_t)5, (pcclRedOp_t)255, (pcclRedOp_t)-1};
-    const pcclDataType_t bad_types[] = {(pcclDataType_t)12, (pcclDataType_t)100,
-                                        (pcclDataType_t)-1};
-    unsigned char dst[64], a[64], b[64], before[64];
     for (int i = 0; i < 64; i++) {
         dst[i] = (unsigned char)(0x5a ^ i);
         a[i] = (unsigned char)(i + 1);
         b[i] = (unsigned char)(2 * i + 1);
     }
-    memcpy(before, dst, sizeof dst);
+    memcpy(before, dst, 64);
+}
+
+PTEST(reduce, invalid_arguments_write_nothing)
+{
+    const pcclRedOp_t bad_ops[] = {(pcclRedOp_t)8, (pcclRedOp_t)255, (pcclRedOp_t)-1};
+    const pcclDataType_t bad_types[] = {(pcclDataType_t)12, (pcclDataType_t)100,
+                                        (pcclDataType_t)-1};
+    unsigned char dst[64], a[64], b[64], before[64];
+    fill_invalid_args(dst, a, b, before);
     for (size_t i = 0; i < sizeof bad_ops / sizeof bad_ops[0]; i++) {
         for (size_t t = 0; t < NUM_TYPES; t++) {
             pcclDataType_t dt = ALL_TYPES[t];
@@ -888,11 +920,119 @@ PTEST(reduce, invalid_arguments_write_nothing)
     PT_ASSERT(memcmp(dst, before, sizeof dst) == 0, "an invalid call wrote into dst");
 }
 
+/* BAND/BOR/BXOR: exact bits for every integer type, through the four paths of one() (distinct
+ * dst, dst == a, dst == b, reduce_inplace), and dst == a == b (x & x = x | x = x, x ^ x = 0)
+ * through ccoip_reduce and reduce_inplace. Signed types combine the same bits as unsigned. */
+PTEST(reduce, bitwise_exact_every_integer_type)
+{
+    static const pcclDataType_t INTS[] = {pcclUint8,  pcclInt8,  pcclInt16,  pcclUint16,
+                                          pcclUint32, pcclInt32, pcclUint64, pcclInt64};
+    const uint64_t a = UINT64_C(0xf0f0cc33aa55ff00), b = UINT64_C(0xff00aa5533cc0ff0);
+    for (size_t t = 0; t < sizeof INTS / sizeof INTS[0]; t++) {
+        const pcclDataType_t dt = INTS[t];
+        const unsigned w = width_of(dt);
+        EXPECT_ONE(pcclBand, dt, a, b, a & b);
+        EXPECT_ONE(pcclBor, dt, a, b, a | b);
+        EXPECT_ONE(pcclBxor, dt, a, b, a ^ b);
+        /* -1 is every bit set: the identity of BAND, the absorbing value of BOR. */
+        EXPECT_ONE(pcclBand, dt, UINT64_MAX, b, b);
+        EXPECT_ONE(pcclBor, dt, UINT64_MAX, b, UINT64_MAX);
+        EXPECT_ONE(pcclBxor, dt, UINT64_MAX, b, ~b);
+        EXPECT_ONE(pcclBand, dt, 0, b, 0);
+        EXPECT_ONE(pcclBor, dt, 0, b, b);
+        EXPECT_ONE(pcclBxor, dt, 0, b, b);
+        /* Only the sign bit (INT_MIN of the signed type) against 1. */
+        const uint64_t top = UINT64_C(1) << (8u * w - 1u);
+        EXPECT_ONE(pcclBor, dt, top, 1, top | 1u);
+        EXPECT_ONE(pcclBand, dt, top | 1u, top, top);
+        EXPECT_ONE(pcclBxor, dt, top | 1u, top, 1);
+        /* Self-aliasing, over more elements than one stack chunk of reduce_self. */
+        static unsigned char buf[3000 * 8];
+        const uint64_t count = 3000;
+        const pcclRedOp_t ops[3] = {pcclBand, pcclBor, pcclBxor};
+        for (int k = 0; k < 3; k++) {
+            for (int inplace = 0; inplace < 2; inplace++) {
+                for (uint64_t i = 0; i < count; i++)
+                    put_bits(buf + i * w, w, a * (i + 1u));
+                const pcclResult_t r = inplace ? ccoip_reduce_inplace(ops[k], dt, buf, buf, count)
+                                               : ccoip_reduce(ops[k], dt, buf, buf, buf, count);
+                PT_ASSERT(r == pcclSuccess, "%s %s self", ccoip_dtype_name(dt), op_name(ops[k]));
+                for (uint64_t i = 0; i < count; i++) {
+                    const uint64_t want = ops[k] == pcclBxor ? 0 : (a * (i + 1u)) & mask_of(w);
+                    PT_ASSERT(get_bits(buf + i * w, w) == want,
+                              "%s %s self (inplace %d) element %" PRIu64, ccoip_dtype_name(dt),
+                              op_name(ops[k]), inplace, i);
+                }
+            }
+        }
+        PT_EXPECT(ccoip_reduce_supported(pcclBand, dt) && ccoip_reduce_supported(pcclBor, dt) &&
+                      ccoip_reduce_supported(pcclBxor, dt),
+                  "%s supports the bitwise ops", ccoip_dtype_name(dt));
+    }
+}
+
+/* Three contributions, as an all-reduce combines them: every order gives the same bits. */
+PTEST(reduce, bitwise_three_contributions_any_order)
+{
+    const int32_t x[3] = {-1 ^ 0x10, 0x7f0f0f0f, (int32_t)0x8000ff01};
+    const int32_t want[3] = {x[0] & x[1] & x[2], x[0] | x[1] | x[2], x[0] ^ x[1] ^ x[2]};
+    const pcclRedOp_t ops[3] = {pcclBand, pcclBor, pcclBxor};
+    static const int perm[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                   {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    for (int k = 0; k < 3; k++) {
+        for (int p = 0; p < 6; p++) {
+            int32_t acc = x[perm[p][0]];
+            PT_ASSERT(ccoip_reduce_inplace(ops[k], pcclInt32, &acc, &x[perm[p][1]], 1) ==
+                          pcclSuccess,
+                      "step 1");
+            PT_ASSERT(ccoip_reduce(ops[k], pcclInt32, &acc, &x[perm[p][2]], &acc, 1) == pcclSuccess,
+                      "step 2");
+            PT_EXPECT(acc == want[k], "%s order %d: 0x%08x, want 0x%08x", op_name(ops[k]), p,
+                      (unsigned)acc, (unsigned)want[k]);
+        }
+    }
+}
+
+/* The bitwise ops on a float type: pcclInvalidArgument from every entry point, count 0
+ * included, and nothing written. */
+PTEST(reduce, bitwise_refused_for_floats)
+{
+    static const pcclDataType_t FLOATS[] = {pcclFloat16, pcclBFloat16, pcclFloat, pcclDouble};
+    const pcclRedOp_t ops[3] = {pcclBand, pcclBor, pcclBxor};
+    unsigned char dst[64], a[64], b[64], before[64];
+    fill_invalid_args(dst, a, b, before);
+    for (size_t t = 0; t < sizeof FLOATS / sizeof FLOATS[0]; t++) {
+        const pcclDataType_t dt = FLOATS[t];
+        for (int k = 0; k < 3; k++) {
+            const char *dn = ccoip_dtype_name(dt), *on = op_name(ops[k]);
+            PT_EXPECT(!ccoip_reduce_supported(ops[k], dt), "%s %s supported", dn, on);
+            PT_EXPECT(ccoip_reduce(ops[k], dt, dst, a, b, 4) == pcclInvalidArgument, "%s %s", dn,
+                      on);
+            PT_EXPECT(ccoip_reduce(ops[k], dt, dst, dst, b, 4) == pcclInvalidArgument,
+                      "%s %s dst=a", dn, on);
+            PT_EXPECT(ccoip_reduce(ops[k], dt, dst, a, dst, 4) == pcclInvalidArgument,
+                      "%s %s dst=b", dn, on);
+            PT_EXPECT(ccoip_reduce(ops[k], dt, dst, dst, dst, 4) == pcclInvalidArgument,
+                      "%s %s dst=a=b", dn, on);
+            PT_EXPECT(ccoip_reduce_inplace(ops[k], dt, dst, a, 4) == pcclInvalidArgument,
+                      "%s %s inplace", dn, on);
+            PT_EXPECT(ccoip_reduce_inplace(ops[k], dt, dst, dst, 4) == pcclInvalidArgument,
+                      "%s %s inplace self", dn, on);
+            PT_EXPECT(ccoip_reduce(ops[k], dt, NULL, NULL, NULL, 0) == pcclInvalidArgument,
+                      "%s %s count 0", dn, on);
+            PT_EXPECT(ccoip_reduce_gather(ops[k], dt, dst, a, b, 1, 2, 2) == pcclInvalidArgument,
+                      "%s %s gather", dn, on);
+        }
+    }
+    PT_ASSERT(memcmp(dst, before, sizeof dst) == 0, "a refused call wrote into dst");
+}
+
 PTEST(reduce, count_zero_accepts_null)
 {
     for (size_t t = 0; t < NUM_TYPES; t++) {
         pcclDataType_t dt = ALL_TYPES[t];
         for (size_t o = 0; o < NUM_OPS; o++) {
+            if (!op_applies(ALL_OPS[o], dt)) continue;
             PT_EXPECT(ccoip_reduce(ALL_OPS[o], dt, NULL, NULL, NULL, 0) == pcclSuccess, "%s %s",
                       ccoip_dtype_name(dt), op_name(ALL_OPS[o]));
             PT_EXPECT(ccoip_reduce_inplace(ALL_OPS[o], dt, NULL, NULL, 0) == pcclSuccess,
@@ -940,6 +1080,7 @@ PTEST(reduce, gather_matches_copy_then_accumulate)
         const pcclDataType_t dt = ALL_TYPES[t];
         const size_t bytes = (size_t)GC * width_of(dt);
         for (size_t o = 0; o < NUM_OPS; o++) {
+            if (!op_applies(ALL_OPS[o], dt)) continue;
             for (uint32_t n = 1; n <= GN; n++) {
                 for (uint32_t me = 0; me < n; me++) {
                     for (size_t i = 0; i < sizeof slots; i++)
