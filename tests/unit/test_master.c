@@ -7,6 +7,7 @@
  */
 #include <string.h>
 
+#include "ccoip_dtype.h"
 #include "ccoip_master.h"
 #include "ptest.h"
 #include "sm_harness.h"
@@ -483,6 +484,112 @@ PTEST(master, relay_exact_every_op)
         PT_ASSERT(ccoip_peer_relayed_ops(smh_peer(h, i)) == relayed, "not relayed");
     }
     PT_ASSERT(smh_step_errors(h) == 0, "no step errors");
+    smh_destroy(h);
+}
+
+/* The bitwise ops at N = 3 on each path an all-reduce can take, with exact results: 64 bytes
+ * (the master relay, bound 64), 4 KiB (the small all-gather, above the relay bound) and 256 KiB
+ * (the ring), for a 1-, 4- and 8-byte integer type, in and out of place. Then a bitwise op on a
+ * float type: every member's submit is pcclInvalidArgument, and the ring stays usable. */
+static uint64_t bits_input(uint32_t peer, uint64_t j)
+{
+    uint64_t z = (j + 1u) * UINT64_C(0x9e3779b97f4a7c15) + peer * UINT64_C(0xbf58476d1ce4e5b9);
+    return z ^ (z >> 29) ^ ((uint64_t)peer << 61);
+}
+
+/* The same all-reduce submitted by peers 0..2 (send[i] to recv[i]), then run to quiescence. */
+static void allreduce3(smh *h, uint64_t c[3], ccoip_allreduce_args args,
+                       unsigned char (*send)[256u << 10], unsigned char (*recv)[256u << 10])
+{
+    for (uint32_t i = 0; i < 3; i++)
+        c[i] = smh_allreduce(h, i, &args, send[i], recv[i]);
+    smh_run(h);
+}
+
+PTEST(master, bitwise_ops_exact_on_relay_gather_and_ring)
+{
+    smh *h = relay_ring(3, 64);
+    PT_ASSERT(h != NULL, "ring of 3 formed");
+    static const pcclRedOp_t ops[] = {pcclBand, pcclBor, pcclBxor};
+    static const pcclDataType_t types[] = {pcclUint8, pcclInt32, pcclInt64};
+    static const uint64_t sizes[] = {64, 4096, 256u << 10};
+    enum { MAXB = 256u << 10 };
+    static unsigned char send[3][MAXB], recv[3][MAXB];
+    uint64_t tag = 1, relayed = 0;
+    for (uint32_t s = 0; s < 3; s++) {
+        for (uint32_t t = 0; t < 3; t++) {
+            for (uint32_t o = 0; o < 3; o++) {
+                const uint32_t es = ccoip_dtype_size(types[t]);
+                const uint64_t count = sizes[s] / es;
+                const bool in_place = ((s + t + o) & 1u) != 0;
+                uint64_t c[3];
+                for (uint32_t i = 0; i < 3; i++) {
+                    for (uint64_t j = 0; j < count; j++) {
+                        const uint64_t v = bits_input(i, j);
+                        memcpy(send[i] + j * es, &v, es); /* little-endian: the low bytes */
+                    }
+                    if (in_place) {
+                        memcpy(recv[i], send[i], (size_t)sizes[s]);
+                    } else {
+                        memset(recv[i], 0x77, (size_t)sizes[s]);
+                    }
+                    ccoip_allreduce_args args = ar_args(tag, count, types[t], ops[o]);
+                    args.in_place = in_place;
+                    c[i] = smh_allreduce(h, i, &args, in_place ? recv[i] : send[i], recv[i]);
+                }
+                smh_run(h);
+                if (s == 0) relayed++;
+                for (uint32_t i = 0; i < 3; i++) {
+                    pcclResult_t r;
+                    PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclSuccess,
+                              "%s op %d %llu bytes peer %u: r=%d", ccoip_dtype_name(types[t]),
+                              (int)ops[o], (unsigned long long)sizes[s], i, (int)r);
+                    for (uint64_t j = 0; j < count; j++) {
+                        const uint64_t x0 = bits_input(0, j), x1 = bits_input(1, j),
+                                       x2 = bits_input(2, j);
+                        const uint64_t want = ops[o] == pcclBand  ? (x0 & x1 & x2)
+                                              : ops[o] == pcclBor ? (x0 | x1 | x2)
+                                                                  : (x0 ^ x1 ^ x2);
+                        uint64_t got = 0;
+                        memcpy(&got, recv[i] + j * es, es);
+                        const uint64_t mask = es == 8 ? UINT64_MAX : (UINT64_C(1) << (8 * es)) - 1;
+                        PT_ASSERT(got == (want & mask),
+                                  "%s op %d %llu bytes peer %u [%llu] = %#llx, want %#llx",
+                                  ccoip_dtype_name(types[t]), (int)ops[o],
+                                  (unsigned long long)sizes[s], i, (unsigned long long)j,
+                                  (unsigned long long)got, (unsigned long long)(want & mask));
+                    }
+                    PT_ASSERT(ccoip_peer_relayed_ops(smh_peer(h, i)) == relayed,
+                              "peer %u relayed %llu, want %llu", i,
+                              (unsigned long long)ccoip_peer_relayed_ops(smh_peer(h, i)),
+                              (unsigned long long)relayed);
+                }
+                tag++;
+            }
+        }
+    }
+    PT_ASSERT(ccoip_master_relayed_ops(smh_master(h)) == relayed, "master relayed %llu ops",
+              (unsigned long long)ccoip_master_relayed_ops(smh_master(h)));
+    /* A float type with a bitwise op: refused at submit on every member, nothing sent. */
+    static const pcclDataType_t floats[] = {pcclFloat16, pcclBFloat16, pcclFloat, pcclDouble};
+    for (uint32_t f = 0; f < 4; f++) {
+        uint64_t c[3];
+        allreduce3(h, c, ar_args(tag, 8, floats[f], ops[f % 3]), send, recv);
+        for (uint32_t i = 0; i < 3; i++) {
+            pcclResult_t r;
+            PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclInvalidArgument,
+                      "%s bitwise peer %u: r=%d, want pcclInvalidArgument",
+                      ccoip_dtype_name(floats[f]), i, (int)r);
+        }
+        tag++;
+    }
+    uint64_t c[3];
+    allreduce3(h, c, ar_args(tag, 4, pcclInt32, pcclBxor), send, recv);
+    for (uint32_t i = 0; i < 3; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclSuccess, "after the refusals: r=%d", (int)r);
+        PT_ASSERT(!ccoip_peer_is_failed(smh_peer(h, i)), "peer %u stays", i);
+    }
     smh_destroy(h);
 }
 
