@@ -99,6 +99,7 @@ func headerCodes() map[string]int {
 		"pcclBFloat16": int(C.pcclBFloat16), "pcclFloat": int(C.pcclFloat), "pcclDouble": int(C.pcclDouble),
 		"pcclSum": int(C.pcclSum), "pcclAvg": int(C.pcclAvg), "pcclProd": int(C.pcclProd),
 		"pcclMax": int(C.pcclMax), "pcclMin": int(C.pcclMin),
+		"pcclBand": int(C.pcclBand), "pcclBor": int(C.pcclBor), "pcclBxor": int(C.pcclBxor),
 		"GLOBAL_WORLD_SIZE":             int(C.PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE),
 		"PEER_GROUP_WORLD_SIZE":         int(C.PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE),
 		"NUM_DISTINCT_PEER_GROUPS":      int(C.PCCL_ATTRIBUTE_NUM_DISTINCT_PEER_GROUPS),

@@ -126,6 +126,37 @@ func TestGroup(t *testing.T) {
 		return nil
 	})
 
+	run("BitwiseOps", func(i int, c *Communicator) error {
+		a := []uint32{0x0F0F0F0F << uint(i), 1 << uint(i)}
+		if _, err := AllReduce(bg, c, a, a, ReduceOptions{Op: Bor}); err != nil {
+			return err
+		}
+		if a[0] != 0x0F0F0F0F|0x1E1E1E1E|0x3C3C3C3C || a[1] != 7 {
+			return fmt.Errorf("uint32 bor %#x", a)
+		}
+		b := []int64{-1 ^ (1 << uint(i)), int64(i) + 1}
+		out := make([]int64, 2)
+		if _, err := AllReduce(bg, c, b, out, ReduceOptions{Op: Band}); err != nil {
+			return err
+		}
+		if out[0] != -8 || out[1] != 0 {
+			return fmt.Errorf("int64 band %v", out)
+		}
+		x := []uint8{1 << uint(i), 0xFF}
+		if _, err := AllReduce(bg, c, x, x, ReduceOptions{Op: Bxor}); err != nil {
+			return err
+		}
+		if x[0] != 7 || x[1] != 0xFF {
+			return fmt.Errorf("uint8 bxor %v", x)
+		}
+		// A bitwise op on a float type: refused by the call, on every member.
+		f := []float32{1, 2}
+		if _, err := AllReduce(bg, c, f, f, ReduceOptions{Op: Bxor}); !errors.Is(err, ErrInvalidArgument) {
+			return fmt.Errorf("float32 bxor: %v, want InvalidArgument", err)
+		}
+		return nil
+	})
+
 	run("Async", func(i int, c *Communicator) error {
 		const n = 3000
 		a, _ := NewBuffer[int32](n)

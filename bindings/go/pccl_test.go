@@ -141,7 +141,8 @@ func TestConstantsMatchHeader(t *testing.T) {
 		"pcclInt64": Int64, "pcclFloat16": Float16, "pcclBFloat16": BFloat16, "pcclFloat": Float,
 		"pcclDouble": Double}
 	others := map[string]int{"pcclSum": int(Sum), "pcclAvg": int(Avg), "pcclProd": int(Prod),
-		"pcclMax": int(Max), "pcclMin": int(Min), "GLOBAL_WORLD_SIZE": int(GlobalWorldSize),
+		"pcclMax": int(Max), "pcclMin": int(Min), "pcclBand": int(Band), "pcclBor": int(Bor),
+		"pcclBxor": int(Bxor), "GLOBAL_WORLD_SIZE": int(GlobalWorldSize),
 		"PEER_GROUP_WORLD_SIZE": int(PeerGroupWorldSize), "NUM_DISTINCT_PEER_GROUPS": int(NumDistinctPeerGroups),
 		"LARGEST_PEER_GROUP_WORLD_SIZE": int(LargestPeerGroupWorldSize),
 		"COPIED_BYTES":                  int(CopiedBytes), "COPIED_BYTES_HIGH": int(CopiedBytesHigh),

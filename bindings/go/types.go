@@ -93,13 +93,18 @@ func DataTypeOf[T Element]() DataType {
 type ReduceOp int32
 
 // Reduction operators. Integer arithmetic wraps; Avg on integers truncates
-// toward zero (docs/semantics.md).
+// toward zero (docs/semantics.md). Band, Bor and Bxor (pccl additions) are
+// the bitwise AND, OR and XOR of integer types; with a float type an
+// all-reduce fails with InvalidArgument.
 const (
 	Sum  ReduceOp = 0
 	Avg  ReduceOp = 1
 	Prod ReduceOp = 2
 	Max  ReduceOp = 3
 	Min  ReduceOp = 4
+	Band ReduceOp = 5
+	Bor  ReduceOp = 6
+	Bxor ReduceOp = 7
 )
 
 // DistributionHint is a pcclDistributionHint_t, a hint for quantizers.

@@ -266,6 +266,12 @@ def test_bad_numpy_inputs(comm):
         comm.all_reduce(a, a, operand_descriptor=pccl.ReduceOperandDescriptor(pccl.DataType.FLOAT))
     with pytest.raises(pccl.InvalidArgument):
         comm.all_reduce(a, a, tag=-1)
+    for op in (pccl.ReduceOp.BAND, pccl.ReduceOp.BOR, pccl.ReduceOp.BXOR):
+        for ft in (np.float16, np.float32, np.float64):  # bitwise ops: integer types only
+            with pytest.raises(pccl.InvalidArgument):
+                comm.all_reduce(np.zeros(4, ft), np.zeros(4, ft), op=op)
+            with pytest.raises(pccl.InvalidArgument):
+                comm.all_reduce_async(np.zeros(4, ft), np.zeros(4, ft), op=op)
     with pytest.raises(pccl.NonContiguousTensorError):
         pccl.TensorInfo.from_numpy(a[::2], "x")
     with pytest.raises(pccl.ReadOnlyBufferError):

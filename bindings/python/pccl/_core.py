@@ -197,6 +197,10 @@ def _bit_container_ok(buf_dtype, declared):
     )
 
 
+_BITWISE_OPS = (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR)
+_FLOAT_TYPES = (DataType.FLOAT16, DataType.BFLOAT16, DataType.FLOAT, DataType.DOUBLE)
+
+
 def _make_descriptor(send, recv, op, tag, operand_descriptor, quantization_options):
     sb = _buffer_of(send, "send", writable=False)
     rb = sb if recv is send else _buffer_of(recv, "recv", writable=True)
@@ -217,6 +221,9 @@ def _make_descriptor(send, recv, op, tag, operand_descriptor, quantization_optio
     if isinstance(tag, bool) or not isinstance(tag, int) or not 0 <= tag < 2**64:
         raise InvalidArgument(f"tag must be an int in [0, 2**64), got {tag!r}")
     desc = ReduceDescriptor(sb.count, op, tag, operand_descriptor, quantization_options)
+    if desc.op in _BITWISE_OPS and operand_descriptor.datatype in _FLOAT_TYPES:
+        # as libpccl refuses it (pcclInvalidArgument): no float kernel for a bitwise op
+        raise InvalidArgument(f"{desc.op.name} takes integer types, not {operand_descriptor.datatype.name}")
     return desc, sb, rb
 
 

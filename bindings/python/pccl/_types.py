@@ -5,13 +5,16 @@ import sys
 
 
 class ReduceOp(enum.IntEnum):
-    """pcclRedOp_t."""
+    """pcclRedOp_t. BAND, BOR and BXOR (pccl additions) take integer types only."""
 
     SUM = 0
     AVG = 1
     PROD = 2
     MAX = 3
     MIN = 4
+    BAND = 5
+    BOR = 6
+    BXOR = 7
 
 
 class Attribute(enum.IntEnum):

@@ -17,6 +17,11 @@ INT_DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "u
 FLOAT_DTYPES = ["float16", "float32", "float64"]
 TORCH_DTYPES = ["int8", "uint8", "int16", "int32", "int64", "float16", "float32", "float64"]
 OPS = ["SUM", "AVG", "PROD", "MAX", "MIN"]
+BITWISE_OPS = ["BAND", "BOR", "BXOR"]  # integer types only
+
+
+def ops_for(dtype):
+    return OPS + (BITWISE_OPS if dtype in INT_DTYPES else [])
 
 
 def make_data(dtype, op, index, count=COUNT):
@@ -24,6 +29,8 @@ def make_data(dtype, op, index, count=COUNT):
     base = np.arange(count, dtype=np.int64)
     if op == "PROD":
         v = (base * (index + 2) + index) % 7 - 3  # -3..3
+    elif op in BITWISE_OPS:
+        v = (base * 0x9E3779B1 + index * 0x7F4A7C15) ^ (base << (3 + index * 5))  # varied bits
     elif op == "SUM" and dtype in ("int8", "uint8"):
         v = base * (index + 1) * 37 + index * 101  # large: the sum wraps
     else:
@@ -64,7 +71,7 @@ def main():
 
     # 1) every dtype x op, out of place
     for dt in dtypes:
-        for op in OPS:
+        for op in ops_for(dt):
             send = wrap(make_data(dt, op, index))
             recv = wrap(np.zeros(COUNT, dtype=dt))
             info = comm.all_reduce(send, recv, op=pccl.ReduceOp[op])

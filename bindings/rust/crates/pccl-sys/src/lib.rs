@@ -201,7 +201,10 @@ pub const pcclAvg: pcclRedOp_t = 1;
 pub const pcclProd: pcclRedOp_t = 2;
 pub const pcclMax: pcclRedOp_t = 3;
 pub const pcclMin: pcclRedOp_t = 4;
-pub const PCCL_RED_OP_COUNT: u32 = 5;
+pub const pcclBand: pcclRedOp_t = 5;
+pub const pcclBor: pcclRedOp_t = 6;
+pub const pcclBxor: pcclRedOp_t = 7;
+pub const PCCL_RED_OP_COUNT: u32 = 8;
 
 /// `pcclAttribute_t`.
 pub type pcclAttribute_t = c_uint;

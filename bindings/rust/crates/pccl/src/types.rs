@@ -133,6 +133,13 @@ pub enum ReduceOp {
     Prod,
     Max,
     Min,
+    /// Bitwise AND (pccl addition): integer types only; with a float type the all-reduce
+    /// fails with `InvalidArgument`.
+    Band,
+    /// Bitwise OR (pccl addition): integer types only.
+    Bor,
+    /// Bitwise XOR (pccl addition): integer types only.
+    Bxor,
 }
 
 impl ReduceOp {
@@ -144,6 +151,9 @@ impl ReduceOp {
             ReduceOp::Prod => sys::pcclProd,
             ReduceOp::Max => sys::pcclMax,
             ReduceOp::Min => sys::pcclMin,
+            ReduceOp::Band => sys::pcclBand,
+            ReduceOp::Bor => sys::pcclBor,
+            ReduceOp::Bxor => sys::pcclBxor,
         }
     }
 }

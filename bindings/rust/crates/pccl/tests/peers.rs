@@ -133,6 +133,49 @@ fn allreduce_floats_exact_and_bit_identical() {
     });
 }
 
+/// A peer's operand for the bitwise tests: varied bits across the whole 64-bit word.
+fn bits(i: usize, j: usize) -> u64 {
+    let z = (j as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ ((i as u64 + 1) << (7 * i));
+    z ^ (z >> 29)
+}
+
+#[test]
+fn allreduce_bitwise_ops_exact_and_floats_refused() {
+    bounded(90, || {
+        let (_m, addr) = master();
+        let n = 3;
+        let results = run_peers(&addr, n, move |i, c, _| {
+            let a: Vec<u64> = (0..COUNT).map(|j| bits(i, j)).collect();
+            let mut and = vec![0u64; COUNT];
+            c.all_reduce(&a, &mut and, ReduceOp::Band).unwrap();
+            let b: Vec<i32> = (0..COUNT).map(|j| bits(i, j) as i32).collect();
+            let mut or = b.clone();
+            c.all_reduce_in_place(&mut or, ReduceOptions::new(ReduceOp::Bor).tag(1))
+                .unwrap();
+            let x: Vec<u8> = (0..COUNT).map(|j| bits(i, j) as u8).collect();
+            let mut xor = vec![0u8; COUNT];
+            c.all_reduce(&x, &mut xor, ReduceOptions::new(ReduceOp::Bxor).tag(2))
+                .unwrap();
+            for j in 0..COUNT {
+                let (x0, x1, x2) = (bits(0, j), bits(1, j), bits(2, j));
+                assert_eq!(and[j], x0 & x1 & x2, "band element {}", j);
+                assert_eq!(or[j], (x0 | x1 | x2) as i32, "bor element {}", j);
+                assert_eq!(xor[j], (x0 ^ x1 ^ x2) as u8, "bxor element {}", j);
+            }
+            // A bitwise op on a float type: refused by the call.
+            let f = vec![1f32; 4];
+            let mut g = vec![0f32; 4];
+            assert_eq!(
+                c.all_reduce(&f, &mut g, ReduceOptions::new(ReduceOp::Bxor).tag(3))
+                    .err(),
+                Some(Error::InvalidArgument)
+            );
+            and
+        });
+        assert!(results.iter().all(|r| r == &results[0]));
+    });
+}
+
 #[test]
 fn async_wait_timeout_concurrent_ops_and_forgotten_handles() {
     bounded(90, || {
