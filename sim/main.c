@@ -137,6 +137,7 @@ static void usage(FILE *f)
                "                [--not-in-place] [--seeds A:B] [--quiet]\n"
                "                [--shared-state] [--diverge-bp N] [--optimize-every N]\n"
                "                [--groups N | --group-size N] [--churn-per-step BP] [--float]\n"
+               "                [--op N (pcclRedOp_t: 0 sum .. 4 min, 5 band, 6 bor, 7 bxor)]\n"
                "                [--vote-timeout-ms T] [--evict-ms T] [--heartbeat-ms T]\n"
                "                [--liveness-ms T] [--max-events N] [--relay-max-bytes N]\n"
                "                [--record-trace DIR]\n"
@@ -267,6 +268,10 @@ static int parse(cli *c, int argc, char **argv, uint64_t seed, bool apply)
             if (apply) c->cfg.shared_state = false;
         } else if (strcmp(a, "--float") == 0) {
             if (apply) c->cfg.dtype = pcclFloat;
+        } else if (strcmp(a, "--op") == 0) {
+            if (!parse_u64(v, &n) || n >= (uint64_t)PCCL_RED_OP_COUNT) return -1;
+            if (apply) c->cfg.op = (pcclRedOp_t)n;
+            i++;
         } else if (strcmp(a, "--groups") == 0) {
             if (!parse_u64(v, &n) || n == 0 || n > UINT32_MAX) return -1;
             c->groups = (uint32_t)n;
@@ -311,6 +316,7 @@ static int build(cli *c, int argc, char **argv, uint64_t seed)
     }
     c->cfg.trace = trace;
     if (parse(c, argc, argv, seed, true) != 0) return -1;
+    sim_config_fit_op(&c->cfg);
     c->cfg.seed = seed;
     if (c->canary != NULL) c->cfg.canary = sim_canary_from_name(c->canary);
     if (c->groups > 0) c->cfg.group_size = (c->cfg.peers + c->groups - 1u) / c->groups;

@@ -240,6 +240,9 @@ typedef struct sim_result {
 void sim_config_default(sim_config *cfg, uint64_t seed);
 /** Draws every knob from seed ("swarm testing"). */
 void sim_config_swarm(sim_config *cfg, uint64_t seed);
+/** A bitwise op (pcclBand/pcclBor/pcclBxor, e.g. from --op) takes integer types only: a float
+ * dtype becomes an integer type of its width, unquantized. Other ops: no change. */
+void sim_config_fit_op(sim_config *cfg);
 /** Applies a named scenario; false for an unknown name. */
 bool sim_config_scenario(sim_config *cfg, const char *name);
 /** Names of the scenarios, NULL-terminated. */

@@ -97,6 +97,29 @@ void sim_config_swarm(sim_config *cfg, uint64_t seed)
     cfg->phase_fault_per_min = sim_rng_chance(&r, 500) ? (uint32_t)sim_rng_range(&r, 2, 20) : 0;
 }
 
+void sim_config_fit_op(sim_config *cfg)
+{
+    if (cfg->op != pcclBand && cfg->op != pcclBor && cfg->op != pcclBxor) return;
+    switch (cfg->dtype) {
+    case pcclFloat16:
+        cfg->dtype = pcclInt16;
+        break;
+    case pcclBFloat16:
+        cfg->dtype = pcclUint16;
+        break;
+    case pcclFloat:
+        cfg->dtype = pcclInt32;
+        break;
+    case pcclDouble:
+        cfg->dtype = pcclUint64;
+        break;
+    default:
+        return; /* an integer type: kept */
+    }
+    cfg->quant = pcclQuantNone; /* quantization is drawn for float types only */
+    cfg->quant_dtype = pcclUint8;
+}
+
 const char *const sim_scenario_names[] = {"join_during_allreduce",
                                           "kill_mid_ring",
                                           "hung_peer",
