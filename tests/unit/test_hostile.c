@@ -394,6 +394,53 @@ PTEST(hostile, rogue_collective_voter_gets_invalid_usage)
     smh_destroy(h);
 }
 
+/* A collective initiate the peer's own checks would never send: injected as peer `peer`'s, with a
+ * call id its core never used. */
+static void inject_initiate(smh *h, uint32_t peer, uint64_t tag, int32_t dtype, int32_t op)
+{
+    ccoip_pb_peer_to_master env;
+    memset(&env, 0, sizeof(env));
+    env.call_id = UINT64_C(1) << 40;
+    env.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_COLLECTIVE_INITIATE;
+    env.body.collective_initiate.tag = tag;
+    env.body.collective_initiate.count = 4;
+    env.body.collective_initiate.dtype = dtype;
+    env.body.collective_initiate.op = op;
+    uint8_t buf[256];
+    uint64_t len = 0;
+    PT_ASSERT(ccoip_ctrl_encode_p2m(&env, NULL, buf, sizeof(buf), &len) == pcclSuccess, "encode");
+    smh_inject_to_master(h, peer, buf, len);
+}
+
+static uint32_t coll_mismatches(smh *h, uint32_t peer)
+{
+    return smh_master_sent(h, peer, CCOIP_PB_MASTER_TO_PEER_BODY_NONE,
+                           CCOIP_PB_STATUS_INVALID_USAGE, CCOIP_PB_REASON_COLLECTIVE_MISMATCH);
+}
+
+/* Every member initiates a bitwise op on a float type (peers that skipped the submit check):
+ * the master has no kernel for it and refuses the collective as a parameter mismatch, to every
+ * member. The same initiates with an integer type are no mismatch. (The answers go to a call
+ * the harness peers never made, so what the peers do with them is not the point here.) */
+PTEST(hostile, bitwise_op_on_a_float_type_is_a_collective_mismatch)
+{
+    for (int integer = 0; integer < 2; integer++) {
+        smh *h = ring3();
+        for (uint32_t i = 0; i < 3; i++) {
+            inject_initiate(h, i, 900,
+                            integer ? CCOIP_PB_DATA_TYPE_INT32 : CCOIP_PB_DATA_TYPE_FLOAT,
+                            CCOIP_PB_RED_OP_BXOR);
+        }
+        smh_run(h);
+        for (uint32_t i = 0; i < 3; i++) {
+            PT_ASSERT(coll_mismatches(h, i) == (integer ? 0u : 1u),
+                      "%s: peer %u got %u mismatch refusals", integer ? "int32" : "float", i,
+                      coll_mismatches(h, i));
+        }
+        smh_destroy(h);
+    }
+}
+
 /* A majority still evicts its straggler: two of three initiate, the third is evicted at the
  * deadline, the two reduce. (Unchanged behaviour.) */
 PTEST(hostile, majority_of_initiators_evicts_the_straggler)
