@@ -157,6 +157,12 @@ pcclResult_t ccoip_peer_set_port(ccoip_peer *p, ccoip_listener listener, uint32_
 uint64_t ccoip_peer_id(const ccoip_peer *p);
 /** Epoch of the ring the peer runs collectives on (0 before admission). */
 uint64_t ccoip_peer_epoch(const ccoip_peer *p);
+/**
+ * This peer's rank: its index in the ring of the last successful TopologyVerdict
+ * (ccoip_peer_epoch), or -1 while no ring is installed (before admission, from a
+ * TopologyPlan until its verdict, after a failed verdict, after failing). PCCL_ATTRIBUTE_RANK.
+ */
+int32_t ccoip_peer_rank(const ccoip_peer *p);
 /** True once admitted and not failed. */
 bool ccoip_peer_is_accepted(const ccoip_peer *p);
 /** True after the master was lost or evicted this peer. */

@@ -912,6 +912,11 @@ uint64_t ccoip_peer_epoch(const ccoip_peer *p)
     return p->ring.epoch;
 }
 
+int32_t ccoip_peer_rank(const ccoip_peer *p)
+{
+    return p->ring.ready ? (int32_t)p->ring.rank : -1;
+}
+
 bool ccoip_peer_is_accepted(const ccoip_peer *p)
 {
     return p->state == PS_ACCEPTED;

@@ -192,7 +192,23 @@ typedef enum pcclAttribute_t {
      */
     PCCL_ATTRIBUTE_COPIED_BYTES = 5,
     /** pccl extension: the copied-byte count divided by 2^31 (its high bits). */
-    PCCL_ATTRIBUTE_COPIED_BYTES_HIGH = 6
+    PCCL_ATTRIBUTE_COPIED_BYTES_HIGH = 6,
+    /**
+     * pccl extension: the caller's rank, its index (0 .. PEER_GROUP_WORLD_SIZE - 1) in its
+     * peer group's ring of the current epoch (the last successful topology verdict). Changes
+     * only when the epoch does, i.e. inside pcclConnect / pcclUpdateTopology /
+     * pcclOptimizeTopology. -1 while the caller is in no installed ring: before its admission
+     * completed, after a re-wiring failed (pcclUpdateTopology / pcclOptimizeTopology failed
+     * after the old ring was torn down) until a later call installs one, and after the master
+     * connection was lost.
+     */
+    PCCL_ATTRIBUTE_RANK = 7,
+    /**
+     * pccl extension: the epoch of the ring RANK refers to (equal on every member of a ring,
+     * growing with each admission or re-wiring); 0 before any ring was installed. Kept after
+     * a failed re-wiring (RANK is then -1). Saturates at INT_MAX.
+     */
+    PCCL_ATTRIBUTE_EPOCH = 8
 } pcclAttribute_t;
 
 /** How a peer takes part in shared-state synchronization (PCCL 1.0). */

@@ -118,6 +118,10 @@ typedef struct pt_peer_info {
     ccoip_world_info world; /**< Membership counts of the last verdict (ccoip_peer_world_info). */
     /** Tensor bytes copied in memory (COPY kernels) since creation, as of the last NOTIFY. */
     uint64_t copied_bytes;
+    /** ccoip_peer_rank: index in the installed ring, -1 while none (PCCL_ATTRIBUTE_RANK). */
+    int32_t rank;
+    /** ccoip_peer_epoch: the epoch of the last installed ring, 0 before any. */
+    uint64_t epoch;
 } pt_peer_info;
 
 /** Copies the latest peer snapshot. */

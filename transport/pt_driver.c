@@ -613,6 +613,7 @@ pcclResult_t pt_peer_create(const ccoip_peer_config *cfg, const char *bind_host,
     pt_driver *d = driver_alloc(false);
     if (d == NULL) return pcclSystemError;
     d->auth = pc.auth;
+    d->pinfo.rank = -1; /* no ring before the first NOTIFY (PCCL_ATTRIBUTE_RANK) */
     snprintf(d->bind_host, sizeof d->bind_host, "%s", bind_host);
     /* Over ipc:// the master sees no remote IP: advertise a URL instead,
      * which needs a concrete bind host (not a wildcard). */

@@ -381,6 +381,12 @@ PCCL_EXPORT pcclResult_t pcclGetAttribute(const pcclComm_t *communicator, pcclAt
         *p_attribute_out =
             info.copied_bytes >> 31 > 0x7fffffffu ? 0x7fffffff : (int)(info.copied_bytes >> 31);
         return pcclSuccess;
+    case PCCL_ATTRIBUTE_RANK:
+        *p_attribute_out = (int)info.rank;
+        return pcclSuccess;
+    case PCCL_ATTRIBUTE_EPOCH:
+        *p_attribute_out = info.epoch > 0x7fffffffu ? 0x7fffffff : (int)info.epoch;
+        return pcclSuccess;
     }
     return pcclInvalidArgument;
 }

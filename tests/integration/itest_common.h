@@ -70,6 +70,22 @@ static inline void itest_sleep_ms(long ms)
 /* Creates a communicator for url, connects it and updates the topology until its group has
  * world peers (at most ~1,500 tries). Returns 0 with *out set, or 2 (*out may still need
  * pcclDestroyCommunicator when not NULL). */
+/* Updates the topology until the caller's group has `world` members: 0, or 2 on an error. */
+static inline int itest_grow_to(pcclComm_t *comm, uint32_t world)
+{
+    for (int tries = 0;; tries++) {
+        int ws = 0;
+        if (pcclGetAttribute(comm, PCCL_ATTRIBUTE_CURRENT_WORLD_SIZE, &ws) != pcclSuccess ||
+            tries > 1500)
+            return 2;
+        if ((uint32_t)ws >= world) return 0;
+        bool pending = false;
+        if (pcclArePeersPending(comm, &pending) == pcclSuccess && !pending) itest_sleep_ms(10);
+        const pcclResult_t r = pcclUpdateTopology(comm);
+        if (r != pcclSuccess && r != pcclUpdateTopologyFailed) return 2;
+    }
+}
+
 static inline int itest_connect_group(const char *url, uint32_t world, pcclComm_t **out)
 {
     pcclCommCreateParams_t params;
@@ -79,22 +95,8 @@ static inline int itest_connect_group(const char *url, uint32_t world, pcclComm_
     opts.timeout_ms = 20000;
     *out = NULL;
     if (pcclCreateCommunicatorEx(&params, &opts, out) != pcclSuccess) return 2;
-    pcclComm_t *comm = *out;
-    int rc = pcclConnect(comm) == pcclSuccess ? 0 : 2;
-    int ws = 0;
-    for (int tries = 0; rc == 0; tries++) {
-        if (pcclGetAttribute(comm, PCCL_ATTRIBUTE_CURRENT_WORLD_SIZE, &ws) != pcclSuccess ||
-            tries > 1500) {
-            rc = 2;
-            break;
-        }
-        if ((uint32_t)ws >= world) break;
-        bool pending = false;
-        if (pcclArePeersPending(comm, &pending) == pcclSuccess && !pending) itest_sleep_ms(10);
-        const pcclResult_t r = pcclUpdateTopology(comm);
-        if (r != pcclSuccess && r != pcclUpdateTopologyFailed) rc = 2;
-    }
-    return rc;
+    if (pcclConnect(*out) != pcclSuccess) return 2;
+    return itest_grow_to(*out, world);
 }
 
 #endif /* ITEST_COMMON_H */

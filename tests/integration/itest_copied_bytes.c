@@ -21,7 +21,7 @@
  * the tensor), peer 0's by 0.
  * Out of place, the send buffer must come back untouched; send and receive
  * buffers that overlap without being equal are pcclInvalidArgument (nothing
- * copied, nothing sent). Unknown attribute 7 stays pcclInvalidArgument. Exit 0 ok, 1 wrong, 2
+ * copied, nothing sent). Unknown attribute 9 stays pcclInvalidArgument. Exit 0 ok, 1 wrong, 2
  * setup.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -205,8 +205,8 @@ static void *peer_main(void *arg)
         rc = 1;
     }
     int v = 0;
-    if (rc == 0 && pcclGetAttribute(comm, (pcclAttribute_t)7, &v) != pcclInvalidArgument) {
-        snprintf(pa->msg, sizeof pa->msg, "attribute 7 accepted");
+    if (rc == 0 && pcclGetAttribute(comm, (pcclAttribute_t)9, &v) != pcclInvalidArgument) {
+        snprintf(pa->msg, sizeof pa->msg, "attribute 9 accepted");
         rc = 1;
     }
     if (rc == 0) rc = run_overlap(comm, pa);

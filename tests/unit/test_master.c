@@ -31,10 +31,15 @@ PTEST(master, join_three_admitted_by_unanimous_vote)
         smh_add_peer(h, 0);
     pcclResult_t r;
     uint32_t world = 0;
+    PT_ASSERT(ccoip_peer_rank(smh_peer(h, 0)) == -1 && ccoip_peer_epoch(smh_peer(h, 0)) == 0,
+              "no rank and epoch 0 before admission");
     uint64_t c0 = smh_submit(h, 0, CCOIP_CMD_CONNECT);
     smh_run(h);
     PT_ASSERT(smh_done_ex(h, 0, c0, &r, &world, NULL) && r == pcclSuccess && world == 1,
               "the first peer is admitted alone (r=%d world=%u)", (int)r, world);
+    const uint64_t epoch1 = ccoip_peer_epoch(smh_peer(h, 0));
+    PT_ASSERT(ccoip_peer_rank(smh_peer(h, 0)) == 0 && epoch1 > 0, "alone: rank 0, epoch %llu",
+              (unsigned long long)epoch1);
     uint64_t c1 = smh_submit(h, 1, CCOIP_CMD_CONNECT);
     uint64_t c2 = smh_submit(h, 2, CCOIP_CMD_CONNECT);
     smh_run(h);
@@ -62,6 +67,22 @@ PTEST(master, join_three_admitted_by_unanimous_vote)
     for (uint32_t i = 0; i < 3; i++) {
         PT_ASSERT(ccoip_peer_epoch(smh_peer(h, i)) == ccoip_master_epoch(smh_master(h)),
                   "peer %u on the master's epoch", i);
+    }
+    /* Ranks (PCCL_ATTRIBUTE_RANK): each peer's index in the ring order, distinct, in 0..2; the
+     * epoch (PCCL_ATTRIBUTE_EPOCH) is one for all and grew with the admission. */
+    bool seen[3] = {false, false, false};
+    for (uint32_t i = 0; i < 3; i++) {
+        const ccoip_peer *pi = smh_peer(h, i);
+        const int32_t rank = ccoip_peer_rank(pi);
+        PT_ASSERT(rank >= 0 && rank < 3 && !seen[rank], "peer %u: rank %d distinct in 0..2", i,
+                  (int)rank);
+        seen[rank] = true;
+        PT_ASSERT(ring[rank] == ccoip_peer_id(pi), "peer %u: rank %d is its index in the ring", i,
+                  (int)rank);
+        PT_ASSERT(ccoip_peer_epoch(pi) == ccoip_peer_epoch(smh_peer(h, 0)) &&
+                      ccoip_peer_epoch(pi) > epoch1,
+                  "peer %u: epoch %llu equal on all, grown from %llu", i,
+                  (unsigned long long)ccoip_peer_epoch(pi), (unsigned long long)epoch1);
     }
     /* Every accepted peer must vote: two of three is not enough. */
     uint64_t q0 = smh_submit(h, 0, CCOIP_CMD_ARE_PEERS_PENDING);
@@ -246,6 +267,7 @@ PTEST(master, unreachable_pair_ring_avoids_it)
     uint64_t c0 = smh_submit(h, 0, CCOIP_CMD_CONNECT);
     smh_run(h);
     PT_ASSERT(smh_done(h, 0, c0, &r) && r == pcclSuccess, "peer 0 admitted");
+    const uint64_t epoch1 = ccoip_peer_epoch(smh_peer(h, 0));
     uint64_t cs[4];
     for (uint32_t i = 1; i < 4; i++)
         cs[i] = smh_submit(h, i, CCOIP_CMD_CONNECT);
@@ -254,6 +276,18 @@ PTEST(master, unreachable_pair_ring_avoids_it)
     smh_run(h);
     PT_ASSERT(smh_done(h, 0, u, &r) && r == pcclUpdateTopologyFailed,
               "the first try fails on the unreachable link (r=%d)", (int)r);
+    /* The failed phase tore down peer 0's ring; the master's re-wire (docs/protocol.md §6.4)
+     * installed it alone again at a newer epoch: rank 0 there. The newcomers have no ring. */
+    const uint64_t epoch2 = ccoip_peer_epoch(smh_peer(h, 0));
+    PT_ASSERT(ccoip_peer_rank(smh_peer(h, 0)) == 0 && epoch2 > epoch1 &&
+                  epoch2 == ccoip_master_epoch(smh_master(h)),
+              "after the failed phase and the re-wire: rank %d epoch %llu (was %llu)",
+              (int)ccoip_peer_rank(smh_peer(h, 0)), (unsigned long long)epoch2,
+              (unsigned long long)epoch1);
+    for (uint32_t i = 1; i < 4; i++) {
+        PT_ASSERT(ccoip_peer_rank(smh_peer(h, i)) == -1 && ccoip_peer_epoch(smh_peer(h, i)) == 0,
+                  "pending peer %u: no rank, epoch 0", i);
+    }
     u = smh_submit(h, 0, CCOIP_CMD_UPDATE_TOPOLOGY);
     smh_run(h);
     PT_ASSERT(smh_done(h, 0, u, &r) && r == pcclSuccess, "the retry succeeds (r=%d)", (int)r);
@@ -267,6 +301,15 @@ PTEST(master, unreachable_pair_ring_avoids_it)
               "ring 1 3 2 4 avoids 1<->2: %llu %llu %llu %llu", (unsigned long long)ring[0],
               (unsigned long long)ring[1], (unsigned long long)ring[2],
               (unsigned long long)ring[3]);
+    for (uint32_t i = 0; i < 4; i++) {
+        const ccoip_peer *pi = smh_peer(h, i);
+        const int32_t rank = ccoip_peer_rank(pi);
+        PT_ASSERT(rank >= 0 && rank < 4 && ring[rank] == ccoip_peer_id(pi),
+                  "peer %u: rank %d is its index in the ring 1 3 2 4", i, (int)rank);
+        PT_ASSERT(ccoip_peer_epoch(pi) == ccoip_master_epoch(smh_master(h)) &&
+                      ccoip_peer_epoch(pi) > epoch2,
+                  "peer %u: the new epoch", i);
+    }
     int32_t x[4][5], y[4][5];
     uint64_t c[4];
     for (uint32_t i = 0; i < 4; i++) {

@@ -273,6 +273,10 @@ PTEST(peer, master_loss_fails_calls)
     smh_run(h);
     PT_ASSERT(smh_done(h, 1, u, &r) && r == pcclMasterConnectionFailed,
               "later calls fail too (r=%d)", (int)r);
+    for (uint32_t i = 0; i < 3; i++) {
+        PT_ASSERT(ccoip_peer_rank(smh_peer(h, i)) == -1 && ccoip_peer_epoch(smh_peer(h, i)) > 0,
+                  "peer %u: no rank without the master (PCCL_ATTRIBUTE_RANK -1), epoch kept", i);
+    }
     smh_destroy(h);
 }
 
