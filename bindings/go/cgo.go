@@ -107,6 +107,8 @@ func headerCodes() map[string]int {
 		"CURRENT_WORLD_SIZE":            int(C.PCCL_ATTRIBUTE_CURRENT_WORLD_SIZE),
 		"COPIED_BYTES":                  int(C.PCCL_ATTRIBUTE_COPIED_BYTES),
 		"COPIED_BYTES_HIGH":             int(C.PCCL_ATTRIBUTE_COPIED_BYTES_HIGH),
+		"RANK":                          int(C.PCCL_ATTRIBUTE_RANK),
+		"EPOCH":                         int(C.PCCL_ATTRIBUTE_EPOCH),
 		"ENFORCE_POPULAR":               int(C.PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR),
 		"RECEIVE_ONLY":                  int(C.PCCL_SHARED_STATE_SYNC_STRATEGY_RECEIVE_ONLY),
 		"SEND_ONLY":                     int(C.PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY),

@@ -26,6 +26,7 @@ func TestGroup(t *testing.T) {
 	}
 	bg := context.Background()
 
+	var ranks, epochs [nPeers]int
 	run("Attributes", func(i int, c *Communicator) error {
 		for _, a := range []struct {
 			attr Attribute
@@ -40,8 +41,25 @@ func TestGroup(t *testing.T) {
 		if _, err := c.Attribute(Attribute(99)); !errors.Is(err, ErrInvalidArgument) {
 			return fmt.Errorf("unknown attribute: %v", err)
 		}
+		r, err := c.Attribute(Rank)
+		if err != nil || r < 0 || r >= nPeers {
+			return fmt.Errorf("rank %d %v, want 0..%d", r, err, nPeers-1)
+		}
+		e, err := c.Attribute(Epoch)
+		if err != nil || e <= 0 {
+			return fmt.Errorf("epoch %d %v", e, err)
+		}
+		ranks[i], epochs[i] = r, e
 		return nil
 	})
+	// One position each in the ring, one epoch for all.
+	seen := map[int]bool{}
+	for i := range ranks {
+		if seen[ranks[i]] || epochs[i] != epochs[0] {
+			t.Fatalf("ranks %v epochs %v: want distinct ranks, equal epochs", ranks, epochs)
+		}
+		seen[ranks[i]] = true
+	}
 
 	run("Int32SumZeroCopy", func(i int, c *Communicator) error {
 		const n = 1000

@@ -146,6 +146,7 @@ func TestConstantsMatchHeader(t *testing.T) {
 		"PEER_GROUP_WORLD_SIZE": int(PeerGroupWorldSize), "NUM_DISTINCT_PEER_GROUPS": int(NumDistinctPeerGroups),
 		"LARGEST_PEER_GROUP_WORLD_SIZE": int(LargestPeerGroupWorldSize),
 		"COPIED_BYTES":                  int(CopiedBytes), "COPIED_BYTES_HIGH": int(CopiedBytesHigh),
+		"RANK": int(Rank), "EPOCH": int(Epoch),
 		"CURRENT_WORLD_SIZE": int(CurrentWorldSize), "ENFORCE_POPULAR": int(EnforcePopular),
 		"RECEIVE_ONLY": int(ReceiveOnly), "SEND_ONLY": int(SendOnly), "pcclQuantNone": int(QuantNone),
 		"pcclQuantMinMax": int(QuantMinMax), "pcclQuantZeroPointScale": int(QuantZeroPointScale),

@@ -174,6 +174,14 @@ const (
 	CopiedBytes Attribute = 5
 	// CopiedBytesHigh (pccl extension) is that count divided by 2^31.
 	CopiedBytesHigh Attribute = 6
+	// Rank (pccl extension) is the caller's index in its peer group's ring of
+	// the current epoch, 0 .. PeerGroupWorldSize-1; -1 while it is in no
+	// installed ring (a failed re-wiring, the master lost). It changes only
+	// inside Connect, UpdateTopology and OptimizeTopology.
+	Rank Attribute = 7
+	// Epoch (pccl extension) is the epoch of the ring Rank refers to: equal on
+	// every member, larger after each admission or re-wiring; 0 before any.
+	Epoch Attribute = 8
 )
 
 // SyncStrategy is a pcclSharedStateSyncStrategy_t.

@@ -108,6 +108,9 @@ def check(res, meta, dtypes):
         assert m["attrs"] == {"GLOBAL_WORLD_SIZE": WORLD, "PEER_GROUP_WORLD_SIZE": WORLD,
                               "NUM_DISTINCT_PEER_GROUPS": 1, "LARGEST_PEER_GROUP_WORLD_SIZE": WORLD}
     assert sum(m["sync"][0][0] for m in meta) == meta[WORLD - 1]["sync"][0][1]
+    # RANK: one position each in the ring, 0 .. WORLD-1; EPOCH: that ring's, the same on all
+    assert sorted(m["rank"] for m in meta) == list(range(WORLD)), [m["rank"] for m in meta]
+    assert len({m["epoch"] for m in meta}) == 1 and meta[0]["epoch"] > 0, [m["epoch"] for m in meta]
 
 
 def test_allreduce_numpy_exact(procs, tmp_path, master_port):

@@ -30,6 +30,10 @@ class Attribute(enum.IntEnum):
     # pccl extensions: tensor bytes copied in memory, low 31 bits and the bits above
     COPIED_BYTES = 5
     COPIED_BYTES_HIGH = 6
+    # pccl extensions: this peer's index in its group's ring of the current epoch (-1 while in
+    # no installed ring) and that epoch (0 before any)
+    RANK = 7
+    EPOCH = 8
 
 
 class SharedStateSyncStrategy(enum.IntEnum):

@@ -138,6 +138,8 @@ def main():
                       pccl.Attribute.NUM_DISTINCT_PEER_GROUPS,
                       pccl.Attribute.LARGEST_PEER_GROUP_WORLD_SIZE,
                       pccl.Attribute.CURRENT_WORLD_SIZE)}
+    meta["rank"] = comm.get_attribute(pccl.Attribute.RANK)
+    meta["epoch"] = comm.get_attribute(pccl.Attribute.EPOCH)
     np.savez(f"{outdir}/peer{index}.npz", **out)
     with open(f"{outdir}/peer{index}.json", "w") as f:
         json.dump(meta, f)

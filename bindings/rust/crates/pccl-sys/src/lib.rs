@@ -217,6 +217,11 @@ pub const PCCL_ATTRIBUTE_CURRENT_WORLD_SIZE: pcclAttribute_t = PCCL_ATTRIBUTE_PE
 pub const PCCL_ATTRIBUTE_COPIED_BYTES: pcclAttribute_t = 5;
 /// pccl extension: tensor bytes copied in memory since creation, divided by 2^31.
 pub const PCCL_ATTRIBUTE_COPIED_BYTES_HIGH: pcclAttribute_t = 6;
+/// pccl extension: the caller's index in its peer group's ring of the current epoch; -1 while
+/// it is in no installed ring.
+pub const PCCL_ATTRIBUTE_RANK: pcclAttribute_t = 7;
+/// pccl extension: the epoch of that ring (0 before any).
+pub const PCCL_ATTRIBUTE_EPOCH: pcclAttribute_t = 8;
 
 /// `pcclSharedStateSyncStrategy_t`.
 pub type pcclSharedStateSyncStrategy_t = c_uint;

@@ -301,6 +301,13 @@ pub enum Attribute {
     NumDistinctPeerGroups,
     /// Accepted peers in the largest peer group.
     LargestPeerGroupWorldSize,
+    /// pccl extension: the caller's index in its peer group's ring of the current epoch,
+    /// `0 .. PeerGroupWorldSize`; -1 while it is in no installed ring (a failed re-wiring, the
+    /// master lost). Changes only inside `connect`, `update_topology`, `optimize_topology`.
+    Rank,
+    /// pccl extension: the epoch of the ring [`Attribute::Rank`] refers to: equal on every
+    /// member, larger after each admission or re-wiring; 0 before any.
+    Epoch,
 }
 
 impl Attribute {
@@ -316,6 +323,8 @@ impl Attribute {
             Attribute::LargestPeerGroupWorldSize => {
                 sys::PCCL_ATTRIBUTE_LARGEST_PEER_GROUP_WORLD_SIZE
             }
+            Attribute::Rank => sys::PCCL_ATTRIBUTE_RANK,
+            Attribute::Epoch => sys::PCCL_ATTRIBUTE_EPOCH,
         }
     }
 }

@@ -269,6 +269,7 @@ fn pending_peers_are_admitted_and_topology_optimized() {
         });
         let late = Arc::new(std::sync::Mutex::new(Some(late)));
         let results = run_peers(&addr, 2, move |i, mut c, barrier| {
+            let epoch2 = c.attribute(Attribute::Epoch).unwrap(); // the ring of two
             let t0 = Instant::now();
             while !c.are_peers_pending().unwrap() {
                 assert!(
@@ -288,11 +289,13 @@ fn pending_peers_are_admitted_and_topology_optimized() {
             } else {
                 admit(&mut c, Attribute::CURRENT_WORLD_SIZE, 3);
             }
-            (i, c, third)
+            (epoch2, c, third)
         });
         // Three peers now: optimize the topology together, then an exact all-reduce.
         let mut comms: Vec<Communicator> = Vec::new();
-        for (_, c, third) in results {
+        let mut epoch2 = Vec::new();
+        for (e, c, third) in results {
+            epoch2.push(e);
             comms.push(c);
             if let Some(t) = third {
                 comms.push(t);
@@ -329,12 +332,29 @@ fn pending_peers_are_admitted_and_topology_optimized() {
                     assert_eq!(copied, 2 * 4 * COUNT as u64);
                     assert_eq!(info.tx_bytes, 4 * COUNT as u64);
                     assert_eq!(info.rx_bytes, 4 * COUNT as u64);
+                    (
+                        c.attribute(Attribute::Rank).unwrap(),
+                        c.attribute(Attribute::Epoch).unwrap(),
+                    )
                 })
             })
             .collect();
-        for h in hs {
-            h.join().unwrap();
-        }
+        let got: Vec<(i32, i32)> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+        // Ranks: one position each in the ring of three; one epoch, newer than the ring of two.
+        let mut ranks: Vec<i32> = got.iter().map(|g| g.0).collect();
+        ranks.sort_unstable();
+        assert_eq!(ranks, vec![0, 1, 2], "ranks {:?}", got);
+        assert!(
+            got.iter().all(|g| g.1 == got[0].1),
+            "epochs differ: {:?}",
+            got
+        );
+        assert!(
+            epoch2[0] > 0 && epoch2.iter().all(|&e| e == epoch2[0]) && got[0].1 > epoch2[0],
+            "epochs {:?} after the admission, {:?} before",
+            got,
+            epoch2
+        );
     });
 }
 
