@@ -33,7 +33,7 @@ static void snapshot(pt_driver *d)
     } else {
         /* The world sizes pcclGetAttribute reports change only when an API call completes
          * (cmd_done): between calls they stay what the last call saw, even if a peer leaves
-         * meanwhile (docs/semantics.md, "Attributes"). */
+         * meanwhile (docs/core.md §3.6). */
         d->pinfo.id = ccoip_peer_id(d->p);
         d->pinfo.accepted = ccoip_peer_is_accepted(d->p);
         d->pinfo.failed = ccoip_peer_is_failed(d->p);

@@ -1,7 +1,7 @@
 /*
  * itest_rank.c — PCCL_ATTRIBUTE_RANK and PCCL_ATTRIBUTE_EPOCH through libpccl
- * (docs/semantics.md, "Attributes"; docs/design/collectives.md §1): an
- * in-process master and peers on their own threads.
+ * (docs/core.md §3.6; docs/design/collectives.md §1): an in-process master
+ * and peers on their own threads.
  *
  * Phase 1: three peers connect and update the topology until their group has
  * 3 members. Right after its pcclConnect each peer has a rank in
