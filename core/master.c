@@ -185,6 +185,14 @@ static void master_remove(ccoip_master *m, uint32_t slot)
     memset(p, 0, sizeof(*p));
 }
 
+/* Closes the session's connection and frees its slot (after whatever was sent to it). */
+static void master_close(ccoip_master *m, uint32_t slot)
+{
+    ccoip_action *a = sm_out_push(&m->out, CCOIP_ACT_CLOSE);
+    if (a != NULL) a->conn = m_peer_at(m, slot)->conn;
+    master_remove(m, slot);
+}
+
 void m_evict(ccoip_master *m, uint32_t slot, int32_t reason, const char *detail)
 {
     m_peer *p = m_peer_at(m, slot);
@@ -198,9 +206,7 @@ void m_evict(ccoip_master *m, uint32_t slot, int32_t reason, const char *detail)
     env.body.eviction.detail.data = (const uint8_t *)detail;
     env.body.eviction.detail.len = strlen(detail);
     m_send(m, slot, &env);
-    ccoip_action *a = sm_out_push(&m->out, CCOIP_ACT_CLOSE);
-    if (a != NULL) a->conn = p->conn;
-    master_remove(m, slot);
+    master_close(m, slot);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -226,9 +232,7 @@ static void master_on_hello(ccoip_master *m, uint32_t slot, const ccoip_pb_peer_
         env.status = CCOIP_PB_STATUS_INVALID_USAGE;
         env.reason = CCOIP_PB_REASON_VERSION_MISMATCH;
         m_send(m, slot, &env);
-        ccoip_action *a = sm_out_push(&m->out, CCOIP_ACT_CLOSE);
-        if (a != NULL) a->conn = p->conn;
-        master_remove(m, slot);
+        master_close(m, slot);
         return;
     }
     p->id = m->sess.next_id++;
@@ -292,9 +296,7 @@ static bool master_join_authentic(ccoip_master *m, uint32_t slot, const ccoip_pb
            p->id, p->conn, j->proof.len == 0 ? "no run-token proof" : "wrong run-token proof");
     m_answer_status(m, slot, in->call_id, CCOIP_PB_STATUS_AUTHENTICATION_FAILED,
                     CCOIP_PB_REASON_AUTH_FAILED, "authentication failed");
-    ccoip_action *a = sm_out_push(&m->out, CCOIP_ACT_CLOSE);
-    if (a != NULL) a->conn = p->conn;
-    master_remove(m, slot);
+    master_close(m, slot);
     return false;
 }
 
@@ -402,9 +404,7 @@ static void master_on_frame(ccoip_master *m, uint32_t slot, const uint8_t *data,
         return;
     case CCOIP_PB_PEER_TO_MASTER_BODY_LEAVE: {
         sm_log(&m->out, CCOIP_LOG_INFO, "master: peer %U leaves", p->id);
-        ccoip_action *a = sm_out_push(&m->out, CCOIP_ACT_CLOSE);
-        if (a != NULL) a->conn = p->conn;
-        master_remove(m, slot);
+        master_close(m, slot);
         return;
     }
     case CCOIP_PB_PEER_TO_MASTER_BODY_JOIN:

@@ -364,6 +364,14 @@ static void state_request_proof(const ccoip_peer *p,
                    CCOIP_AUTH_NONCE_BYTES, NULL, 0, v, 4, out);
 }
 
+/* Closes served connection i and frees its slot. */
+static void state_sconn_close(ccoip_peer *p, uint32_t i)
+{
+    ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
+    if (a != NULL) a->conn = p->ss.sconn[i].conn;
+    p->ss.sconn[i].used = false;
+}
+
 /* Admission (hostile networks): with every served slot taken, the connection that has waited
  * longest without a request makes room, so idle connections cannot lock requesters out. */
 static void state_sconn_make_room(ccoip_peer *p)
@@ -379,9 +387,7 @@ static void state_sconn_make_room(ccoip_peer *p)
     sm_log(&p->out, CCOIP_LOG_WARN,
            "peer %U: shared-state connections full: closing conn %U (no request) to make room",
            p->id, p->ss.sconn[oldest].conn);
-    ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
-    if (a != NULL) a->conn = p->ss.sconn[oldest].conn;
-    p->ss.sconn[oldest].used = false;
+    state_sconn_close(p, oldest);
 }
 
 /* Sends the fetch's STATE_REQUEST (keys in verdict order) and posts one STATE_RECV per key into
@@ -556,15 +562,14 @@ static void state_on_response(ccoip_peer *p, const uint8_t *data, uint64_t len)
     state_check_fetched(p);
 }
 
-/* A STATE_REQUEST on a served connection: answer from the tensors (§8.3). */
-static void state_serve(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t len)
+/* A STATE_REQUEST on served connection i: answer from the tensors (§8.3). */
+static void state_serve(ccoip_peer *p, uint32_t i, const uint8_t *data, uint64_t len)
 {
+    const uint64_t conn = p->ss.sconn[i].conn;
     ccoip_data_header h;
     if (ccoip_data_header_decode(data, len, &p->lim, &h) != pcclSuccess ||
         h.kind != CCOIP_DATA_STATE_REQUEST || len != CCOIP_DATA_HEADER_BYTES + h.length) {
-        ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
-        if (a != NULL) a->conn = conn;
-        p->ss.sconn[state_sconn(p, conn)].used = false;
+        state_sconn_close(p, i);
         return;
     }
     ccoip_pb_arena arena;
@@ -574,20 +579,17 @@ static void state_serve(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint6
                                                            &p->lim.pb, &arena, &req);
     if (ccoip_auth_on(&p->cfg.auth)) {
         /* Only a member holding this epoch's group key, answering our challenge (§8.3). */
-        const uint32_t i = state_sconn(p, conn);
         uint8_t want[CCOIP_AUTH_MAC_BYTES];
         if (dr == pcclSuccess) state_request_proof(p, p->ss.sconn[i].challenge, &h, &req, want);
         if (dr != pcclSuccess || req.proof.len != CCOIP_AUTH_MAC_BYTES ||
             !ccoip_auth_equal(want, req.proof.data, CCOIP_AUTH_MAC_BYTES)) {
             sm_log(&p->out, CCOIP_LOG_WARN,
                    "peer %U: STATE_REQUEST on conn %U without a valid proof: closing", p->id, conn);
-            ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
-            if (a != NULL) a->conn = conn;
-            p->ss.sconn[i].used = false;
+            state_sconn_close(p, i);
             return;
         }
     }
-    p->ss.sconn[state_sconn(p, conn)].asked = true;
+    p->ss.sconn[i].asked = true;
     ccoip_pb_shared_state_response resp;
     memset(&resp, 0, sizeof(resp));
     resp.status = CCOIP_PB_STATUS_SUCCESS;
@@ -650,8 +652,9 @@ bool p_state_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t
         state_on_response(p, data, len);
         return true;
     }
-    if (state_sconn(p, conn) == UINT32_MAX) return false;
-    state_serve(p, conn, data, len);
+    const uint32_t i = state_sconn(p, conn);
+    if (i == UINT32_MAX) return false;
+    state_serve(p, i, data, len);
     return true;
 }
 
