@@ -57,7 +57,8 @@ _Static_assert(CCOIP_PB_RED_OP_MIN == (int)pcclMin, "op numbering");
 _Static_assert(CCOIP_PB_RED_OP_BAND == (int)pcclBand, "op numbering");
 _Static_assert(CCOIP_PB_RED_OP_BOR == (int)pcclBor, "op numbering");
 _Static_assert(CCOIP_PB_RED_OP_BXOR == (int)pcclBxor, "op numbering");
-_Static_assert(PCCL_RED_OP_COUNT == 8, "a new pcclRedOp_t needs a RedOp");
+_Static_assert(CCOIP_PB_RED_OP_PREMUL_SUM == (int)pcclPremulSum, "op numbering");
+_Static_assert(PCCL_RED_OP_COUNT == 9, "a new pcclRedOp_t needs a RedOp");
 _Static_assert(CCOIP_PB_QUANT_ALGORITHM_NONE == (int)pcclQuantNone, "quant numbering");
 _Static_assert(CCOIP_PB_QUANT_ALGORITHM_MIN_MAX == (int)pcclQuantMinMax, "quant numbering");
 _Static_assert(CCOIP_PB_QUANT_ALGORITHM_ZERO_POINT_SCALE == (int)pcclQuantZeroPointScale,

@@ -72,6 +72,17 @@ pcclResult_t ccoip_reduce_gather(pcclRedOp_t op, pcclDataType_t dt, void *dst, c
                                  const void *own, uint32_t own_index, uint32_t n, uint64_t count);
 
 /**
+ * PREMUL_SUM's premultiplication (pccl addition): dst[i] = src[i] * s for i in [0, count), dst
+ * equal to src or disjoint. Float types only: f32 multiplies by (float)s, f64 by s, f16 and bf16
+ * are widened to binary32, multiplied by (float)s and rounded back to nearest even (a correctly
+ * rounded product of the two binary32 values, so platform independent); a NaN product is the
+ * canonical quiet NaN, as for SUM. The sum that follows is pcclSum's. Returns
+ * pcclInvalidArgument for a non-float or unknown dtype (nothing written).
+ */
+pcclResult_t ccoip_reduce_scale(pcclDataType_t dt, void *dst, const void *src, uint64_t count,
+                                double s);
+
+/**
  * Finalizes an AVG: dst[i] = dst[i] / n (see the header comment for the
  * exact integer and float rules). Returns pcclInvalidArgument for an unknown
  * dtype or n == 0.

@@ -135,6 +135,11 @@
  *       RING_RECVs with different chunks on one connection (all-to-all): a
  *       frame matches the one with its (step, chunk). Some steps of an op post
  *       only a send or only a receive.
+ *   v12 (core, issue 20) pcclPremulSum: CCOIP_ACT_SCALE (dst = src * scale,
+ *       a kernel like FINALIZE, sliceable by elements) premultiplies this
+ *       member's input before the ring; the reductions are pcclSum's.
+ *       ccoip_allreduce_args.premul carries the member's own factor (never
+ *       on the wire: members may differ).
  */
 #ifndef CCOIP_SM_H
 #define CCOIP_SM_H
@@ -271,6 +276,8 @@ typedef struct ccoip_allreduce_args {
      * 0: no timeout.
      */
     uint32_t timeout_ms;
+    /** op pcclPremulSum: this member's factor (v12); every member may have its own. */
+    double premul;
 } ccoip_allreduce_args;
 
 /** A command from the application. */
@@ -406,7 +413,12 @@ typedef enum ccoip_action_type {
      */
     CCOIP_ACT_GATHER_REDUCE = 21,
     /** dst = data[0 .. len) (len = dst.length), at once, in action order (v9). No KERNEL_DONE. */
-    CCOIP_ACT_WRITE = 22
+    CCOIP_ACT_WRITE = 22,
+    /**
+     * PREMUL_SUM's premultiplication (v12): dst = src * scale over count elements of dtype (a
+     * float type), by ccoip_reduce_scale; dst equal to src or disjoint. KERNEL_DONE follows.
+     */
+    CCOIP_ACT_SCALE = 23
 } ccoip_action_type;
 
 /** Buffers of one collective operation, named by region. */
@@ -492,6 +504,8 @@ typedef struct ccoip_action {
     uint64_t backup_bytes;
     /* FINALIZE: the number of contributions (the ring's world size). */
     uint32_t divisor;
+    /* SCALE: the factor (v12). */
+    double scale;
 
     /* LOG. */
     ccoip_log_level level;

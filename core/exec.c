@@ -105,6 +105,7 @@ bool ccoip_kernel_action(ccoip_action_type t)
     case CCOIP_ACT_FINALIZE:
     case CCOIP_ACT_HASH:
     case CCOIP_ACT_GATHER_REDUCE:
+    case CCOIP_ACT_SCALE:
         return true;
     default:
         return false;
@@ -181,6 +182,16 @@ pcclResult_t ccoip_kernel_prepare(const ccoip_exec *x, const ccoip_action *a, cc
     case CCOIP_ACT_COPY:
         if (a->src.length != a->dst.length) return bad(why, "COPY: spans of different lengths");
         return pcclSuccess;
+    case CCOIP_ACT_SCALE:
+        if (!fits(a->count, esz, a->dst.length) || !fits(a->count, esz, a->src.length)) {
+            return bad(why, "SCALE beyond its spans");
+        }
+        if (a->src.op_slot == a->dst.op_slot && a->src.region == a->dst.region &&
+            a->src.offset != a->dst.offset && a->src.offset < a->dst.offset + a->dst.length &&
+            a->dst.offset < a->src.offset + a->src.length) {
+            return bad(why, "SCALE: src and dst overlap without being equal");
+        }
+        return pcclSuccess;
     case CCOIP_ACT_QUANTIZE:
         if (!fits(a->count, esize(a->quant.src_type), a->src.length) ||
             !fits(a->count, esize(a->quant.quant_type), a->dst.length)) {
@@ -204,6 +215,7 @@ uint64_t ccoip_kernel_units(const ccoip_kernel *k, uint64_t *unit_bytes)
     switch (k->act.type) {
     case CCOIP_ACT_REDUCE:
     case CCOIP_ACT_FINALIZE:
+    case CCOIP_ACT_SCALE:
         ub = esize(k->act.dtype);
         n = k->act.count;
         break;
@@ -232,6 +244,9 @@ pcclResult_t ccoip_kernel_run_part(ccoip_kernel *k, uint64_t from, uint64_t n)
     }
     case CCOIP_ACT_FINALIZE:
         return ccoip_reduce_finalize_avg(a->dtype, k->dst + from * esz, n, a->divisor);
+    case CCOIP_ACT_SCALE:
+        return ccoip_reduce_scale(a->dtype, k->dst + from * esz, k->src + from * esz, n,
+                                  a->scale);
     case CCOIP_ACT_COPY:
         if (n > 0) memmove(k->dst + from, k->src + from, (size_t)n);
         return pcclSuccess;

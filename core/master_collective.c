@@ -410,7 +410,8 @@ static bool coll_params_valid(const ccoip_master *m, const ccoip_pb_collective_i
         const uint64_t es = ccoip_dtype_size((pcclDataType_t)ci->dtype);
         return ci->relay && es > 0 && ci->count <= CCOIP_RELAY_MAX_BYTES / es &&
                ccoip_relay_use(ci->count * es, m->cfg.relay_max_bytes,
-                               ci->quant_algorithm != CCOIP_PB_QUANT_ALGORITHM_NONE) &&
+                               ci->quant_algorithm != CCOIP_PB_QUANT_ALGORITHM_NONE ||
+                                   ci->op == CCOIP_PB_RED_OP_PREMUL_SUM) &&
                ci->relay_data.len == ci->count * es;
     }
     if (ci->quant_algorithm == CCOIP_PB_QUANT_ALGORITHM_NONE) return true;

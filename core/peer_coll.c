@@ -20,14 +20,33 @@ static bool coll_plan(const p_op *o, ccoip_coll_plan *pl)
                                 o->a.root, o->a.in_place, pl) == pcclSuccess;
 }
 
-static ccoip_span_ref coll_span(uint32_t i, const ccoip_coll_xfer *x)
+/* PREMUL_SUM (v12): the steps read this member's input from a premultiplied copy at the end of
+ * SCRATCH (after the plan's own scratch) instead of SEND. */
+static bool coll_premul(const p_op *o)
 {
-    return p_ring_span(i, x->region, x->offset, x->bytes);
+    return o->a.op == pcclPremulSum && ccoip_coll_reduces(o->a.kind);
 }
 
-/* Pushes the COPY kernels of list[0 .. n) (one KERNEL_DONE each; run in order on the slot). */
-static void coll_copies(ccoip_peer *p, uint32_t i, const ccoip_coll_copy *list, uint32_t n,
-                        p_op_sub sub)
+static ccoip_coll_xfer coll_fix(const p_op *o, const ccoip_coll_plan *pl, ccoip_coll_xfer x)
+{
+    if (coll_premul(o) && x.region == CCOIP_REGION_SEND) {
+        x.region = CCOIP_REGION_SCRATCH;
+        x.offset += pl->scratch_bytes;
+    }
+    return x;
+}
+
+static ccoip_span_ref coll_span(const p_op *o, const ccoip_coll_plan *pl, uint32_t i,
+                                const ccoip_coll_xfer *x)
+{
+    const ccoip_coll_xfer f = coll_fix(o, pl, *x);
+    return p_ring_span(i, f.region, f.offset, f.bytes);
+}
+
+/* Pushes the COPY kernels of list[0 .. n) (one KERNEL_DONE each; run in order on the slot),
+ * then, when premul, the SCALE of SEND into its premultiplied copy. */
+static void coll_copies(ccoip_peer *p, uint32_t i, const ccoip_coll_plan *pl,
+                        const ccoip_coll_copy *list, uint32_t n, bool premul, p_op_sub sub)
 {
     p_op *o = &p->ops[i];
     uint64_t first = 0;
@@ -35,9 +54,19 @@ static void coll_copies(ccoip_peer *p, uint32_t i, const ccoip_coll_copy *list, 
         ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_COPY, sub);
         if (a == NULL) return; /* overflow: the step fails */
         if (k == 0) first = o->io_kernel;
-        a->src = coll_span(i, &list[k].src);
-        a->dst = coll_span(i, &list[k].dst);
+        a->src = coll_span(o, pl, i, &list[k].src);
+        a->dst = coll_span(o, pl, i, &list[k].dst);
         a->count = list[k].src.bytes / o->esize;
+    }
+    if (premul) {
+        ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_SCALE, sub);
+        if (a == NULL) return;
+        if (n == 0) first = o->io_kernel;
+        a->src = p_ring_span(i, CCOIP_REGION_SEND, 0, pl->send_bytes);
+        a->dst = p_ring_span(i, CCOIP_REGION_SCRATCH, pl->scratch_bytes, pl->send_bytes);
+        a->count = pl->send_bytes / o->esize;
+        a->scale = o->a.premul;
+        n++;
     }
     o->io_kernel = first; /* p_ring_kernel gave ids first .. first + n - 1 */
     o->kern_left = (1u << n) - 1u;
@@ -51,8 +80,19 @@ static uint32_t coll_stripes(uint64_t bytes, uint32_t pool)
 
 /* Posts step st's I/O: every piece, striped; the first receive of a reducing step announces
  * its REDUCE (contract v5, v6), stripe by stripe. */
-static void coll_io(ccoip_peer *p, uint32_t i, const ccoip_coll_step *st)
+static void coll_io(ccoip_peer *p, uint32_t i, const ccoip_coll_plan *pl,
+                    const ccoip_coll_step *st_in)
 {
+    /* Every span through coll_fix (PREMUL_SUM reads the premultiplied input). */
+    ccoip_coll_step fixed = *st_in;
+    const p_op *oc = &p->ops[i];
+    for (uint32_t k = 0; k < CCOIP_COLL_PIECES; k++) {
+        fixed.send[k] = coll_fix(oc, pl, fixed.send[k]);
+        fixed.recv[k] = coll_fix(oc, pl, fixed.recv[k]);
+    }
+    fixed.red_dst = coll_fix(oc, pl, fixed.red_dst);
+    fixed.red_base = coll_fix(oc, pl, fixed.red_base);
+    const ccoip_coll_step *st = &fixed;
     p_op *o = &p->ops[i];
     uint32_t ns = 0, nr = 0;
     for (uint32_t k = 0; k < CCOIP_COLL_PIECES; k++) {
@@ -123,12 +163,12 @@ static void coll_from_step(ccoip_peer *p, uint32_t i, const ccoip_coll_plan *pl,
         ccoip_coll_step_get(pl, t, &st);
         if (coll_step_empty(&st)) continue; /* this rank has nothing to move in step t */
         o->step = t;
-        coll_io(p, i, &st);
+        coll_io(p, i, pl, &st);
         return;
     }
     o->step = pl->nsteps;
     if (pl->nepi > 0) {
-        coll_copies(p, i, pl->epi, pl->nepi, POS_C_EPI);
+        coll_copies(p, i, pl, pl->epi, pl->nepi, false, POS_C_EPI);
         return;
     }
     p_ring_done(p, i);
@@ -164,12 +204,12 @@ void p_coll_begin(ccoip_peer *p, uint32_t i)
     if (b == NULL) return;
     b->cmd_id = o->cmd;
     b->op_slot = i;
-    b->scratch_bytes = pl.scratch_bytes;
+    b->scratch_bytes = pl.scratch_bytes + (coll_premul(o) ? pl.send_bytes : 0);
     b->backup_bytes = pl.backup_bytes;
     o->backup_bytes = pl.backup_bytes;
     o->begun = true;
-    if (pl.npro > 0) {
-        coll_copies(p, i, pl.pro, pl.npro, POS_C_PRO);
+    if (pl.npro > 0 || coll_premul(o)) {
+        coll_copies(p, i, &pl, pl.pro, pl.npro, coll_premul(o), POS_C_PRO);
         return;
     }
     coll_from_step(p, i, &pl, 0);
@@ -183,8 +223,12 @@ void p_coll_after_io(ccoip_peer *p, uint32_t i)
         p_ring_abort(p, i, pcclInternalError, "plan lost");
         return;
     }
-    ccoip_coll_step st;
-    ccoip_coll_step_get(&pl, o->step, &st);
+    ccoip_coll_step raw;
+    ccoip_coll_step_get(&pl, o->step, &raw);
+    ccoip_coll_step st = raw;
+    st.recv[0] = coll_fix(o, &pl, raw.recv[0]);
+    st.red_dst = coll_fix(o, &pl, raw.red_dst);
+    st.red_base = coll_fix(o, &pl, raw.red_base);
     if (!st.reduce) {
         coll_from_step(p, i, &pl, o->step + 1u);
         return;
@@ -208,7 +252,7 @@ void p_coll_after_io(ccoip_peer *p, uint32_t i)
     if (st.finalize) {
         ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_FINALIZE, POS_C_RED);
         if (a == NULL) return;
-        a->dst = coll_span(i, &st.red_dst);
+        a->dst = p_ring_span(i, st.red_dst.region, st.red_dst.offset, st.red_dst.bytes);
         a->count = st.red_count;
         a->divisor = o->world;
         nk++;

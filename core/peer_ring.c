@@ -35,7 +35,22 @@ static bool ring_gather(const p_op *o);
  * reduction: each chunk is reduced into RECV exactly once) and the all-gather fills the rest. */
 static bool ring_zero_copy(const p_op *o)
 {
-    return !o->a.in_place && !ring_quantized(o) && o->world > 1 && !ring_gather(o);
+    return !o->a.in_place && !ring_quantized(o) && o->world > 1 && !ring_gather(o) &&
+           o->a.op != pcclPremulSum;
+}
+
+/* PREMUL_SUM (v12): this member's input times its own factor, into RECV (in place: after the
+ * backup); the reductions that follow are pcclSum's. */
+static void ring_premul(ccoip_peer *p, uint32_t i, ccoip_region from, p_op_sub sub)
+{
+    p_op *o = &p->ops[i];
+    const uint64_t bytes = o->a.count * o->esize;
+    ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_SCALE, sub);
+    if (a == NULL) return;
+    a->src = p_ring_span(i, from, 0, bytes);
+    a->dst = p_ring_span(i, CCOIP_REGION_RECV, 0, bytes);
+    a->count = o->a.count;
+    a->scale = o->a.premul;
 }
 
 /* The base of the reduce-scatter's reduction of the chunk at elements [off, off + count). */
@@ -277,7 +292,8 @@ static void ring_io(ccoip_peer *p, uint32_t i, const ccoip_ring_step *st, ccoip_
 /* The small all-reduce (ccoip_ring_use_gather). */
 static bool ring_gather(const p_op *o)
 {
-    return ccoip_ring_use_gather(o->a.count * o->esize, o->world, ring_quantized(o));
+    return ccoip_ring_use_gather(o->a.count * o->esize, o->world,
+                                 ring_quantized(o) || o->a.op == pcclPremulSum);
 }
 
 /* Rank k's input: its SCRATCH slot, or our own input (BACKUP in place, else SEND). */
@@ -689,6 +705,7 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
     if ((uint32_t)a->quant_algorithm > (uint32_t)pcclQuantZeroPointScale) {
         return pcclInvalidArgument;
     }
+    if (a->op == pcclPremulSum && a->quant_algorithm != pcclQuantNone) return pcclInvalidArgument;
     uint64_t es = ccoip_dtype_size(a->dtype);
     if (a->count > UINT64_MAX / 2u / es) return pcclInvalidArgument;
     uint32_t free_slot = UINT32_MAX;
@@ -730,7 +747,8 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
         p_send(p, &env);
         return pcclSuccess;
     }
-    if (ccoip_relay_use(bytes, p->ring.relay_max, a->quant_algorithm != pcclQuantNone)) {
+    if (ccoip_relay_use(bytes, p->ring.relay_max,
+                        a->quant_algorithm != pcclQuantNone || a->op == pcclPremulSum)) {
         /* Master relay (§6.8.2): the input goes with the initiate, the answer brings the
          * result; no ring, nothing to restore (RECV is written only with the result). */
         o->relay = true;
@@ -924,6 +942,10 @@ static void ring_begin(ccoip_peer *p, uint32_t i)
         ring_rs_step(p, i, 0);
         return;
     }
+    if (o->a.op == pcclPremulSum && !o->a.in_place) {
+        ring_premul(p, i, CCOIP_REGION_SEND, POS_INIT_COPY); /* SEND * factor -> RECV */
+        return;
+    }
     ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_COPY, POS_INIT_COPY);
     if (a == NULL) return;
     if (o->a.in_place) {
@@ -934,6 +956,13 @@ static void ring_begin(ccoip_peer *p, uint32_t i)
         a->dst = p_ring_span(i, CCOIP_REGION_RECV, 0, bytes);
     }
     a->count = o->a.count;
+    if (o->a.op == pcclPremulSum) {
+        /* In place: after the backup, RECV *= factor (kernels of a slot run in order). */
+        const uint64_t first = o->io_kernel;
+        ring_premul(p, i, CCOIP_REGION_RECV, POS_INIT_COPY);
+        o->io_kernel = first;
+        o->kern_left = 3u;
+    }
 }
 
 void p_ring_on_verdict(ccoip_peer *p, const ccoip_pb_collective_verdict *v)

@@ -498,6 +498,8 @@ static unsigned column_for(pcclRedOp_t op)
         return COL_BOR;
     case pcclBxor:
         return COL_BXOR;
+    case pcclPremulSum: /* the inputs were premultiplied (ccoip_reduce_scale): a SUM */
+        return COL_SUM;
     }
     return COL_COUNT;
 }
@@ -510,6 +512,7 @@ static const reduce_kernel *kernel_for(pcclRedOp_t op, pcclDataType_t dt)
     if ((unsigned)dt >= (unsigned)PCCL_DATA_TYPE_COUNT) return NULL;
     const unsigned col = column_for(op);
     if (col == COL_COUNT || KERNELS[dt][col].oop == NULL) return NULL;
+    if (op == pcclPremulSum && !ccoip_dtype_is_float(dt)) return NULL; /* floats only */
     return &KERNELS[dt][col];
 }
 
@@ -726,5 +729,43 @@ pcclResult_t ccoip_reduce_finalize_avg(pcclDataType_t dt, void *dst, uint64_t co
     if (count == 0) return pcclSuccess;
     assert(dst != NULL);
     fn(dst, count, n);
+    return pcclSuccess;
+}
+
+/* ------------------------------------------------------------------------ */
+/* PREMUL_SUM's premultiplication                                            */
+/* ------------------------------------------------------------------------ */
+
+pcclResult_t ccoip_reduce_scale(pcclDataType_t dt, void *dst, const void *src, uint64_t count,
+                                double s)
+{
+    if (!ccoip_dtype_valid(dt) || !ccoip_dtype_is_float(dt)) return pcclInvalidArgument;
+    if (count == 0) return pcclSuccess;
+    assert(dst != NULL && src != NULL);
+    unsigned char *d = dst;
+    const unsigned char *x = src;
+    const float sf = (float)s;
+    switch (dt) {
+    case pcclFloat:
+        for (uint64_t i = 0; i < count; i++)
+            st_f32(d + i * 4u, canon_f32(ld_f32(x + i * 4u) * sf));
+        break;
+    case pcclDouble:
+        for (uint64_t i = 0; i < count; i++)
+            st_f64(d + i * 8u, canon_f64(ld_f64(x + i * 8u) * s));
+        break;
+    case pcclFloat16:
+        for (uint64_t i = 0; i < count; i++) {
+            const uint16_t h = ccoip_f32_to_f16(ccoip_f16_to_f32(ld_u16(x + i * 2u)) * sf);
+            st_u16(d + i * 2u, canon_f16(h));
+        }
+        break;
+    default: /* pcclBFloat16 */
+        for (uint64_t i = 0; i < count; i++) {
+            const uint16_t h = ccoip_f32_to_bf16(ccoip_bf16_to_f32(ld_u16(x + i * 2u)) * sf);
+            st_u16(d + i * 2u, canon_bf16(h));
+        }
+        break;
+    }
     return pcclSuccess;
 }

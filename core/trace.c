@@ -183,6 +183,24 @@ static uint64_t name_len_of(const char *name)
     return n;
 }
 
+/* The collective-set fields of an ALL_REDUCE command (ccoip_sm.h v11, v12): recorded after the
+ * v2 fields of its SUBMIT event, and only when one differs from its default, so a trace without
+ * them keeps its bytes (format v2; the record's length says whether they follow). */
+static bool has_coll_ext(const ccoip_event *ev)
+{
+    const ccoip_allreduce_args *a = &ev->cmd.allreduce;
+    return ev->type == CCOIP_EV_SUBMIT && ev->cmd.type == CCOIP_CMD_ALL_REDUCE &&
+           (a->kind != CCOIP_COLL_ALL_REDUCE || a->root != 0 || a->pinned_epoch != 0 ||
+            a->send_bytes != 0 || a->recv_bytes != 0 || a->timeout_ms != 0 || a->premul != 0.0);
+}
+
+static uint64_t bits_of(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
 static void body_event(wbuf *w, const void *arg)
 {
     const ccoip_event *ev = arg;
@@ -232,6 +250,16 @@ static void body_event(wbuf *w, const void *arg)
     w_u64(w, ev->done.hash);
     w_u64(w, ev->done.probe_bytes);
     w_u64(w, ev->done.duration_us);
+    if (has_coll_ext(ev)) {
+        const ccoip_allreduce_args *a = &c->allreduce;
+        w_u32(w, (uint32_t)a->kind);
+        w_u32(w, a->root);
+        w_u64(w, a->pinned_epoch);
+        w_u64(w, a->send_bytes);
+        w_u64(w, a->recv_bytes);
+        w_u32(w, a->timeout_ms);
+        w_u64(w, bits_of(a->premul));
+    }
 }
 
 uint64_t ccoip_trace_encode_event(const ccoip_event *ev, uint8_t *out, uint64_t cap)
@@ -529,6 +557,20 @@ static void decode_event(cur *c, ccoip_event *ev, ccoip_state_key *keys)
     ev->done.hash = c_u64(c);
     ev->done.probe_bytes = c_u64(c);
     ev->done.duration_us = c_u64(c);
+    if (c->pos < c->len) {
+        /* The collective-set extension (has_coll_ext): only on such a SUBMIT, and never all
+         * defaults (one encoding per value). */
+        ccoip_allreduce_args *a = &cmd->allreduce;
+        a->kind = (ccoip_coll_kind)c_u32(c);
+        a->root = c_u32(c);
+        a->pinned_epoch = c_u64(c);
+        a->send_bytes = c_u64(c);
+        a->recv_bytes = c_u64(c);
+        a->timeout_ms = c_u32(c);
+        const uint64_t pb = c_u64(c);
+        memcpy(&a->premul, &pb, sizeof pb);
+        if (!has_coll_ext(ev)) c->bad = true;
+    }
 }
 
 pcclResult_t ccoip_trace_next(ccoip_trace_reader *r, ccoip_trace_record *rec, bool *done)
@@ -664,6 +706,7 @@ void ccoip_trace_hash_action(ccoip_trace_hasher *h, const ccoip_action *a)
     w_u64(&w, a->backup_bytes);
     w_u32(&w, a->divisor);
     w_u32(&w, (uint32_t)a->level);
+    if (a->type == CCOIP_ACT_SCALE) w_u64(&w, bits_of(a->scale)); /* v12; others unchanged */
     chain(h, buf, w.pos);
     h->actions++;
 }

@@ -444,6 +444,11 @@ typedef struct pcclCollectiveOptions_t {
     uint32_t flags;
     /** Must be 0. */
     uint32_t reserved;
+    /**
+     * pcclPremulSum: this member's factor (default 1.0); every member may pass
+     * its own. Ignored by the other ops.
+     */
+    double premul_scalar;
 } pcclCollectiveOptions_t;
 
 /**
@@ -458,7 +463,7 @@ typedef struct pcclCollectiveOptions_t {
 /** An initializer of pcclCollectiveOptions_t: every option at its default. */
 #define PCCL_COLLECTIVE_OPTIONS_INIT                                                               \
     {                                                                                              \
-        (uint32_t)sizeof(pcclCollectiveOptions_t), 0u, 0u, 0u, 0u                                  \
+        (uint32_t)sizeof(pcclCollectiveOptions_t), 0u, 0u, 0u, 0u, 1.0                             \
     }
 
 /** Statistics of one finished collective. */
@@ -473,6 +478,26 @@ typedef struct pcclCollectiveInfo_t {
     uint64_t tx_bytes;
     uint64_t rx_bytes;
 } pcclCollectiveInfo_t;
+
+/**
+ * The all-reduce with the collective set's options and work object: as
+ * pcclAllReduce (descriptor->tag is the tag; options' tag is ignored), plus
+ * the options' timeout (cancelled on every member: pcclTimeout), abort on
+ * error, and pcclPremulSum with options->premul_scalar (pcclAllReduce refuses
+ * pcclPremulSum: it has no place for the factor). Info: world_size, tx and rx
+ * bytes of the op; rank and epoch as the call read them (an all-reduce is not
+ * pinned to an epoch: its result does not depend on ranks).
+ */
+PCCL_EXPORT pcclResult_t pcclAllReduceEx(const void *sendbuff, void *recvbuff,
+                                         const pcclReduceDescriptor_t *descriptor,
+                                         PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                         const pcclComm_t *communicator,
+                                         PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
+PCCL_EXPORT pcclResult_t pcclAllReduceExAsync(const void *sendbuff, void *recvbuff,
+                                              const pcclReduceDescriptor_t *descriptor,
+                                              PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                              const pcclComm_t *communicator,
+                                              pcclWork_t **work_out);
 
 /**
  * Broadcast: root's buf (count elements) is copied into every member's buf.

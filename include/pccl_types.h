@@ -164,11 +164,19 @@ typedef enum pcclRedOp_t {
      */
     pcclBand = 5,
     pcclBor = 6,
-    pcclBxor = 7
+    pcclBxor = 7,
+    /**
+     * Premultiplied sum (TorchComms PREMUL_SUM): every member's input is first
+     * multiplied by its own scalar (pcclCollectiveOptions_t.premul_scalar, so
+     * only the ...Ex / collective-set calls can ask for it), then summed as
+     * pcclSum. Float data types only (pcclInvalidArgument otherwise);
+     * docs/semantics.md §2 has the exact rounding.
+     */
+    pcclPremulSum = 8
 } pcclRedOp_t;
 
 /** Number of pcclRedOp_t values. */
-#define PCCL_RED_OP_COUNT (8)
+#define PCCL_RED_OP_COUNT (9)
 
 /** Integer attributes of a communicator, read with pcclGetAttribute. */
 typedef enum pcclAttribute_t {

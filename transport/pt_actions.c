@@ -552,6 +552,7 @@ void pt_act_run(pt_driver *d, const ccoip_action *a)
     case CCOIP_ACT_QUANTIZE:
     case CCOIP_ACT_DEQUANTIZE:
     case CCOIP_ACT_FINALIZE:
+    case CCOIP_ACT_SCALE:
         act_kernel(d, a);
         break;
     case CCOIP_ACT_CANCEL:

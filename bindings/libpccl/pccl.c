@@ -388,9 +388,9 @@ PCCL_EXPORT pcclResult_t pcclGetAttribute(const pcclComm_t *communicator, pcclAt
 /* All-reduce                                                               */
 /* ------------------------------------------------------------------------ */
 
-static pcclResult_t reduce_args(const void *sendbuff, const void *recvbuff,
-                                const pcclReduceDescriptor_t *desc, ccoip_allreduce_args *out,
-                                uint64_t *bytes_out)
+pcclResult_t pccl_reduce_args(const void *sendbuff, const void *recvbuff,
+                              const pcclReduceDescriptor_t *desc, ccoip_allreduce_args *out,
+                              uint64_t *bytes_out)
 {
     if (desc == NULL) return pcclInvalidArgument;
     const pcclDataType_t dt = desc->src_descriptor.datatype;
@@ -446,8 +446,14 @@ PCCL_EXPORT pcclResult_t pcclAllReduceAsync(const void *sendbuff, void *recvbuff
     if (reduce_handle_out == NULL) return pcclInvalidArgument;
     ccoip_allreduce_args args;
     uint64_t bytes = 0;
-    r = reduce_args(sendbuff, recvbuff, descriptor, &args, &bytes);
+    r = pccl_reduce_args(sendbuff, recvbuff, descriptor, &args, &bytes);
     if (r != pcclSuccess) return r;
+    if (args.op == pcclPremulSum) {
+        pt_log(CCOIP_LOG_ERROR, "pccl",
+               "all-reduce: pcclPremulSum needs its factor: call pcclAllReduceEx with "
+               "pcclCollectiveOptions_t.premul_scalar");
+        return pcclInvalidArgument;
+    }
     pcclComm_t *c = (pcclComm_t *)(uintptr_t)communicator;
     pt_peer_info info;
     pt_peer_info_get(c->d, &info);
@@ -560,7 +566,7 @@ PCCL_EXPORT pcclResult_t pcclAllReduceMultipleWithRetry(const pcclReduceOpDescri
     for (size_t i = 0; i < count; i++) {
         ccoip_allreduce_args a;
         uint64_t b;
-        r = reduce_args(descriptors[i].sendbuf, descriptors[i].recvbuf, &descriptors[i].descriptor,
+        r = pccl_reduce_args(descriptors[i].sendbuf, descriptors[i].recvbuf, &descriptors[i].descriptor,
                         &a, &b);
         if (r != pcclSuccess) return r;
     }

@@ -146,6 +146,59 @@ static pcclResult_t refuse(bool abort_on_error, ccoip_coll_kind kind, pcclResult
     return r;
 }
 
+/* Takes an async slot for the command's tag, posts it and wraps it in a work object. */
+static pcclResult_t work_submit(pcclComm_t *c, ccoip_cmd *cmd, const void *send, void *recv,
+                                uint64_t bytes, bool abort_on_error, const pcclCollectiveInfo_t *at,
+                                pcclWork_t **work_out)
+{
+    const ccoip_allreduce_args *a = &cmd->allreduce;
+    const char *what = kind_name(a->kind);
+    pcclWork_t *w = calloc(1, sizeof *w);
+    if (w == NULL) return refuse(abort_on_error, a->kind, pcclSystemError);
+    pthread_mutex_lock(&c->mu);
+    uint32_t slot = PCCL_MAX_ASYNC;
+    for (uint32_t i = 0; i < PCCL_MAX_ASYNC; i++) {
+        if (c->async[i].used && c->async[i].tag == a->tag) {
+            pthread_mutex_unlock(&c->mu);
+            free(w);
+            pt_log(CCOIP_LOG_ERROR, "pccl", "%s: tag %llu is in flight already", what,
+                   (unsigned long long)a->tag);
+            return refuse(abort_on_error, a->kind, pcclInvalidUsage);
+        }
+        if (!c->async[i].used && slot == PCCL_MAX_ASYNC) slot = i;
+    }
+    if (slot == PCCL_MAX_ASYNC) {
+        pthread_mutex_unlock(&c->mu);
+        free(w);
+        pt_log(CCOIP_LOG_ERROR, "pccl", "%s: %u operations are in flight already", what,
+               (unsigned)PCCL_MAX_ASYNC);
+        return refuse(abort_on_error, a->kind, pcclInvalidUsage);
+    }
+    uint32_t h = 0;
+    const pcclResult_t r = pt_cmd_submit(c->d, cmd, (void *)(uintptr_t)send, recv, bytes, &h);
+    if (r == pcclSuccess) {
+        c->async[slot].used = true;
+        c->async[slot].tag = a->tag;
+        c->async[slot].handle = h;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (r != pcclSuccess) {
+        free(w);
+        return refuse(abort_on_error, a->kind, r);
+    }
+    w->comm = c;
+    w->d = c->d;
+    w->handle = h;
+    w->slot = slot;
+    w->tag = a->tag;
+    w->wait_ms = a->timeout_ms != 0 ? a->timeout_ms + PCCL_CANCEL_GRACE_MS : 0;
+    w->abort_on_error = abort_on_error;
+    w->what = what;
+    w->info = *at;
+    *work_out = w;
+    return pcclSuccess;
+}
+
 static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, const void *sendbuf,
                                void *recvbuf, size_t count, pcclDataType_t dtype, pcclRedOp_t op,
                                int root, const pcclCollectiveOptions_t *options,
@@ -228,52 +281,9 @@ static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, con
     a->send_bytes = sb;
     a->recv_bytes = rb;
     a->timeout_ms = o.timeout_ms != 0 ? o.timeout_ms : c->timeout_ms;
-    pcclWork_t *w = calloc(1, sizeof *w);
-    if (w == NULL) return refuse(abort_on_error, kind, pcclSystemError);
-    pthread_mutex_lock(&c->mu);
-    uint32_t slot = PCCL_MAX_ASYNC;
-    for (uint32_t i = 0; i < PCCL_MAX_ASYNC; i++) {
-        if (c->async[i].used && c->async[i].tag == o.tag) {
-            pthread_mutex_unlock(&c->mu);
-            free(w);
-            pt_log(CCOIP_LOG_ERROR, "pccl", "%s: tag %llu is in flight already", kind_name(kind),
-                   (unsigned long long)o.tag);
-            return refuse(abort_on_error, kind, pcclInvalidUsage);
-        }
-        if (!c->async[i].used && slot == PCCL_MAX_ASYNC) slot = i;
-    }
-    if (slot == PCCL_MAX_ASYNC) {
-        pthread_mutex_unlock(&c->mu);
-        free(w);
-        pt_log(CCOIP_LOG_ERROR, "pccl", "%s: %u operations are in flight already",
-               kind_name(kind), (unsigned)PCCL_MAX_ASYNC);
-        return refuse(abort_on_error, kind, pcclInvalidUsage);
-    }
-    uint32_t h = 0;
-    r = pt_cmd_submit(c->d, &cmd, (void *)(uintptr_t)send, recv, sb > rb ? sb : rb, &h);
-    if (r == pcclSuccess) {
-        c->async[slot].used = true;
-        c->async[slot].tag = o.tag;
-        c->async[slot].handle = h;
-    }
-    pthread_mutex_unlock(&c->mu);
-    if (r != pcclSuccess) {
-        free(w);
-        return refuse(abort_on_error, kind, r);
-    }
-    w->comm = c;
-    w->d = c->d;
-    w->handle = h;
-    w->slot = slot;
-    w->tag = o.tag;
-    w->wait_ms = a->timeout_ms != 0 ? a->timeout_ms + PCCL_CANCEL_GRACE_MS : 0;
-    w->abort_on_error = abort_on_error;
-    w->what = kind_name(kind);
-    w->info.rank = rank;
-    w->info.epoch = info.epoch;
-    w->info.world_size = world;
-    *work_out = w;
-    return pcclSuccess;
+    a->premul = o.premul_scalar;
+    const pcclCollectiveInfo_t at = {world, rank, info.epoch, 0, 0};
+    return work_submit(c, &cmd, send, recv, sb > rb ? sb : rb, abort_on_error, &at, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclWorkWait(pcclWork_t *work, pcclCollectiveInfo_t *info_out)
@@ -329,6 +339,67 @@ static pcclResult_t coll_run(const pcclComm_t *comm, ccoip_coll_kind kind, const
     pcclWork_t *w = NULL;
     pcclResult_t r =
         coll_start(comm, kind, sendbuf, recvbuf, count, dtype, op, root, options, &w);
+    if (r != pcclSuccess) return r;
+    r = pcclWorkWait(w, info_out);
+    pcclWorkFree(w);
+    return r;
+}
+
+static pcclResult_t allreduce_start(const void *sendbuff, void *recvbuff,
+                                    const pcclReduceDescriptor_t *descriptor,
+                                    const pcclCollectiveOptions_t *options,
+                                    const pcclComm_t *communicator, pcclWork_t **work_out)
+{
+    if (work_out != NULL) *work_out = NULL;
+    pcclResult_t r = pccl_comm_check(communicator);
+    if (r != pcclSuccess) return r;
+    pcclComm_t *c = (pcclComm_t *)(uintptr_t)communicator;
+    pcclCollectiveOptions_t o;
+    r = opts_read(options, &o);
+    const bool abort_on_error =
+        c->abort_on_error || (r == pcclSuccess && (o.flags & PCCL_COLLECTIVE_ABORT_ON_ERROR) != 0);
+    if (r != pcclSuccess || work_out == NULL) {
+        return refuse(abort_on_error, CCOIP_COLL_ALL_REDUCE, pcclInvalidArgument);
+    }
+    ccoip_cmd cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.type = CCOIP_CMD_ALL_REDUCE;
+    uint64_t bytes = 0;
+    r = pccl_reduce_args(sendbuff, recvbuff, descriptor, &cmd.allreduce, &bytes);
+    if (r != pcclSuccess) return refuse(abort_on_error, CCOIP_COLL_ALL_REDUCE, r);
+    pt_peer_info info;
+    pt_peer_info_get(c->d, &info);
+    if (info.world_size < 2) {
+        pt_log(CCOIP_LOG_WARN, "pccl",
+               "all-reduce (tag %llu): the peer group has %u member(s); update the topology until "
+               "others join",
+               (unsigned long long)cmd.allreduce.tag, (unsigned)info.world_size);
+        return refuse(abort_on_error, CCOIP_COLL_ALL_REDUCE, pcclTooFewPeers);
+    }
+    cmd.allreduce.timeout_ms = o.timeout_ms != 0 ? o.timeout_ms : c->timeout_ms;
+    cmd.allreduce.premul = o.premul_scalar;
+    const pcclCollectiveInfo_t at = {info.world_size, info.rank > 0 ? (uint32_t)info.rank : 0u,
+                                     info.epoch, 0, 0};
+    return work_submit(c, &cmd, sendbuff, recvbuff, bytes, abort_on_error, &at, work_out);
+}
+
+PCCL_EXPORT pcclResult_t pcclAllReduceExAsync(const void *sendbuff, void *recvbuff,
+                                              const pcclReduceDescriptor_t *descriptor,
+                                              const pcclCollectiveOptions_t *options,
+                                              const pcclComm_t *communicator,
+                                              pcclWork_t **work_out)
+{
+    return allreduce_start(sendbuff, recvbuff, descriptor, options, communicator, work_out);
+}
+
+PCCL_EXPORT pcclResult_t pcclAllReduceEx(const void *sendbuff, void *recvbuff,
+                                         const pcclReduceDescriptor_t *descriptor,
+                                         const pcclCollectiveOptions_t *options,
+                                         const pcclComm_t *communicator,
+                                         pcclCollectiveInfo_t *info_out)
+{
+    pcclWork_t *w = NULL;
+    pcclResult_t r = allreduce_start(sendbuff, recvbuff, descriptor, options, communicator, &w);
     if (r != pcclSuccess) return r;
     r = pcclWorkWait(w, info_out);
     pcclWorkFree(w);

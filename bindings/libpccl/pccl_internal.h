@@ -43,4 +43,12 @@ bool pccl_initialized(void);
  *  pcclSuccess. */
 pcclResult_t pccl_comm_check(const pcclComm_t *c);
 
+/**
+ * An all-reduce's arguments from its PCCL 1.0 descriptor (pccl.c): checks types, op,
+ * quantization, counts and buffer overlap; *bytes_out = count * element size.
+ */
+pcclResult_t pccl_reduce_args(const void *sendbuff, const void *recvbuff,
+                              const pcclReduceDescriptor_t *desc, ccoip_allreduce_args *out,
+                              uint64_t *bytes_out);
+
 #endif /* PCCL_INTERNAL_H */

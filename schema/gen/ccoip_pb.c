@@ -790,6 +790,7 @@ bool ccoip_pb_red_op_is_known(int32_t v)
     case CCOIP_PB_RED_OP_BAND:
     case CCOIP_PB_RED_OP_BOR:
     case CCOIP_PB_RED_OP_BXOR:
+    case CCOIP_PB_RED_OP_PREMUL_SUM:
         return true;
     default:
         return false;
@@ -815,6 +816,8 @@ const char *ccoip_pb_red_op_name(int32_t v)
         return "RED_OP_BOR";
     case CCOIP_PB_RED_OP_BXOR:
         return "RED_OP_BXOR";
+    case CCOIP_PB_RED_OP_PREMUL_SUM:
+        return "RED_OP_PREMUL_SUM";
     default:
         return NULL;
     }

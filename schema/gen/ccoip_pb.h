@@ -243,7 +243,9 @@ typedef enum ccoip_pb_red_op {
     CCOIP_PB_RED_OP_MIN = 4,
     CCOIP_PB_RED_OP_BAND = 5,
     CCOIP_PB_RED_OP_BOR = 6,
-    CCOIP_PB_RED_OP_BXOR = 7
+    CCOIP_PB_RED_OP_BXOR = 7,
+    /* each member's input times its own scalar, then SUM (floats) */
+    CCOIP_PB_RED_OP_PREMUL_SUM = 8
 } ccoip_pb_red_op;
 
 /* True when v is a value of RedOp this codec knows. */

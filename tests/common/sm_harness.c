@@ -798,6 +798,7 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
     case CCOIP_ACT_QUANTIZE:
     case CCOIP_ACT_DEQUANTIZE:
     case CCOIP_ACT_HASH:
+    case CCOIP_ACT_SCALE:
         h_kernel(h, peer, a);
         return;
     }

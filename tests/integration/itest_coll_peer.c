@@ -347,6 +347,64 @@ static int bad_arguments(pcclComm_t *c)
     return rc;
 }
 
+/* PREMUL_SUM with each rank's own factor rank + 1 (exact in binary32 here): the all-reduce
+ * through pcclAllReduceEx (in place) and the reduce-scatter; pcclAllReduce refuses the op. */
+static int premul_round(pcclComm_t *c)
+{
+    uint32_t rank = 0, world = 0;
+    if (attrs(c, &rank, &world) != 0) return 2;
+    enum { C = 5000 };
+    float *x = malloc((size_t)world * C * sizeof(float)), *y = malloc(C * sizeof(float));
+    if (x == NULL || y == NULL) return 2;
+    for (uint64_t k = 0; k < (uint64_t)world * C; k++)
+        x[k] = (float)((int)(k % 89u) - 30 + (int)rank);
+    pcclCollectiveOptions_t opt = PCCL_COLLECTIVE_OPTIONS_INIT;
+    opt.premul_scalar = (double)(rank + 1u);
+    pcclReduceDescriptor_t d;
+    memset(&d, 0, sizeof d);
+    d.count = C;
+    d.op = pcclPremulSum;
+    d.tag = 21;
+    d.src_descriptor.datatype = pcclFloat;
+    d.quantization_options.algorithm = pcclQuantNone;
+    int rc = 0;
+    if (pcclAllReduce(x, x, &d, c, NULL) != pcclInvalidArgument) {
+        fprintf(stderr, "itest_coll_peer %d: pcclAllReduce took pcclPremulSum\n", g_index);
+        rc = 1;
+    }
+    pcclCollectiveInfo_t info;
+    memset(&info, 0, sizeof info);
+    pcclResult_t r = pcclAllReduceEx(x, x, &d, &opt, c, &info);
+    for (uint64_t k = 0; rc == 0 && k < C; k++) {
+        float want = 0;
+        for (uint32_t q = 0; q < world; q++)
+            want += (float)(q + 1u) * (float)((int)(k % 89u) - 30 + (int)q);
+        if (r != pcclSuccess || x[k] != want) {
+            fprintf(stderr, "itest_coll_peer %d: premul all-reduce r=%d [%llu] %g != %g\n",
+                    g_index, (int)r, (unsigned long long)k, (double)x[k], (double)want);
+            rc = 1;
+        }
+    }
+    for (uint64_t k = 0; k < (uint64_t)world * C; k++)
+        x[k] = (float)((int)(k % 89u) - 30 + (int)rank);
+    opt.tag = 22;
+    r = rc == 0 ? pcclReduceScatter(x, y, C, pcclFloat, pcclPremulSum, &opt, c, NULL) : r;
+    for (uint64_t k = 0; rc == 0 && k < C; k++) {
+        const uint64_t e = (uint64_t)rank * C + k;
+        float want = 0;
+        for (uint32_t q = 0; q < world; q++)
+            want += (float)(q + 1u) * (float)((int)(e % 89u) - 30 + (int)q);
+        if (r != pcclSuccess || y[k] != want) {
+            fprintf(stderr, "itest_coll_peer %d: premul reduce-scatter r=%d [%llu] %g != %g\n",
+                    g_index, (int)r, (unsigned long long)k, (double)y[k], (double)want);
+            rc = 1;
+        }
+    }
+    free(x);
+    free(y);
+    return rc;
+}
+
 static int mode_exact(pcclComm_t *c)
 {
     const uint64_t counts[] = {1, 1000, 300001};
@@ -355,6 +413,7 @@ static int mode_exact(pcclComm_t *c)
         if (rc != 0) return rc;
     }
     int rc = concurrent_round(c);
+    if (rc == 0) rc = premul_round(c);
     if (rc != 0) return rc;
     pcclCollectiveInfo_t info;
     memset(&info, 0, sizeof info);

@@ -422,3 +422,105 @@ PTEST(coll_peers, unpinned_or_quantized_kinds_are_invalid_arguments)
               (int)r);
     smh_destroy(h);
 }
+
+/* PREMUL_SUM: each member's factor is its own (rank + 1, exact in binary32 with small integer
+ * inputs), so the result is sum_r (r + 1) x_r exactly; the all-reduce (ring, in and out of
+ * place), the reduce-scatter and the reduce (at the root, in place). */
+static void premul_round(ccoip_coll_kind kind, uint32_t n, bool in_place)
+{
+    smh *h = world_of(n, 1);
+    PT_ASSERT(h != NULL, "ring of %u", n);
+    const uint64_t count = 1000; /* above the small all-reduce: the ring's path */
+    float *send[NMAX], *recv[NMAX];
+    uint64_t cmd[NMAX], sn[NMAX], rn[NMAX];
+    uint32_t rank[NMAX];
+    for (uint32_t i = 0; i < n; i++) {
+        ccoip_peer *p = smh_peer(h, i);
+        rank[i] = (uint32_t)ccoip_peer_rank(p);
+        uint64_t sb = 0, rb = 0;
+        if (kind == CCOIP_COLL_ALL_REDUCE) {
+            sb = rb = count * 4u;
+        } else {
+            PT_ASSERT(ccoip_coll_sizes(kind, count, 4, n, rank[i], 0, &sb, &rb) == pcclSuccess,
+                      "sizes");
+        }
+        sn[i] = sb / 4u;
+        rn[i] = rb / 4u;
+        send[i] = calloc((size_t)sn[i] + 1u, 4);
+        for (uint64_t k = 0; k < sn[i]; k++)
+            send[i][k] = (float)((int)(k % 97u) - 40 + (int)rank[i]);
+        recv[i] = in_place ? (kind == CCOIP_COLL_REDUCE_SCATTER ? send[i] + rank[i] * count
+                                                                : send[i])
+                           : calloc((size_t)rn[i] + 1u, 4);
+        ccoip_allreduce_args a;
+        memset(&a, 0, sizeof a);
+        a.tag = 12;
+        a.count = count;
+        a.dtype = pcclFloat;
+        a.op = pcclPremulSum;
+        a.in_place = in_place;
+        a.kind = kind;
+        a.premul = (double)(rank[i] + 1u);
+        if (kind != CCOIP_COLL_ALL_REDUCE) {
+            a.pinned_epoch = ccoip_peer_epoch(p);
+            a.send_bytes = sb;
+            a.recv_bytes = rb;
+        }
+        cmd[i] = smh_allreduce(h, i, &a, send[i], rn[i] > 0 ? recv[i] : NULL);
+    }
+    smh_run(h);
+    for (uint32_t i = 0; i < n; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, cmd[i], &r) && r == pcclSuccess, "kind %d peer %u r=%d",
+                  (int)kind, i, (int)r);
+        for (uint64_t k = 0; k < rn[i]; k++) {
+            const uint64_t e = kind == CCOIP_COLL_REDUCE_SCATTER ? rank[i] * count + k : k;
+            float want = 0;
+            for (uint32_t q = 0; q < n; q++)
+                want += (float)(q + 1u) * (float)((int)(e % 97u) - 40 + (int)q);
+            PT_ASSERT(recv[i][k] == want, "kind %d n %u in_place %d rank %u [%llu]: %g != %g",
+                      (int)kind, n, (int)in_place, rank[i], (unsigned long long)k,
+                      (double)recv[i][k], (double)want);
+        }
+        if (!in_place) free(recv[i]);
+        free(send[i]);
+    }
+    smh_destroy(h);
+}
+
+PTEST(coll_peers, premul_sum_all_reduce_reduce_scatter_and_reduce)
+{
+    for (uint32_t n = 2; n <= NMAX; n++) {
+        premul_round(CCOIP_COLL_ALL_REDUCE, n, false);
+        premul_round(CCOIP_COLL_ALL_REDUCE, n, true);
+        premul_round(CCOIP_COLL_REDUCE_SCATTER, n, false);
+        premul_round(CCOIP_COLL_REDUCE_SCATTER, n, true);
+        premul_round(CCOIP_COLL_REDUCE, n, false);
+    }
+}
+
+PTEST(coll_peers, premul_sum_on_integers_or_quantized_is_invalid)
+{
+    smh *h = world_of(2, 1);
+    PT_ASSERT(h != NULL, "ring of 2");
+    int32_t x[4] = {0};
+    float f[4] = {0};
+    ccoip_allreduce_args a;
+    memset(&a, 0, sizeof a);
+    a.tag = 1;
+    a.count = 4;
+    a.dtype = pcclInt32;
+    a.op = pcclPremulSum;
+    a.premul = 2.0;
+    uint64_t c = smh_allreduce(h, 0, &a, x, x);
+    smh_run(h);
+    pcclResult_t r;
+    PT_ASSERT(smh_done(h, 0, c, &r) && r == pcclInvalidArgument, "integers: r=%d", (int)r);
+    a.dtype = pcclFloat;
+    a.quant_algorithm = pcclQuantMinMax;
+    a.quant_dtype = pcclUint8;
+    c = smh_allreduce(h, 0, &a, f, f);
+    smh_run(h);
+    PT_ASSERT(smh_done(h, 0, c, &r) && r == pcclInvalidArgument, "quantized: r=%d", (int)r);
+    smh_destroy(h);
+}

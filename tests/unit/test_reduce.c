@@ -76,6 +76,8 @@ static const char *op_name(pcclRedOp_t op)
         return "bor";
     case pcclBxor:
         return "bxor";
+    case pcclPremulSum:
+        return "premul_sum";
     }
     return "?";
 }
@@ -217,6 +219,7 @@ static uint64_t ref_combine(pcclRedOp_t op, pcclDataType_t dt, uint64_t a, uint6
         switch (op) {
         case pcclSum:
         case pcclAvg:
+        case pcclPremulSum: /* floats only: no integer kernel */
             return (a + b) & m;
         case pcclProd:
             return (a * b) & m;
@@ -1122,4 +1125,58 @@ PTEST(reduce, gather_matches_copy_then_accumulate)
     PT_ASSERT(ccoip_reduce_gather(pcclSum, pcclInt32, &sum, in, &mine, 2, 5, 1) == pcclSuccess,
               "sum");
     PT_ASSERT(sum == 15, "sum %d, want 15", (int)sum);
+}
+
+/* PREMUL_SUM's premultiplication (ccoip_reduce_scale): exact products, rounding of the half
+ * formats through binary32, the canonical NaN, in place and out of place, and no kernel for
+ * integers; PREMUL_SUM itself reduces as SUM on floats only. */
+PTEST(reduce, premul_scale_kernel)
+{
+    const float x[5] = {1.5f, -2.0f, 0.0f, 3.0e38f, 1.0f};
+    float y[5];
+    PT_ASSERT(ccoip_reduce_scale(pcclFloat, y, x, 5, 2.0) == pcclSuccess, "f32");
+    PT_ASSERT(y[0] == 3.0f && y[1] == -4.0f && y[2] == 0.0f && isinf(y[3]) && y[4] == 2.0f,
+              "f32 products: %g %g %g %g %g", (double)y[0], (double)y[1], (double)y[2],
+              (double)y[3], (double)y[4]);
+    /* s is rounded to binary32 first: 0.1 * 1.0f is (float)0.1, not the double product. */
+    PT_ASSERT(ccoip_reduce_scale(pcclFloat, y, x + 4, 1, 0.1) == pcclSuccess &&
+                  y[0] == (float)0.1,
+              "f32 factor rounded to binary32");
+    float z[2] = {INFINITY, 5.0f};
+    PT_ASSERT(ccoip_reduce_scale(pcclFloat, z, z, 2, 0.0) == pcclSuccess, "in place");
+    uint32_t bits;
+    memcpy(&bits, &z[0], 4);
+    PT_ASSERT(bits == 0x7fc00000u && z[1] == 0.0f, "inf * 0 is the canonical NaN (%08x)", bits);
+    const double d[2] = {1.0 / 3.0, -7.25};
+    double e[2];
+    PT_ASSERT(ccoip_reduce_scale(pcclDouble, e, d, 2, 3.0) == pcclSuccess && e[0] == 1.0 &&
+                  e[1] == -21.75,
+              "f64 products");
+    /* f16: 1.0 * 1.5 = 1.5 exactly; 1025 * 1.5 = 1537.5 lies halfway between two halves (the
+     * spacing is 1 there): it rounds to the even one, 1538. */
+    uint16_t h[2] = {ccoip_f32_to_f16(1.0f), ccoip_f32_to_f16(1025.0f)}, ho[2];
+    PT_ASSERT(ccoip_reduce_scale(pcclFloat16, ho, h, 2, 1.5) == pcclSuccess, "f16");
+    PT_ASSERT(ccoip_f16_to_f32(ho[0]) == 1.5f && ccoip_f16_to_f32(ho[1]) == 1538.0f,
+              "f16 products: %g %g", (double)ccoip_f16_to_f32(ho[0]),
+              (double)ccoip_f16_to_f32(ho[1]));
+    uint16_t b[1] = {ccoip_f32_to_bf16(3.0f)}, bo[1];
+    PT_ASSERT(ccoip_reduce_scale(pcclBFloat16, bo, b, 1, -0.5) == pcclSuccess &&
+                  ccoip_bf16_to_f32(bo[0]) == -1.5f,
+              "bf16 product");
+    int32_t ints[2] = {1, 2};
+    PT_ASSERT(ccoip_reduce_scale(pcclInt32, ints, ints, 2, 2.0) == pcclInvalidArgument &&
+                  ints[0] == 1 && ints[1] == 2,
+              "no integer premultiplication, nothing written");
+    PT_ASSERT(ccoip_reduce_scale((pcclDataType_t)77, y, x, 1, 2.0) == pcclInvalidArgument,
+              "unknown dtype");
+    PT_ASSERT(ccoip_reduce_supported(pcclPremulSum, pcclFloat) &&
+                  ccoip_reduce_supported(pcclPremulSum, pcclBFloat16) &&
+                  !ccoip_reduce_supported(pcclPremulSum, pcclInt32) &&
+                  !ccoip_reduce_supported(pcclPremulSum, pcclUint8),
+              "PREMUL_SUM: floats only");
+    float acc[2] = {1.0f, 2.0f};
+    const float add[2] = {0.5f, 0.25f};
+    PT_ASSERT(ccoip_reduce_inplace(pcclPremulSum, pcclFloat, acc, add, 2) == pcclSuccess &&
+                  acc[0] == 1.5f && acc[1] == 2.25f,
+              "PREMUL_SUM reduces as SUM");
 }
