@@ -52,9 +52,9 @@ int main(void)
     CHECK(pcclUint8 == 0 && pcclInt8 == 1 && pcclInt16 == 2 && pcclUint16 == 3);
     CHECK(pcclUint32 == 4 && pcclInt32 == 5 && pcclUint64 == 6 && pcclInt64 == 7);
     CHECK(pcclFloat16 == 8 && pcclBFloat16 == 9 && pcclFloat == 10 && pcclDouble == 11);
-    CHECK(PCCL_DATA_TYPE_COUNT == 12 && PCCL_RED_OP_COUNT == 8);
+    CHECK(PCCL_DATA_TYPE_COUNT == 12 && PCCL_RED_OP_COUNT == 9);
     CHECK(pcclSum == 0 && pcclAvg == 1 && pcclProd == 2 && pcclMax == 3 && pcclMin == 4);
-    CHECK(pcclBand == 5 && pcclBor == 6 && pcclBxor == 7);
+    CHECK(pcclBand == 5 && pcclBor == 6 && pcclBxor == 7 && pcclPremulSum == 8);
     CHECK(pcclDeviceCpu == 0 && pcclDeviceCuda == 1);
     CHECK(PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE == 1 && PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE == 2);
     CHECK(PCCL_ATTRIBUTE_NUM_DISTINCT_PEER_GROUPS == 3);

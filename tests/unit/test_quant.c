@@ -1181,7 +1181,7 @@ PTEST(quant, bad_metadata_rejected)
     }
     /* Unknown reduce ops, and the bitwise ops (5..7: the quantized source types are floats,
      * which have no bitwise kernels), with valid metadata. */
-    const int bad_ops[6] = {-1, pcclBand, pcclBor, pcclBxor, 8, 100};
+    const int bad_ops[6] = {-1, pcclBand, pcclBor, pcclBxor, 9, 100};
     for (int i = 0; i < 6; i++) {
         for (int j = 0; j < 6; j++)
             out[j] = 42.0f;

@@ -886,7 +886,7 @@ static void fill_invalid_args(unsigned char dst[64], unsigned char a[64], unsign
 
 PTEST(reduce, invalid_arguments_write_nothing)
 {
-    const pcclRedOp_t bad_ops[] = {(pcclRedOp_t)8, (pcclRedOp_t)255, (pcclRedOp_t)-1};
+    const pcclRedOp_t bad_ops[] = {(pcclRedOp_t)9, (pcclRedOp_t)255, (pcclRedOp_t)-1};
     const pcclDataType_t bad_types[] = {(pcclDataType_t)12, (pcclDataType_t)100,
                                         (pcclDataType_t)-1};
     unsigned char dst[64], a[64], b[64], before[64];
