@@ -619,6 +619,74 @@ PCCL_EXPORT pcclResult_t pcclBarrier(PCCL_NULLABLE const pcclCollectiveOptions_t
 PCCL_EXPORT pcclResult_t pcclBarrierAsync(PCCL_NULLABLE const pcclCollectiveOptions_t *options,
                                           const pcclComm_t *communicator, pcclWork_t **work_out);
 
+/*
+ * List variants (TorchComms all_gather, reduce_scatter, all_to_all, gather and
+ * scatter over tensor lists): the same ops over `n` separate buffers of count
+ * elements each, n equal to the world. They run on one contiguous staging
+ * block the library allocates: the inputs are copied in when the call
+ * starts, the outputs copied out when the op succeeded (before the wait
+ * returns); after a failure the caller's output buffers are untouched. The
+ * copies cost memory bandwidth: the single-buffer forms avoid them.
+ */
+
+/** All-gather into recvbufs[0 .. n): recvbufs[r] receives rank r's sendbuf. */
+PCCL_EXPORT pcclResult_t pcclAllGatherList(const void *sendbuf, void *const *recvbufs, size_t n,
+                                           size_t count, pcclDataType_t dtype,
+                                           PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                           const pcclComm_t *communicator,
+                                           PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
+PCCL_EXPORT pcclResult_t pcclAllGatherListAsync(
+    const void *sendbuf, void *const *recvbufs, size_t n, size_t count, pcclDataType_t dtype,
+    PCCL_NULLABLE const pcclCollectiveOptions_t *options, const pcclComm_t *communicator,
+    pcclWork_t **work_out);
+
+/** Reduce-scatter from sendbufs[0 .. n): rank r receives the reduction of every sendbufs[r]. */
+PCCL_EXPORT pcclResult_t pcclReduceScatterList(const void *const *sendbufs, size_t n,
+                                               void *recvbuf, size_t count, pcclDataType_t dtype,
+                                               pcclRedOp_t op,
+                                               PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                               const pcclComm_t *communicator,
+                                               PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
+PCCL_EXPORT pcclResult_t pcclReduceScatterListAsync(
+    const void *const *sendbufs, size_t n, void *recvbuf, size_t count, pcclDataType_t dtype,
+    pcclRedOp_t op, PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+    const pcclComm_t *communicator, pcclWork_t **work_out);
+
+/** All-to-all: sendbufs[j] of rank i lands in recvbufs[i] of rank j. */
+PCCL_EXPORT pcclResult_t pcclAllToAllList(const void *const *sendbufs, void *const *recvbufs,
+                                          size_t n, size_t count, pcclDataType_t dtype,
+                                          PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                          const pcclComm_t *communicator,
+                                          PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
+PCCL_EXPORT pcclResult_t pcclAllToAllListAsync(
+    const void *const *sendbufs, void *const *recvbufs, size_t n, size_t count,
+    pcclDataType_t dtype, PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+    const pcclComm_t *communicator, pcclWork_t **work_out);
+
+/** Gather into the root's recvbufs[0 .. n) (not used elsewhere: may be NULL there, n ignored). */
+PCCL_EXPORT pcclResult_t pcclGatherList(const void *sendbuf, void *const *recvbufs, size_t n,
+                                        size_t count, pcclDataType_t dtype, int root,
+                                        PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                        const pcclComm_t *communicator,
+                                        PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
+PCCL_EXPORT pcclResult_t pcclGatherListAsync(const void *sendbuf, void *const *recvbufs, size_t n,
+                                             size_t count, pcclDataType_t dtype, int root,
+                                             PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                             const pcclComm_t *communicator,
+                                             pcclWork_t **work_out);
+
+/** Scatter the root's sendbufs[0 .. n) (not used elsewhere: may be NULL there, n ignored). */
+PCCL_EXPORT pcclResult_t pcclScatterList(const void *const *sendbufs, size_t n, void *recvbuf,
+                                         size_t count, pcclDataType_t dtype, int root,
+                                         PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                         const pcclComm_t *communicator,
+                                         PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
+PCCL_EXPORT pcclResult_t pcclScatterListAsync(const void *const *sendbufs, size_t n, void *recvbuf,
+                                              size_t count, pcclDataType_t dtype, int root,
+                                              PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                              const pcclComm_t *communicator,
+                                              pcclWork_t **work_out);
+
 /**
  * Waits for a work object's op (bounded by its timeout, then the
  * communicator's timeout_ms) and returns its result; info_out (may be NULL)

@@ -33,6 +33,7 @@ struct pcclWork_t {
     bool done;
     pcclResult_t result;
     pcclCollectiveInfo_t info;
+    pccl_stage stage; /* a list variant's staging (pccl_coll_list.c); mem NULL: none */
 };
 
 static const char *result_text(pcclResult_t r)
@@ -123,6 +124,14 @@ static void work_finish(pcclWork_t *w, pcclResult_t r, const pt_cmd_result *res)
         w->info.tx_bytes = res->tx_bytes;
         w->info.rx_bytes = res->rx_bytes;
     }
+    if (w->stage.mem != NULL) {
+        for (uint32_t i = 0; r == pcclSuccess && i < w->stage.n_out; i++) {
+            memcpy(w->stage.out[i], w->stage.mem + w->stage.out_off + i * w->stage.block_bytes,
+                   (size_t)w->stage.block_bytes);
+        }
+        free(w->stage.mem);
+        w->stage.mem = NULL;
+    }
     pcclComm_t *c = w->comm;
     pthread_mutex_lock(&c->mu);
     if (w->slot < PCCL_MAX_ASYNC && c->async[w->slot].used && c->async[w->slot].tag == w->tag) {
@@ -149,17 +158,19 @@ static pcclResult_t refuse(bool abort_on_error, ccoip_coll_kind kind, pcclResult
 /* Takes an async slot for the command's tag, posts it and wraps it in a work object. */
 static pcclResult_t work_submit(pcclComm_t *c, ccoip_cmd *cmd, const void *send, void *recv,
                                 uint64_t bytes, bool abort_on_error, const pcclCollectiveInfo_t *at,
-                                pcclWork_t **work_out)
+                                const pccl_stage *stage, pcclWork_t **work_out)
 {
     const ccoip_allreduce_args *a = &cmd->allreduce;
     const char *what = kind_name(a->kind);
     pcclWork_t *w = calloc(1, sizeof *w);
     if (w == NULL) return refuse(abort_on_error, a->kind, pcclSystemError);
+    if (stage != NULL) w->stage = *stage; /* owned from here: freed by free_work_early or finish */
     pthread_mutex_lock(&c->mu);
     uint32_t slot = PCCL_MAX_ASYNC;
     for (uint32_t i = 0; i < PCCL_MAX_ASYNC; i++) {
         if (c->async[i].used && c->async[i].tag == a->tag) {
             pthread_mutex_unlock(&c->mu);
+            free(w->stage.mem);
             free(w);
             pt_log(CCOIP_LOG_ERROR, "pccl", "%s: tag %llu is in flight already", what,
                    (unsigned long long)a->tag);
@@ -169,6 +180,7 @@ static pcclResult_t work_submit(pcclComm_t *c, ccoip_cmd *cmd, const void *send,
     }
     if (slot == PCCL_MAX_ASYNC) {
         pthread_mutex_unlock(&c->mu);
+        free(w->stage.mem);
         free(w);
         pt_log(CCOIP_LOG_ERROR, "pccl", "%s: %u operations are in flight already", what,
                (unsigned)PCCL_MAX_ASYNC);
@@ -183,6 +195,7 @@ static pcclResult_t work_submit(pcclComm_t *c, ccoip_cmd *cmd, const void *send,
     }
     pthread_mutex_unlock(&c->mu);
     if (r != pcclSuccess) {
+        free(w->stage.mem);
         free(w);
         return refuse(abort_on_error, a->kind, r);
     }
@@ -202,22 +215,54 @@ static pcclResult_t work_submit(pcclComm_t *c, ccoip_cmd *cmd, const void *send,
 static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, const void *sendbuf,
                                void *recvbuf, size_t count, pcclDataType_t dtype, pcclRedOp_t op,
                                int root, const pcclCollectiveOptions_t *options,
-                               pcclWork_t **work_out)
+                               const pccl_stage *stage, pcclWork_t **work_out);
+
+pcclResult_t pccl_coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, const void *sendbuf,
+                             void *recvbuf, size_t count, pcclDataType_t dtype, pcclRedOp_t op,
+                             int root, const pcclCollectiveOptions_t *options,
+                             const pccl_stage *stage, pcclWork_t **work_out)
+{
+    const pcclResult_t r = coll_start(comm, kind, sendbuf, recvbuf, count, dtype, op, root,
+                                      options, stage, work_out);
+    return r;
+}
+
+pcclResult_t pccl_coll_finish(pcclResult_t started, pcclWork_t *w, pcclCollectiveInfo_t *info_out)
+{
+    if (started != pcclSuccess) return started;
+    const pcclResult_t r = pcclWorkWait(w, info_out);
+    pcclWorkFree(w);
+    return r;
+}
+
+/* Frees a stage that no work object took over (the op could not start). */
+static pcclResult_t stage_drop(const pccl_stage *stage, pcclResult_t r)
+{
+    if (stage != NULL) free(stage->mem);
+    return r;
+}
+
+static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, const void *sendbuf,
+                               void *recvbuf, size_t count, pcclDataType_t dtype, pcclRedOp_t op,
+                               int root, const pcclCollectiveOptions_t *options,
+                               const pccl_stage *stage, pcclWork_t **work_out)
 {
     if (work_out != NULL) *work_out = NULL;
     pcclResult_t r = pccl_comm_check(comm);
-    if (r != pcclSuccess) return r;
+    if (r != pcclSuccess) return stage_drop(stage, r);
     pcclComm_t *c = (pcclComm_t *)(uintptr_t)comm;
     pcclCollectiveOptions_t o;
     r = opts_read(options, &o);
     const bool abort_on_error =
         c->abort_on_error || (r == pcclSuccess && (o.flags & PCCL_COLLECTIVE_ABORT_ON_ERROR) != 0);
-    if (r != pcclSuccess || work_out == NULL) return refuse(abort_on_error, kind, pcclInvalidArgument);
+    if (r != pcclSuccess || work_out == NULL) {
+        return stage_drop(stage, refuse(abort_on_error, kind, pcclInvalidArgument));
+    }
     const bool reduces = ccoip_coll_reduces(kind);
     if (!ccoip_dtype_valid(dtype) || (reduces && !ccoip_reduce_supported(op, dtype))) {
         pt_log(CCOIP_LOG_ERROR, "pccl", "%s: unknown data type %d or an op it has no kernel for",
                kind_name(kind), (int)dtype);
-        return refuse(abort_on_error, kind, pcclInvalidArgument);
+        return stage_drop(stage, refuse(abort_on_error, kind, pcclInvalidArgument));
     }
     pt_peer_info info;
     pt_peer_info_get(c->d, &info);
@@ -226,20 +271,20 @@ static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, con
                "%s (tag %llu): the peer group has %u member(s); update the topology until others "
                "join",
                kind_name(kind), (unsigned long long)o.tag, (unsigned)info.world_size);
-        return refuse(abort_on_error, kind, pcclTooFewPeers);
+        return stage_drop(stage, refuse(abort_on_error, kind, pcclTooFewPeers));
     }
     if (info.rank < 0) {
         pt_log(CCOIP_LOG_WARN, "pccl",
                "%s (tag %llu): this peer is in no ring now (re-wiring): update the topology",
                kind_name(kind), (unsigned long long)o.tag);
-        return refuse(abort_on_error, kind, pcclUpdateTopologyFailed);
+        return stage_drop(stage, refuse(abort_on_error, kind, pcclUpdateTopologyFailed));
     }
     const uint32_t world = info.world_size, rank = (uint32_t)info.rank;
     const bool rooted = ccoip_coll_rooted(kind);
     if (rooted && (root < 0 || (uint32_t)root >= world)) {
         pt_log(CCOIP_LOG_ERROR, "pccl", "%s: root %d is not a rank of the group (world %u)",
                kind_name(kind), root, (unsigned)world);
-        return refuse(abort_on_error, kind, pcclInvalidArgument);
+        return stage_drop(stage, refuse(abort_on_error, kind, pcclInvalidArgument));
     }
     const uint32_t rt = rooted ? (uint32_t)root : 0u;
     const uint64_t es = ccoip_dtype_size(dtype);
@@ -247,14 +292,14 @@ static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, con
     if (ccoip_coll_sizes(kind, (uint64_t)count, es, world, rank, rt, &sb, &rb) != pcclSuccess) {
         pt_log(CCOIP_LOG_ERROR, "pccl", "%s: count %llu is too large", kind_name(kind),
                (unsigned long long)count);
-        return refuse(abort_on_error, kind, pcclInvalidArgument);
+        return stage_drop(stage, refuse(abort_on_error, kind, pcclInvalidArgument));
     }
     const uint8_t *send = sb > 0 ? sendbuf : NULL;
     uint8_t *recv = rb > 0 ? recvbuf : NULL;
     if ((sb > 0 && send == NULL) || (rb > 0 && recv == NULL)) {
         pt_log(CCOIP_LOG_ERROR, "pccl", "%s: a NULL buffer where %llu bytes are needed",
                kind_name(kind), (unsigned long long)(send == NULL ? sb : rb));
-        return refuse(abort_on_error, kind, pcclInvalidArgument);
+        return stage_drop(stage, refuse(abort_on_error, kind, pcclInvalidArgument));
     }
     bool bad = false;
     const bool in_place = in_place_of(kind, send, sb, recv, rb, rank, rt, (uint64_t)count * es, &bad);
@@ -262,7 +307,7 @@ static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, con
         pt_log(CCOIP_LOG_ERROR, "pccl",
                "%s: send and receive buffers overlap other than in the in-place layout",
                kind_name(kind));
-        return refuse(abort_on_error, kind, pcclInvalidArgument);
+        return stage_drop(stage, refuse(abort_on_error, kind, pcclInvalidArgument));
     }
     ccoip_cmd cmd;
     memset(&cmd, 0, sizeof cmd);
@@ -283,7 +328,8 @@ static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, con
     a->timeout_ms = o.timeout_ms != 0 ? o.timeout_ms : c->timeout_ms;
     a->premul = o.premul_scalar;
     const pcclCollectiveInfo_t at = {world, rank, info.epoch, 0, 0};
-    return work_submit(c, &cmd, send, recv, sb > rb ? sb : rb, abort_on_error, &at, work_out);
+    return work_submit(c, &cmd, send, recv, sb > rb ? sb : rb, abort_on_error, &at, stage,
+                       work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclWorkWait(pcclWork_t *work, pcclCollectiveInfo_t *info_out)
@@ -338,7 +384,7 @@ static pcclResult_t coll_run(const pcclComm_t *comm, ccoip_coll_kind kind, const
 {
     pcclWork_t *w = NULL;
     pcclResult_t r =
-        coll_start(comm, kind, sendbuf, recvbuf, count, dtype, op, root, options, &w);
+        coll_start(comm, kind, sendbuf, recvbuf, count, dtype, op, root, options, NULL, &w);
     if (r != pcclSuccess) return r;
     r = pcclWorkWait(w, info_out);
     pcclWorkFree(w);
@@ -380,7 +426,7 @@ static pcclResult_t allreduce_start(const void *sendbuff, void *recvbuff,
     cmd.allreduce.premul = o.premul_scalar;
     const pcclCollectiveInfo_t at = {info.world_size, info.rank > 0 ? (uint32_t)info.rank : 0u,
                                      info.epoch, 0, 0};
-    return work_submit(c, &cmd, sendbuff, recvbuff, bytes, abort_on_error, &at, work_out);
+    return work_submit(c, &cmd, sendbuff, recvbuff, bytes, abort_on_error, &at, NULL, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclAllReduceExAsync(const void *sendbuff, void *recvbuff,
@@ -420,7 +466,7 @@ PCCL_EXPORT pcclResult_t pcclBroadcastAsync(void *buf, size_t count, pcclDataTyp
                                             const pcclComm_t *communicator, pcclWork_t **work_out)
 {
     return coll_start(communicator, CCOIP_COLL_BROADCAST, buf, buf, count, dtype, pcclSum, root,
-                      options, work_out);
+                      options, NULL, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclReduce(const void *sendbuf, void *recvbuf, size_t count,
@@ -439,7 +485,7 @@ PCCL_EXPORT pcclResult_t pcclReduceAsync(const void *sendbuf, void *recvbuf, siz
                                          const pcclComm_t *communicator, pcclWork_t **work_out)
 {
     return coll_start(communicator, CCOIP_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root,
-                      options, work_out);
+                      options, NULL, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclAllGather(const void *sendbuf, void *recvbuf, size_t count,
@@ -458,7 +504,7 @@ PCCL_EXPORT pcclResult_t pcclAllGatherAsync(const void *sendbuf, void *recvbuf, 
                                             const pcclComm_t *communicator, pcclWork_t **work_out)
 {
     return coll_start(communicator, CCOIP_COLL_ALL_GATHER, sendbuf, recvbuf, count, dtype,
-                      pcclSum, 0, options, work_out);
+                      pcclSum, 0, options, NULL, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclReduceScatter(const void *sendbuf, void *recvbuf, size_t count,
@@ -478,7 +524,7 @@ PCCL_EXPORT pcclResult_t pcclReduceScatterAsync(const void *sendbuf, void *recvb
                                                 pcclWork_t **work_out)
 {
     return coll_start(communicator, CCOIP_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count, dtype, op,
-                      0, options, work_out);
+                      0, options, NULL, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclAllToAll(const void *sendbuf, void *recvbuf, size_t count,
@@ -497,7 +543,7 @@ PCCL_EXPORT pcclResult_t pcclAllToAllAsync(const void *sendbuf, void *recvbuf, s
                                            const pcclComm_t *communicator, pcclWork_t **work_out)
 {
     return coll_start(communicator, CCOIP_COLL_ALL_TO_ALL, sendbuf, recvbuf, count, dtype,
-                      pcclSum, 0, options, work_out);
+                      pcclSum, 0, options, NULL, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclGather(const void *sendbuf, void *recvbuf, size_t count,
@@ -516,7 +562,7 @@ PCCL_EXPORT pcclResult_t pcclGatherAsync(const void *sendbuf, void *recvbuf, siz
                                          const pcclComm_t *communicator, pcclWork_t **work_out)
 {
     return coll_start(communicator, CCOIP_COLL_GATHER, sendbuf, recvbuf, count, dtype, pcclSum,
-                      root, options, work_out);
+                      root, options, NULL, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclScatter(const void *sendbuf, void *recvbuf, size_t count,
@@ -535,7 +581,7 @@ PCCL_EXPORT pcclResult_t pcclScatterAsync(const void *sendbuf, void *recvbuf, si
                                           const pcclComm_t *communicator, pcclWork_t **work_out)
 {
     return coll_start(communicator, CCOIP_COLL_SCATTER, sendbuf, recvbuf, count, dtype, pcclSum,
-                      root, options, work_out);
+                      root, options, NULL, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclBarrier(const pcclCollectiveOptions_t *options,
@@ -550,5 +596,5 @@ PCCL_EXPORT pcclResult_t pcclBarrierAsync(const pcclCollectiveOptions_t *options
                                           const pcclComm_t *communicator, pcclWork_t **work_out)
 {
     return coll_start(communicator, CCOIP_COLL_BARRIER, NULL, NULL, 0, pcclUint8, pcclSum, 0,
-                      options, work_out);
+                      options, NULL, work_out);
 }

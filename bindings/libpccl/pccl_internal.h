@@ -51,4 +51,26 @@ pcclResult_t pccl_reduce_args(const void *sendbuff, const void *recvbuff,
                               const pcclReduceDescriptor_t *desc, ccoip_allreduce_args *out,
                               uint64_t *bytes_out);
 
+/**
+ * A list variant's staging (pccl_coll_list.c): one contiguous block the op runs on, owned by the
+ * work object from pccl_coll_start on (freed when the op ends, or at once when it cannot
+ * start); when the op succeeds, block i of mem + out_off (block_bytes each) is copied to out[i]
+ * before the wait returns; on failure the caller's list is not touched.
+ */
+typedef struct pccl_stage {
+    uint8_t *mem;
+    void *const *out;
+    uint32_t n_out;
+    uint64_t out_off, block_bytes;
+} pccl_stage;
+
+/** Starts one op of the collective set (pccl_coll.c); stage may be NULL. */
+pcclResult_t pccl_coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, const void *sendbuf,
+                             void *recvbuf, size_t count, pcclDataType_t dtype, pcclRedOp_t op,
+                             int root, const pcclCollectiveOptions_t *options,
+                             const pccl_stage *stage, pcclWork_t **work_out);
+
+/** The blocking form of a started op: wait, free. */
+pcclResult_t pccl_coll_finish(pcclResult_t started, pcclWork_t *w, pcclCollectiveInfo_t *info_out);
+
 #endif /* PCCL_INTERNAL_H */

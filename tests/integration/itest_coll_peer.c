@@ -405,6 +405,87 @@ static int premul_round(pcclComm_t *c)
     return rc;
 }
 
+/* The list variants: every kind over separate buffers, exact, root = world - 1. */
+static int list_round(pcclComm_t *c)
+{
+    uint32_t rank = 0, world = 0;
+    if (attrs(c, &rank, &world) != 0) return 2;
+    enum { C = 777 };
+    const uint32_t root = world - 1u;
+    int32_t *in[8], *out[8];
+    for (uint32_t i = 0; i < world; i++) {
+        in[i] = malloc(C * sizeof(int32_t));
+        out[i] = malloc(C * sizeof(int32_t));
+        for (uint64_t k = 0; k < C; k++) {
+            in[i][k] = in_val(rank, (uint64_t)i * C + k); /* block i of the single form */
+            out[i][k] = 0x5A5A5A5A;
+        }
+    }
+    int32_t own[C], one[C];
+    for (uint64_t k = 0; k < C; k++) {
+        own[k] = in_val(rank, k);
+        one[k] = 0x5A5A5A5A;
+    }
+    int rc = 0;
+    pcclResult_t r;
+#define LIST_CHECK(name, cond, want)                                                               \
+    do {                                                                                           \
+        if (r != pcclSuccess) {                                                                    \
+            fprintf(stderr, "itest_coll_peer %d: %s list: %d\n", g_index, name, (int)r);           \
+            rc = 1;                                                                                \
+        }                                                                                          \
+        for (uint32_t i = 0; rc == 0 && i < world && (cond); i++)                                 \
+            for (uint64_t k = 0; rc == 0 && k < C; k++)                                           \
+                if (out[i][k] != (want)) {                                                         \
+                    fprintf(stderr, "itest_coll_peer %d: %s list [%u][%llu] %d != %d\n", g_index, \
+                            name, i, (unsigned long long)k, out[i][k], (int)(want));               \
+                    rc = 1;                                                                        \
+                }                                                                                  \
+    } while (0)
+    r = pcclAllGatherList(own, (void *const *)out, world, C, pcclInt32, NULL, c, NULL);
+    LIST_CHECK("all-gather", true, in_val(i, k));
+    r = rc == 0 ? pcclAllToAllList((const void *const *)in, (void *const *)out, world, C,
+                                   pcclInt32, NULL, c, NULL)
+                : r;
+    LIST_CHECK("all-to-all", true, in_val(i, (uint64_t)rank * C + k));
+    r = rc == 0 ? pcclGatherList(own, (void *const *)out, world, C, pcclInt32, (int)root, NULL, c,
+                                 NULL)
+                : r;
+    LIST_CHECK("gather", rank == root, in_val(i, k));
+    r = rc == 0 ? pcclReduceScatterList((const void *const *)in, world, one, C, pcclInt32, pcclSum,
+                                        NULL, c, NULL)
+                : r;
+    for (uint64_t k = 0; rc == 0 && k < C; k++) {
+        if (r != pcclSuccess || one[k] != sum_of(world, (uint64_t)rank * C + k)) {
+            fprintf(stderr, "itest_coll_peer %d: reduce-scatter list r=%d [%llu]\n", g_index,
+                    (int)r, (unsigned long long)k);
+            rc = 1;
+        }
+    }
+    r = rc == 0 ? pcclScatterList((const void *const *)in, world, one, C, pcclInt32, (int)root,
+                                  NULL, c, NULL)
+                : r;
+    for (uint64_t k = 0; rc == 0 && k < C; k++) {
+        if (r != pcclSuccess || one[k] != in_val(root, (uint64_t)rank * C + k)) {
+            fprintf(stderr, "itest_coll_peer %d: scatter list r=%d [%llu]\n", g_index, (int)r,
+                    (unsigned long long)k);
+            rc = 1;
+        }
+    }
+    /* A list that is not one buffer per member is refused. */
+    if (rc == 0 && pcclAllGatherList(own, (void *const *)out, world + 1u, C, pcclInt32, NULL, c,
+                                     NULL) != pcclInvalidArgument) {
+        fprintf(stderr, "itest_coll_peer %d: a list of world + 1 buffers was taken\n", g_index);
+        rc = 1;
+    }
+#undef LIST_CHECK
+    for (uint32_t i = 0; i < world; i++) {
+        free(in[i]);
+        free(out[i]);
+    }
+    return rc;
+}
+
 static int mode_exact(pcclComm_t *c)
 {
     const uint64_t counts[] = {1, 1000, 300001};
@@ -414,6 +495,7 @@ static int mode_exact(pcclComm_t *c)
     }
     int rc = concurrent_round(c);
     if (rc == 0) rc = premul_round(c);
+    if (rc == 0) rc = list_round(c);
     if (rc != 0) return rc;
     pcclCollectiveInfo_t info;
     memset(&info, 0, sizeof info);
