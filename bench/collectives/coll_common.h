@@ -66,8 +66,7 @@ typedef enum coll_kind {
 } coll_kind;
 
 static const char *const coll_names[COLL_COUNT] = {
-    "broadcast", "reduce", "allgather", "reducescatter",
-    "alltoall",  "gather", "scatter",   "barrier",
+    "broadcast", "reduce", "allgather", "reducescatter", "alltoall", "gather", "scatter", "barrier",
 };
 
 static inline int coll_parse(const char *s)
