@@ -49,7 +49,7 @@ declare -a PEER_PIDS
 for i in $(seq 0 $((N - 1))); do
   PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-WARN} "$PEER" --url "$URL" --index "$i" --world "$N" "$@" \
     2>"$TMP/peer$i.log" &
-  PEER_PIDS[$i]=$!
+  PEER_PIDS[i]=$!
   PIDS+=($!)
 done
 
@@ -64,7 +64,7 @@ BUDGET=${PCCL_BENCH_BUDGET:-900}
   for p in "${PEER_PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
 ) >/dev/null 2>&1 &
 WD=$!
-PIDS+=($WD)
+PIDS+=("$WD")
 
 RC=0
 for i in $(seq 0 $((N - 1))); do
