@@ -125,6 +125,16 @@
  *       RING_RECV announced, v5). So one op may have several receives, sends
  *       and kernels in flight on different connections; a driver that fuses
  *       must keep one fused REDUCE per receive, not one per op slot.
+ *   v11 (core, issue 20) the collective set (docs/protocol.md §6.8.3):
+ *       ccoip_allreduce_args gains kind, root, pinned_epoch, send_bytes /
+ *       recv_bytes and timeout_ms; a CCOIP_CMD_ALL_REDUCE command of another
+ *       kind runs that collective through the same actions. SEND and RECV may
+ *       differ in length (ccoip_exec_slot.send_bytes / recv_bytes, bound from
+ *       the command's send_bytes / recv_bytes; all-reduce: both count * size)
+ *       and may alias (in-place kinds). One step of an op may post up to two
+ *       RING_RECVs with different chunks on one connection (all-to-all): a
+ *       frame matches the one with its (step, chunk). Some steps of an op post
+ *       only a send or only a receive.
  */
 #ifndef CCOIP_SM_H
 #define CCOIP_SM_H
@@ -209,15 +219,58 @@ typedef struct ccoip_sync_args {
 } ccoip_sync_args;
 
 /** Parameters of one all-reduce. */
+/**
+ * What a collective does (docs/protocol.md §6.8.3; the wire's CollectiveKind). ALL_REDUCE is 0,
+ * so a zeroed ccoip_allreduce_args is an all-reduce as before.
+ */
+typedef enum ccoip_coll_kind {
+    CCOIP_COLL_ALL_REDUCE = 0,
+    CCOIP_COLL_BROADCAST = 1,
+    CCOIP_COLL_REDUCE = 2,
+    CCOIP_COLL_ALL_GATHER = 3,
+    CCOIP_COLL_REDUCE_SCATTER = 4,
+    CCOIP_COLL_ALL_TO_ALL = 5,
+    CCOIP_COLL_GATHER = 6,
+    CCOIP_COLL_SCATTER = 7,
+    CCOIP_COLL_BARRIER = 8
+} ccoip_coll_kind;
+
+/** Number of ccoip_coll_kind values. */
+#define CCOIP_COLL_KINDS 9u
+
 typedef struct ccoip_allreduce_args {
     uint64_t tag;
-    uint64_t count; /**< Elements. */
+    /** Elements: of the tensor (all-reduce, broadcast, reduce), else of one block
+     *  (ccoip_coll_sizes). */
+    uint64_t count;
     pcclDataType_t dtype;
     pcclRedOp_t op;
     pcclQuantizationAlgorithm_t quant_algorithm;
     pcclDataType_t quant_dtype;
-    /** sendbuf == recvbuf: the core keeps a backup and restores it on abort. */
+    /**
+     * sendbuf == recvbuf (all-reduce; for the other kinds the aliasing ccoip_coll_sizes
+     * describes): the core keeps a backup where the op overwrites its input, and restores it
+     * on abort.
+     */
     bool in_place;
+    /* ---- contract v11 (issue 20): the collective set ---- */
+    ccoip_coll_kind kind; /**< 0: all-reduce */
+    uint32_t root;        /**< broadcast, reduce, gather, scatter: the root's rank */
+    /**
+     * The epoch whose ring the caller sized its buffers and named its root for (0: not pinned,
+     * the all-reduce's). Every kind but ALL_REDUCE must be pinned; the master refuses the op
+     * for every member (pcclUpdateTopologyFailed) unless every member pinned the group's
+     * current epoch.
+     */
+    uint64_t pinned_epoch;
+    /** The bytes of SEND and RECV the caller bound (must equal ccoip_coll_sizes). */
+    uint64_t send_bytes, recv_bytes;
+    /**
+     * Cancels the op on every member when it has not ended this long after its submission
+     * (CollectiveCancel, §6.8.3): every member's command then completes with pcclTimeout.
+     * 0: no timeout.
+     */
+    uint32_t timeout_ms;
 } ccoip_allreduce_args;
 
 /** A command from the application. */

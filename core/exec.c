@@ -49,11 +49,11 @@ uint8_t *ccoip_exec_span(const ccoip_exec *x, const ccoip_span_ref *s, const cha
     switch (s->region) {
     case CCOIP_REGION_SEND:
         base = o->send;
-        size = o->bytes;
+        size = o->send_bytes;
         break;
     case CCOIP_REGION_RECV:
         base = o->recv;
-        size = o->bytes;
+        size = o->recv_bytes;
         break;
     case CCOIP_REGION_SCRATCH:
         base = o->scratch;

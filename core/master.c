@@ -343,6 +343,7 @@ static bool master_is_call(uint32_t body)
     case CCOIP_PB_PEER_TO_MASTER_BODY_LEAVE:
     case CCOIP_PB_PEER_TO_MASTER_BODY_BANDWIDTH_REPORT:
     case CCOIP_PB_PEER_TO_MASTER_BODY_COLLECTIVE_COMPLETE: /* may be a notification (§6.8) */
+    case CCOIP_PB_PEER_TO_MASTER_BODY_COLLECTIVE_CANCEL:
         return false;
     default:
         return true;
@@ -434,6 +435,10 @@ static void master_on_frame(ccoip_master *m, uint32_t slot, const uint8_t *data,
     case CCOIP_PB_PEER_TO_MASTER_BODY_COLLECTIVE_COMPLETE:
         if (p->state != MP_ACCEPTED) break;
         m_coll_on_complete(m, slot, in.call_id, &in.body.collective_complete);
+        return;
+    case CCOIP_PB_PEER_TO_MASTER_BODY_COLLECTIVE_CANCEL:
+        if (p->state != MP_ACCEPTED) break;
+        m_coll_on_cancel(m, slot, &in.body.collective_cancel);
         return;
     case CCOIP_PB_PEER_TO_MASTER_BODY_BANDWIDTH_REPORT:
         if (p->state != MP_ACCEPTED) break;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ccoip_coll.h"
 #include "ccoip_dtype.h"
 #include "ccoip_quant.h"
 #include "ccoip_reduce.h"
@@ -388,6 +389,17 @@ static uint32_t coll_group_size(const ccoip_master *m, uint32_t slot)
 
 static bool coll_params_valid(const ccoip_master *m, const ccoip_pb_collective_initiate *ci)
 {
+    if (!ccoip_pb_collective_kind_is_known(ci->kind)) return false;
+    if (ci->kind != CCOIP_PB_COLLECTIVE_KIND_ALL_REDUCE) {
+        /* §6.8.3: pinned to an epoch; never relayed, started optimistically or quantized. */
+        if (ci->pinned_epoch == 0 || ci->relay || ci->relay_data.len > 0 ||
+            ci->optimistic_epoch != 0 || ci->quant_algorithm != CCOIP_PB_QUANT_ALGORITHM_NONE ||
+            !ccoip_pb_data_type_is_known(ci->dtype) || !ccoip_pb_red_op_is_known(ci->op)) {
+            return false;
+        }
+        return !ccoip_coll_reduces((ccoip_coll_kind)ci->kind) ||
+               ccoip_reduce_supported((pcclRedOp_t)ci->op, (pcclDataType_t)ci->dtype);
+    }
     if (!ccoip_pb_data_type_is_known(ci->dtype) || !ccoip_pb_red_op_is_known(ci->op) ||
         !ccoip_pb_quant_algorithm_is_known(ci->quant_algorithm) ||
         !ccoip_reduce_supported((pcclRedOp_t)ci->op, (pcclDataType_t)ci->dtype)) {
@@ -441,6 +453,8 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
         o->quant_algorithm = ci->quant_algorithm;
         o->quant_dtype = ci->quant_algorithm == CCOIP_PB_QUANT_ALGORITHM_NONE ? 0 : ci->quant_dtype;
         o->relay = ci->relay;
+        o->kind = ci->kind;
+        o->root = ci->root;
         o->mismatch = !coll_params_valid(m, ci);
         coll_arm(m, op);
     } else {
@@ -453,7 +467,8 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
         int32_t qd = ci->quant_algorithm == CCOIP_PB_QUANT_ALGORITHM_NONE ? 0 : ci->quant_dtype;
         if (o->count != ci->count || o->dtype != ci->dtype || o->op != ci->op ||
             o->quant_algorithm != ci->quant_algorithm || o->quant_dtype != qd ||
-            o->relay != ci->relay || !coll_params_valid(m, ci)) {
+            o->relay != ci->relay || o->kind != ci->kind || o->root != ci->root ||
+            !coll_params_valid(m, ci)) {
             o->mismatch = true;
         }
     }
@@ -467,6 +482,7 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
     mm->flags = MOM_VOTED;
     mm->call = call;
     mm->opt_epoch = ci->optimistic_epoch;
+    mm->pin_epoch = ci->pinned_epoch;
     if (ci->relay && !m->coll.ops[op].mismatch && ci->relay_data.len > 0) {
         mm->relay = malloc((size_t)ci->relay_data.len);
         if (mm->relay == NULL) {
@@ -555,6 +571,46 @@ void m_coll_on_complete(ccoip_master *m, uint32_t slot, uint64_t call,
         return;
     }
     m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE, "completion of an operation it is not in");
+}
+
+static void coll_refuse(ccoip_master *m, uint32_t i, int32_t status, int32_t reason,
+                        const char *detail, bool opt_here);
+
+void m_coll_on_cancel(ccoip_master *m, uint32_t slot, const ccoip_pb_collective_cancel *cc)
+{
+    const m_peer *p = &m->sess.peers[slot];
+    if (m->coll.op_index_cap == 0 || p->n_ops == 0) return;
+    uint32_t at = coll_probe_start(m, p->group, cc->tag);
+    for (uint32_t op = coll_probe(m, p->group, cc->tag, &at); op != OP_NONE;
+         op = coll_probe(m, p->group, cc->tag, &at)) {
+        m_op *o = &m->coll.ops[op];
+        const m_op_member *mm = coll_mem(m, op, slot);
+        if (mm == NULL) continue;
+        if (o->state == MOP_RUNNING && (mm->flags & MOM_MEMBER) &&
+            (cc->seq == 0 || cc->seq == o->seq)) {
+            if (o->aborted) return; /* its verdict is out already */
+            sm_log(&m->out, CCOIP_LOG_WARN,
+                   "master: peer %U: collective tag %U seq %U timed out: aborting it", p->id,
+                   o->tag, o->seq);
+            /* Cancelled I/O may leave frames mid-link: the group re-wires, as after a failed
+             * ring. */
+            coll_abort(m, op, CCOIP_PB_REASON_OP_TIMEOUT);
+            m_mark_rewire(m, o->group);
+            coll_try_finish(m, op);
+            return;
+        }
+        if (o->state == MOP_VOTING && (mm->flags & MOM_VOTED) && cc->seq == 0) {
+            bool opt_here = false;
+            for (uint32_t k = 0; k < o->mem_n; k++) {
+                if ((o->mem[k].flags & MOM_VOTED) && o->mem[k].opt_epoch != 0) opt_here = true;
+            }
+            coll_refuse(m, op, CCOIP_PB_STATUS_TIMEOUT, CCOIP_PB_REASON_OP_TIMEOUT,
+                        "a member's timeout elapsed before every member initiated", opt_here);
+            return;
+        }
+    }
+    sm_log(&m->out, CCOIP_LOG_DEBUG, "master: cancel of tag %U seq %U: no such op (ended)",
+           cc->tag, cc->seq);
 }
 
 void m_coll_on_loss(ccoip_master *m, uint32_t slot)
@@ -727,21 +783,35 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
             abort_reason = CCOIP_PB_REASON_EPOCH_CHANGED;
         }
     }
+    /* §6.8.3: an op pinned to an epoch runs only in that epoch, at every member (its ranks and
+     * buffer sizes are that ring's); a root must be a rank of it. */
+    bool pin_stale = false;
+    for (uint32_t k = 0; k < o->mem_n; k++) {
+        const m_op_member *mm = &o->mem[k];
+        if ((mm->flags & MOM_VOTED) && mm->pin_epoch != 0 && mm->pin_epoch != ring_epoch)
+            pin_stale = true;
+    }
     int32_t status = CCOIP_PB_STATUS_SUCCESS, reason = CCOIP_PB_REASON_UNSPECIFIED;
+    const char *why = "too few peers";
     if (o->mismatch) {
         status = CCOIP_PB_STATUS_INVALID_USAGE;
         reason = CCOIP_PB_REASON_COLLECTIVE_MISMATCH;
+        why = "members disagree on the collective's parameters";
     } else if (required < m->cfg.min_collective_world) {
         status = CCOIP_PB_STATUS_TOO_FEW_PEERS;
+    } else if (pin_stale) {
+        status = CCOIP_PB_STATUS_UPDATE_TOPOLOGY_FAILED;
+        reason = CCOIP_PB_REASON_EPOCH_CHANGED;
+        why = "the group's epoch changed: update the topology, read rank and world again";
+    } else if (ccoip_coll_rooted((ccoip_coll_kind)o->kind) && o->root >= required) {
+        status = CCOIP_PB_STATUS_INVALID_ARGUMENT;
+        why = "the root is not a rank of the group";
     } else if (!any_opt) {
         if (*can_commence < 0) *can_commence = m_topo_vote_complete(m) ? 0 : 1;
         if (*can_commence == 0) return false; /* wait for the topology vote */
     }
     if (status != CCOIP_PB_STATUS_SUCCESS) {
-        coll_refuse(m, i, status, reason,
-                    o->mismatch ? "members disagree on the collective's parameters"
-                                : "too few peers",
-                    opt_here);
+        coll_refuse(m, i, status, reason, why, opt_here);
         return true;
     }
     if (o->relay) {

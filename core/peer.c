@@ -725,6 +725,7 @@ static void peer_timers(ccoip_peer *p)
         env.body.heartbeat.counter = ++p->ctl.hb_counter;
         p_send(p, &env);
     }
+    p_ring_timers(p);
 }
 
 uint64_t ccoip_peer_deadline_ns(const ccoip_peer *p)
@@ -738,7 +739,8 @@ uint64_t ccoip_peer_deadline_ns(const ccoip_peer *p)
         uint64_t h = sm_add_sat(p->ctl.last_send_ns, sm_ms(p->ctl.hb_ms));
         if (h < d) d = h;
     }
-    return d;
+    const uint64_t t = p_ring_deadline(p);
+    return t < d ? t : d;
 }
 
 pcclResult_t ccoip_peer_step(ccoip_peer *p, const ccoip_event *ev)

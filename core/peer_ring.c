@@ -7,6 +7,7 @@
  */
 #include <string.h>
 
+#include "ccoip_coll.h"
 #include "ccoip_dtype.h"
 #include "ccoip_quant.h"
 #include "ccoip_reduce.h"
@@ -17,7 +18,7 @@ static bool ring_quantized(const p_op *o)
     return o->a.quant_algorithm != pcclQuantNone;
 }
 
-static ccoip_span_ref ring_span(uint32_t slot, ccoip_region region, uint64_t off, uint64_t len)
+ccoip_span_ref p_ring_span(uint32_t slot, ccoip_region region, uint64_t off, uint64_t len)
 {
     ccoip_span_ref r = {0}; /* unused fields (tensor) are zero, as the contract says */
     r.op_slot = slot;
@@ -42,10 +43,10 @@ static ccoip_span_ref ring_rs_base(const p_op *o, uint32_t i, uint64_t off, uint
 {
     ccoip_span_ref none = {0};
     if (!ring_zero_copy(o)) return none;
-    return ring_span(i, CCOIP_REGION_SEND, off * o->esize, count * o->esize);
+    return p_ring_span(i, CCOIP_REGION_SEND, off * o->esize, count * o->esize);
 }
 
-static ccoip_action *ring_kernel(ccoip_peer *p, uint32_t i, ccoip_action_type t, p_op_sub sub)
+ccoip_action *p_ring_kernel(ccoip_peer *p, uint32_t i, ccoip_action_type t, p_op_sub sub)
 {
     p_op *o = &p->ops[i];
     ccoip_action *a = sm_out_push(&p->out, t);
@@ -78,7 +79,14 @@ static void ring_send_complete(ccoip_peer *p, uint32_t i, bool aborted, bool as_
 /* The result every member reports for an op the master's verdict aborted (§6.8). */
 static pcclResult_t ring_result_of_reason(int32_t reason)
 {
-    return reason == CCOIP_PB_REASON_NON_FINITE ? pcclInvalidArgument : pcclRankConnectionLost;
+    switch (reason) {
+    case CCOIP_PB_REASON_NON_FINITE:
+        return pcclInvalidArgument;
+    case CCOIP_PB_REASON_OP_TIMEOUT:
+        return pcclTimeout; /* a member's timeout cancelled the op for all (§6.8.3) */
+    default:
+        return pcclRankConnectionLost;
+    }
 }
 
 static void ring_finish(ccoip_peer *p, uint32_t i)
@@ -146,20 +154,20 @@ static void ring_start_restore(ccoip_peer *p, uint32_t i)
      * epoch (the master re-wires the group) before starting optimistically again (§6.8.1). */
     if (o->begun && o->epoch == p->ring.epoch) p->ring.opt_off = true;
     p_op_set_state(o, PO_RESTORING);
-    if (o->begun && o->a.in_place && !p->cfg.canary_skip_restore) {
-        uint64_t bytes = o->a.count * o->esize;
-        ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_COPY, POS_RESTORE);
+    if (o->begun && o->backup_bytes > 0 && !p->cfg.canary_skip_restore) {
+        const uint64_t bytes = o->backup_bytes;
+        ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_COPY, POS_RESTORE);
         if (a == NULL) return;
-        a->src = ring_span(i, CCOIP_REGION_BACKUP, 0, bytes);
-        a->dst = ring_span(i, CCOIP_REGION_RECV, 0, bytes);
-        a->count = o->a.count;
+        a->src = p_ring_span(i, CCOIP_REGION_BACKUP, 0, bytes);
+        a->dst = p_ring_span(i, CCOIP_REGION_RECV, 0, bytes);
+        a->count = bytes / o->esize;
         return;
     }
     ring_after_restore(p, i);
 }
 
 /* Abandons the op's ring: CANCEL its I/O, restore in-place buffers, report. */
-static void ring_abort(ccoip_peer *p, uint32_t i, pcclResult_t result, const char *why)
+void p_ring_abort(ccoip_peer *p, uint32_t i, pcclResult_t result, const char *why)
 {
     p_op *o = &p->ops[i];
     if (o->state == PO_RESTORING) {
@@ -171,8 +179,8 @@ static void ring_abort(ccoip_peer *p, uint32_t i, pcclResult_t result, const cha
         if (!ring_master_alive(p)) ring_finish(p, i);
         return;
     }
-    sm_log(&p->out, CCOIP_LOG_INFO, "peer %U: all-reduce tag %U seq %U aborted: %s", p->id,
-           o->a.tag, o->seq, why);
+    sm_log(&p->out, CCOIP_LOG_INFO, "peer %U: collective (kind %d) tag %U seq %U aborted: %s",
+           p->id, (int)o->a.kind, o->a.tag, o->seq, why);
     o->result = result;
     if (o->state == PO_RUNNING && o->begun) {
         ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CANCEL);
@@ -199,7 +207,7 @@ static ccoip_span_ref span_part(ccoip_span_ref r, uint64_t off, uint64_t len)
 }
 
 /* Pushes a RING_SEND or RING_RECV of op i's current step with the fields both share. */
-static ccoip_action *ring_io_push(ccoip_peer *p, uint32_t i, ccoip_action_type t, uint64_t io_id,
+ccoip_action *p_ring_io_push(ccoip_peer *p, uint32_t i, ccoip_action_type t, uint64_t io_id,
                                   uint64_t conn, uint32_t chunk)
 {
     const p_op *o = &p->ops[i];
@@ -239,7 +247,7 @@ static void ring_io(ccoip_peer *p, uint32_t i, const ccoip_ring_step *st, ccoip_
     for (uint32_t j = 0; j < ntx; j++) {
         const ccoip_span c = ccoip_ring_chunk(st->send.count, ntx, j);
         ccoip_action *s =
-            ring_io_push(p, i, CCOIP_ACT_RING_SEND, o->io_send != 0 ? o->io_send + j : 0,
+            p_ring_io_push(p, i, CCOIP_ACT_RING_SEND, o->io_send != 0 ? o->io_send + j : 0,
                          ntx == 1u ? o->tx_conn : o->stx[j], st->send_chunk);
         if (s == NULL) return; /* overflow: the step fails */
         s->src = ntx == 1u ? src : span_part(src, c.offset * o->wsize, c.count * o->wsize);
@@ -247,7 +255,7 @@ static void ring_io(ccoip_peer *p, uint32_t i, const ccoip_ring_step *st, ccoip_
     }
     for (uint32_t j = 0; j < nrx; j++) {
         const ccoip_span c = ccoip_ring_chunk(st->recv.count, nrx, j);
-        ccoip_action *r = ring_io_push(p, i, CCOIP_ACT_RING_RECV, o->io_recv + j,
+        ccoip_action *r = p_ring_io_push(p, i, CCOIP_ACT_RING_RECV, o->io_recv + j,
                                        nrx == 1u ? o->rx_conn : o->srx[j], st->recv_chunk);
         if (r == NULL) return;
         r->dst = nrx == 1u ? dst : span_part(dst, c.offset * o->wsize, c.count * o->wsize);
@@ -257,7 +265,7 @@ static void ring_io(ccoip_peer *p, uint32_t i, const ccoip_ring_step *st, ccoip_
             r->reduce = true;
             r->red_op = o->a.op;
             r->count = c.count;
-            r->src = ring_span(i, CCOIP_REGION_RECV, at * o->esize, c.count * o->esize);
+            r->src = p_ring_span(i, CCOIP_REGION_RECV, at * o->esize, c.count * o->esize);
             r->base = ring_rs_base(o, i, at, c.count);
         }
     }
@@ -265,7 +273,6 @@ static void ring_io(ccoip_peer *p, uint32_t i, const ccoip_ring_step *st, ccoip_
     o->rx_bytes += dst.length;
 }
 
-static void ring_done(ccoip_peer *p, uint32_t i);
 
 /* The small all-reduce (ccoip_ring_use_gather). */
 static bool ring_gather(const p_op *o)
@@ -278,9 +285,9 @@ static ccoip_span_ref gather_input(const p_op *o, uint32_t i, uint32_t k)
 {
     const uint64_t bytes = o->a.count * o->esize;
     if (k == o->rank) {
-        return ring_span(i, o->a.in_place ? CCOIP_REGION_BACKUP : CCOIP_REGION_SEND, 0, bytes);
+        return p_ring_span(i, o->a.in_place ? CCOIP_REGION_BACKUP : CCOIP_REGION_SEND, 0, bytes);
     }
-    return ring_span(i, CCOIP_REGION_SCRATCH, (uint64_t)k * bytes, bytes);
+    return p_ring_span(i, CCOIP_REGION_SCRATCH, (uint64_t)k * bytes, bytes);
 }
 
 static void gather_step(ccoip_peer *p, uint32_t i, uint32_t t)
@@ -300,11 +307,11 @@ static void gather_sum(ccoip_peer *p, uint32_t i)
 {
     p_op *o = &p->ops[i];
     const uint64_t bytes = o->a.count * o->esize;
-    ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_GATHER_REDUCE, POS_SG_SUM);
+    ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_GATHER_REDUCE, POS_SG_SUM);
     if (a == NULL) return;
     a->src = gather_input(o, i, o->rank);
-    a->base = ring_span(i, CCOIP_REGION_SCRATCH, 0, (uint64_t)o->world * bytes);
-    a->dst = ring_span(i, CCOIP_REGION_RECV, 0, bytes);
+    a->base = p_ring_span(i, CCOIP_REGION_SCRATCH, 0, (uint64_t)o->world * bytes);
+    a->dst = p_ring_span(i, CCOIP_REGION_RECV, 0, bytes);
     a->count = o->a.count;
     a->chunk = o->rank;
     a->divisor = o->world;
@@ -314,14 +321,14 @@ static void gather_after_sum(ccoip_peer *p, uint32_t i)
 {
     p_op *o = &p->ops[i];
     if (o->a.op == pcclAvg) {
-        ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_FINALIZE, POS_SG_FIN);
+        ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_FINALIZE, POS_SG_FIN);
         if (a == NULL) return;
-        a->dst = ring_span(i, CCOIP_REGION_RECV, 0, o->a.count * o->esize);
+        a->dst = p_ring_span(i, CCOIP_REGION_RECV, 0, o->a.count * o->esize);
         a->count = o->a.count;
         a->divisor = o->world;
         return;
     }
-    ring_done(p, i);
+    p_ring_done(p, i);
 }
 
 static ccoip_ring_step ring_step_of(const p_op *o)
@@ -332,7 +339,7 @@ static ccoip_ring_step ring_step_of(const p_op *o)
     return st;
 }
 
-static void ring_done(ccoip_peer *p, uint32_t i)
+void p_ring_done(ccoip_peer *p, uint32_t i)
 {
     p_op *o = &p->ops[i];
     o->sub = POS_NONE;
@@ -348,16 +355,16 @@ static void ring_ag_step(ccoip_peer *p, uint32_t i, uint32_t t)
     if (ring_quantized(o)) {
         uint32_t other = 1u - o->fwd_half;
         ring_io(p, i, &st,
-                ring_span(i, CCOIP_REGION_SCRATCH, o->fwd_half * o->half, st.send.count * o->wsize),
+                p_ring_span(i, CCOIP_REGION_SCRATCH, o->fwd_half * o->half, st.send.count * o->wsize),
                 &o->fwd_meta,
-                ring_span(i, CCOIP_REGION_SCRATCH, other * o->half, st.recv.count * o->wsize),
+                p_ring_span(i, CCOIP_REGION_SCRATCH, other * o->half, st.recv.count * o->wsize),
                 POS_AG_IO, false);
         return;
     }
     ring_io(p, i, &st,
-            ring_span(i, CCOIP_REGION_RECV, st.send.offset * o->esize, st.send.count * o->esize),
+            p_ring_span(i, CCOIP_REGION_RECV, st.send.offset * o->esize, st.send.count * o->esize),
             NULL,
-            ring_span(i, CCOIP_REGION_RECV, st.recv.offset * o->esize, st.recv.count * o->esize),
+            p_ring_span(i, CCOIP_REGION_RECV, st.recv.offset * o->esize, st.recv.count * o->esize),
             POS_AG_IO, false);
 }
 
@@ -368,7 +375,7 @@ static void ring_ag_next(ccoip_peer *p, uint32_t i)
     if (t < o->world - 1u) {
         ring_ag_step(p, i, t);
     } else {
-        ring_done(p, i);
+        p_ring_done(p, i);
     }
 }
 
@@ -376,17 +383,17 @@ static void ring_after_finalize(ccoip_peer *p, uint32_t i)
 {
     p_op *o = &p->ops[i];
     if (o->world == 1) {
-        ring_done(p, i);
+        p_ring_done(p, i);
         return;
     }
     if (ring_quantized(o)) {
         /* The owner adopts its own quantize→dequantize result (docs/semantics.md §5). */
         ccoip_span owned =
             ccoip_ring_chunk(o->a.count, o->world, ccoip_ring_owned_chunk(o->world, o->rank));
-        ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_QUANTIZE, POS_OWN_QUANT);
+        ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_QUANTIZE, POS_OWN_QUANT);
         if (a == NULL) return;
-        a->src = ring_span(i, CCOIP_REGION_RECV, owned.offset * o->esize, owned.count * o->esize);
-        a->dst = ring_span(i, CCOIP_REGION_SCRATCH, 0, owned.count * o->wsize);
+        a->src = p_ring_span(i, CCOIP_REGION_RECV, owned.offset * o->esize, owned.count * o->esize);
+        a->dst = p_ring_span(i, CCOIP_REGION_SCRATCH, 0, owned.count * o->wsize);
         a->count = owned.count;
         a->quant.algorithm = o->a.quant_algorithm;
         a->quant.src_type = o->a.dtype;
@@ -402,9 +409,9 @@ static void ring_after_rs(ccoip_peer *p, uint32_t i)
     if (o->a.op == pcclAvg && o->world > 1) {
         ccoip_span owned =
             ccoip_ring_chunk(o->a.count, o->world, ccoip_ring_owned_chunk(o->world, o->rank));
-        ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_FINALIZE, POS_FINALIZE);
+        ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_FINALIZE, POS_FINALIZE);
         if (a == NULL) return;
-        a->dst = ring_span(i, CCOIP_REGION_RECV, owned.offset * o->esize, owned.count * o->esize);
+        a->dst = p_ring_span(i, CCOIP_REGION_RECV, owned.offset * o->esize, owned.count * o->esize);
         a->count = owned.count;
         a->divisor = o->world;
         return;
@@ -418,11 +425,11 @@ static void ring_rs_step(ccoip_peer *p, uint32_t i, uint32_t s)
     o->step = s;
     ccoip_ring_step st = ring_step_of(o);
     if (ring_quantized(o)) {
-        ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_QUANTIZE, POS_RS_QUANT);
+        ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_QUANTIZE, POS_RS_QUANT);
         if (a == NULL) return;
         a->src =
-            ring_span(i, CCOIP_REGION_RECV, st.send.offset * o->esize, st.send.count * o->esize);
-        a->dst = ring_span(i, CCOIP_REGION_SCRATCH, 0, st.send.count * o->wsize);
+            p_ring_span(i, CCOIP_REGION_RECV, st.send.offset * o->esize, st.send.count * o->esize);
+        a->dst = p_ring_span(i, CCOIP_REGION_SCRATCH, 0, st.send.count * o->wsize);
         a->count = st.send.count;
         a->quant.algorithm = o->a.quant_algorithm;
         a->quant.src_type = o->a.dtype;
@@ -431,8 +438,8 @@ static void ring_rs_step(ccoip_peer *p, uint32_t i, uint32_t s)
     }
     /* Zero-copy: the first send is this peer's own chunk, straight from SEND. */
     const ccoip_region from = s == 0 && ring_zero_copy(o) ? CCOIP_REGION_SEND : CCOIP_REGION_RECV;
-    ring_io(p, i, &st, ring_span(i, from, st.send.offset * o->esize, st.send.count * o->esize),
-            NULL, ring_span(i, CCOIP_REGION_SCRATCH, 0, st.recv.count * o->esize), POS_RS_IO, true);
+    ring_io(p, i, &st, p_ring_span(i, from, st.send.offset * o->esize, st.send.count * o->esize),
+            NULL, p_ring_span(i, CCOIP_REGION_SCRATCH, 0, st.recv.count * o->esize), POS_RS_IO, true);
 }
 
 static bool ring_meta_ok(const p_op *o, const ccoip_quant_meta *m)
@@ -444,6 +451,10 @@ static bool ring_meta_ok(const p_op *o, const ccoip_quant_meta *m)
 static void ring_after_io(ccoip_peer *p, uint32_t i)
 {
     p_op *o = &p->ops[i];
+    if (o->a.kind != CCOIP_COLL_ALL_REDUCE) {
+        p_coll_after_io(p, i);
+        return;
+    }
     if (o->sub == POS_SG_IO) {
         if (o->step + 2u < o->world) {
             gather_step(p, i, o->step + 1u);
@@ -456,17 +467,17 @@ static void ring_after_io(ccoip_peer *p, uint32_t i)
     bool q = ring_quantized(o);
     if (q && !ring_meta_ok(o, &o->recv_meta)) {
         /* The predecessor broke the protocol: abort the op (docs/core.md §3.4). */
-        ring_abort(p, i, pcclRankConnectionLost, "invalid quantization metadata from predecessor");
+        p_ring_abort(p, i, pcclRankConnectionLost, "invalid quantization metadata from predecessor");
         return;
     }
     ccoip_span_ref dst =
-        ring_span(i, CCOIP_REGION_RECV, st.recv.offset * o->esize, st.recv.count * o->esize);
+        p_ring_span(i, CCOIP_REGION_RECV, st.recv.offset * o->esize, st.recv.count * o->esize);
     if (o->sub == POS_RS_IO && q) {
-        ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_DEQUANTIZE, POS_RS_REDUCE);
+        ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_DEQUANTIZE, POS_RS_REDUCE);
         if (a == NULL) return;
         a->dst = dst;
         a->count = st.recv.count;
-        a->src = ring_span(i, CCOIP_REGION_SCRATCH, o->half, st.recv.count * o->wsize);
+        a->src = p_ring_span(i, CCOIP_REGION_SCRATCH, o->half, st.recv.count * o->wsize);
         a->quant = o->recv_meta;
         a->reduce = true;
         return;
@@ -478,12 +489,12 @@ static void ring_after_io(ccoip_peer *p, uint32_t i)
         for (uint32_t j = 0; j < n; j++) {
             const ccoip_span c = ccoip_ring_chunk(st.recv.count, n, j);
             const uint64_t at = st.recv.offset + c.offset;
-            ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_REDUCE, POS_RS_REDUCE);
+            ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_REDUCE, POS_RS_REDUCE);
             if (a == NULL) return; /* overflow: the step fails */
             if (j == 0) first = o->io_kernel;
-            a->dst = ring_span(i, CCOIP_REGION_RECV, at * o->esize, c.count * o->esize);
+            a->dst = p_ring_span(i, CCOIP_REGION_RECV, at * o->esize, c.count * o->esize);
             a->count = c.count;
-            a->src = ring_span(i, CCOIP_REGION_SCRATCH, c.offset * o->esize, c.count * o->esize);
+            a->src = p_ring_span(i, CCOIP_REGION_SCRATCH, c.offset * o->esize, c.count * o->esize);
             a->base = ring_rs_base(o, i, at, c.count);
         }
         o->io_kernel = first; /* ring_kernel gave ids first .. first + n - 1 */
@@ -495,10 +506,10 @@ static void ring_after_io(ccoip_peer *p, uint32_t i)
         ring_ag_next(p, i);
         return;
     }
-    ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_DEQUANTIZE, POS_AG_DEQUANT);
+    ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_DEQUANTIZE, POS_AG_DEQUANT);
     if (a == NULL) return;
     a->src =
-        ring_span(i, CCOIP_REGION_SCRATCH, (1u - o->fwd_half) * o->half, st.recv.count * o->wsize);
+        p_ring_span(i, CCOIP_REGION_SCRATCH, (1u - o->fwd_half) * o->half, st.recv.count * o->wsize);
     a->dst = dst;
     a->count = st.recv.count;
     a->quant = o->recv_meta;
@@ -508,6 +519,14 @@ static void ring_after_io(ccoip_peer *p, uint32_t i)
 static void ring_after_kernel(ccoip_peer *p, uint32_t i, const ccoip_done *d)
 {
     p_op *o = &p->ops[i];
+    if (o->sub == POS_RESTORE) {
+        ring_after_restore(p, i);
+        return;
+    }
+    if (o->a.kind != CCOIP_COLL_ALL_REDUCE) {
+        p_coll_after_kernel(p, i);
+        return;
+    }
     switch (o->sub) {
     case POS_INIT_COPY:
         if (ring_gather(o)) {
@@ -521,9 +540,9 @@ static void ring_after_kernel(ccoip_peer *p, uint32_t i, const ccoip_done *d)
     case POS_RS_QUANT: {
         o->send_meta = d->quant_out;
         ccoip_ring_step st = ring_step_of(o);
-        ring_io(p, i, &st, ring_span(i, CCOIP_REGION_SCRATCH, 0, st.send.count * o->wsize),
+        ring_io(p, i, &st, p_ring_span(i, CCOIP_REGION_SCRATCH, 0, st.send.count * o->wsize),
                 &o->send_meta,
-                ring_span(i, CCOIP_REGION_SCRATCH, o->half, st.recv.count * o->wsize), POS_RS_IO,
+                p_ring_span(i, CCOIP_REGION_SCRATCH, o->half, st.recv.count * o->wsize), POS_RS_IO,
                 false);
         return;
     }
@@ -542,10 +561,10 @@ static void ring_after_kernel(ccoip_peer *p, uint32_t i, const ccoip_done *d)
         o->fwd_half = 0;
         ccoip_span owned =
             ccoip_ring_chunk(o->a.count, o->world, ccoip_ring_owned_chunk(o->world, o->rank));
-        ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_DEQUANTIZE, POS_OWN_DEQUANT);
+        ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_DEQUANTIZE, POS_OWN_DEQUANT);
         if (a == NULL) return;
-        a->src = ring_span(i, CCOIP_REGION_SCRATCH, 0, owned.count * o->wsize);
-        a->dst = ring_span(i, CCOIP_REGION_RECV, owned.offset * o->esize, owned.count * o->esize);
+        a->src = p_ring_span(i, CCOIP_REGION_SCRATCH, 0, owned.count * o->wsize);
+        a->dst = p_ring_span(i, CCOIP_REGION_RECV, owned.offset * o->esize, owned.count * o->esize);
         a->count = owned.count;
         a->quant = o->fwd_meta;
         a->reduce = false;
@@ -563,15 +582,17 @@ static void ring_after_kernel(ccoip_peer *p, uint32_t i, const ccoip_done *d)
         gather_after_sum(p, i);
         return;
     case POS_SG_FIN:
-        ring_done(p, i);
+        p_ring_done(p, i);
         return;
-    case POS_RESTORE:
-        ring_after_restore(p, i);
-        return;
+    case POS_RESTORE: /* above */
     case POS_NONE:
     case POS_RS_IO:
     case POS_AG_IO:
     case POS_SG_IO:
+    case POS_C_PRO:
+    case POS_C_IO:
+    case POS_C_RED:
+    case POS_C_EPI:
         break;
     }
 }
@@ -604,7 +625,7 @@ bool p_ring_on_done(ccoip_peer *p, const ccoip_event *ev)
                 o->recv_meta = ev->done.quant;
             }
             if (ev->done.result != pcclSuccess) {
-                ring_abort(p, i, pcclRankConnectionLost, "ring I/O failed");
+                p_ring_abort(p, i, pcclRankConnectionLost, "ring I/O failed");
             } else if (o->send_left == 0 && o->recv_left == 0) {
                 ring_after_io(p, i);
             }
@@ -619,9 +640,9 @@ bool p_ring_on_done(ccoip_peer *p, const ccoip_event *ev)
                     (o->sub == POS_RS_QUANT || o->sub == POS_OWN_QUANT)) {
                     /* NaN/inf cannot be quantized: not retryable (docs/core.md §3.4). */
                     o->abort_reason = CCOIP_PB_REASON_NON_FINITE;
-                    ring_abort(p, i, pcclInvalidArgument, "non-finite data cannot be quantized");
+                    p_ring_abort(p, i, pcclInvalidArgument, "non-finite data cannot be quantized");
                 } else {
-                    ring_abort(p, i, pcclRankConnectionLost, "kernel failed");
+                    p_ring_abort(p, i, pcclRankConnectionLost, "kernel failed");
                 }
             } else if (o->kern_left == 0) {
                 ring_after_kernel(p, i, &ev->done);
@@ -643,11 +664,24 @@ static bool ring_can_start(const ccoip_peer *p)
            !p->ring.opt_off && p->ring.n >= 2 && ring_links_up(p);
 }
 
+/* The checks of a command of another kind than all-reduce (§6.8.3): pinned to an epoch, not
+ * quantized, a known dtype, and an op the dtype has a kernel for where the kind reduces. */
+static bool ring_kind_ok(const ccoip_allreduce_args *a)
+{
+    if ((uint32_t)a->kind >= CCOIP_COLL_KINDS) return false;
+    if (a->kind == CCOIP_COLL_ALL_REDUCE) return true;
+    if (a->pinned_epoch == 0 || a->quant_algorithm != pcclQuantNone) return false;
+    if (!ccoip_dtype_valid(a->dtype)) return false;
+    return !ccoip_coll_reduces(a->kind) || ccoip_reduce_supported(a->op, a->dtype);
+}
+
 pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
 {
     const ccoip_allreduce_args *a = &cmd->allreduce;
+    if (!ring_kind_ok(a)) return pcclInvalidArgument;
+    const bool reducing = ccoip_coll_reduces(a->kind);
     /* A known dtype and op, and no bitwise op on a float dtype. */
-    if (!ccoip_reduce_supported(a->op, a->dtype)) return pcclInvalidArgument;
+    if (reducing && !ccoip_reduce_supported(a->op, a->dtype)) return pcclInvalidArgument;
     if (a->quant_algorithm != pcclQuantNone &&
         !ccoip_quant_supported(a->quant_algorithm, a->dtype, a->quant_dtype)) {
         return pcclInvalidArgument;
@@ -672,7 +706,9 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
     o->cmd = cmd->cmd_id;
     o->a = *a;
     if (a->quant_algorithm == pcclQuantNone) o->a.quant_dtype = pcclUint8; /* not on the wire */
+    if (!reducing) o->a.op = pcclSum; /* not used: every member sends the same */
     o->result = pcclSuccess;
+    o->deadline_ns = a->timeout_ms > 0 ? sm_add_sat(p->now, sm_ms(a->timeout_ms)) : 0;
     ccoip_pb_peer_to_master env;
     memset(&env, 0, sizeof(env));
     env.call_id = p_call_new(p, PC_INITIATE, free_slot);
@@ -684,7 +720,16 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
     env.body.collective_initiate.quant_algorithm = (int32_t)a->quant_algorithm;
     env.body.collective_initiate.quant_dtype =
         a->quant_algorithm == pcclQuantNone ? 0 : (int32_t)a->quant_dtype;
+    env.body.collective_initiate.op = (int32_t)o->a.op;
+    env.body.collective_initiate.kind = (int32_t)a->kind;
+    env.body.collective_initiate.root = ccoip_coll_rooted(a->kind) ? a->root : 0;
+    env.body.collective_initiate.pinned_epoch = a->pinned_epoch;
     const uint64_t bytes = a->count * es;
+    if (a->kind != CCOIP_COLL_ALL_REDUCE) {
+        /* §6.8.3: no relay, no optimistic start: the commence brings seq, epoch and world. */
+        p_send(p, &env);
+        return pcclSuccess;
+    }
     if (ccoip_relay_use(bytes, p->ring.relay_max, a->quant_algorithm != pcclQuantNone)) {
         /* Master relay (§6.8.2): the input goes with the initiate, the answer brings the
          * result; no ring, nothing to restore (RECV is written only with the result). */
@@ -698,7 +743,7 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
         env.body.collective_initiate.relay = true;
         p_send_span(
             p, &env, &env.body.collective_initiate.relay_data, free_slot,
-            ring_span(free_slot, a->in_place ? CCOIP_REGION_RECV : CCOIP_REGION_SEND, 0, bytes));
+            p_ring_span(free_slot, a->in_place ? CCOIP_REGION_RECV : CCOIP_REGION_SEND, 0, bytes));
         o->tx_bytes = bytes;
         return pcclSuccess;
     }
@@ -729,7 +774,7 @@ void p_ring_on_initiate_error(ccoip_peer *p, uint32_t i, pcclResult_t r)
         o->refused = true;
         switch (o->state) {
         case PO_RUNNING:
-            ring_abort(p, i, r, "initiate refused");
+            p_ring_abort(p, i, r, "initiate refused");
             return;
         case PO_COMPLETING:
             o->result = r;
@@ -775,7 +820,7 @@ void p_ring_on_relay_answer(ccoip_peer *p, uint32_t i, const ccoip_pb_collective
     if (w == NULL) return; /* overflow: the step fails */
     memcpy(buf, v->relay_result.data, (size_t)bytes);
     w->op_slot = i;
-    w->dst = ring_span(i, CCOIP_REGION_RECV, 0, bytes);
+    w->dst = p_ring_span(i, CCOIP_REGION_RECV, 0, bytes);
     w->data = buf;
     w->len = bytes;
     o->seq = v->seq;
@@ -815,7 +860,7 @@ void p_ring_on_commence(ccoip_peer *p, uint32_t i, const ccoip_pb_master_to_peer
     p_op_set_state(o, PO_RUNNING);
     bool links = p->ring.n == 1 || ring_links_up(p);
     if (!p->ring.ready || cc->epoch != p->ring.epoch || cc->world_size != p->ring.n || !links ||
-        cc->world_size == 0) {
+        cc->world_size == 0 || (o->a.pinned_epoch != 0 && o->a.pinned_epoch != cc->epoch)) {
         /* Not the ring we have: nothing was touched; report the abort (§6.9 fence). */
         sm_log(&p->out, CCOIP_LOG_WARN,
                "peer %U: commence tag %U for epoch %U/world %u, ring is epoch %U/world %u", p->id,
@@ -839,6 +884,10 @@ static void ring_begin(ccoip_peer *p, uint32_t i)
     o->rx_conn = p->ring.n == 1 ? CCOIP_CONN_NONE : p->wire.rx_conn[key % p->wire.rx_n];
     o->esize = ccoip_dtype_size(o->a.dtype);
     o->wsize = ring_quantized(o) ? ccoip_dtype_size(o->a.quant_dtype) : o->esize;
+    if (o->a.kind != CCOIP_COLL_ALL_REDUCE) {
+        p_coll_begin(p, i);
+        return;
+    }
     uint64_t max_chunk = o->a.count / o->world + (o->a.count % o->world != 0 ? 1u : 0u);
     /* Striping (§8.2): an op with a step to stripe holds both pools (they are the ring's until
      * its epoch ends; a lost one aborts it); stripes follow each step's chunk. */
@@ -863,6 +912,7 @@ static void ring_begin(ccoip_peer *p, uint32_t i)
         o->world == 1 ? 0 : (ring_quantized(o) ? 2u * o->half : max_chunk * o->esize);
     if (ring_gather(o)) b->scratch_bytes = (uint64_t)o->world * bytes; /* one slot per rank */
     b->backup_bytes = o->a.in_place ? bytes : 0;
+    o->backup_bytes = b->backup_bytes;
     o->begun = true;
     if (ring_gather(o) && !o->a.in_place) {
         /* The small all-reduce writes RECV only with its rank-order sum (one GATHER_REDUCE
@@ -874,14 +924,14 @@ static void ring_begin(ccoip_peer *p, uint32_t i)
         ring_rs_step(p, i, 0);
         return;
     }
-    ccoip_action *a = ring_kernel(p, i, CCOIP_ACT_COPY, POS_INIT_COPY);
+    ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_COPY, POS_INIT_COPY);
     if (a == NULL) return;
     if (o->a.in_place) {
-        a->src = ring_span(i, CCOIP_REGION_RECV, 0, bytes);
-        a->dst = ring_span(i, CCOIP_REGION_BACKUP, 0, bytes);
+        a->src = p_ring_span(i, CCOIP_REGION_RECV, 0, bytes);
+        a->dst = p_ring_span(i, CCOIP_REGION_BACKUP, 0, bytes);
     } else {
-        a->src = ring_span(i, CCOIP_REGION_SEND, 0, bytes);
-        a->dst = ring_span(i, CCOIP_REGION_RECV, 0, bytes);
+        a->src = p_ring_span(i, CCOIP_REGION_SEND, 0, bytes);
+        a->dst = p_ring_span(i, CCOIP_REGION_RECV, 0, bytes);
     }
     a->count = o->a.count;
 }
@@ -909,7 +959,7 @@ void p_ring_on_verdict(ccoip_peer *p, const ccoip_pb_collective_verdict *v)
                 p_fail(p, "success verdict before our completion");
                 return;
             }
-            ring_abort(p, i, ring_result_of_reason(v->reason), "abort verdict from the master");
+            p_ring_abort(p, i, ring_result_of_reason(v->reason), "abort verdict from the master");
             return;
         case PO_RESTORING:
             return; /* the completion goes out as a notification after the restore */
@@ -943,7 +993,7 @@ void p_ring_on_link_lost(ccoip_peer *p, uint64_t conn)
         for (uint32_t k = 0; k < o->prx; k++)
             uses = uses || o->srx[k] == conn;
         if (uses) {
-            ring_abort(p, i, pcclRankConnectionLost, "ring link lost");
+            p_ring_abort(p, i, pcclRankConnectionLost, "ring link lost");
         }
     }
 }
@@ -960,7 +1010,7 @@ void p_ring_fail_all(ccoip_peer *p, pcclResult_t r)
             ring_finish(p, i);
             break;
         case PO_RUNNING:
-            ring_abort(p, i, r, "master lost");
+            p_ring_abort(p, i, r, "master lost");
             break;
         case PO_RESTORING:
             o->result = r;
@@ -975,4 +1025,39 @@ void p_ring_fail_all(ccoip_peer *p, pcclResult_t r)
             break;
         }
     }
+}
+
+void p_ring_timers(ccoip_peer *p)
+{
+    for (uint32_t i = 0; i < p->cfg.max_ops; i++) {
+        p_op *o = &p->ops[i];
+        if (o->state == PO_FREE || o->deadline_ns == 0 || o->cancel_sent ||
+            p->now < o->deadline_ns) {
+            continue;
+        }
+        o->cancel_sent = true;
+        if (!ring_master_alive(p) || o->relay) continue; /* the relay answers at once anyway */
+        /* The master decides for every member (§6.8.3): it aborts the running op, or refuses
+         * its vote, with REASON_OP_TIMEOUT; an op that ended meanwhile keeps its verdict. */
+        sm_log(&p->out, CCOIP_LOG_WARN,
+               "peer %U: collective (kind %d) tag %U timed out after %u ms: cancelling it",
+               p->id, (int)o->a.kind, o->a.tag, o->a.timeout_ms);
+        ccoip_pb_peer_to_master env;
+        memset(&env, 0, sizeof(env));
+        env.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_COLLECTIVE_CANCEL;
+        env.body.collective_cancel.tag = o->a.tag;
+        env.body.collective_cancel.seq = o->state == PO_INITIATING || o->optimistic ? 0 : o->seq;
+        p_send(p, &env);
+    }
+}
+
+uint64_t p_ring_deadline(const ccoip_peer *p)
+{
+    uint64_t d = CCOIP_NO_DEADLINE;
+    for (uint32_t i = 0; i < p->cfg.max_ops; i++) {
+        const p_op *o = &p->ops[i];
+        if (o->state != PO_FREE && o->deadline_ns != 0 && !o->cancel_sent && o->deadline_ns < d)
+            d = o->deadline_ns;
+    }
+    return d;
 }

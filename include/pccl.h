@@ -393,6 +393,220 @@ PCCL_EXPORT pcclResult_t pcclAllReduceMultipleWithRetry(
     const pcclReduceOpDescriptor_t *descriptors, size_t count, const pcclComm_t *communicator,
     PCCL_NULLABLE pcclReduceInfo_t *reduce_info_out, int max_in_flight);
 
+/* ------------------------------------------------------------------------ */
+/* The collective set beyond all-reduce (docs/collectives.md)               */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Ranks: a peer's rank is its index in its group's ring of the current epoch
+ * (PCCL_ATTRIBUTE_RANK, PCCL_ATTRIBUTE_EPOCH); world is
+ * PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE. Every collective below is pinned to
+ * the epoch the call reads when it starts: the caller sizes its buffers and
+ * names its root for that world. When the group's membership changed before
+ * every member started the op (a different epoch at any member, or at the
+ * master), every member gets pcclUpdateTopologyFailed and nothing was
+ * touched: update the topology, read rank and world again, retry. A member
+ * lost while the op runs aborts it for every member (pcclRankConnectionLost),
+ * as an all-reduce.
+ *
+ * Outputs on failure: an input the op overwrites in place (a reduce at the
+ * root with sendbuf == recvbuf, a reduce-scatter whose output aliases its
+ * input block, an all-to-all in place) is restored bit for bit before the
+ * call returns; an output that is not an input is undefined (its previous
+ * contents are not kept) and never reported as a result.
+ *
+ * Every call has a blocking form and an ...Async form returning a work
+ * object (pcclWork_t). Many may be in flight at once on distinct tags, issued
+ * in any order across peers. Sizes are in elements; count is per rank where
+ * the buffer holds one block per rank (world * count elements).
+ */
+
+/** A started collective (pcclWorkWait, pcclWorkIsCompleted, pcclWorkFree). Opaque. */
+typedef struct pcclWork_t pcclWork_t;
+
+/**
+ * Options of one collective (NULL: every default). Versioned by its size as
+ * pcclCommCreateOptions_t: initialize with PCCL_COLLECTIVE_OPTIONS_INIT.
+ */
+typedef struct pcclCollectiveOptions_t {
+    /** sizeof(pcclCollectiveOptions_t) as the caller compiled it. */
+    uint32_t struct_size;
+    /**
+     * Cancels the op on every member when it has not finished this many
+     * milliseconds after it started here: every member's call returns
+     * pcclTimeout and no buffer is touched after it returns. 0: the
+     * communicator's default (environment PCCL_TIMEOUT_MS, else none).
+     */
+    uint32_t timeout_ms;
+    /** Identifies the op among those in flight on the communicator (default 0). */
+    uint64_t tag;
+} pcclCollectiveOptions_t;
+
+/** An initializer of pcclCollectiveOptions_t: every option at its default. */
+#define PCCL_COLLECTIVE_OPTIONS_INIT                                                               \
+    {                                                                                              \
+        (uint32_t)sizeof(pcclCollectiveOptions_t), 0u, 0u                                          \
+    }
+
+/** Statistics of one finished collective. */
+typedef struct pcclCollectiveInfo_t {
+    /** Members of the op (the world its ranks refer to). */
+    uint32_t world_size;
+    /** This peer's rank in it. */
+    uint32_t rank;
+    /** The epoch it ran in. */
+    uint64_t epoch;
+    /** Bytes this peer sent and received on its links. */
+    uint64_t tx_bytes;
+    uint64_t rx_bytes;
+} pcclCollectiveInfo_t;
+
+/**
+ * Broadcast: root's buf (count elements) is copied into every member's buf.
+ * Returns pcclSuccess; pcclNotInitialized; pcclInvalidArgument (NULL buffer,
+ * unknown dtype, root outside [0, world)); pcclInvalidUsage (not connected,
+ * the members disagree on count, dtype or root, tag in flight); pcclTooFewPeers;
+ * pcclUpdateTopologyFailed; pcclRankConnectionLost; pcclMasterConnectionFailed;
+ * pcclTimeout.
+ */
+PCCL_EXPORT pcclResult_t pcclBroadcast(void *buf, size_t count, pcclDataType_t dtype, int root,
+                                       PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                       const pcclComm_t *communicator,
+                                       PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
+PCCL_EXPORT pcclResult_t pcclBroadcastAsync(void *buf, size_t count, pcclDataType_t dtype,
+                                            int root,
+                                            PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                            const pcclComm_t *communicator, pcclWork_t **work_out);
+
+/**
+ * Reduce: the reduction of every member's sendbuf (count elements) lands in
+ * root's recvbuf (sendbuf == recvbuf: in place). recvbuf is not used on the
+ * other members (may be NULL there); their sendbuf is only read.
+ * Returns as pcclBroadcast, and pcclInvalidArgument for an op the dtype has
+ * no kernel for (bitwise on floats).
+ */
+PCCL_EXPORT pcclResult_t pcclReduce(const void *sendbuf, void *recvbuf, size_t count,
+                                    pcclDataType_t dtype, pcclRedOp_t op, int root,
+                                    PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                    const pcclComm_t *communicator,
+                                    PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
+PCCL_EXPORT pcclResult_t pcclReduceAsync(const void *sendbuf, void *recvbuf, size_t count,
+                                         pcclDataType_t dtype, pcclRedOp_t op, int root,
+                                         PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                         const pcclComm_t *communicator, pcclWork_t **work_out);
+
+/**
+ * All-gather: every member's sendbuf (count elements) lands in block r of
+ * every member's recvbuf (world * count elements), r the sender's rank.
+ * sendbuf may be block `rank` of recvbuf (in place). Returns as pcclBroadcast.
+ */
+PCCL_EXPORT pcclResult_t pcclAllGather(const void *sendbuf, void *recvbuf, size_t count,
+                                       pcclDataType_t dtype,
+                                       PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                       const pcclComm_t *communicator,
+                                       PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
+PCCL_EXPORT pcclResult_t pcclAllGatherAsync(const void *sendbuf, void *recvbuf, size_t count,
+                                            pcclDataType_t dtype,
+                                            PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                            const pcclComm_t *communicator,
+                                            pcclWork_t **work_out);
+
+/**
+ * Reduce-scatter: block r of the reduction of every member's sendbuf
+ * (world * count elements) lands in rank r's recvbuf (count elements).
+ * recvbuf may be block `rank` of sendbuf (in place). Returns as pcclReduce.
+ */
+PCCL_EXPORT pcclResult_t pcclReduceScatter(const void *sendbuf, void *recvbuf, size_t count,
+                                           pcclDataType_t dtype, pcclRedOp_t op,
+                                           PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                           const pcclComm_t *communicator,
+                                           PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
+PCCL_EXPORT pcclResult_t pcclReduceScatterAsync(
+    const void *sendbuf, void *recvbuf, size_t count, pcclDataType_t dtype, pcclRedOp_t op,
+    PCCL_NULLABLE const pcclCollectiveOptions_t *options, const pcclComm_t *communicator,
+    pcclWork_t **work_out);
+
+/**
+ * All-to-all: block j of rank i's sendbuf (world * count elements) lands in
+ * block i of rank j's recvbuf. sendbuf == recvbuf: in place. Returns as
+ * pcclBroadcast.
+ */
+PCCL_EXPORT pcclResult_t pcclAllToAll(const void *sendbuf, void *recvbuf, size_t count,
+                                      pcclDataType_t dtype,
+                                      PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                      const pcclComm_t *communicator,
+                                      PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
+PCCL_EXPORT pcclResult_t pcclAllToAllAsync(const void *sendbuf, void *recvbuf, size_t count,
+                                           pcclDataType_t dtype,
+                                           PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                           const pcclComm_t *communicator, pcclWork_t **work_out);
+
+/**
+ * Gather: every member's sendbuf (count elements) lands in block r of root's
+ * recvbuf (world * count elements; not used elsewhere, may be NULL there).
+ * Returns as pcclBroadcast.
+ */
+PCCL_EXPORT pcclResult_t pcclGather(const void *sendbuf, void *recvbuf, size_t count,
+                                    pcclDataType_t dtype, int root,
+                                    PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                    const pcclComm_t *communicator,
+                                    PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
+PCCL_EXPORT pcclResult_t pcclGatherAsync(const void *sendbuf, void *recvbuf, size_t count,
+                                         pcclDataType_t dtype, int root,
+                                         PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                         const pcclComm_t *communicator, pcclWork_t **work_out);
+
+/**
+ * Scatter: block r of root's sendbuf (world * count elements; not used
+ * elsewhere, may be NULL there) lands in rank r's recvbuf (count elements).
+ * Returns as pcclBroadcast.
+ */
+PCCL_EXPORT pcclResult_t pcclScatter(const void *sendbuf, void *recvbuf, size_t count,
+                                     pcclDataType_t dtype, int root,
+                                     PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                     const pcclComm_t *communicator,
+                                     PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
+PCCL_EXPORT pcclResult_t pcclScatterAsync(const void *sendbuf, void *recvbuf, size_t count,
+                                          pcclDataType_t dtype, int root,
+                                          PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                          const pcclComm_t *communicator, pcclWork_t **work_out);
+
+/**
+ * Barrier: returns once every member of the group entered it (the master's
+ * vote completing is the barrier; no data moves). Returns as pcclBroadcast.
+ */
+PCCL_EXPORT pcclResult_t pcclBarrier(PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                     const pcclComm_t *communicator,
+                                     PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
+PCCL_EXPORT pcclResult_t pcclBarrierAsync(PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                          const pcclComm_t *communicator, pcclWork_t **work_out);
+
+/**
+ * Waits for a work object's op (bounded by its timeout, then the
+ * communicator's timeout_ms) and returns its result; info_out (may be NULL)
+ * gets its statistics on success. The work object stays valid (a second wait
+ * returns the same result) until pcclWorkFree.
+ */
+PCCL_EXPORT pcclResult_t pcclWorkWait(pcclWork_t *work,
+                                      PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
+
+/**
+ * Waits at most timeout_ms (0: returns at once) for the op. pcclTimeout: it
+ * is still running (wait again); the op itself is not cancelled by this.
+ */
+PCCL_EXPORT pcclResult_t pcclWorkWaitTimeout(pcclWork_t *work, uint32_t timeout_ms,
+                                             PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
+
+/** *completed_out = whether the op has finished (pcclWorkWait then returns at once). */
+PCCL_EXPORT pcclResult_t pcclWorkIsCompleted(pcclWork_t *work, bool *completed_out);
+
+/**
+ * Frees a work object. A finished op's object is simply freed; a running
+ * op's is first waited for (its buffers are the op's until it ends).
+ * NULL is fine.
+ */
+PCCL_EXPORT void pcclWorkFree(pcclWork_t *work);
+
 /**
  * Shared-state synchronization: PCCL 1.0's 4-argument function (this is the
  * exported symbol pcclSynchronizeSharedState), a collective of every

@@ -585,7 +585,7 @@ static bool app_on_bind_op(void *ctx, uint32_t node, const ccoip_action *act, cc
     if (c == NULL) return false;
     slot->send = c->sendbuf;
     slot->recv = c->recvbuf;
-    slot->bytes = c->count * wl->w->elem_bytes;
+    slot->send_bytes = slot->recv_bytes = c->count * wl->w->elem_bytes;
     return true;
 }
 

@@ -83,8 +83,9 @@ typedef struct pt_cmd_result {
 
 /**
  * Posts a command to a peer driver. For CCOIP_CMD_ALL_REDUCE, sendbuf and
- * recvbuf (count * element size bytes each) stay bound to the command until
- * it completes. *handle identifies the command for pt_cmd_wait.
+ * recvbuf (count * element size bytes each; a command of another kind:
+ * cmd->allreduce.send_bytes / recv_bytes, and they may alias) stay bound to
+ * the command until it completes. *handle identifies the command for pt_cmd_wait.
  * Returns pcclSuccess; pcclInvalidUsage (too many commands in flight, the
  * driver stopped).
  */

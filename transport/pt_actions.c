@@ -430,7 +430,8 @@ static void act_op_begin(pt_driver *d, const ccoip_action *a)
         if (c->state != CMD_FREE && c->cmd_id == a->cmd_id) {
             xs->send = c->sendbuf;
             xs->recv = c->recvbuf;
-            xs->bytes = c->bytes;
+            xs->send_bytes = c->send_bytes;
+            xs->recv_bytes = c->recv_bytes;
             if (c->ntensors > 0) {
                 o->tensors = malloc(c->ntensors * sizeof *o->tensors);
                 o->tensor_bytes = malloc(c->ntensors * sizeof *o->tensor_bytes);

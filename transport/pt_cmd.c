@@ -157,11 +157,24 @@ static bool ranges_of(const pt_cmd *c, pt_ranges *rs, uint8_t **mem)
     uint8_t *const bufs[2] = {c->sendbuf, c->recvbuf};
     for (uint32_t i = 0; i < cap; i++) {
         uint8_t *u = i < 2u ? bufs[i] : c->tensors[i - 2u];
-        const uint64_t n = i < 2u ? c->bytes : c->tensor_bytes[i - 2u];
+        const uint64_t n =
+            i == 0 ? c->send_bytes : (i == 1u ? c->recv_bytes : c->tensor_bytes[i - 2u]);
         if (u == NULL || n == 0) continue;
+        /* The same buffer once; the send and receive buffers of an in-place kind alias (one
+         * holds the other, the API checked it): the larger range, once. */
         bool dup = false;
-        for (uint32_t k = 0; k < rs->n; k++)
-            dup = dup || rs->r[k].u == u;
+        for (uint32_t k = 0; k < rs->n; k++) {
+            uint8_t *ku = rs->r[k].u;
+            if (u >= ku && u + n <= ku + rs->r[k].n) {
+                dup = true;
+            } else if (ku >= u && ku + rs->r[k].n <= u + n) {
+                total -= rs->r[k].n;
+                rs->r[k].u = u;
+                rs->r[k].n = n;
+                total += n;
+                dup = true;
+            }
+        }
         if (dup) continue;
         rs->r[rs->n].u = u;
         rs->r[rs->n].n = n;
@@ -306,7 +319,10 @@ static pcclResult_t cmd_submit(pt_driver *d, ccoip_cmd *cmd, void *sendbuf, void
     c->cmd_id = d->next_cmd_id++;
     c->sendbuf = sendbuf;
     c->recvbuf = recvbuf;
-    c->bytes = bytes;
+    /* An all-reduce binds `bytes` each way; the other kinds the sizes their command carries. */
+    const bool coll = cmd->type == CCOIP_CMD_ALL_REDUCE && cmd->allreduce.kind != CCOIP_COLL_ALL_REDUCE;
+    c->send_bytes = coll ? cmd->allreduce.send_bytes : bytes;
+    c->recv_bytes = coll ? cmd->allreduce.recv_bytes : bytes;
     c->tensors = tensors;
     c->tensor_bytes = tensor_bytes;
     c->ntensors = ntensors;

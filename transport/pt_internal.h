@@ -238,7 +238,7 @@ typedef struct pt_cmd {
     uint64_t cmd_id;
     void *sendbuf;
     void *recvbuf;
-    uint64_t bytes;
+    uint64_t send_bytes, recv_bytes; /* may alias (in-place kinds: one range holds the other) */
     uint8_t **tensors; /* SYNC_SHARED_STATE: owned copies of the arrays */
     uint64_t *tensor_bytes;
     uint32_t ntensors;

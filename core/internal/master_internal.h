@@ -126,6 +126,7 @@ typedef struct m_op_member {
     uint64_t id;        /**< the peer's id (sort key) */
     uint64_t call;      /**< initiate call (voting) or complete call (running) */
     uint64_t opt_epoch; /**< optimistic start (protocol §6.8.1): its ring's epoch; 0: none */
+    uint64_t pin_epoch; /**< the epoch its initiate was pinned to (§6.8.3); 0: none */
     uint64_t done_call; /**< MOM_EARLY: the completion call that came while voting */
     uint8_t *relay;     /**< master relay (§6.8.2): a copy of its input (voting); else NULL */
     uint32_t slot;
@@ -155,6 +156,8 @@ typedef struct m_op {
     int32_t op;
     int32_t quant_algorithm;
     int32_t quant_dtype;
+    int32_t kind;  /**< CollectiveKind (§6.8.3) */
+    uint32_t root; /**< rooted kinds: the root's rank */
     bool mismatch;
     bool relay; /**< master relay (§6.8.2): answered with the result when the vote completes */
     bool has_first;
@@ -567,6 +570,8 @@ void m_topo_start_optimized_phase(ccoip_master *m);
 /* master_collective.c */
 void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
                         const ccoip_pb_collective_initiate *ci);
+/** A member's op timed out (CollectiveCancel, §6.8.3): abort or refuse it for every member. */
+void m_coll_on_cancel(ccoip_master *m, uint32_t slot, const ccoip_pb_collective_cancel *cc);
 void m_coll_on_complete(ccoip_master *m, uint32_t slot, uint64_t call,
                         const ccoip_pb_collective_complete *cc);
 void m_coll_on_loss(ccoip_master *m, uint32_t slot);

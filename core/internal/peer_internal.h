@@ -94,7 +94,12 @@ typedef enum p_op_sub {
     POS_SG_IO,  /**< small all-reduce: all-gather step (ccoip_ring_use_gather) */
     POS_SG_SUM, /**< small all-reduce: reducing the inputs in rank order */
     POS_SG_FIN, /**< small all-reduce: AVG division */
-    POS_RESTORE
+    POS_RESTORE,
+    /* The other kinds (peer_coll.c, core/ccoip_coll.h): */
+    POS_C_PRO, /**< prologue copies (backup, packing) */
+    POS_C_IO,  /**< a step's sends and receives */
+    POS_C_RED, /**< a step's reduction (and AVG division) */
+    POS_C_EPI  /**< epilogue copies */
 } p_op_sub;
 
 typedef struct p_op {
@@ -143,7 +148,11 @@ typedef struct p_op {
     bool relay;   /**< relayed by the master (§6.8.2): no ring; the answer carries the result */
     uint64_t tx_bytes;
     uint64_t rx_bytes;
-    pcclResult_t result; /**< what the NOTIFY will say */
+    pcclResult_t result;   /**< what the NOTIFY will say */
+    uint64_t backup_bytes; /**< BACKUP restored into RECV [0, backup_bytes) on abort (0: none) */
+    /** The op's timeout (§6.8.3): at deadline_ns a CollectiveCancel goes out (once). */
+    uint64_t deadline_ns;
+    bool cancel_sent;
 } p_op;
 
 /** Shared-state connections served at once (distributor side). */
@@ -520,5 +529,22 @@ void p_ring_on_relay_answer(ccoip_peer *p, uint32_t i, const ccoip_pb_collective
 bool p_ring_on_done(ccoip_peer *p, const ccoip_event *ev);
 void p_ring_on_link_lost(ccoip_peer *p, uint64_t conn);
 void p_ring_fail_all(ccoip_peer *p, pcclResult_t r);
+/** Ops past their timeout send CollectiveCancel (§6.8.3). */
+void p_ring_timers(ccoip_peer *p);
+/** The earliest op timeout not yet acted on; CCOIP_NO_DEADLINE when none. */
+uint64_t p_ring_deadline(const ccoip_peer *p);
+/* Shared with peer_coll.c: the op lifecycle's building blocks (peer_ring.c). */
+ccoip_span_ref p_ring_span(uint32_t slot, ccoip_region region, uint64_t off, uint64_t len);
+ccoip_action *p_ring_kernel(ccoip_peer *p, uint32_t i, ccoip_action_type t, p_op_sub sub);
+ccoip_action *p_ring_io_push(ccoip_peer *p, uint32_t i, ccoip_action_type t, uint64_t io_id,
+                             uint64_t conn, uint32_t chunk);
+void p_ring_done(ccoip_peer *p, uint32_t i);
+void p_ring_abort(ccoip_peer *p, uint32_t i, pcclResult_t result, const char *why);
+
+/* peer_coll.c: the collectives beyond all-reduce (core/ccoip_coll.h) on an op slot whose
+ * epoch, world, rank and connections ring_begin set. */
+void p_coll_begin(ccoip_peer *p, uint32_t i);
+void p_coll_after_io(ccoip_peer *p, uint32_t i);
+void p_coll_after_kernel(ccoip_peer *p, uint32_t i);
 
 #endif /* CCOIP_PEER_INTERNAL_H */

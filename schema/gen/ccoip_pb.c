@@ -623,6 +623,7 @@ bool ccoip_pb_reason_is_known(int32_t v)
     case CCOIP_PB_REASON_VOTE_UNMATCHED:
     case CCOIP_PB_REASON_JOIN_TIMEOUT:
     case CCOIP_PB_REASON_AUTH_FAILED:
+    case CCOIP_PB_REASON_OP_TIMEOUT:
         return true;
     default:
         return false;
@@ -674,6 +675,8 @@ const char *ccoip_pb_reason_name(int32_t v)
         return "REASON_JOIN_TIMEOUT";
     case CCOIP_PB_REASON_AUTH_FAILED:
         return "REASON_AUTH_FAILED";
+    case CCOIP_PB_REASON_OP_TIMEOUT:
+        return "REASON_OP_TIMEOUT";
     default:
         return NULL;
     }
@@ -727,6 +730,50 @@ const char *ccoip_pb_data_type_name(int32_t v)
         return "DATA_TYPE_FLOAT";
     case CCOIP_PB_DATA_TYPE_DOUBLE:
         return "DATA_TYPE_DOUBLE";
+    default:
+        return NULL;
+    }
+}
+
+bool ccoip_pb_collective_kind_is_known(int32_t v)
+{
+    switch (v) {
+    case CCOIP_PB_COLLECTIVE_KIND_ALL_REDUCE:
+    case CCOIP_PB_COLLECTIVE_KIND_BROADCAST:
+    case CCOIP_PB_COLLECTIVE_KIND_REDUCE:
+    case CCOIP_PB_COLLECTIVE_KIND_ALL_GATHER:
+    case CCOIP_PB_COLLECTIVE_KIND_REDUCE_SCATTER:
+    case CCOIP_PB_COLLECTIVE_KIND_ALL_TO_ALL:
+    case CCOIP_PB_COLLECTIVE_KIND_GATHER:
+    case CCOIP_PB_COLLECTIVE_KIND_SCATTER:
+    case CCOIP_PB_COLLECTIVE_KIND_BARRIER:
+        return true;
+    default:
+        return false;
+    }
+}
+
+const char *ccoip_pb_collective_kind_name(int32_t v)
+{
+    switch (v) {
+    case CCOIP_PB_COLLECTIVE_KIND_ALL_REDUCE:
+        return "COLLECTIVE_KIND_ALL_REDUCE";
+    case CCOIP_PB_COLLECTIVE_KIND_BROADCAST:
+        return "COLLECTIVE_KIND_BROADCAST";
+    case CCOIP_PB_COLLECTIVE_KIND_REDUCE:
+        return "COLLECTIVE_KIND_REDUCE";
+    case CCOIP_PB_COLLECTIVE_KIND_ALL_GATHER:
+        return "COLLECTIVE_KIND_ALL_GATHER";
+    case CCOIP_PB_COLLECTIVE_KIND_REDUCE_SCATTER:
+        return "COLLECTIVE_KIND_REDUCE_SCATTER";
+    case CCOIP_PB_COLLECTIVE_KIND_ALL_TO_ALL:
+        return "COLLECTIVE_KIND_ALL_TO_ALL";
+    case CCOIP_PB_COLLECTIVE_KIND_GATHER:
+        return "COLLECTIVE_KIND_GATHER";
+    case CCOIP_PB_COLLECTIVE_KIND_SCATTER:
+        return "COLLECTIVE_KIND_SCATTER";
+    case CCOIP_PB_COLLECTIVE_KIND_BARRIER:
+        return "COLLECTIVE_KIND_BARRIER";
     default:
         return NULL;
     }
@@ -1014,6 +1061,10 @@ static pcclResult_t size_collective_complete(const ccoip_pb_collective_complete 
 static pcclResult_t write_collective_complete(const ccoip_pb_collective_complete *m, pb_enc *e);
 static pcclResult_t dec_collective_complete(pb_dec *d, const uint8_t *p, uint64_t n, uint32_t depth,
                                             ccoip_pb_collective_complete *out);
+static pcclResult_t size_collective_cancel(const ccoip_pb_collective_cancel *m, uint64_t *out);
+static pcclResult_t write_collective_cancel(const ccoip_pb_collective_cancel *m, pb_enc *e);
+static pcclResult_t dec_collective_cancel(pb_dec *d, const uint8_t *p, uint64_t n, uint32_t depth,
+                                          ccoip_pb_collective_cancel *out);
 static pcclResult_t size_collective_verdict(const ccoip_pb_collective_verdict *m, uint64_t *out);
 static pcclResult_t write_collective_verdict(const ccoip_pb_collective_verdict *m, pb_enc *e);
 static pcclResult_t dec_collective_verdict(pb_dec *d, const uint8_t *p, uint64_t n, uint32_t depth,
@@ -1395,6 +1446,18 @@ static pcclResult_t pb_put_sub_collective_complete(pb_enc *e, uint32_t field,
     PB_TRY(pb_put_varint(e, sub));
     start = e->pos;
     PB_TRY(write_collective_complete(m, e));
+    return e->pos - start == sub ? pcclSuccess : pcclInternalError;
+}
+
+static pcclResult_t pb_put_sub_collective_cancel(pb_enc *e, uint32_t field,
+                                                 const ccoip_pb_collective_cancel *m)
+{
+    uint64_t sub, start;
+    PB_TRY(size_collective_cancel(m, &sub));
+    PB_TRY(pb_put_tag(e, field, PB_WT_LEN));
+    PB_TRY(pb_put_varint(e, sub));
+    start = e->pos;
+    PB_TRY(write_collective_cancel(m, e));
     return e->pos - start == sub ? pcclSuccess : pcclInternalError;
 }
 
@@ -4615,6 +4678,19 @@ static pcclResult_t size_collective_initiate(const ccoip_pb_collective_initiate 
     /* 9: relay_data */
     PB_TRY(pb_check_bytes(m->relay_data, false));
     if (m->relay_data.len != 0) PB_TRY(pb_add_len_field(&s, 9u, m->relay_data.len));
+    /* 10: kind */
+    if (!ccoip_pb_collective_kind_is_known(m->kind)) return pcclInvalidArgument;
+    if (m->kind != 0) {
+        PB_TRY(pb_add(&s, pb_tag_size(10u) + pb_varint_size(pb_enum_wire(m->kind))));
+    }
+    /* 11: root */
+    if (m->root != 0) {
+        PB_TRY(pb_add(&s, pb_tag_size(11u) + pb_varint_size(m->root)));
+    }
+    /* 12: pinned_epoch */
+    if (m->pinned_epoch != 0) {
+        PB_TRY(pb_add(&s, pb_tag_size(12u) + pb_varint_size(m->pinned_epoch)));
+    }
     *out = s;
     return pcclSuccess;
 }
@@ -4663,6 +4739,21 @@ static pcclResult_t write_collective_initiate(const ccoip_pb_collective_initiate
     }
     /* 9: relay_data */
     if (m->relay_data.len != 0) PB_TRY(pb_put_bytes_field(e, 9u, m->relay_data));
+    /* 10: kind */
+    if (m->kind != 0) {
+        PB_TRY(pb_put_tag(e, 10u, PB_WT_VARINT));
+        PB_TRY(pb_put_varint(e, pb_enum_wire(m->kind)));
+    }
+    /* 11: root */
+    if (m->root != 0) {
+        PB_TRY(pb_put_tag(e, 11u, PB_WT_VARINT));
+        PB_TRY(pb_put_varint(e, m->root));
+    }
+    /* 12: pinned_epoch */
+    if (m->pinned_epoch != 0) {
+        PB_TRY(pb_put_tag(e, 12u, PB_WT_VARINT));
+        PB_TRY(pb_put_varint(e, m->pinned_epoch));
+    }
     return pcclSuccess;
 }
 
@@ -4720,6 +4811,21 @@ static pcclResult_t dec_collective_initiate(pb_dec *d, const uint8_t *p, uint64_
         case 9u: { /* relay_data */
             PB_TRY(pb_mark(&seen, 8u));
             PB_TRY(pb_bytes_field(d, p, n, &pos, wt, false, &out->relay_data));
+            break;
+        }
+        case 10u: { /* kind */
+            PB_TRY(pb_mark(&seen, 9u));
+            PB_TRY(pb_scalar_enum(p, n, &pos, wt, &out->kind));
+            break;
+        }
+        case 11u: { /* root */
+            PB_TRY(pb_mark(&seen, 10u));
+            PB_TRY(pb_scalar_u32(p, n, &pos, wt, &out->root));
+            break;
+        }
+        case 12u: { /* pinned_epoch */
+            PB_TRY(pb_mark(&seen, 11u));
+            PB_TRY(pb_scalar_u64(p, n, &pos, wt, &out->pinned_epoch));
             break;
         }
         default:
@@ -4996,6 +5102,96 @@ pcclResult_t ccoip_pb_collective_complete_decode(const uint8_t *buf, uint64_t le
     if (out == NULL) return pcclInvalidArgument;
     PB_TRY(pb_dec_begin(&d, buf, len, lim, arena, &def));
     return dec_collective_complete(&d, buf, len, 0, out);
+}
+
+static pcclResult_t size_collective_cancel(const ccoip_pb_collective_cancel *m, uint64_t *out)
+{
+    uint64_t s = 0;
+    /* 1: tag */
+    if (m->tag != 0) {
+        PB_TRY(pb_add(&s, pb_tag_size(1u) + pb_varint_size(m->tag)));
+    }
+    /* 2: seq */
+    if (m->seq != 0) {
+        PB_TRY(pb_add(&s, pb_tag_size(2u) + pb_varint_size(m->seq)));
+    }
+    *out = s;
+    return pcclSuccess;
+}
+
+static pcclResult_t write_collective_cancel(const ccoip_pb_collective_cancel *m, pb_enc *e)
+{
+    /* 1: tag */
+    if (m->tag != 0) {
+        PB_TRY(pb_put_tag(e, 1u, PB_WT_VARINT));
+        PB_TRY(pb_put_varint(e, m->tag));
+    }
+    /* 2: seq */
+    if (m->seq != 0) {
+        PB_TRY(pb_put_tag(e, 2u, PB_WT_VARINT));
+        PB_TRY(pb_put_varint(e, m->seq));
+    }
+    return pcclSuccess;
+}
+
+static pcclResult_t dec_collective_cancel(pb_dec *d, const uint8_t *p, uint64_t n, uint32_t depth,
+                                          ccoip_pb_collective_cancel *out)
+{
+    uint64_t pos = 0;
+    uint64_t seen = 0;
+    uint32_t field, wt;
+    memset(out, 0, sizeof(*out));
+    if (depth > d->lim->max_depth) return pcclProtocolError;
+    while (pos < n) {
+        PB_TRY(pb_get_tag(p, n, &pos, &field, &wt));
+        switch (field) {
+        case 1u: { /* tag */
+            PB_TRY(pb_mark(&seen, 0u));
+            PB_TRY(pb_scalar_u64(p, n, &pos, wt, &out->tag));
+            break;
+        }
+        case 2u: { /* seq */
+            PB_TRY(pb_mark(&seen, 1u));
+            PB_TRY(pb_scalar_u64(p, n, &pos, wt, &out->seq));
+            break;
+        }
+        default:
+            PB_TRY(pb_skip(p, n, &pos, wt));
+            break;
+        }
+    }
+    return pcclSuccess;
+}
+
+pcclResult_t ccoip_pb_collective_cancel_encoded_size(const ccoip_pb_collective_cancel *m,
+                                                     uint64_t *size_out)
+{
+    if (m == NULL || size_out == NULL) return pcclInvalidArgument;
+    return size_collective_cancel(m, size_out);
+}
+
+pcclResult_t ccoip_pb_collective_cancel_encode(const ccoip_pb_collective_cancel *m, uint8_t *buf,
+                                               uint64_t cap, uint64_t *len_out)
+{
+    uint64_t size;
+    pb_enc e;
+    if (len_out != NULL) *len_out = 0;
+    if (m == NULL) return pcclInvalidArgument;
+    PB_TRY(size_collective_cancel(m, &size));
+    PB_TRY(pb_enc_begin(&e, buf, cap, size, len_out));
+    PB_TRY(write_collective_cancel(m, &e));
+    return e.pos == size ? pcclSuccess : pcclInternalError;
+}
+
+pcclResult_t ccoip_pb_collective_cancel_decode(const uint8_t *buf, uint64_t len,
+                                               const ccoip_pb_limits *lim, ccoip_pb_arena *arena,
+                                               ccoip_pb_collective_cancel *out)
+{
+    pb_dec d;
+    ccoip_pb_limits def;
+    if (out == NULL) return pcclInvalidArgument;
+    PB_TRY(pb_dec_begin(&d, buf, len, lim, arena, &def));
+    return dec_collective_cancel(&d, buf, len, 0, out);
 }
 
 static pcclResult_t size_collective_verdict(const ccoip_pb_collective_verdict *m, uint64_t *out)
@@ -5380,6 +5576,7 @@ static pcclResult_t size_peer_to_master(const ccoip_pb_peer_to_master *m, uint64
     case CCOIP_PB_PEER_TO_MASTER_BODY_COLLECTIVE_COMPLETE:
     case CCOIP_PB_PEER_TO_MASTER_BODY_HEARTBEAT:
     case CCOIP_PB_PEER_TO_MASTER_BODY_LEAVE:
+    case CCOIP_PB_PEER_TO_MASTER_BODY_COLLECTIVE_CANCEL:
         break;
     default:
         return pcclInvalidArgument;
@@ -5476,6 +5673,12 @@ static pcclResult_t size_peer_to_master(const ccoip_pb_peer_to_master *m, uint64
         PB_TRY(size_leave(&m->body.leave, &sub));
         PB_TRY(pb_add_len_field(&s, 29u, sub));
     }
+    /* 30: collective_cancel */
+    if (m->body_case == CCOIP_PB_PEER_TO_MASTER_BODY_COLLECTIVE_CANCEL) {
+        uint64_t sub;
+        PB_TRY(size_collective_cancel(&m->body.collective_cancel, &sub));
+        PB_TRY(pb_add_len_field(&s, 30u, sub));
+    }
     *out = s;
     return pcclSuccess;
 }
@@ -5547,6 +5750,10 @@ static pcclResult_t write_peer_to_master(const ccoip_pb_peer_to_master *m, pb_en
     /* 29: leave */
     if (m->body_case == CCOIP_PB_PEER_TO_MASTER_BODY_LEAVE) {
         PB_TRY(pb_put_sub_leave(e, 29u, &m->body.leave));
+    }
+    /* 30: collective_cancel */
+    if (m->body_case == CCOIP_PB_PEER_TO_MASTER_BODY_COLLECTIVE_CANCEL) {
+        PB_TRY(pb_put_sub_collective_cancel(e, 30u, &m->body.collective_cancel));
     }
     return pcclSuccess;
 }
@@ -5696,6 +5903,15 @@ static pcclResult_t dec_peer_to_master(pb_dec *d, const uint8_t *p, uint64_t n, 
             PB_TRY(pb_get_len(p, n, &pos, wt, &off, &len));
             PB_TRY(dec_leave(d, p + off, len, depth + 1u, dst));
             out->body_case = CCOIP_PB_PEER_TO_MASTER_BODY_LEAVE;
+            break;
+        }
+        case 30u: { /* collective_cancel */
+            ccoip_pb_collective_cancel *dst = &out->body.collective_cancel;
+            uint64_t off, len;
+            if (out->body_case != CCOIP_PB_PEER_TO_MASTER_BODY_NONE) return pcclProtocolError;
+            PB_TRY(pb_get_len(p, n, &pos, wt, &off, &len));
+            PB_TRY(dec_collective_cancel(d, p + off, len, depth + 1u, dst));
+            out->body_case = CCOIP_PB_PEER_TO_MASTER_BODY_COLLECTIVE_CANCEL;
             break;
         }
         default:
@@ -7082,6 +7298,24 @@ static pcclResult_t any_decode_collective_complete(const uint8_t *buf, uint64_t 
     return ccoip_pb_collective_complete_decode(buf, len, lim, arena, out);
 }
 
+static pcclResult_t any_size_collective_cancel(const void *m, uint64_t *size_out)
+{
+    return ccoip_pb_collective_cancel_encoded_size(m, size_out);
+}
+
+static pcclResult_t any_encode_collective_cancel(const void *m, uint8_t *buf, uint64_t cap,
+                                                 uint64_t *len_out)
+{
+    return ccoip_pb_collective_cancel_encode(m, buf, cap, len_out);
+}
+
+static pcclResult_t any_decode_collective_cancel(const uint8_t *buf, uint64_t len,
+                                                 const ccoip_pb_limits *lim, ccoip_pb_arena *arena,
+                                                 void *out)
+{
+    return ccoip_pb_collective_cancel_decode(buf, len, lim, arena, out);
+}
+
 static pcclResult_t any_size_collective_verdict(const void *m, uint64_t *size_out)
 {
     return ccoip_pb_collective_verdict_encoded_size(m, size_out);
@@ -7309,6 +7543,8 @@ const ccoip_pb_message_desc ccoip_pb_messages[CCOIP_PB_MESSAGE_COUNT] = {
      any_encode_collective_commence, any_decode_collective_commence},
     {"ccoip.CollectiveComplete", sizeof(ccoip_pb_collective_complete), any_size_collective_complete,
      any_encode_collective_complete, any_decode_collective_complete},
+    {"ccoip.CollectiveCancel", sizeof(ccoip_pb_collective_cancel), any_size_collective_cancel,
+     any_encode_collective_cancel, any_decode_collective_cancel},
     {"ccoip.CollectiveVerdict", sizeof(ccoip_pb_collective_verdict), any_size_collective_verdict,
      any_encode_collective_verdict, any_decode_collective_verdict},
     {"ccoip.Heartbeat", sizeof(ccoip_pb_heartbeat), any_size_heartbeat, any_encode_heartbeat,

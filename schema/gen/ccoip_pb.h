@@ -182,7 +182,9 @@ typedef enum ccoip_pb_reason {
     /* no Join within evict_ms of connecting (§6.1, §6.2) */
     CCOIP_PB_REASON_JOIN_TIMEOUT = 19,
     /* no or a wrong run-token proof (§6.1.1) */
-    CCOIP_PB_REASON_AUTH_FAILED = 20
+    CCOIP_PB_REASON_AUTH_FAILED = 20,
+    /* a member's per-operation timeout elapsed: the op is */
+    CCOIP_PB_REASON_OP_TIMEOUT = 21
 } ccoip_pb_reason;
 
 /* True when v is a value of Reason this codec knows. */
@@ -210,6 +212,27 @@ typedef enum ccoip_pb_data_type {
 bool ccoip_pb_data_type_is_known(int32_t v);
 /* The name of a DataType value ("DATA_TYPE_UINT8"), or NULL for an unknown one. */
 const char *ccoip_pb_data_type_name(int32_t v);
+
+/*
+ * CollectiveKind (ccoip.proto). What a collective does (§6.8.3); the numbers of ccoip_coll_kind.
+ * ALL_REDUCE is 0 so that an initiate without the field keeps its meaning.
+ */
+typedef enum ccoip_pb_collective_kind {
+    CCOIP_PB_COLLECTIVE_KIND_ALL_REDUCE = 0,
+    CCOIP_PB_COLLECTIVE_KIND_BROADCAST = 1,
+    CCOIP_PB_COLLECTIVE_KIND_REDUCE = 2,
+    CCOIP_PB_COLLECTIVE_KIND_ALL_GATHER = 3,
+    CCOIP_PB_COLLECTIVE_KIND_REDUCE_SCATTER = 4,
+    CCOIP_PB_COLLECTIVE_KIND_ALL_TO_ALL = 5,
+    CCOIP_PB_COLLECTIVE_KIND_GATHER = 6,
+    CCOIP_PB_COLLECTIVE_KIND_SCATTER = 7,
+    CCOIP_PB_COLLECTIVE_KIND_BARRIER = 8
+} ccoip_pb_collective_kind;
+
+/* True when v is a value of CollectiveKind this codec knows. */
+bool ccoip_pb_collective_kind_is_known(int32_t v);
+/* The name of a CollectiveKind value ("COLLECTIVE_KIND_ALL_REDUCE"), or NULL for an unknown one. */
+const char *ccoip_pb_collective_kind_name(int32_t v);
 
 /* RedOp (ccoip.proto). Reduction operators: the numbers of pcclRedOp_t. */
 typedef enum ccoip_pb_red_op {
@@ -317,6 +340,7 @@ typedef struct ccoip_pb_shared_state_sync_done_verdict ccoip_pb_shared_state_syn
 typedef struct ccoip_pb_collective_initiate ccoip_pb_collective_initiate;
 typedef struct ccoip_pb_collective_commence ccoip_pb_collective_commence;
 typedef struct ccoip_pb_collective_complete ccoip_pb_collective_complete;
+typedef struct ccoip_pb_collective_cancel ccoip_pb_collective_cancel;
 typedef struct ccoip_pb_collective_verdict ccoip_pb_collective_verdict;
 typedef struct ccoip_pb_heartbeat ccoip_pb_heartbeat;
 typedef struct ccoip_pb_leave ccoip_pb_leave;
@@ -648,6 +672,15 @@ struct ccoip_pb_collective_initiate {
      */
     bool relay;
     ccoip_pb_bytes relay_data;
+    /*
+     * ccoip_pb_collective_kind. §6.8.3: what the op does (all-reduce when absent), its root rank
+     * (broadcast, reduce, gather, scatter; 0 otherwise) and the epoch the caller pinned it to (its
+     * ranks and buffer sizes are that epoch's ring's; 0: not pinned, the all-reduce's). count is
+     * per block: see docs/protocol.md §6.8.3.
+     */
+    int32_t kind;
+    uint32_t root;
+    uint64_t pinned_epoch;
 };
 
 /* CollectiveCommence (ccoip.proto). Answer to CollectiveInitiate: run the ring now. */
@@ -670,6 +703,18 @@ struct ccoip_pb_collective_complete {
     bool aborted;
     /* ccoip_pb_reason. when aborted: REASON_NON_FINITE, else REASON_UNSPECIFIED (a link broke) */
     int32_t reason;
+};
+
+/*
+ * CollectiveCancel (ccoip.proto). Notification (§6.8.3): the op's timeout elapsed at this member.
+ * The master aborts the running op of (group, tag) (and seq, when not 0) with REASON_OP_TIMEOUT, or
+ * refuses its initiate vote with STATUS_TIMEOUT, for every member; an op that already ended is not
+ * affected (its verdict stands).
+ */
+struct ccoip_pb_collective_cancel {
+    uint64_t tag;
+    /* the running op's; 0: the op is still voting (or optimistic) */
+    uint64_t seq;
 };
 
 /*
@@ -723,7 +768,8 @@ typedef enum ccoip_pb_peer_to_master_body_case {
     CCOIP_PB_PEER_TO_MASTER_BODY_COLLECTIVE_INITIATE = 26,
     CCOIP_PB_PEER_TO_MASTER_BODY_COLLECTIVE_COMPLETE = 27,
     CCOIP_PB_PEER_TO_MASTER_BODY_HEARTBEAT = 28,
-    CCOIP_PB_PEER_TO_MASTER_BODY_LEAVE = 29
+    CCOIP_PB_PEER_TO_MASTER_BODY_LEAVE = 29,
+    CCOIP_PB_PEER_TO_MASTER_BODY_COLLECTIVE_CANCEL = 30
 } ccoip_pb_peer_to_master_body_case;
 
 struct ccoip_pb_peer_to_master {
@@ -747,6 +793,7 @@ struct ccoip_pb_peer_to_master {
         ccoip_pb_collective_complete collective_complete;
         ccoip_pb_heartbeat heartbeat;
         ccoip_pb_leave leave;
+        ccoip_pb_collective_cancel collective_cancel;
     } body;
 };
 
@@ -1079,6 +1126,14 @@ pcclResult_t ccoip_pb_collective_complete_decode(const uint8_t *buf, uint64_t le
                                                  const ccoip_pb_limits *lim, ccoip_pb_arena *arena,
                                                  ccoip_pb_collective_complete *out);
 
+pcclResult_t ccoip_pb_collective_cancel_encoded_size(const ccoip_pb_collective_cancel *m,
+                                                     uint64_t *size_out);
+pcclResult_t ccoip_pb_collective_cancel_encode(const ccoip_pb_collective_cancel *m, uint8_t *buf,
+                                               uint64_t cap, uint64_t *len_out);
+pcclResult_t ccoip_pb_collective_cancel_decode(const uint8_t *buf, uint64_t len,
+                                               const ccoip_pb_limits *lim, ccoip_pb_arena *arena,
+                                               ccoip_pb_collective_cancel *out);
+
 pcclResult_t ccoip_pb_collective_verdict_encoded_size(const ccoip_pb_collective_verdict *m,
                                                       uint64_t *size_out);
 pcclResult_t ccoip_pb_collective_verdict_encode(const ccoip_pb_collective_verdict *m, uint8_t *buf,
@@ -1159,7 +1214,7 @@ typedef struct ccoip_pb_message_desc {
 } ccoip_pb_message_desc;
 
 /** Number of message types. */
-#define CCOIP_PB_MESSAGE_COUNT (38)
+#define CCOIP_PB_MESSAGE_COUNT (39)
 
 /** Deepest sub-message nesting the schema allows (the top level is 0). */
 #define CCOIP_PB_SCHEMA_MAX_DEPTH (4)

@@ -215,6 +215,9 @@ static pcclResult_t gs_collective_initiate(uint8_t *buf, uint64_t cap, uint64_t 
     static const uint8_t relay_data[] = {1, 2, 3, 4};
     m.relay_data.data = relay_data;
     m.relay_data.len = sizeof relay_data;
+    m.kind = CCOIP_PB_COLLECTIVE_KIND_ALL_TO_ALL;
+    m.root = 3;
+    m.pinned_epoch = 41;
     return ccoip_pb_collective_initiate_encode(&m, buf, cap, len_out);
 }
 

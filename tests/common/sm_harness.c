@@ -60,7 +60,7 @@ typedef struct h_cmd {
     uint32_t notifies;
     const void *send;
     void *recv;
-    uint64_t bytes;
+    uint64_t send_bytes, recv_bytes;
     /* SYNC_SHARED_STATE */
     uint8_t *tensors[H_MAX_TENSORS];
     uint64_t tensor_bytes[H_MAX_TENSORS];
@@ -576,7 +576,8 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
         xs->cmd_id = a->cmd_id;
         xs->send = (uint8_t *)(uintptr_t)c->send;
         xs->recv = c->recv;
-        xs->bytes = c->bytes;
+        xs->send_bytes = c->send_bytes;
+        xs->recv_bytes = c->recv_bytes;
         xs->tensors = c->tensors;
         xs->tensor_bytes = c->tensor_bytes;
         xs->ntensors = c->ntensors;
@@ -1016,7 +1017,9 @@ uint64_t smh_allreduce(smh *h, uint32_t peer, const ccoip_allreduce_args *args, 
     c->send = sendbuf;
     c->recv = recvbuf;
     uint32_t es = ccoip_dtype_valid(args->dtype) ? ccoip_dtype_size(args->dtype) : 1u;
-    c->bytes = args->count * es;
+    /* An all-reduce binds count elements each way; the other kinds what the caller sized. */
+    c->send_bytes = args->kind == CCOIP_COLL_ALL_REDUCE ? args->count * es : args->send_bytes;
+    c->recv_bytes = args->kind == CCOIP_COLL_ALL_REDUCE ? args->count * es : args->recv_bytes;
     ccoip_event ev;
     memset(&ev, 0, sizeof(ev));
     ev.type = CCOIP_EV_SUBMIT;

@@ -101,7 +101,7 @@ PTEST(frame, ctrl_round_trip_every_envelope)
         PT_ASSERT(decode_frame(!p2m, buf, len) == pcclProtocolError, "%s: wrong direction", v->id);
         n++;
     }
-    PT_ASSERT(n == 29, "%u envelopes", n);
+    PT_ASSERT(n == 30, "%u envelopes", n);
 }
 
 PTEST(frame, ctrl_every_prefix_and_any_trailer_rejected)

@@ -378,7 +378,7 @@ PTEST(schema, enum_helpers_and_table)
     PT_ASSERT(strcmp(ccoip_pb_status_name(18), "STATUS_AUTHENTICATION_FAILED") == 0, "status 18");
     PT_ASSERT(ccoip_pb_status_name(19) == NULL, "unknown status");
     PT_ASSERT(ccoip_pb_data_type_is_known(11) && !ccoip_pb_data_type_is_known(12), "dtypes");
-    PT_ASSERT(CCOIP_PB_MESSAGE_COUNT == 38, "messages %d", CCOIP_PB_MESSAGE_COUNT);
+    PT_ASSERT(CCOIP_PB_MESSAGE_COUNT == 39, "messages %d", CCOIP_PB_MESSAGE_COUNT);
     PT_ASSERT(ccoip_pb_find_message("ccoip.Hello") == &ccoip_pb_messages[3], "find");
     PT_ASSERT(ccoip_pb_find_message("ccoip.Nope") == NULL, "not found");
     PT_ASSERT(ccoip_pb_messages[3].struct_size == sizeof(ccoip_pb_hello), "size");

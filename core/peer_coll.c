@@ -1,0 +1,241 @@
+/*
+ * peer_coll.c — running the collectives beyond all-reduce on an op slot
+ * (docs/protocol.md §6.8.3, docs/collectives.md): the plan of
+ * core/ccoip_coll.h walked as actions — prologue COPYs, per step the
+ * RING_SENDs and RING_RECVs of its pieces (striped over the link pools like
+ * the ring's, §8.2) and its REDUCE (announced on the receive, so a driver may
+ * fuse it) and FINALIZE, then the epilogue COPYs. Initiate, commence, the
+ * verdict, the abort path and the restore are the all-reduce's
+ * (peer_ring.c): this file only moves the data.
+ */
+#include <string.h>
+
+#include "ccoip_coll.h"
+#include "peer_internal.h"
+
+/* The op's plan (recomputed: the slot keeps only its arguments, epoch, world and rank). */
+static bool coll_plan(const p_op *o, ccoip_coll_plan *pl)
+{
+    return ccoip_coll_plan_make(o->a.kind, o->a.count, o->esize, o->a.op, o->world, o->rank,
+                                o->a.root, o->a.in_place, pl) == pcclSuccess;
+}
+
+static ccoip_span_ref coll_span(uint32_t i, const ccoip_coll_xfer *x)
+{
+    return p_ring_span(i, x->region, x->offset, x->bytes);
+}
+
+/* Pushes the COPY kernels of list[0 .. n) (one KERNEL_DONE each; run in order on the slot). */
+static void coll_copies(ccoip_peer *p, uint32_t i, const ccoip_coll_copy *list, uint32_t n,
+                        p_op_sub sub)
+{
+    p_op *o = &p->ops[i];
+    uint64_t first = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_COPY, sub);
+        if (a == NULL) return; /* overflow: the step fails */
+        if (k == 0) first = o->io_kernel;
+        a->src = coll_span(i, &list[k].src);
+        a->dst = coll_span(i, &list[k].dst);
+        a->count = list[k].src.bytes / o->esize;
+    }
+    o->io_kernel = first; /* p_ring_kernel gave ids first .. first + n - 1 */
+    o->kern_left = (1u << n) - 1u;
+}
+
+/* The stripes a piece of `bytes` takes over a pool of `pool` connections (§8.2). */
+static uint32_t coll_stripes(uint64_t bytes, uint32_t pool)
+{
+    return ccoip_ring_stripes(bytes, pool);
+}
+
+/* Posts step st's I/O: every piece, striped; the first receive of a reducing step announces
+ * its REDUCE (contract v5, v6), stripe by stripe. */
+static void coll_io(ccoip_peer *p, uint32_t i, const ccoip_coll_step *st)
+{
+    p_op *o = &p->ops[i];
+    uint32_t ns = 0, nr = 0;
+    for (uint32_t k = 0; k < CCOIP_COLL_PIECES; k++) {
+        if (st->send[k].on) ns += coll_stripes(st->send[k].bytes, o->ptx);
+        if (st->recv[k].on) nr += coll_stripes(st->recv[k].bytes, o->prx);
+    }
+    o->sub = POS_C_IO;
+    o->io_send = ns > 0 ? p->next_io : 0;
+    p->next_io += ns;
+    o->send_left = ns > 0 ? (1u << ns) - 1u : 0u;
+    o->io_recv = nr > 0 ? p->next_io : 0;
+    p->next_io += nr;
+    o->recv_left = nr > 0 ? (1u << nr) - 1u : 0u;
+    uint32_t id = 0;
+    for (uint32_t k = 0; k < CCOIP_COLL_PIECES; k++) {
+        const ccoip_coll_xfer *x = &st->send[k];
+        if (!x->on) continue;
+        const uint32_t n = coll_stripes(x->bytes, o->ptx);
+        for (uint32_t j = 0; j < n; j++) {
+            /* Stripes split at element boundaries, alike at both ends. */
+            const ccoip_span c = ccoip_ring_chunk(x->bytes / o->esize, n, j);
+            ccoip_action *a = p_ring_io_push(p, i, CCOIP_ACT_RING_SEND, o->io_send + id++,
+                                             n == 1u ? o->tx_conn : o->stx[j], x->chunk);
+            if (a == NULL) return; /* overflow: the step fails */
+            a->src = p_ring_span(i, x->region, x->offset + c.offset * o->esize,
+                                 c.count * o->esize);
+        }
+        o->tx_bytes += x->bytes;
+    }
+    id = 0;
+    for (uint32_t k = 0; k < CCOIP_COLL_PIECES; k++) {
+        const ccoip_coll_xfer *x = &st->recv[k];
+        if (!x->on) continue;
+        const uint32_t n = coll_stripes(x->bytes, o->prx);
+        for (uint32_t j = 0; j < n; j++) {
+            const ccoip_span c = ccoip_ring_chunk(x->bytes / o->esize, n, j);
+            const uint64_t off = c.offset * o->esize, len = c.count * o->esize;
+            ccoip_action *a = p_ring_io_push(p, i, CCOIP_ACT_RING_RECV, o->io_recv + id++,
+                                             n == 1u ? o->rx_conn : o->srx[j], x->chunk);
+            if (a == NULL) return;
+            a->dst = p_ring_span(i, x->region, x->offset + off, len);
+            if (k == 0 && st->reduce) {
+                a->reduce = true;
+                a->red_op = o->a.op;
+                a->count = c.count;
+                a->src = p_ring_span(i, st->red_dst.region, st->red_dst.offset + off, len);
+                a->base = p_ring_span(i, st->red_base.region, st->red_base.offset + off, len);
+            }
+        }
+        o->rx_bytes += x->bytes;
+    }
+}
+
+static bool coll_step_empty(const ccoip_coll_step *st)
+{
+    for (uint32_t k = 0; k < CCOIP_COLL_PIECES; k++) {
+        if (st->send[k].on || st->recv[k].on) return false;
+    }
+    return true;
+}
+
+/* Runs the plan from step t: the first step with I/O, else the epilogue, else the end. */
+static void coll_from_step(ccoip_peer *p, uint32_t i, const ccoip_coll_plan *pl, uint32_t t)
+{
+    p_op *o = &p->ops[i];
+    for (; t < pl->nsteps; t++) {
+        ccoip_coll_step st;
+        ccoip_coll_step_get(pl, t, &st);
+        if (coll_step_empty(&st)) continue; /* this rank has nothing to move in step t */
+        o->step = t;
+        coll_io(p, i, &st);
+        return;
+    }
+    o->step = pl->nsteps;
+    if (pl->nepi > 0) {
+        coll_copies(p, i, pl->epi, pl->nepi, POS_C_EPI);
+        return;
+    }
+    p_ring_done(p, i);
+}
+
+void p_coll_begin(ccoip_peer *p, uint32_t i)
+{
+    p_op *o = &p->ops[i];
+    ccoip_coll_plan pl;
+    if (!coll_plan(o, &pl) || pl.send_bytes != o->a.send_bytes ||
+        pl.recv_bytes != o->a.recv_bytes) {
+        /* The buffers were sized for another world or rank: nothing was touched. */
+        sm_log(&p->out, CCOIP_LOG_WARN,
+               "peer %U: collective tag %U (kind %d) does not fit world %u rank %u: its buffers "
+               "are %U/%U bytes",
+               p->id, o->a.tag, (int)o->a.kind, o->world, o->rank, o->a.send_bytes,
+               o->a.recv_bytes);
+        p_ring_abort(p, i, pcclUpdateTopologyFailed, "buffers sized for another ring");
+        return;
+    }
+    /* Every piece may stripe over the whole pools: the op holds them (they are the ring's until
+     * its epoch ends; a lost one aborts it, as a striped all-reduce). */
+    o->ptx = o->prx = 1u;
+    o->stx[0] = o->tx_conn;
+    o->srx[0] = o->rx_conn;
+    if (o->world > 1) {
+        o->ptx = p->wire.tx_n;
+        o->prx = p->wire.rx_n;
+        memcpy(o->stx, p->wire.tx_conn, sizeof o->stx);
+        memcpy(o->srx, p->wire.rx_conn, sizeof o->srx);
+    }
+    ccoip_action *b = sm_out_push(&p->out, CCOIP_ACT_OP_BEGIN);
+    if (b == NULL) return;
+    b->cmd_id = o->cmd;
+    b->op_slot = i;
+    b->scratch_bytes = pl.scratch_bytes;
+    b->backup_bytes = pl.backup_bytes;
+    o->backup_bytes = pl.backup_bytes;
+    o->begun = true;
+    if (pl.npro > 0) {
+        coll_copies(p, i, pl.pro, pl.npro, POS_C_PRO);
+        return;
+    }
+    coll_from_step(p, i, &pl, 0);
+}
+
+void p_coll_after_io(ccoip_peer *p, uint32_t i)
+{
+    p_op *o = &p->ops[i];
+    ccoip_coll_plan pl;
+    if (!coll_plan(o, &pl)) {
+        p_ring_abort(p, i, pcclInternalError, "plan lost");
+        return;
+    }
+    ccoip_coll_step st;
+    ccoip_coll_step_get(&pl, o->step, &st);
+    if (!st.reduce) {
+        coll_from_step(p, i, &pl, o->step + 1u);
+        return;
+    }
+    /* One REDUCE per stripe received, each the one its RING_RECV announced; then the AVG
+     * division of the finished chunk (kernels of a slot run in order). */
+    const uint32_t n = coll_stripes(st.recv[0].bytes, o->prx);
+    uint64_t first = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        const ccoip_span c = ccoip_ring_chunk(st.red_count, n, j);
+        const uint64_t off = c.offset * o->esize, len = c.count * o->esize;
+        ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_REDUCE, POS_C_RED);
+        if (a == NULL) return; /* overflow: the step fails */
+        if (j == 0) first = o->io_kernel;
+        a->dst = p_ring_span(i, st.red_dst.region, st.red_dst.offset + off, len);
+        a->src = p_ring_span(i, st.recv[0].region, st.recv[0].offset + off, len);
+        a->base = p_ring_span(i, st.red_base.region, st.red_base.offset + off, len);
+        a->count = c.count;
+    }
+    uint32_t nk = n;
+    if (st.finalize) {
+        ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_FINALIZE, POS_C_RED);
+        if (a == NULL) return;
+        a->dst = coll_span(i, &st.red_dst);
+        a->count = st.red_count;
+        a->divisor = o->world;
+        nk++;
+    }
+    o->io_kernel = first;
+    o->kern_left = (1u << nk) - 1u;
+}
+
+void p_coll_after_kernel(ccoip_peer *p, uint32_t i)
+{
+    p_op *o = &p->ops[i];
+    ccoip_coll_plan pl;
+    if (!coll_plan(o, &pl)) {
+        p_ring_abort(p, i, pcclInternalError, "plan lost");
+        return;
+    }
+    switch (o->sub) {
+    case POS_C_PRO:
+        coll_from_step(p, i, &pl, 0);
+        return;
+    case POS_C_RED:
+        coll_from_step(p, i, &pl, o->step + 1u);
+        return;
+    case POS_C_EPI:
+        p_ring_done(p, i);
+        return;
+    default:
+        return;
+    }
+}
