@@ -440,12 +440,25 @@ typedef struct pcclCollectiveOptions_t {
     uint32_t timeout_ms;
     /** Identifies the op among those in flight on the communicator (default 0). */
     uint64_t tag;
+    /** PCCL_COLLECTIVE_* flags (default 0). */
+    uint32_t flags;
+    /** Must be 0. */
+    uint32_t reserved;
 } pcclCollectiveOptions_t;
+
+/**
+ * Flag of pcclCollectiveOptions_t.flags: when the op fails or times out, the
+ * library logs the call and its result and calls abort() (TorchComms'
+ * abort_process_on_timeout_or_error). Also on for every op when the
+ * environment has PCCL_ABORT_ON_ERROR=1 (or TORCHCOMM_ABORT_ON_ERROR=1) at
+ * pcclConnect.
+ */
+#define PCCL_COLLECTIVE_ABORT_ON_ERROR 1u
 
 /** An initializer of pcclCollectiveOptions_t: every option at its default. */
 #define PCCL_COLLECTIVE_OPTIONS_INIT                                                               \
     {                                                                                              \
-        (uint32_t)sizeof(pcclCollectiveOptions_t), 0u, 0u                                          \
+        (uint32_t)sizeof(pcclCollectiveOptions_t), 0u, 0u, 0u, 0u                                  \
     }
 
 /** Statistics of one finished collective. */

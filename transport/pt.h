@@ -110,6 +110,9 @@ pcclResult_t pt_cmd_submit_sync(pt_driver *d, ccoip_cmd *cmd, void *const *tenso
 pcclResult_t pt_cmd_wait(pt_driver *d, uint32_t handle, uint32_t timeout_ms, bool keep,
                          pt_cmd_result *out);
 
+/** True when the command has completed (pt_cmd_wait then returns at once); never blocks. */
+bool pt_cmd_poll(pt_driver *d, uint32_t handle);
+
 /** Snapshot of a peer's state, updated by the driver after every step. */
 typedef struct pt_peer_info {
     uint64_t id;

@@ -453,6 +453,15 @@ pcclResult_t pt_cmd_wait(pt_driver *d, uint32_t handle, uint32_t timeout_ms, boo
     return r;
 }
 
+bool pt_cmd_poll(pt_driver *d, uint32_t handle)
+{
+    if (d == NULL || handle >= PT_MAX_CMDS) return false;
+    pthread_mutex_lock(&d->mu);
+    const bool done = d->cmds[handle].state == CMD_DONE;
+    pthread_mutex_unlock(&d->mu);
+    return done;
+}
+
 void pt_peer_info_get(pt_driver *d, pt_peer_info *out)
 {
     pthread_mutex_lock(&d->mu);

@@ -18,9 +18,9 @@
 #include "ccoip_reduce.h"
 #include "ccoip_ring.h"
 #include "pccl.h"
+#include "pccl_internal.h"
 #include "pt.h"
 
-#define PCCL_MAX_ASYNC           16u
 #define PCCL_LEAVE_WAIT_MS       1000u
 #define PCCL_RETRY_ROUNDS_MAX    1000u
 #define PCCL_SYNC_KEYS_MAX       64u    /* ccoip_peer_config.max_state_keys default */
@@ -32,21 +32,10 @@
 
 static atomic_bool g_initialized;
 
-struct pcclComm_t {
-    pcclCommCreateParams_t params;
-    uint32_t timeout_ms;   /* pcclCommCreateOptions_t.timeout_ms */
-    uint32_t heartbeat_ms; /* pcclCommCreateOptions_t.heartbeat_ms */
-    char url[CCOIP_URL_MAX];
-    bool has_url;
-    pthread_mutex_t mu; /* guards driver, connected and async */
-    pt_driver *d;
-    bool connected;
-    struct {
-        bool used;
-        uint64_t tag;
-        uint32_t handle;
-    } async[PCCL_MAX_ASYNC];
-};
+bool pccl_initialized(void)
+{
+    return atomic_load(&g_initialized);
+}
 
 struct pcclMasterInstanceState_t {
     pt_driver *d;
@@ -274,6 +263,10 @@ PCCL_EXPORT pcclResult_t pcclConnect(pcclComm_t *communicator)
         }
         cfg.master_port = a->port;
     }
+    const char *abort_env = getenv("PCCL_ABORT_ON_ERROR");
+    const char *tc_abort_env = getenv("TORCHCOMM_ABORT_ON_ERROR");
+    c->abort_on_error = (abort_env != NULL && strcmp(abort_env, "1") == 0) ||
+                        (tc_abort_env != NULL && strcmp(tc_abort_env, "1") == 0);
     cfg.peer_group = c->params.peer_group;
     cfg.p2p_pool_size = c->params.p2p_connection_pool_size != 0 ? c->params.p2p_connection_pool_size
                                                                 : PCCL_POOL_DEFAULT;
@@ -293,7 +286,7 @@ PCCL_EXPORT pcclResult_t pcclConnect(pcclComm_t *communicator)
     return r;
 }
 
-static pcclResult_t comm_check(const pcclComm_t *c)
+pcclResult_t pccl_comm_check(const pcclComm_t *c)
 {
     if (!atomic_load(&g_initialized)) return pcclNotInitialized;
     if (c == NULL) return pcclInvalidArgument;
@@ -313,7 +306,7 @@ static bool async_pending(pcclComm_t *c)
 
 PCCL_EXPORT pcclResult_t pcclUpdateTopology(pcclComm_t *communicator)
 {
-    pcclResult_t r = comm_check(communicator);
+    pcclResult_t r = pccl_comm_check(communicator);
     if (r != pcclSuccess) return r;
     if (async_pending(communicator)) return pcclPendingAsyncOps;
     ccoip_cmd cmd;
@@ -324,7 +317,7 @@ PCCL_EXPORT pcclResult_t pcclUpdateTopology(pcclComm_t *communicator)
 
 PCCL_EXPORT pcclResult_t pcclArePeersPending(const pcclComm_t *communicator, bool *pending_out)
 {
-    pcclResult_t r = comm_check(communicator);
+    pcclResult_t r = pccl_comm_check(communicator);
     if (r != pcclSuccess) return r;
     if (pending_out == NULL) return pcclInvalidArgument;
     ccoip_cmd cmd;
@@ -339,7 +332,7 @@ PCCL_EXPORT pcclResult_t pcclArePeersPending(const pcclComm_t *communicator, boo
 
 PCCL_EXPORT pcclResult_t pcclOptimizeTopology(const pcclComm_t *communicator)
 {
-    pcclResult_t r = comm_check(communicator);
+    pcclResult_t r = pccl_comm_check(communicator);
     if (r != pcclSuccess) return r;
     if (async_pending((pcclComm_t *)(uintptr_t)communicator)) return pcclPendingAsyncOps;
     ccoip_cmd cmd;
@@ -351,7 +344,7 @@ PCCL_EXPORT pcclResult_t pcclOptimizeTopology(const pcclComm_t *communicator)
 PCCL_EXPORT pcclResult_t pcclGetAttribute(const pcclComm_t *communicator, pcclAttribute_t attribute,
                                           int *p_attribute_out)
 {
-    pcclResult_t r = comm_check(communicator);
+    pcclResult_t r = pccl_comm_check(communicator);
     if (r != pcclSuccess) return r;
     if (p_attribute_out == NULL) return pcclInvalidArgument;
     pt_peer_info info;
@@ -448,7 +441,7 @@ PCCL_EXPORT pcclResult_t pcclAllReduceAsync(const void *sendbuff, void *recvbuff
                                             const pcclComm_t *communicator,
                                             pcclAsyncReduceOp_t *reduce_handle_out)
 {
-    pcclResult_t r = comm_check(communicator);
+    pcclResult_t r = pccl_comm_check(communicator);
     if (r != pcclSuccess) return r;
     if (reduce_handle_out == NULL) return pcclInvalidArgument;
     ccoip_allreduce_args args;
@@ -556,7 +549,7 @@ PCCL_EXPORT pcclResult_t pcclAllReduceMultipleWithRetry(const pcclReduceOpDescri
                                                         pcclReduceInfo_t *reduce_info_out,
                                                         int max_in_flight)
 {
-    pcclResult_t r = comm_check(communicator);
+    pcclResult_t r = pccl_comm_check(communicator);
     if (r != pcclSuccess) return r;
     if (count > 0 && descriptors == NULL) return pcclInvalidArgument;
     if (count > 4096u) return pcclInvalidArgument;
@@ -635,7 +628,7 @@ PCCL_EXPORT pcclResult_t(pcclSynchronizeSharedState)(const pcclComm_t *communica
                                                      pcclSharedStateSyncStrategy_t strategy,
                                                      pcclSharedStateSyncInfo_t *sync_info_out)
 {
-    pcclResult_t r = comm_check(communicator);
+    pcclResult_t r = pccl_comm_check(communicator);
     if (r != pcclSuccess) return r;
     if (shared_state == NULL || (shared_state->count > 0 && shared_state->infos == NULL)) {
         return pcclInvalidArgument;

@@ -411,6 +411,17 @@ static void h_match_dir(smh *h, h_link *l, bool to_b)
             }
             if (pr->epoch == f->epoch && pr->tag == f->tag && pr->seq == f->seq &&
                 pr->step == f->step) {
+                /* A step may post several receives (chunks) on one connection (contract v11):
+                 * the frame goes to the one with its chunk. */
+                for (uint32_t j = i + 1u; j < hp->nposted && pr->chunk != f->chunk; j++) {
+                    h_posted *q = &hp->posted[j];
+                    if (q->conn == conn && !q->state && q->epoch == f->epoch &&
+                        q->tag == f->tag && q->seq == f->seq && q->step == f->step &&
+                        q->chunk == f->chunk) {
+                        pr = q;
+                        i = j;
+                    }
+                }
                 if (pr->chunk != f->chunk || pr->dst.length != f->len) {
                     /* A protocol violation (e.g. an optimistic ring of members that disagree
                      * on the count): the connection closes, its I/O fails (ccoip_sm.h). */

@@ -1,0 +1,483 @@
+/*
+ * pccl_coll.c — the collective set beyond all-reduce in the C ABI
+ * (include/pccl.h; docs/collectives.md): argument checks, the rank, world
+ * and epoch an op is pinned to, buffer aliasing (in place), one command per
+ * op, and its work object (wait, wait with a timeout, poll, free).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ccoip_coll.h"
+#include "ccoip_dtype.h"
+#include "ccoip_reduce.h"
+#include "pccl.h"
+#include "pccl_internal.h"
+#include "pt.h"
+
+/* A timed-out op is cancelled on every member by the master (docs/collectives.md §4): the call
+ * waits this much longer for that verdict before it gives up on the master (which the peer
+ * itself declares lost after evict_ms, 2 s by default). */
+#define PCCL_CANCEL_GRACE_MS 5000u
+
+struct pcclWork_t {
+    pcclComm_t *comm;
+    pt_driver *d;
+    uint32_t handle;
+    uint32_t slot; /* comm->async[slot] */
+    uint64_t tag;
+    uint32_t wait_ms; /* pcclWorkWait's bound; 0: none */
+    bool abort_on_error;
+    const char *what;
+    bool done;
+    pcclResult_t result;
+    pcclCollectiveInfo_t info;
+};
+
+static const char *result_text(pcclResult_t r)
+{
+#define PCCL_RESULT_TEXT_(name, value, text)                                                       \
+    case name:                                                                                     \
+        return text;
+    switch (r) { PCCL_RESULT_MAP(PCCL_RESULT_TEXT_) }
+#undef PCCL_RESULT_TEXT_
+    return "unknown result";
+}
+
+static const char *kind_name(ccoip_coll_kind k)
+{
+    static const char *const names[CCOIP_COLL_KINDS] = {
+        "all-reduce", "broadcast", "reduce", "all-gather", "reduce-scatter",
+        "all-to-all", "gather",    "scatter", "barrier"};
+    return (uint32_t)k < CCOIP_COLL_KINDS ? names[k] : "collective";
+}
+
+/* The options, checked; NULL: every default. */
+static pcclResult_t opts_read(const pcclCollectiveOptions_t *o, pcclCollectiveOptions_t *out)
+{
+    const pcclCollectiveOptions_t defaults = PCCL_COLLECTIVE_OPTIONS_INIT;
+    *out = defaults;
+    if (o == NULL) return pcclSuccess;
+    if (o->struct_size != sizeof *o) {
+        pt_log(CCOIP_LOG_ERROR, "pccl",
+               "collective options: struct_size %u, this library's is %u (use "
+               "PCCL_COLLECTIVE_OPTIONS_INIT)",
+               (unsigned)o->struct_size, (unsigned)sizeof *o);
+        return pcclInvalidArgument;
+    }
+    if (o->reserved != 0 || (o->flags & ~PCCL_COLLECTIVE_ABORT_ON_ERROR) != 0) {
+        pt_log(CCOIP_LOG_ERROR, "pccl",
+               "collective options: reserved must be 0 and flags only PCCL_COLLECTIVE_*");
+        return pcclInvalidArgument;
+    }
+    *out = *o;
+    return pcclSuccess;
+}
+
+static bool overlap(const void *a, uint64_t an, const void *b, uint64_t bn)
+{
+    const uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return an > 0 && bn > 0 && x < y + bn && y < x + an;
+}
+
+/* Whether the op runs in place, as ccoip_coll_plan_make defines it per kind; an overlap that is
+ * not the kind's in-place layout is refused (*bad). */
+static bool in_place_of(ccoip_coll_kind kind, const uint8_t *send, uint64_t sb, const uint8_t *recv,
+                        uint64_t rb, uint32_t rank, uint32_t root, uint64_t blk, bool *bad)
+{
+    *bad = false;
+    bool in_place = false;
+    switch (kind) {
+    case CCOIP_COLL_BROADCAST:
+    case CCOIP_COLL_BARRIER:
+        return false;
+    case CCOIP_COLL_ALL_GATHER:
+        in_place = recv != NULL && send == recv + (uint64_t)rank * blk;
+        break;
+    case CCOIP_COLL_REDUCE_SCATTER:
+        in_place = send != NULL && recv == send + (uint64_t)rank * blk;
+        break;
+    case CCOIP_COLL_GATHER:
+        in_place = rank == root && recv != NULL && send == recv + (uint64_t)root * blk;
+        break;
+    case CCOIP_COLL_SCATTER:
+        in_place = rank == root && send != NULL && recv == send + (uint64_t)root * blk;
+        break;
+    case CCOIP_COLL_ALL_REDUCE:
+    case CCOIP_COLL_REDUCE:
+    case CCOIP_COLL_ALL_TO_ALL:
+        in_place = send == recv && sb > 0;
+        break;
+    }
+    if (!in_place && overlap(send, sb, recv, rb)) *bad = true;
+    return in_place;
+}
+
+static void work_finish(pcclWork_t *w, pcclResult_t r, const pt_cmd_result *res)
+{
+    w->done = true;
+    w->result = r;
+    if (r == pcclSuccess && res != NULL) {
+        w->info.world_size = res->world_size;
+        w->info.tx_bytes = res->tx_bytes;
+        w->info.rx_bytes = res->rx_bytes;
+    }
+    pcclComm_t *c = w->comm;
+    pthread_mutex_lock(&c->mu);
+    if (w->slot < PCCL_MAX_ASYNC && c->async[w->slot].used && c->async[w->slot].tag == w->tag) {
+        c->async[w->slot].used = false;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (r != pcclSuccess && w->abort_on_error) {
+        pt_log(CCOIP_LOG_ERROR, "pccl", "%s (tag %llu) failed: %s (%d): aborting the process",
+               w->what, (unsigned long long)w->tag, result_text(r), (int)r);
+        abort();
+    }
+}
+
+static pcclResult_t refuse(bool abort_on_error, ccoip_coll_kind kind, pcclResult_t r)
+{
+    if (abort_on_error) {
+        pt_log(CCOIP_LOG_ERROR, "pccl", "%s: %s (%d): aborting the process", kind_name(kind),
+               result_text(r), (int)r);
+        abort();
+    }
+    return r;
+}
+
+static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, const void *sendbuf,
+                               void *recvbuf, size_t count, pcclDataType_t dtype, pcclRedOp_t op,
+                               int root, const pcclCollectiveOptions_t *options,
+                               pcclWork_t **work_out)
+{
+    if (work_out != NULL) *work_out = NULL;
+    pcclResult_t r = pccl_comm_check(comm);
+    if (r != pcclSuccess) return r;
+    pcclComm_t *c = (pcclComm_t *)(uintptr_t)comm;
+    pcclCollectiveOptions_t o;
+    r = opts_read(options, &o);
+    const bool abort_on_error =
+        c->abort_on_error || (r == pcclSuccess && (o.flags & PCCL_COLLECTIVE_ABORT_ON_ERROR) != 0);
+    if (r != pcclSuccess || work_out == NULL) return refuse(abort_on_error, kind, pcclInvalidArgument);
+    const bool reduces = ccoip_coll_reduces(kind);
+    if (!ccoip_dtype_valid(dtype) || (reduces && !ccoip_reduce_supported(op, dtype))) {
+        pt_log(CCOIP_LOG_ERROR, "pccl", "%s: unknown data type %d or an op it has no kernel for",
+               kind_name(kind), (int)dtype);
+        return refuse(abort_on_error, kind, pcclInvalidArgument);
+    }
+    pt_peer_info info;
+    pt_peer_info_get(c->d, &info);
+    if (info.world_size < 2) {
+        pt_log(CCOIP_LOG_WARN, "pccl",
+               "%s (tag %llu): the peer group has %u member(s); update the topology until others "
+               "join",
+               kind_name(kind), (unsigned long long)o.tag, (unsigned)info.world_size);
+        return refuse(abort_on_error, kind, pcclTooFewPeers);
+    }
+    if (info.rank < 0) {
+        pt_log(CCOIP_LOG_WARN, "pccl",
+               "%s (tag %llu): this peer is in no ring now (re-wiring): update the topology",
+               kind_name(kind), (unsigned long long)o.tag);
+        return refuse(abort_on_error, kind, pcclUpdateTopologyFailed);
+    }
+    const uint32_t world = info.world_size, rank = (uint32_t)info.rank;
+    const bool rooted = ccoip_coll_rooted(kind);
+    if (rooted && (root < 0 || (uint32_t)root >= world)) {
+        pt_log(CCOIP_LOG_ERROR, "pccl", "%s: root %d is not a rank of the group (world %u)",
+               kind_name(kind), root, (unsigned)world);
+        return refuse(abort_on_error, kind, pcclInvalidArgument);
+    }
+    const uint32_t rt = rooted ? (uint32_t)root : 0u;
+    const uint64_t es = ccoip_dtype_size(dtype);
+    uint64_t sb = 0, rb = 0;
+    if (ccoip_coll_sizes(kind, (uint64_t)count, es, world, rank, rt, &sb, &rb) != pcclSuccess) {
+        pt_log(CCOIP_LOG_ERROR, "pccl", "%s: count %llu is too large", kind_name(kind),
+               (unsigned long long)count);
+        return refuse(abort_on_error, kind, pcclInvalidArgument);
+    }
+    const uint8_t *send = sb > 0 ? sendbuf : NULL;
+    uint8_t *recv = rb > 0 ? recvbuf : NULL;
+    if ((sb > 0 && send == NULL) || (rb > 0 && recv == NULL)) {
+        pt_log(CCOIP_LOG_ERROR, "pccl", "%s: a NULL buffer where %llu bytes are needed",
+               kind_name(kind), (unsigned long long)(send == NULL ? sb : rb));
+        return refuse(abort_on_error, kind, pcclInvalidArgument);
+    }
+    bool bad = false;
+    const bool in_place = in_place_of(kind, send, sb, recv, rb, rank, rt, (uint64_t)count * es, &bad);
+    if (bad) {
+        pt_log(CCOIP_LOG_ERROR, "pccl",
+               "%s: send and receive buffers overlap other than in the in-place layout",
+               kind_name(kind));
+        return refuse(abort_on_error, kind, pcclInvalidArgument);
+    }
+    ccoip_cmd cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.type = CCOIP_CMD_ALL_REDUCE;
+    ccoip_allreduce_args *a = &cmd.allreduce;
+    a->tag = o.tag;
+    a->count = (uint64_t)count;
+    a->dtype = dtype;
+    a->op = reduces ? op : pcclSum;
+    a->quant_algorithm = pcclQuantNone;
+    a->quant_dtype = dtype;
+    a->in_place = in_place;
+    a->kind = kind;
+    a->root = rt;
+    a->pinned_epoch = info.epoch;
+    a->send_bytes = sb;
+    a->recv_bytes = rb;
+    a->timeout_ms = o.timeout_ms != 0 ? o.timeout_ms : c->timeout_ms;
+    pcclWork_t *w = calloc(1, sizeof *w);
+    if (w == NULL) return refuse(abort_on_error, kind, pcclSystemError);
+    pthread_mutex_lock(&c->mu);
+    uint32_t slot = PCCL_MAX_ASYNC;
+    for (uint32_t i = 0; i < PCCL_MAX_ASYNC; i++) {
+        if (c->async[i].used && c->async[i].tag == o.tag) {
+            pthread_mutex_unlock(&c->mu);
+            free(w);
+            pt_log(CCOIP_LOG_ERROR, "pccl", "%s: tag %llu is in flight already", kind_name(kind),
+                   (unsigned long long)o.tag);
+            return refuse(abort_on_error, kind, pcclInvalidUsage);
+        }
+        if (!c->async[i].used && slot == PCCL_MAX_ASYNC) slot = i;
+    }
+    if (slot == PCCL_MAX_ASYNC) {
+        pthread_mutex_unlock(&c->mu);
+        free(w);
+        pt_log(CCOIP_LOG_ERROR, "pccl", "%s: %u operations are in flight already",
+               kind_name(kind), (unsigned)PCCL_MAX_ASYNC);
+        return refuse(abort_on_error, kind, pcclInvalidUsage);
+    }
+    uint32_t h = 0;
+    r = pt_cmd_submit(c->d, &cmd, (void *)(uintptr_t)send, recv, sb > rb ? sb : rb, &h);
+    if (r == pcclSuccess) {
+        c->async[slot].used = true;
+        c->async[slot].tag = o.tag;
+        c->async[slot].handle = h;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (r != pcclSuccess) {
+        free(w);
+        return refuse(abort_on_error, kind, r);
+    }
+    w->comm = c;
+    w->d = c->d;
+    w->handle = h;
+    w->slot = slot;
+    w->tag = o.tag;
+    w->wait_ms = a->timeout_ms != 0 ? a->timeout_ms + PCCL_CANCEL_GRACE_MS : 0;
+    w->abort_on_error = abort_on_error;
+    w->what = kind_name(kind);
+    w->info.rank = rank;
+    w->info.epoch = info.epoch;
+    w->info.world_size = world;
+    *work_out = w;
+    return pcclSuccess;
+}
+
+PCCL_EXPORT pcclResult_t pcclWorkWait(pcclWork_t *work, pcclCollectiveInfo_t *info_out)
+{
+    if (work == NULL) return pcclInvalidArgument;
+    if (!work->done) {
+        pt_cmd_result res;
+        memset(&res, 0, sizeof res);
+        const pcclResult_t r = pt_cmd_wait(work->d, work->handle, work->wait_ms, false, &res);
+        work_finish(work, r, &res);
+    }
+    if (work->result == pcclSuccess && info_out != NULL) *info_out = work->info;
+    return work->result;
+}
+
+PCCL_EXPORT pcclResult_t pcclWorkWaitTimeout(pcclWork_t *work, uint32_t timeout_ms,
+                                             pcclCollectiveInfo_t *info_out)
+{
+    if (work == NULL) return pcclInvalidArgument;
+    if (!work->done) {
+        if (timeout_ms == 0 && !pt_cmd_poll(work->d, work->handle)) return pcclTimeout;
+        pt_cmd_result res;
+        memset(&res, 0, sizeof res);
+        res.result = (pcclResult_t)-1; /* stays so while the command is not done */
+        const pcclResult_t r = pt_cmd_wait(work->d, work->handle, timeout_ms, true, &res);
+        if (r == pcclTimeout && res.result == (pcclResult_t)-1) return pcclTimeout;
+        work_finish(work, r, &res);
+    }
+    if (work->result == pcclSuccess && info_out != NULL) *info_out = work->info;
+    return work->result;
+}
+
+PCCL_EXPORT pcclResult_t pcclWorkIsCompleted(pcclWork_t *work, bool *completed_out)
+{
+    if (work == NULL || completed_out == NULL) return pcclInvalidArgument;
+    *completed_out = work->done || pt_cmd_poll(work->d, work->handle);
+    return pcclSuccess;
+}
+
+PCCL_EXPORT void pcclWorkFree(pcclWork_t *work)
+{
+    if (work == NULL) return;
+    if (!work->done) (void)pcclWorkWait(work, NULL);
+    free(work);
+}
+
+/* The blocking form: start, wait, free. */
+static pcclResult_t coll_run(const pcclComm_t *comm, ccoip_coll_kind kind, const void *sendbuf,
+                             void *recvbuf, size_t count, pcclDataType_t dtype, pcclRedOp_t op,
+                             int root, const pcclCollectiveOptions_t *options,
+                             pcclCollectiveInfo_t *info_out)
+{
+    pcclWork_t *w = NULL;
+    pcclResult_t r =
+        coll_start(comm, kind, sendbuf, recvbuf, count, dtype, op, root, options, &w);
+    if (r != pcclSuccess) return r;
+    r = pcclWorkWait(w, info_out);
+    pcclWorkFree(w);
+    return r;
+}
+
+PCCL_EXPORT pcclResult_t pcclBroadcast(void *buf, size_t count, pcclDataType_t dtype, int root,
+                                       const pcclCollectiveOptions_t *options,
+                                       const pcclComm_t *communicator,
+                                       pcclCollectiveInfo_t *info_out)
+{
+    return coll_run(communicator, CCOIP_COLL_BROADCAST, buf, buf, count, dtype, pcclSum, root,
+                    options, info_out);
+}
+
+PCCL_EXPORT pcclResult_t pcclBroadcastAsync(void *buf, size_t count, pcclDataType_t dtype,
+                                            int root, const pcclCollectiveOptions_t *options,
+                                            const pcclComm_t *communicator, pcclWork_t **work_out)
+{
+    return coll_start(communicator, CCOIP_COLL_BROADCAST, buf, buf, count, dtype, pcclSum, root,
+                      options, work_out);
+}
+
+PCCL_EXPORT pcclResult_t pcclReduce(const void *sendbuf, void *recvbuf, size_t count,
+                                    pcclDataType_t dtype, pcclRedOp_t op, int root,
+                                    const pcclCollectiveOptions_t *options,
+                                    const pcclComm_t *communicator,
+                                    pcclCollectiveInfo_t *info_out)
+{
+    return coll_run(communicator, CCOIP_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root,
+                    options, info_out);
+}
+
+PCCL_EXPORT pcclResult_t pcclReduceAsync(const void *sendbuf, void *recvbuf, size_t count,
+                                         pcclDataType_t dtype, pcclRedOp_t op, int root,
+                                         const pcclCollectiveOptions_t *options,
+                                         const pcclComm_t *communicator, pcclWork_t **work_out)
+{
+    return coll_start(communicator, CCOIP_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root,
+                      options, work_out);
+}
+
+PCCL_EXPORT pcclResult_t pcclAllGather(const void *sendbuf, void *recvbuf, size_t count,
+                                       pcclDataType_t dtype,
+                                       const pcclCollectiveOptions_t *options,
+                                       const pcclComm_t *communicator,
+                                       pcclCollectiveInfo_t *info_out)
+{
+    return coll_run(communicator, CCOIP_COLL_ALL_GATHER, sendbuf, recvbuf, count, dtype, pcclSum,
+                    0, options, info_out);
+}
+
+PCCL_EXPORT pcclResult_t pcclAllGatherAsync(const void *sendbuf, void *recvbuf, size_t count,
+                                            pcclDataType_t dtype,
+                                            const pcclCollectiveOptions_t *options,
+                                            const pcclComm_t *communicator, pcclWork_t **work_out)
+{
+    return coll_start(communicator, CCOIP_COLL_ALL_GATHER, sendbuf, recvbuf, count, dtype,
+                      pcclSum, 0, options, work_out);
+}
+
+PCCL_EXPORT pcclResult_t pcclReduceScatter(const void *sendbuf, void *recvbuf, size_t count,
+                                           pcclDataType_t dtype, pcclRedOp_t op,
+                                           const pcclCollectiveOptions_t *options,
+                                           const pcclComm_t *communicator,
+                                           pcclCollectiveInfo_t *info_out)
+{
+    return coll_run(communicator, CCOIP_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count, dtype, op,
+                    0, options, info_out);
+}
+
+PCCL_EXPORT pcclResult_t pcclReduceScatterAsync(const void *sendbuf, void *recvbuf, size_t count,
+                                                pcclDataType_t dtype, pcclRedOp_t op,
+                                                const pcclCollectiveOptions_t *options,
+                                                const pcclComm_t *communicator,
+                                                pcclWork_t **work_out)
+{
+    return coll_start(communicator, CCOIP_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count, dtype, op,
+                      0, options, work_out);
+}
+
+PCCL_EXPORT pcclResult_t pcclAllToAll(const void *sendbuf, void *recvbuf, size_t count,
+                                      pcclDataType_t dtype,
+                                      const pcclCollectiveOptions_t *options,
+                                      const pcclComm_t *communicator,
+                                      pcclCollectiveInfo_t *info_out)
+{
+    return coll_run(communicator, CCOIP_COLL_ALL_TO_ALL, sendbuf, recvbuf, count, dtype, pcclSum,
+                    0, options, info_out);
+}
+
+PCCL_EXPORT pcclResult_t pcclAllToAllAsync(const void *sendbuf, void *recvbuf, size_t count,
+                                           pcclDataType_t dtype,
+                                           const pcclCollectiveOptions_t *options,
+                                           const pcclComm_t *communicator, pcclWork_t **work_out)
+{
+    return coll_start(communicator, CCOIP_COLL_ALL_TO_ALL, sendbuf, recvbuf, count, dtype,
+                      pcclSum, 0, options, work_out);
+}
+
+PCCL_EXPORT pcclResult_t pcclGather(const void *sendbuf, void *recvbuf, size_t count,
+                                    pcclDataType_t dtype, int root,
+                                    const pcclCollectiveOptions_t *options,
+                                    const pcclComm_t *communicator,
+                                    pcclCollectiveInfo_t *info_out)
+{
+    return coll_run(communicator, CCOIP_COLL_GATHER, sendbuf, recvbuf, count, dtype, pcclSum,
+                    root, options, info_out);
+}
+
+PCCL_EXPORT pcclResult_t pcclGatherAsync(const void *sendbuf, void *recvbuf, size_t count,
+                                         pcclDataType_t dtype, int root,
+                                         const pcclCollectiveOptions_t *options,
+                                         const pcclComm_t *communicator, pcclWork_t **work_out)
+{
+    return coll_start(communicator, CCOIP_COLL_GATHER, sendbuf, recvbuf, count, dtype, pcclSum,
+                      root, options, work_out);
+}
+
+PCCL_EXPORT pcclResult_t pcclScatter(const void *sendbuf, void *recvbuf, size_t count,
+                                     pcclDataType_t dtype, int root,
+                                     const pcclCollectiveOptions_t *options,
+                                     const pcclComm_t *communicator,
+                                     pcclCollectiveInfo_t *info_out)
+{
+    return coll_run(communicator, CCOIP_COLL_SCATTER, sendbuf, recvbuf, count, dtype, pcclSum,
+                    root, options, info_out);
+}
+
+PCCL_EXPORT pcclResult_t pcclScatterAsync(const void *sendbuf, void *recvbuf, size_t count,
+                                          pcclDataType_t dtype, int root,
+                                          const pcclCollectiveOptions_t *options,
+                                          const pcclComm_t *communicator, pcclWork_t **work_out)
+{
+    return coll_start(communicator, CCOIP_COLL_SCATTER, sendbuf, recvbuf, count, dtype, pcclSum,
+                      root, options, work_out);
+}
+
+PCCL_EXPORT pcclResult_t pcclBarrier(const pcclCollectiveOptions_t *options,
+                                     const pcclComm_t *communicator,
+                                     pcclCollectiveInfo_t *info_out)
+{
+    return coll_run(communicator, CCOIP_COLL_BARRIER, NULL, NULL, 0, pcclUint8, pcclSum, 0,
+                    options, info_out);
+}
+
+PCCL_EXPORT pcclResult_t pcclBarrierAsync(const pcclCollectiveOptions_t *options,
+                                          const pcclComm_t *communicator, pcclWork_t **work_out)
+{
+    return coll_start(communicator, CCOIP_COLL_BARRIER, NULL, NULL, 0, pcclUint8, pcclSum, 0,
+                      options, work_out);
+}

@@ -1,0 +1,424 @@
+/*
+ * test_coll_peers.c — the collectives beyond all-reduce (core/peer_coll.c,
+ * the master's agreement in core/master_collective.c) run by real peer and
+ * master machines in the in-memory harness: exact results of every kind at
+ * N = 2, 3, 4 for every root, in and out of place, striped over a pool of
+ * two; disagreement (pcclInvalidUsage for all); an op pinned to a stale
+ * epoch (pcclUpdateTopologyFailed for all, nothing touched); a peer killed
+ * mid-op (pcclRankConnectionLost for the survivors, in-place inputs
+ * restored, the retry on the shrunken ring exact); timeouts (a member that
+ * never initiates, a member frozen mid-op: pcclTimeout for everyone alive);
+ * the barrier.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ccoip_coll.h"
+#include "ccoip_master.h"
+#include "ccoip_peer.h"
+#include "ptest.h"
+#include "sm_harness.h"
+
+#define NMAX 4u
+
+typedef struct op_bufs {
+    int32_t *send, *recv;
+    uint64_t send_bytes, recv_bytes;
+    uint32_t rank;
+    uint64_t cmd;
+} op_bufs;
+
+static smh *world_of(uint32_t n, uint32_t pool)
+{
+    ccoip_master_config mc;
+    ccoip_master_config_default(&mc);
+    smh *h = smh_create(&mc, NULL);
+    smh_set_pool(h, pool);
+    if (!smh_form_ring(h, n, 0)) {
+        smh_destroy(h);
+        return NULL;
+    }
+    return h;
+}
+
+static int32_t in_val(uint32_t rank, uint64_t i)
+{
+    return (int32_t)((rank * 7919u + (uint32_t)i * 31u + 5u) % 20011u) - 10000;
+}
+
+/* Submits one op at harness peer i (its rank and epoch read from its machine). in_place uses the
+ * aliasing ccoip_coll_plan_make documents. */
+static void submit(smh *h, uint32_t i, ccoip_coll_kind kind, uint64_t count, uint32_t root,
+                   pcclRedOp_t op, bool in_place, uint64_t tag, uint32_t timeout_ms, op_bufs *b)
+{
+    ccoip_peer *p = smh_peer(h, i);
+    const uint32_t world = ccoip_peer_world_size(p);
+    const int32_t rank = ccoip_peer_rank(p);
+    PT_ASSERT(rank >= 0, "peer %u has a rank", i);
+    b->rank = (uint32_t)rank;
+    PT_ASSERT(ccoip_coll_sizes(kind, count, 4, world, b->rank, root, &b->send_bytes,
+                               &b->recv_bytes) == pcclSuccess,
+              "sizes");
+    const uint64_t blk = count * 4u;
+    const uint64_t big = b->send_bytes > b->recv_bytes ? b->send_bytes : b->recv_bytes;
+    int32_t *mem = calloc(1, (size_t)big + 4u);
+    b->send = mem;
+    b->recv = NULL;
+    if (kind == CCOIP_COLL_BROADCAST) {
+        b->recv = mem;
+    } else if (!in_place) {
+        b->recv = calloc(1, (size_t)b->recv_bytes + 4u);
+        memset(b->recv, 0x5A, (size_t)b->recv_bytes);
+    } else if (kind == CCOIP_COLL_ALL_GATHER) {
+        b->recv = mem;
+        b->send = mem + (uint64_t)b->rank * count;
+    } else if (kind == CCOIP_COLL_REDUCE_SCATTER) {
+        b->recv = mem + (uint64_t)b->rank * count;
+    } else if (kind == CCOIP_COLL_GATHER && b->rank == root) {
+        b->recv = mem;
+        b->send = mem + (uint64_t)root * count;
+    } else if (kind == CCOIP_COLL_SCATTER && b->rank == root) {
+        b->recv = mem + (uint64_t)root * count;
+    } else {
+        b->recv = mem;
+    }
+    (void)blk;
+    if (kind != CCOIP_COLL_BROADCAST || b->rank == root) {
+        for (uint64_t k = 0; k < b->send_bytes / 4u; k++)
+            b->send[k] = in_val(b->rank, k);
+    }
+    ccoip_allreduce_args a;
+    memset(&a, 0, sizeof a);
+    a.tag = tag;
+    a.count = count;
+    a.dtype = pcclInt32;
+    a.op = op;
+    a.quant_algorithm = pcclQuantNone;
+    a.in_place = in_place;
+    a.kind = kind;
+    a.root = root;
+    a.pinned_epoch = ccoip_peer_epoch(p);
+    a.send_bytes = b->send_bytes;
+    a.recv_bytes = b->recv_bytes;
+    a.timeout_ms = timeout_ms;
+    b->cmd = smh_allreduce(h, i, &a, b->send, b->recv);
+}
+
+static void free_bufs(op_bufs *b, ccoip_coll_kind kind, bool in_place)
+{
+    int32_t *mem = b->send;
+    if (in_place && (kind == CCOIP_COLL_ALL_GATHER || kind == CCOIP_COLL_GATHER)) {
+        if (b->recv != NULL && b->recv < b->send) mem = b->recv;
+    }
+    if (!in_place && kind != CCOIP_COLL_BROADCAST) free(b->recv);
+    free(mem);
+}
+
+static int32_t sum_of(uint32_t n, uint64_t i)
+{
+    uint32_t s = 0;
+    for (uint32_t r = 0; r < n; r++)
+        s += (uint32_t)in_val(r, i);
+    return (int32_t)s;
+}
+
+/* The expected element k of rank r's output. */
+static int32_t want(ccoip_coll_kind kind, uint32_t n, uint64_t count, uint32_t root, uint32_t r,
+                    uint64_t k)
+{
+    const uint64_t blk = count > 0 ? k / count : 0, off = count > 0 ? k % count : 0;
+    switch (kind) {
+    case CCOIP_COLL_BROADCAST:
+        return in_val(root, k);
+    case CCOIP_COLL_REDUCE:
+        return sum_of(n, k);
+    case CCOIP_COLL_ALL_GATHER:
+    case CCOIP_COLL_GATHER:
+        return in_val((uint32_t)blk, off);
+    case CCOIP_COLL_REDUCE_SCATTER:
+        return sum_of(n, (uint64_t)r * count + k);
+    case CCOIP_COLL_ALL_TO_ALL:
+        return in_val((uint32_t)blk, (uint64_t)r * count + off);
+    case CCOIP_COLL_SCATTER:
+        return in_val(root, (uint64_t)r * count + k);
+    default:
+        return 0;
+    }
+}
+
+static void round_exact(uint32_t n, uint32_t pool, ccoip_coll_kind kind, uint64_t count,
+                        uint32_t root, bool in_place)
+{
+    smh *h = world_of(n, pool);
+    PT_ASSERT(h != NULL, "ring of %u formed", n);
+    op_bufs b[NMAX];
+    for (uint32_t i = 0; i < n; i++)
+        submit(h, i, kind, count, root, pcclSum, in_place, 5, 0, &b[i]);
+    smh_run(h);
+    for (uint32_t i = 0; i < n; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, b[i].cmd, &r) && r == pcclSuccess,
+                  "kind %d n %u count %llu root %u in_place %d: peer %u (rank %u) r=%d", (int)kind,
+                  n, (unsigned long long)count, root, (int)in_place, i, b[i].rank, (int)r);
+        PT_ASSERT(smh_notify_count(h, i, b[i].cmd) == 1, "exactly one NOTIFY");
+        for (uint64_t k = 0; k < b[i].recv_bytes / 4u; k++) {
+            const int32_t w = want(kind, n, count, root, b[i].rank, k);
+            PT_ASSERT(b[i].recv[k] == w,
+                      "kind %d n %u count %llu root %u in_place %d: rank %u [%llu] %d != %d",
+                      (int)kind, n, (unsigned long long)count, root, (int)in_place, b[i].rank,
+                      (unsigned long long)k, b[i].recv[k], w);
+        }
+    }
+    PT_ASSERT(smh_step_errors(h) == 0, "no step errors");
+    for (uint32_t i = 0; i < n; i++)
+        free_bufs(&b[i], kind, in_place);
+    smh_destroy(h);
+}
+
+static const ccoip_coll_kind KINDS[] = {
+    CCOIP_COLL_BROADCAST,  CCOIP_COLL_REDUCE,  CCOIP_COLL_ALL_GATHER, CCOIP_COLL_REDUCE_SCATTER,
+    CCOIP_COLL_ALL_TO_ALL, CCOIP_COLL_GATHER,  CCOIP_COLL_SCATTER,
+};
+
+PTEST(coll_peers, every_kind_exact_n2_to_n4_every_root)
+{
+    for (size_t k = 0; k < sizeof KINDS / sizeof KINDS[0]; k++) {
+        for (uint32_t n = 2; n <= NMAX; n++) {
+            const uint32_t roots = ccoip_coll_rooted(KINDS[k]) ? n : 1u;
+            for (uint32_t root = 0; root < roots; root++) {
+                round_exact(n, 1, KINDS[k], 37, root, false);
+                round_exact(n, 1, KINDS[k], 37, root, true);
+            }
+            round_exact(n, 1, KINDS[k], 1, 0, false); /* blocks shorter than the world */
+        }
+    }
+}
+
+PTEST(coll_peers, every_kind_striped_over_a_pool_of_two)
+{
+    /* 1.25 MiB blocks: every piece of a step is cut into two stripes, one per connection. */
+    for (size_t k = 0; k < sizeof KINDS / sizeof KINDS[0]; k++)
+        round_exact(3, 2, KINDS[k], (5u << 18) / 4u + 1u, 1, false);
+}
+
+PTEST(coll_peers, disagreeing_roots_are_invalid_usage_for_everyone)
+{
+    smh *h = world_of(3, 1);
+    PT_ASSERT(h != NULL, "ring of 3");
+    op_bufs b[3];
+    for (uint32_t i = 0; i < 3; i++)
+        submit(h, i, CCOIP_COLL_BROADCAST, 8, i == 2 ? 1u : 0u, pcclSum, false, 9, 0, &b[i]);
+    smh_run(h);
+    for (uint32_t i = 0; i < 3; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, b[i].cmd, &r) && r == pcclInvalidUsage, "peer %u r=%d", i,
+                  (int)r);
+        free_bufs(&b[i], CCOIP_COLL_BROADCAST, false);
+    }
+    smh_destroy(h);
+}
+
+PTEST(coll_peers, an_op_pinned_to_a_stale_epoch_is_refused_untouched)
+{
+    smh *h = world_of(3, 1);
+    PT_ASSERT(h != NULL, "ring of 3");
+    /* The pinned epoch is one the group no longer has: the op must not run with it. */
+    op_bufs b[3];
+    for (uint32_t i = 0; i < 3; i++) {
+        ccoip_peer *p = smh_peer(h, i);
+        const uint64_t ep = ccoip_peer_epoch(p);
+        b[i].rank = (uint32_t)ccoip_peer_rank(p);
+        b[i].send_bytes = 16;
+        b[i].recv_bytes = 48;
+        b[i].send = calloc(1, 16);
+        b[i].recv = calloc(1, 48);
+        memset(b[i].recv, 0x77, 48);
+        ccoip_allreduce_args a;
+        memset(&a, 0, sizeof a);
+        a.tag = 3;
+        a.count = 4;
+        a.dtype = pcclInt32;
+        a.kind = CCOIP_COLL_ALL_GATHER;
+        a.pinned_epoch = ep > 1 ? ep - 1u : ep + 1u;
+        a.send_bytes = 16;
+        a.recv_bytes = 48;
+        b[i].cmd = smh_allreduce(h, i, &a, b[i].send, b[i].recv);
+    }
+    smh_run(h);
+    for (uint32_t i = 0; i < 3; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, b[i].cmd, &r) && r == pcclUpdateTopologyFailed, "peer %u r=%d",
+                  i, (int)r);
+        for (uint32_t k = 0; k < 12; k++)
+            PT_ASSERT(b[i].recv[k] == 0x77777777, "output untouched");
+        free(b[i].send);
+        free(b[i].recv);
+    }
+    smh_destroy(h);
+}
+
+PTEST(coll_peers, a_peer_killed_mid_op_fails_it_for_all_and_restores_in_place_inputs)
+{
+    const ccoip_coll_kind kinds[] = {CCOIP_COLL_REDUCE_SCATTER, CCOIP_COLL_ALL_TO_ALL,
+                                     CCOIP_COLL_REDUCE, CCOIP_COLL_BROADCAST};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        smh *h = world_of(4, 1);
+        PT_ASSERT(h != NULL, "ring of 4");
+        op_bufs b[4];
+        int32_t *orig[4];
+        smh_kill_on_ring_send(h, 3, 1); /* dies in its first send */
+        /* Peer 3 is the root: it sends in every kind. The survivors' in-place inputs (a
+         * reduce-scatter's, an all-to-all's) must come back bit for bit. */
+        const uint32_t root = (uint32_t)ccoip_peer_rank(smh_peer(h, 3));
+        for (uint32_t i = 0; i < 4; i++) {
+            submit(h, i, kinds[k], 29, root, pcclSum, kinds[k] != CCOIP_COLL_BROADCAST, 4, 0,
+                   &b[i]);
+            orig[i] = malloc((size_t)b[i].send_bytes + 4u);
+            memcpy(orig[i], b[i].send, (size_t)b[i].send_bytes);
+        }
+        smh_run(h);
+        uint32_t lost = 0;
+        for (uint32_t i = 0; i < 3; i++) {
+            pcclResult_t r;
+            PT_ASSERT(smh_done(h, i, b[i].cmd, &r), "peer %u done", i);
+            PT_ASSERT(r == pcclRankConnectionLost, "kind %d: survivor %u r=%d", (int)kinds[k], i,
+                      (int)r);
+            lost++;
+            if (kinds[k] != CCOIP_COLL_BROADCAST) {
+                PT_ASSERT(memcmp(orig[i], b[i].send, (size_t)b[i].send_bytes) == 0,
+                          "kind %d: peer %u's in-place input restored bit for bit", (int)kinds[k],
+                          i);
+            }
+        }
+        PT_ASSERT(lost == 3, "every survivor failed");
+        /* The retry on the shrunken ring (new ranks, new epoch) is exact. */
+        op_bufs c[3];
+        for (uint32_t i = 0; i < 3; i++)
+            submit(h, i, kinds[k], 29, 0, pcclSum, false, 4, 0, &c[i]);
+        smh_run(h);
+        for (uint32_t i = 0; i < 3; i++) {
+            pcclResult_t r;
+            PT_ASSERT(smh_done(h, i, c[i].cmd, &r) && r == pcclSuccess, "retry %u r=%d", i,
+                      (int)r);
+            for (uint64_t e = 0; e < c[i].recv_bytes / 4u; e++) {
+                PT_ASSERT(c[i].recv[e] == want(kinds[k], 3, 29, 0, c[i].rank, e),
+                          "retry exact: kind %d rank %u [%llu]", (int)kinds[k], c[i].rank,
+                          (unsigned long long)e);
+            }
+            free_bufs(&c[i], kinds[k], false);
+        }
+        for (uint32_t i = 0; i < 4; i++) {
+            free_bufs(&b[i], kinds[k], kinds[k] != CCOIP_COLL_BROADCAST);
+            free(orig[i]);
+        }
+        smh_destroy(h);
+    }
+}
+
+PTEST(coll_peers, a_member_that_never_initiates_times_the_op_out_for_everyone)
+{
+    smh *h = world_of(3, 1);
+    PT_ASSERT(h != NULL, "ring of 3");
+    op_bufs b[3];
+    for (uint32_t i = 0; i < 2; i++) /* peer 2 never calls */
+        submit(h, i, CCOIP_COLL_ALL_GATHER, 8, 0, pcclSum, false, 6, 500, &b[i]);
+    smh_run(h);
+    smh_advance(h, 400ull * 1000000ull);
+    for (uint32_t i = 0; i < 2; i++) {
+        PT_ASSERT(!smh_done(h, i, b[i].cmd, NULL), "still waiting before the timeout");
+    }
+    smh_advance(h, 200ull * 1000000ull);
+    for (uint32_t i = 0; i < 2; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, b[i].cmd, &r) && r == pcclTimeout, "peer %u r=%d", i, (int)r);
+        PT_ASSERT(smh_notify_count(h, i, b[i].cmd) == 1, "exactly one NOTIFY");
+        free_bufs(&b[i], CCOIP_COLL_ALL_GATHER, false);
+    }
+    PT_ASSERT(ccoip_master_num_accepted(smh_master(h)) == 3, "nobody evicted for it");
+    smh_destroy(h);
+}
+
+PTEST(coll_peers, a_member_frozen_mid_op_times_it_out_for_everyone_alive)
+{
+    smh *h = world_of(3, 1);
+    PT_ASSERT(h != NULL, "ring of 3");
+    op_bufs b[3];
+    /* Only peer 0 sets a timeout: its cancel ends the op for the others too. */
+    for (uint32_t i = 0; i < 3; i++)
+        submit(h, i, CCOIP_COLL_REDUCE_SCATTER, 16, 0, pcclSum, true, 7, i == 0 ? 300u : 0u,
+               &b[i]);
+    int32_t *orig[3];
+    for (uint32_t i = 0; i < 3; i++) {
+        orig[i] = malloc((size_t)b[i].send_bytes);
+        memcpy(orig[i], b[i].send, (size_t)b[i].send_bytes);
+    }
+    smh_freeze_peer(h, 2); /* stopped before it sends anything, its links stay open */
+    smh_run(h);
+    smh_advance(h, 350ull * 1000000ull);
+    for (uint32_t i = 0; i < 2; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, b[i].cmd, &r) && r == pcclTimeout, "peer %u r=%d", i, (int)r);
+        PT_ASSERT(memcmp(orig[i], b[i].send, (size_t)b[i].send_bytes) == 0,
+                  "peer %u's in-place input restored", i);
+    }
+    PT_ASSERT(smh_log_count(h, "timed out") >= 1, "the timeout is logged");
+    for (uint32_t i = 0; i < 3; i++) {
+        free_bufs(&b[i], CCOIP_COLL_REDUCE_SCATTER, true);
+        free(orig[i]);
+    }
+    smh_destroy(h);
+}
+
+PTEST(coll_peers, barrier_completes_when_everyone_entered)
+{
+    smh *h = world_of(3, 1);
+    PT_ASSERT(h != NULL, "ring of 3");
+    op_bufs b[3];
+    submit(h, 0, CCOIP_COLL_BARRIER, 0, 0, pcclSum, false, 1, 0, &b[0]);
+    submit(h, 1, CCOIP_COLL_BARRIER, 0, 0, pcclSum, false, 1, 0, &b[1]);
+    smh_run(h);
+    PT_ASSERT(!smh_done(h, 0, b[0].cmd, NULL) && !smh_done(h, 1, b[1].cmd, NULL),
+              "nobody leaves the barrier before the last enters");
+    submit(h, 2, CCOIP_COLL_BARRIER, 0, 0, pcclSum, false, 1, 0, &b[2]);
+    smh_run(h);
+    for (uint32_t i = 0; i < 3; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, b[i].cmd, &r) && r == pcclSuccess, "peer %u r=%d", i, (int)r);
+        free_bufs(&b[i], CCOIP_COLL_BARRIER, false);
+    }
+    smh_destroy(h);
+}
+
+PTEST(coll_peers, unpinned_or_quantized_kinds_are_invalid_arguments)
+{
+    smh *h = world_of(2, 1);
+    PT_ASSERT(h != NULL, "ring of 2");
+    int32_t s[4] = {0}, r8[8] = {0};
+    ccoip_allreduce_args a;
+    memset(&a, 0, sizeof a);
+    a.tag = 2;
+    a.count = 4;
+    a.dtype = pcclInt32;
+    a.kind = CCOIP_COLL_ALL_GATHER;
+    a.send_bytes = 16;
+    a.recv_bytes = 32;
+    uint64_t c = smh_allreduce(h, 0, &a, s, r8); /* not pinned */
+    smh_run(h);
+    pcclResult_t r;
+    PT_ASSERT(smh_done(h, 0, c, &r) && r == pcclInvalidArgument, "unpinned: r=%d", (int)r);
+    a.pinned_epoch = ccoip_peer_epoch(smh_peer(h, 0));
+    a.quant_algorithm = pcclQuantMinMax;
+    a.quant_dtype = pcclUint8;
+    a.dtype = pcclFloat;
+    c = smh_allreduce(h, 0, &a, s, r8);
+    smh_run(h);
+    PT_ASSERT(smh_done(h, 0, c, &r) && r == pcclInvalidArgument, "quantized: r=%d", (int)r);
+    a.quant_algorithm = pcclQuantNone;
+    a.kind = CCOIP_COLL_REDUCE_SCATTER;
+    a.op = pcclBand;
+    c = smh_allreduce(h, 0, &a, s, r8);
+    smh_run(h);
+    PT_ASSERT(smh_done(h, 0, c, &r) && r == pcclInvalidArgument, "bitwise on floats: r=%d",
+              (int)r);
+    smh_destroy(h);
+}
