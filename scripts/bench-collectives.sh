@@ -99,10 +99,10 @@ if wants pccl; then
   cmake --build "$BUILD" -j "$JOBS" --target pccl ccoip_master >"$OUT/build.log" 2>&1 ||
     { tail -n 40 "$OUT/build.log"; exit 1; }
   LIB=$(find "$BUILD/bindings" -name 'libpccl.so' 2>/dev/null | head -n1)
-  if [[ -z "$LIB" ]] || ! nm -D "$LIB" | grep -q ' T pcclBroadcast$'; then
+  if [[ -z "$LIB" ]] || ! nm -D "$LIB" | grep -c ' T pcclBroadcast$' >/dev/null; then
     echo "bench-collectives: libpccl does not export the collectives yet (pcclBroadcast):" \
       "pccl columns will be n/a"
-  elif ninja -C "$BUILD" -t targets all 2>/dev/null | grep -q '^pccl_coll_bench:'; then
+  elif ninja -C "$BUILD" -t targets all 2>/dev/null | grep -c '^pccl_coll_bench:' >/dev/null; then
     cmake --build "$BUILD" -j "$JOBS" --target pccl_coll_bench >>"$OUT/build.log" 2>&1 ||
       { tail -n 40 "$OUT/build.log"; exit 1; }
     HAVE_PCCL=1
