@@ -1,0 +1,374 @@
+/*
+ * pccl_coll_bench.c — the collective benchmark over libpccl's collective set
+ * beyond all-reduce (include/pccl.h: pcclBroadcast, pcclReduce, pcclAllGather,
+ * pcclReduceScatter, pcclAllToAll, pcclGather, pcclScatter, pcclBarrier), in
+ * the style of nccl-tests and of bench/allreduce/pccl_allreduce_bench.c. One
+ * process per peer; bench/collectives/launch.sh starts a ccoip_master and N
+ * of these on 127.0.0.1.
+ *
+ *   pccl_coll_bench --url tcp://127.0.0.1:PORT --index I --world N --coll NAME
+ *       [--min BYTES] [--max BYTES] [--step 2|4] [--warmup W]
+ *       [--iters-min A] [--iters-max B] [--iter-bytes BYTES]
+ *       [--timeout-ms T] [--pool K]
+ *
+ * NAME: broadcast reduce allgather reducescatter alltoall gather scatter
+ * barrier. Each peer connects and updates the topology until the group holds
+ * N peers (as pccl_allreduce_bench), then reads its rank
+ * (PCCL_ATTRIBUTE_RANK); the root of the rooted collectives is rank 0, and
+ * rank 0 prints (so launch.sh passes every peer's stdout through). Sizes,
+ * data, exact checks, busbw factors and timing: coll_common.h (the same as
+ * mpi_coll_bench.c and gloo_coll_bench.py). Per size: W warm-ups, K timed
+ * operations (K = clamp(iter-bytes / size, A, B); barrier: B), one more
+ * untimed operation; the output is NaN-poisoned before the last warm-up and
+ * the last operation and checked exactly after them. Out of place (broadcast
+ * works on one buffer). Every operation starts after an untimed pcclBarrier
+ * (not for the barrier benchmark); its time is the slowest peer's, exchanged
+ * after the size's last operation with an untimed pcclAllReduce MAX. Every
+ * call gets a fresh tag. A failed call, a wrong element, or an operation that
+ * ran on another world or rank than the one read at the start (the group
+ * changed) ends the run with exit code 1 (setup errors: 2).
+ *
+ * Rank 0 prints one row per size (the format of the all-reduce benchmark):
+ *   size count iters time_us min_us max_us algbw busbw tx_bytes copied_bytes
+ * tx_bytes = the bytes rank 0 sent in the last timed operation
+ * (pcclCollectiveInfo_t.tx_bytes), copied_bytes = the tensor bytes its
+ * runtime copied in memory during it (PCCL_ATTRIBUTE_COPIED_BYTES read
+ * before and after, outside the timed region).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "coll_common.h"
+#include "pccl.h"
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+typedef struct options {
+    const char *url;
+    uint32_t index;
+    uint32_t world;
+    coll_kind coll;
+    uint64_t min_bytes;
+    uint64_t max_bytes;
+    uint32_t step;
+    uint32_t warmup;
+    uint32_t iters_min;
+    uint32_t iters_max;
+    uint64_t iter_bytes;
+    uint32_t timeout_ms;
+    uint32_t pool; /* p2p_connection_pool_size (0: the library's default) */
+} options;
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: pccl_coll_bench --url URL --index I --world N --coll NAME\n"
+                    "  [--min BYTES] [--max BYTES] [--step 2|4] [--warmup W] [--iters-min A]\n"
+                    "  [--iters-max B] [--iter-bytes BYTES] [--timeout-ms T] [--pool K]\n"
+                    "  NAME: broadcast reduce allgather reducescatter alltoall gather scatter "
+                    "barrier\n");
+}
+
+static bool parse_args(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->world = 2;
+    o->coll = COLL_COUNT;
+    o->min_bytes = 4096u;
+    o->max_bytes = 256u * 1024u * 1024u;
+    o->step = 4;
+    o->warmup = 2;
+    o->iters_min = 5;
+    o->iters_max = 200;
+    o->iter_bytes = 1024u * 1024u * 1024u;
+    o->timeout_ms = 120000;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (i + 1 >= argc) {
+            fprintf(stderr, "pccl_coll_bench: %s needs a value\n", a);
+            return false;
+        }
+        const char *v = argv[++i];
+        uint64_t b = 0;
+        if (strcmp(a, "--url") == 0) {
+            o->url = v;
+        } else if (strcmp(a, "--index") == 0) {
+            o->index = (uint32_t)strtoul(v, NULL, 10);
+        } else if (strcmp(a, "--world") == 0) {
+            o->world = (uint32_t)strtoul(v, NULL, 10);
+        } else if (strcmp(a, "--coll") == 0) {
+            const int k = coll_parse(v);
+            if (k < 0) {
+                fprintf(stderr, "pccl_coll_bench: unknown --coll %s\n", v);
+                return false;
+            }
+            o->coll = (coll_kind)k;
+        } else if (strcmp(a, "--min") == 0 && coll_parse_bytes(v, &b)) {
+            o->min_bytes = b;
+        } else if (strcmp(a, "--max") == 0 && coll_parse_bytes(v, &b)) {
+            o->max_bytes = b;
+        } else if (strcmp(a, "--iter-bytes") == 0 && coll_parse_bytes(v, &b)) {
+            o->iter_bytes = b;
+        } else if (strcmp(a, "--step") == 0) {
+            o->step = (uint32_t)strtoul(v, NULL, 10);
+        } else if (strcmp(a, "--warmup") == 0) {
+            o->warmup = (uint32_t)strtoul(v, NULL, 10);
+        } else if (strcmp(a, "--iters-min") == 0) {
+            o->iters_min = (uint32_t)strtoul(v, NULL, 10);
+        } else if (strcmp(a, "--iters-max") == 0) {
+            o->iters_max = (uint32_t)strtoul(v, NULL, 10);
+        } else if (strcmp(a, "--pool") == 0) {
+            o->pool = (uint32_t)strtoul(v, NULL, 10);
+        } else if (strcmp(a, "--timeout-ms") == 0) {
+            o->timeout_ms = (uint32_t)strtoul(v, NULL, 10);
+        } else {
+            fprintf(stderr, "pccl_coll_bench: bad argument %s %s\n", a, v);
+            return false;
+        }
+    }
+    if (o->url == NULL || o->coll == COLL_COUNT || o->world < 2 || o->world > COLL_MAX_WORLD ||
+        o->index >= o->world || o->step < 2 || o->min_bytes < 4u * (uint64_t)o->world ||
+        o->max_bytes < o->min_bytes || o->iters_min == 0 || o->iters_max < o->iters_min) {
+        return false;
+    }
+    return true;
+}
+
+static int wait_for_world(pcclComm_t *comm, const options *o)
+{
+    const double t0 = now_us();
+    for (;;) {
+        int ws = 0;
+        if (pcclGetAttribute(comm, PCCL_ATTRIBUTE_CURRENT_WORLD_SIZE, &ws) != pcclSuccess) return 2;
+        if ((uint32_t)ws >= o->world) {
+            if ((uint32_t)ws > o->world) {
+                fprintf(stderr, "pccl_coll_bench %u: world %d > %u\n", o->index, ws, o->world);
+                return 2;
+            }
+            return 0;
+        }
+        if (now_us() - t0 > (double)o->timeout_ms * 1e3) {
+            fprintf(stderr, "pccl_coll_bench %u: world stays %d < %u\n", o->index, ws, o->world);
+            return 2;
+        }
+        bool pending = false;
+        if (pcclArePeersPending(comm, &pending) == pcclSuccess && !pending) sleep_ms(5);
+        const pcclResult_t r = pcclUpdateTopology(comm);
+        if (r != pcclSuccess && r != pcclUpdateTopologyFailed) {
+            fprintf(stderr, "pccl_coll_bench %u: update topology: %d\n", o->index, (int)r);
+            return 2;
+        }
+    }
+}
+
+/* PCCL_ATTRIBUTE_COPIED_BYTES: the copied-byte count modulo 2^31. */
+static int copied_low(pcclComm_t *comm, uint32_t *out)
+{
+    int v = 0;
+    if (pcclGetAttribute(comm, PCCL_ATTRIBUTE_COPIED_BYTES, &v) != pcclSuccess || v < 0) return 1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* One collective of kind k; count per block (blocked kinds) or of the tensor. */
+static pcclResult_t run_op(coll_kind k, pcclComm_t *comm, float *send, float *recv, uint64_t count,
+                           const pcclCollectiveOptions_t *opts, pcclCollectiveInfo_t *info)
+{
+    const size_t c = (size_t)count;
+    switch (k) {
+    case COLL_BROADCAST:
+        return pcclBroadcast(send, c, pcclFloat, 0, opts, comm, info);
+    case COLL_REDUCE:
+        return pcclReduce(send, recv, c, pcclFloat, pcclSum, 0, opts, comm, info);
+    case COLL_ALLGATHER:
+        return pcclAllGather(send, recv, c, pcclFloat, opts, comm, info);
+    case COLL_REDUCESCATTER:
+        return pcclReduceScatter(send, recv, c, pcclFloat, pcclSum, opts, comm, info);
+    case COLL_ALLTOALL:
+        return pcclAllToAll(send, recv, c, pcclFloat, opts, comm, info);
+    case COLL_GATHER:
+        return pcclGather(send, recv, c, pcclFloat, 0, opts, comm, info);
+    case COLL_SCATTER:
+        return pcclScatter(send, recv, c, pcclFloat, 0, opts, comm, info);
+    case COLL_BARRIER:
+    default:
+        return pcclBarrier(opts, comm, info);
+    }
+}
+
+/* times[i] = the largest of every peer's times[i] (an all-reduce MAX, untimed). */
+static int max_over_peers(pcclComm_t *comm, double *times, uint64_t n, uint64_t *tag,
+                          const options *o)
+{
+    pcclReduceDescriptor_t desc;
+    memset(&desc, 0, sizeof desc);
+    desc.count = (size_t)n;
+    desc.op = pcclMax;
+    desc.tag = (*tag)++;
+    desc.src_descriptor.datatype = pcclDouble;
+    desc.src_descriptor.distribution_hint = pcclDistributionNone;
+    desc.quantization_options.algorithm = pcclQuantNone;
+    const pcclResult_t r = pcclAllReduce(times, times, &desc, comm, NULL);
+    if (r != pcclSuccess) {
+        fprintf(stderr, "pccl_coll_bench %u: all-reduce MAX of the times: %d\n", o->index, (int)r);
+        return 1;
+    }
+    return 0;
+}
+
+static int run_size(pcclComm_t *comm, const options *o, uint32_t rank, uint64_t bytes, float *send,
+                    float *recv, double *times, uint64_t *tag)
+{
+    const coll_kind k = o->coll;
+    const uint32_t n = o->world;
+    const uint64_t count = k == COLL_BARRIER ? 0u : coll_count(k, bytes, n);
+    const uint64_t size = coll_size(k, count, n);
+    uint64_t iters = o->iters_max;
+    if (k != COLL_BARRIER) {
+        iters = o->iter_bytes / size;
+        if (iters < o->iters_min) iters = o->iters_min;
+        if (iters > o->iters_max) iters = o->iters_max;
+    }
+    coll_fill(k, rank, n, count, send);
+    float *out = k == COLL_BROADCAST ? send : recv; /* broadcast: one buffer */
+    const uint64_t out_elems = coll_out_elems(k, rank, n, count);
+
+    pcclCollectiveInfo_t info;
+    uint32_t copied = 0; /* bytes copied by the last timed operation (< 2 GiB: mod 2^31 exact) */
+    uint64_t tx = 0;
+    const uint64_t total = (uint64_t)o->warmup + iters + 1u;
+    for (uint64_t it = 0; it < total; it++) {
+        const bool timed = it >= o->warmup && it < o->warmup + iters;
+        const bool checked = it + 1u == o->warmup || it + 1u == total;
+        if (checked && out_elems > 0 && !(k == COLL_BROADCAST && rank == 0))
+            memset(out, 0xff, (size_t)(out_elems * sizeof(float))); /* NaN poison */
+        pcclCollectiveOptions_t opts = PCCL_COLLECTIVE_OPTIONS_INIT;
+        if (k != COLL_BARRIER) {
+            /* A common start (untimed). */
+            opts.tag = (*tag)++;
+            const pcclResult_t rb = pcclBarrier(&opts, comm, NULL);
+            if (rb != pcclSuccess) {
+                fprintf(stderr, "pccl_coll_bench %u: barrier before %s: %d\n", o->index,
+                        coll_names[k], (int)rb);
+                return 1;
+            }
+        }
+        opts.tag = (*tag)++;
+        memset(&info, 0, sizeof info);
+        uint32_t c0 = 0;
+        if (timed && copied_low(comm, &c0) != 0) return 1;
+        const double t0 = now_us();
+        const pcclResult_t r = run_op(k, comm, send, recv, count, &opts, &info);
+        const double dt = now_us() - t0;
+        if (r != pcclSuccess) {
+            fprintf(stderr, "pccl_coll_bench %u: %s of %" PRIu64 " bytes: %d\n", o->index,
+                    coll_names[k], size, (int)r);
+            return 1;
+        }
+        if (info.world_size != n || info.rank != rank) {
+            fprintf(stderr,
+                    "pccl_coll_bench %u: %s ran as rank %u of %u, not rank %u of %u (the "
+                    "group changed)\n",
+                    o->index, coll_names[k], info.rank, info.world_size, rank, n);
+            return 1;
+        }
+        if (timed) {
+            times[it - o->warmup] = dt;
+            uint32_t c1 = 0;
+            if (copied_low(comm, &c1) != 0) return 1;
+            copied = (c1 - c0) & 0x7fffffffu;
+            tx = info.tx_bytes;
+        }
+        if (checked) {
+            float want = 0.0f;
+            const int64_t at = coll_verify(k, rank, n, count, out, &want);
+            if (at >= 0) {
+                fprintf(stderr,
+                        "pccl_coll_bench %u (rank %u): %s WRONG RESULT at %" PRIu64
+                        " bytes, element %" PRId64 ": got %.9g want %.9g\n",
+                        o->index, rank, coll_names[k], size, at, (double)out[at], (double)want);
+                return 1;
+            }
+        }
+    }
+    if (max_over_peers(comm, times, iters, tag, o) != 0) return 1;
+    if (rank == 0) {
+        const double med = coll_median(times, iters);
+        const double algbw = (double)size / (med * 1e-6) / 1e9;
+        const double busbw = algbw * coll_busbw_factor(k, n);
+        printf("%12" PRIu64 " %11" PRIu64 " %6" PRIu64 " %11.1f %11.1f %11.1f %8.3f %8.3f "
+               "%12" PRIu64 " %12" PRIu32 "\n",
+               size, size / 4u, iters, med, times[0], times[iters - 1u], algbw, busbw, tx, copied);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    if (!parse_args(argc, argv, &o)) {
+        usage();
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (pcclInit() != pcclSuccess) return 2;
+    pcclCommCreateParams_t params;
+    memset(&params, 0, sizeof params);
+    params.p2p_connection_pool_size = o.pool;
+    pcclCommCreateOptions_t copts = PCCL_COMM_CREATE_OPTIONS_INIT;
+    copts.master_url = o.url;
+    copts.timeout_ms = o.timeout_ms;
+    pcclComm_t *comm = NULL;
+    if (pcclCreateCommunicatorEx(&params, &copts, &comm) != pcclSuccess) return 2;
+    const pcclResult_t r = pcclConnect(comm);
+    if (r != pcclSuccess) {
+        fprintf(stderr, "pccl_coll_bench %u: connect: %d\n", o.index, (int)r);
+        return 2;
+    }
+    int rc = wait_for_world(comm, &o);
+    if (rc != 0) return rc;
+    int rank = -1;
+    if (pcclGetAttribute(comm, PCCL_ATTRIBUTE_RANK, &rank) != pcclSuccess || rank < 0 ||
+        (uint32_t)rank >= o.world) {
+        fprintf(stderr, "pccl_coll_bench %u: no rank in a world of %u (%d)\n", o.index, o.world,
+                rank);
+        return 2;
+    }
+
+    float *send = malloc((size_t)o.max_bytes);
+    float *recv = malloc((size_t)o.max_bytes);
+    double *times = calloc((size_t)o.iters_max, sizeof *times);
+    if (send == NULL || recv == NULL || times == NULL) return 2;
+
+    if (rank == 0) {
+        printf("# system pccl N %u coll %s warmup %u\n", o.world, coll_names[o.coll], o.warmup);
+        printf("# %10s %11s %6s %11s %11s %11s %8s %8s %12s %12s\n", "size", "count", "iters",
+               "time_us", "min_us", "max_us", "algbw", "busbw", "tx_bytes", "copied_bytes");
+    }
+    uint64_t tag = 1;
+    for (uint64_t bytes = o.min_bytes; bytes <= o.max_bytes && rc == 0; bytes *= o.step) {
+        rc = run_size(comm, &o, (uint32_t)rank, bytes, send, recv, times, &tag);
+        if (o.coll == COLL_BARRIER) break;
+    }
+    if (rc == 0 && rank == 0) printf("# done, results verified exactly\n");
+    free(send);
+    free(recv);
+    free(times);
+    if (pcclDestroyCommunicator(comm) != pcclSuccess && rc == 0) rc = 1;
+    return rc;
+}
