@@ -10,9 +10,7 @@
 #                                [--load-wait-total S] [--iter-bytes B] [--budget S] [--jobs J]
 #
 # Builds (Release, its own build dir) libpccl, ccoip_master and pccl_coll_bench
-# (with CMake when bench/CMakeLists.txt has add_subdirectory(collectives), else
-# with cc against that libpccl; when libpccl does not export the collectives,
-# the pccl columns are n/a), and the Open MPI reference
+# (CMake), and the Open MPI reference
 # with mpicc; then for each N runs R rounds in which, for each collective,
 # pccl (bench/collectives/launch.sh), Open MPI (mpirun, TCP btl over lo) and
 # Gloo (torch.distributed through /usr/bin/python3, GLOO_SOCKET_IFNAME=lo) each
@@ -96,25 +94,9 @@ if wants pccl; then
     cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPCCL_BUILD_TESTS=OFF \
       >"$OUT/configure.log" 2>&1 || { cat "$OUT/configure.log"; exit 1; }
   fi
-  cmake --build "$BUILD" -j "$JOBS" --target pccl ccoip_master >"$OUT/build.log" 2>&1 ||
-    { tail -n 40 "$OUT/build.log"; exit 1; }
-  LIB=$(find "$BUILD/bindings" -name 'libpccl.so' 2>/dev/null | head -n1)
-  if [[ -z "$LIB" ]] || ! nm -D "$LIB" | grep -c ' T pcclBroadcast$' >/dev/null; then
-    echo "bench-collectives: libpccl does not export the collectives yet (pcclBroadcast):" \
-      "pccl columns will be n/a"
-  elif ninja -C "$BUILD" -t targets all 2>/dev/null | grep -c '^pccl_coll_bench:' >/dev/null; then
-    cmake --build "$BUILD" -j "$JOBS" --target pccl_coll_bench >>"$OUT/build.log" 2>&1 ||
-      { tail -n 40 "$OUT/build.log"; exit 1; }
-    HAVE_PCCL=1
-  else
-    # bench/CMakeLists.txt does not build bench/collectives (yet): compile it here
-    # against the libpccl just built, where launch.sh looks for it.
-    mkdir -p "$BUILD/bench/collectives"
-    LIBDIR=$(cd "$(dirname "$LIB")" && pwd)
-    cc -std=c11 -O2 -Wall -Wextra -Iinclude bench/collectives/pccl_coll_bench.c \
-      -L"$LIBDIR" -Wl,-rpath,"$LIBDIR" -lpccl -o "$BUILD/bench/collectives/pccl_coll_bench"
-    HAVE_PCCL=1
-  fi
+  cmake --build "$BUILD" -j "$JOBS" --target pccl ccoip_master pccl_coll_bench \
+    >"$OUT/build.log" 2>&1 || { tail -n 40 "$OUT/build.log"; exit 1; }
+  HAVE_PCCL=1
 fi
 HAVE_MPI=0
 if wants ompi; then
