@@ -391,9 +391,11 @@ static bool coll_params_valid(const ccoip_master *m, const ccoip_pb_collective_i
 {
     if (!ccoip_pb_collective_kind_is_known(ci->kind)) return false;
     if (ci->kind != CCOIP_PB_COLLECTIVE_KIND_ALL_REDUCE) {
-        /* §6.8.3: pinned to an epoch; never relayed, started optimistically or quantized. */
+        /* §6.8.3: pinned to an epoch (and started optimistically only in it); never relayed
+         * or quantized. */
         if (ci->pinned_epoch == 0 || ci->relay || ci->relay_data.len > 0 ||
-            ci->optimistic_epoch != 0 || ci->quant_algorithm != CCOIP_PB_QUANT_ALGORITHM_NONE ||
+            (ci->optimistic_epoch != 0 && ci->optimistic_epoch != ci->pinned_epoch) ||
+            ci->quant_algorithm != CCOIP_PB_QUANT_ALGORITHM_NONE ||
             !ccoip_pb_data_type_is_known(ci->dtype) || !ccoip_pb_red_op_is_known(ci->op)) {
             return false;
         }

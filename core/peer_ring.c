@@ -742,12 +742,8 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
     env.body.collective_initiate.root = ccoip_coll_rooted(a->kind) ? a->root : 0;
     env.body.collective_initiate.pinned_epoch = a->pinned_epoch;
     const uint64_t bytes = a->count * es;
-    if (a->kind != CCOIP_COLL_ALL_REDUCE) {
-        /* §6.8.3: no relay, no optimistic start: the commence brings seq, epoch and world. */
-        p_send(p, &env);
-        return pcclSuccess;
-    }
-    if (ccoip_relay_use(bytes, p->ring.relay_max,
+    if (a->kind == CCOIP_COLL_ALL_REDUCE &&
+        ccoip_relay_use(bytes, p->ring.relay_max,
                         a->quant_algorithm != pcclQuantNone || a->op == pcclPremulSum)) {
         /* Master relay (§6.8.2): the input goes with the initiate, the answer brings the
          * result; no ring, nothing to restore (RECV is written only with the result). */
@@ -765,7 +761,9 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
         o->tx_bytes = bytes;
         return pcclSuccess;
     }
-    const bool optimistic = ring_can_start(p);
+    /* The other kinds start optimistically only in the epoch they are pinned to (§6.8.3). */
+    const bool optimistic = ring_can_start(p) && (a->kind == CCOIP_COLL_ALL_REDUCE ||
+                                                  a->pinned_epoch == p->ring.epoch);
     if (optimistic) env.body.collective_initiate.optimistic_epoch = p->ring.epoch;
     p_send(p, &env);
     if (optimistic) {
