@@ -688,6 +688,31 @@ PCCL_EXPORT pcclResult_t pcclScatterListAsync(const void *const *sendbufs, size_
                                               pcclWork_t **work_out);
 
 /**
+ * All-to-all with split sizes (TorchComms all_to_all_v_single): rank i sends
+ * send_counts[j] elements to rank j, taken consecutively from sendbuf in rank
+ * order, and receives recv_counts[j] elements from rank j into recvbuf,
+ * consecutively in rank order; both arrays have world entries. What i sends
+ * to j must be what j expects from i: otherwise every member gets
+ * pcclInvalidUsage (every member checks the whole matrix alike). The buffers
+ * must not overlap. It runs as two collectives of one epoch, each with the
+ * usual failure contract: an all-gather of the split sizes, then an
+ * all-to-all of blocks padded to the largest size (docs/collectives.md).
+ * Returns as pcclAllToAll, and pcclInvalidUsage for inconsistent sizes.
+ */
+PCCL_EXPORT pcclResult_t pcclAllToAllV(const void *sendbuf, const size_t *send_counts,
+                                       void *recvbuf, const size_t *recv_counts,
+                                       pcclDataType_t dtype,
+                                       PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                       const pcclComm_t *communicator,
+                                       PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
+PCCL_EXPORT pcclResult_t pcclAllToAllVAsync(const void *sendbuf, const size_t *send_counts,
+                                            void *recvbuf, const size_t *recv_counts,
+                                            pcclDataType_t dtype,
+                                            PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                            const pcclComm_t *communicator,
+                                            pcclWork_t **work_out);
+
+/**
  * Waits for a work object's op (bounded by its timeout, then the
  * communicator's timeout_ms) and returns its result; info_out (may be NULL)
  * gets its statistics on success. The work object stays valid (a second wait

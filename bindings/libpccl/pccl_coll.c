@@ -34,7 +34,26 @@ struct pcclWork_t {
     pcclResult_t result;
     pcclCollectiveInfo_t info;
     pccl_stage stage; /* a list variant's staging (pccl_coll_list.c); mem NULL: none */
+    /* A composite op's next phases (pccl_work_chain). */
+    pccl_chain_fn chain;
+    void *chain_ctx;
+    void (*chain_free)(void *);
 };
+
+void pccl_work_chain(pcclWork_t *w, pccl_chain_fn fn, void *ctx, void (*free_ctx)(void *))
+{
+    w->chain = fn;
+    w->chain_ctx = ctx;
+    w->chain_free = free_ctx;
+}
+
+static void chain_end(pcclWork_t *w)
+{
+    if (w->chain_free != NULL) w->chain_free(w->chain_ctx);
+    w->chain = NULL;
+    w->chain_ctx = NULL;
+    w->chain_free = NULL;
+}
 
 static const char *result_text(pcclResult_t r)
 {
@@ -215,15 +234,17 @@ static pcclResult_t work_submit(pcclComm_t *c, ccoip_cmd *cmd, const void *send,
 static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, const void *sendbuf,
                                void *recvbuf, size_t count, pcclDataType_t dtype, pcclRedOp_t op,
                                int root, const pcclCollectiveOptions_t *options,
-                               const pccl_stage *stage, pcclWork_t **work_out);
+                               const pccl_stage *stage, uint64_t require_epoch,
+                               pcclWork_t **work_out);
 
 pcclResult_t pccl_coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, const void *sendbuf,
                              void *recvbuf, size_t count, pcclDataType_t dtype, pcclRedOp_t op,
                              int root, const pcclCollectiveOptions_t *options,
-                             const pccl_stage *stage, pcclWork_t **work_out)
+                             const pccl_stage *stage, uint64_t require_epoch,
+                             pcclWork_t **work_out)
 {
     const pcclResult_t r = coll_start(comm, kind, sendbuf, recvbuf, count, dtype, op, root,
-                                      options, stage, work_out);
+                                      options, stage, require_epoch, work_out);
     return r;
 }
 
@@ -245,7 +266,8 @@ static pcclResult_t stage_drop(const pccl_stage *stage, pcclResult_t r)
 static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, const void *sendbuf,
                                void *recvbuf, size_t count, pcclDataType_t dtype, pcclRedOp_t op,
                                int root, const pcclCollectiveOptions_t *options,
-                               const pccl_stage *stage, pcclWork_t **work_out)
+                               const pccl_stage *stage, uint64_t require_epoch,
+                               pcclWork_t **work_out)
 {
     if (work_out != NULL) *work_out = NULL;
     pcclResult_t r = pccl_comm_check(comm);
@@ -273,9 +295,10 @@ static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, con
                kind_name(kind), (unsigned long long)o.tag, (unsigned)info.world_size);
         return stage_drop(stage, refuse(abort_on_error, kind, pcclTooFewPeers));
     }
-    if (info.rank < 0) {
+    if (info.rank < 0 || (require_epoch != 0 && info.epoch != require_epoch)) {
         pt_log(CCOIP_LOG_WARN, "pccl",
-               "%s (tag %llu): this peer is in no ring now (re-wiring): update the topology",
+               "%s (tag %llu): this peer is in no ring now, or another than the op's: update the "
+               "topology",
                kind_name(kind), (unsigned long long)o.tag);
         return stage_drop(stage, refuse(abort_on_error, kind, pcclUpdateTopologyFailed));
     }
@@ -332,15 +355,62 @@ static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, con
                        work_out);
 }
 
+/* After an op of the work ended: a composite's next phase starts (the work is running again),
+ * or the composite ends with its result. */
+static void work_chain_step(pcclWork_t *w)
+{
+    while (w->done && w->chain != NULL) {
+        if (w->result != pcclSuccess) {
+            chain_end(w);
+            return;
+        }
+        pcclWork_t *n = NULL;
+        const pcclResult_t r = w->chain(w->chain_ctx, w->comm, &n);
+        if (r != pcclSuccess || n == NULL) {
+            w->result = r;
+            chain_end(w);
+            if (r != pcclSuccess && w->abort_on_error) {
+                pt_log(CCOIP_LOG_ERROR, "pccl", "%s (tag %llu) failed: %s (%d): aborting",
+                       w->what, (unsigned long long)w->tag, result_text(r), (int)r);
+                abort();
+            }
+            return;
+        }
+        /* The next phase's command continues this work object. */
+        w->d = n->d;
+        w->handle = n->handle;
+        w->slot = n->slot;
+        w->tag = n->tag;
+        w->wait_ms = n->wait_ms;
+        w->stage = n->stage;
+        w->info = n->info;
+        w->done = false;
+        free(n);
+    }
+}
+
+/* Waits for the work's current op at most timeout_ms (keep: 0 waits without bound and a
+ * timeout leaves the op running; !keep: the communicator's rule, abandoning it). pcclTimeout
+ * while it runs; else its result, composites followed phase after phase. */
+static pcclResult_t work_progress(pcclWork_t *w, uint32_t timeout_ms, bool keep, bool poll_only)
+{
+    while (!w->done) {
+        if (poll_only && !pt_cmd_poll(w->d, w->handle)) return pcclTimeout;
+        pt_cmd_result res;
+        memset(&res, 0, sizeof res);
+        res.result = (pcclResult_t)-1; /* stays so while the command is not done */
+        const pcclResult_t r = pt_cmd_wait(w->d, w->handle, timeout_ms, keep, &res);
+        if (keep && r == pcclTimeout && res.result == (pcclResult_t)-1) return pcclTimeout;
+        work_finish(w, r, &res);
+        work_chain_step(w);
+    }
+    return w->result;
+}
+
 PCCL_EXPORT pcclResult_t pcclWorkWait(pcclWork_t *work, pcclCollectiveInfo_t *info_out)
 {
     if (work == NULL) return pcclInvalidArgument;
-    if (!work->done) {
-        pt_cmd_result res;
-        memset(&res, 0, sizeof res);
-        const pcclResult_t r = pt_cmd_wait(work->d, work->handle, work->wait_ms, false, &res);
-        work_finish(work, r, &res);
-    }
+    (void)work_progress(work, work->wait_ms, false, false);
     if (work->result == pcclSuccess && info_out != NULL) *info_out = work->info;
     return work->result;
 }
@@ -349,15 +419,8 @@ PCCL_EXPORT pcclResult_t pcclWorkWaitTimeout(pcclWork_t *work, uint32_t timeout_
                                              pcclCollectiveInfo_t *info_out)
 {
     if (work == NULL) return pcclInvalidArgument;
-    if (!work->done) {
-        if (timeout_ms == 0 && !pt_cmd_poll(work->d, work->handle)) return pcclTimeout;
-        pt_cmd_result res;
-        memset(&res, 0, sizeof res);
-        res.result = (pcclResult_t)-1; /* stays so while the command is not done */
-        const pcclResult_t r = pt_cmd_wait(work->d, work->handle, timeout_ms, true, &res);
-        if (r == pcclTimeout && res.result == (pcclResult_t)-1) return pcclTimeout;
-        work_finish(work, r, &res);
-    }
+    const pcclResult_t r = work_progress(work, timeout_ms, timeout_ms > 0, timeout_ms == 0);
+    if (!work->done) return r; /* pcclTimeout: still running */
     if (work->result == pcclSuccess && info_out != NULL) *info_out = work->info;
     return work->result;
 }
@@ -365,7 +428,8 @@ PCCL_EXPORT pcclResult_t pcclWorkWaitTimeout(pcclWork_t *work, uint32_t timeout_
 PCCL_EXPORT pcclResult_t pcclWorkIsCompleted(pcclWork_t *work, bool *completed_out)
 {
     if (work == NULL || completed_out == NULL) return pcclInvalidArgument;
-    *completed_out = work->done || pt_cmd_poll(work->d, work->handle);
+    (void)work_progress(work, 0, false, true); /* a finished phase may start the next one */
+    *completed_out = work->done;
     return pcclSuccess;
 }
 
@@ -373,6 +437,7 @@ PCCL_EXPORT void pcclWorkFree(pcclWork_t *work)
 {
     if (work == NULL) return;
     if (!work->done) (void)pcclWorkWait(work, NULL);
+    chain_end(work);
     free(work);
 }
 
@@ -384,7 +449,7 @@ static pcclResult_t coll_run(const pcclComm_t *comm, ccoip_coll_kind kind, const
 {
     pcclWork_t *w = NULL;
     pcclResult_t r =
-        coll_start(comm, kind, sendbuf, recvbuf, count, dtype, op, root, options, NULL, &w);
+        coll_start(comm, kind, sendbuf, recvbuf, count, dtype, op, root, options, NULL, 0, &w);
     if (r != pcclSuccess) return r;
     r = pcclWorkWait(w, info_out);
     pcclWorkFree(w);
@@ -466,7 +531,7 @@ PCCL_EXPORT pcclResult_t pcclBroadcastAsync(void *buf, size_t count, pcclDataTyp
                                             const pcclComm_t *communicator, pcclWork_t **work_out)
 {
     return coll_start(communicator, CCOIP_COLL_BROADCAST, buf, buf, count, dtype, pcclSum, root,
-                      options, NULL, work_out);
+                      options, NULL, 0, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclReduce(const void *sendbuf, void *recvbuf, size_t count,
@@ -485,7 +550,7 @@ PCCL_EXPORT pcclResult_t pcclReduceAsync(const void *sendbuf, void *recvbuf, siz
                                          const pcclComm_t *communicator, pcclWork_t **work_out)
 {
     return coll_start(communicator, CCOIP_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root,
-                      options, NULL, work_out);
+                      options, NULL, 0, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclAllGather(const void *sendbuf, void *recvbuf, size_t count,
@@ -504,7 +569,7 @@ PCCL_EXPORT pcclResult_t pcclAllGatherAsync(const void *sendbuf, void *recvbuf, 
                                             const pcclComm_t *communicator, pcclWork_t **work_out)
 {
     return coll_start(communicator, CCOIP_COLL_ALL_GATHER, sendbuf, recvbuf, count, dtype,
-                      pcclSum, 0, options, NULL, work_out);
+                      pcclSum, 0, options, NULL, 0, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclReduceScatter(const void *sendbuf, void *recvbuf, size_t count,
@@ -524,7 +589,7 @@ PCCL_EXPORT pcclResult_t pcclReduceScatterAsync(const void *sendbuf, void *recvb
                                                 pcclWork_t **work_out)
 {
     return coll_start(communicator, CCOIP_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count, dtype, op,
-                      0, options, NULL, work_out);
+                      0, options, NULL, 0, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclAllToAll(const void *sendbuf, void *recvbuf, size_t count,
@@ -543,7 +608,7 @@ PCCL_EXPORT pcclResult_t pcclAllToAllAsync(const void *sendbuf, void *recvbuf, s
                                            const pcclComm_t *communicator, pcclWork_t **work_out)
 {
     return coll_start(communicator, CCOIP_COLL_ALL_TO_ALL, sendbuf, recvbuf, count, dtype,
-                      pcclSum, 0, options, NULL, work_out);
+                      pcclSum, 0, options, NULL, 0, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclGather(const void *sendbuf, void *recvbuf, size_t count,
@@ -562,7 +627,7 @@ PCCL_EXPORT pcclResult_t pcclGatherAsync(const void *sendbuf, void *recvbuf, siz
                                          const pcclComm_t *communicator, pcclWork_t **work_out)
 {
     return coll_start(communicator, CCOIP_COLL_GATHER, sendbuf, recvbuf, count, dtype, pcclSum,
-                      root, options, NULL, work_out);
+                      root, options, NULL, 0, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclScatter(const void *sendbuf, void *recvbuf, size_t count,
@@ -581,7 +646,7 @@ PCCL_EXPORT pcclResult_t pcclScatterAsync(const void *sendbuf, void *recvbuf, si
                                           const pcclComm_t *communicator, pcclWork_t **work_out)
 {
     return coll_start(communicator, CCOIP_COLL_SCATTER, sendbuf, recvbuf, count, dtype, pcclSum,
-                      root, options, NULL, work_out);
+                      root, options, NULL, 0, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclBarrier(const pcclCollectiveOptions_t *options,
@@ -596,5 +661,5 @@ PCCL_EXPORT pcclResult_t pcclBarrierAsync(const pcclCollectiveOptions_t *options
                                           const pcclComm_t *communicator, pcclWork_t **work_out)
 {
     return coll_start(communicator, CCOIP_COLL_BARRIER, NULL, NULL, 0, pcclUint8, pcclSum, 0,
-                      options, NULL, work_out);
+                      options, NULL, 0, work_out);
 }

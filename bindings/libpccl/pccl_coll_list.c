@@ -19,13 +19,14 @@
  * (lists may be NULL where unused). pcclInvalidArgument otherwise, with a log line. */
 static pcclResult_t list_check(const pcclComm_t *comm, const char *what, size_t n, size_t count,
                                pcclDataType_t dtype, const void *const *a, const void *const *b,
-                               uint64_t *block)
+                               uint64_t *block, uint64_t *epoch)
 {
     pcclResult_t r = pccl_comm_check(comm);
     if (r != pcclSuccess) return r;
     if (!ccoip_dtype_valid(dtype)) return pcclInvalidArgument;
     pt_peer_info info;
     pt_peer_info_get(comm->d, &info);
+    *epoch = info.epoch; /* the op starts in it or not at all: the staging is sized for it */
     uint64_t sb = 0, rb = 0;
     const uint32_t world = info.world_size > 0 ? info.world_size : 1u;
     if (ccoip_coll_sizes(CCOIP_COLL_ALL_TO_ALL, (uint64_t)count, ccoip_dtype_size(dtype), world, 0,
@@ -73,15 +74,15 @@ PCCL_EXPORT pcclResult_t pcclAllGatherListAsync(const void *sendbuf, void *const
                                                 const pcclComm_t *communicator,
                                                 pcclWork_t **work_out)
 {
-    uint64_t blk = 0;
+    uint64_t blk = 0, ep = 0;
     if (recvbufs == NULL) return pcclInvalidArgument;
     pcclResult_t r = list_check(communicator, "all-gather (list)", n, count, dtype, NULL,
-                                (const void *const *)recvbufs, &blk);
+                                (const void *const *)recvbufs, &blk, &ep);
     if (r != pcclSuccess) return r;
     pccl_stage st = {stage_alloc(n, blk, NULL), recvbufs, (uint32_t)n, 0, blk};
     if (st.mem == NULL) return pcclSystemError;
     return pccl_coll_start(communicator, CCOIP_COLL_ALL_GATHER, sendbuf, st.mem, count, dtype,
-                           pcclSum, 0, options, &st, work_out);
+                           pcclSum, 0, options, &st, ep, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclAllGatherList(const void *sendbuf, void *const *recvbufs, size_t n,
@@ -103,15 +104,15 @@ PCCL_EXPORT pcclResult_t pcclReduceScatterListAsync(const void *const *sendbufs,
                                                     const pcclComm_t *communicator,
                                                     pcclWork_t **work_out)
 {
-    uint64_t blk = 0;
+    uint64_t blk = 0, ep = 0;
     if (sendbufs == NULL) return pcclInvalidArgument;
     pcclResult_t r = list_check(communicator, "reduce-scatter (list)", n, count, dtype, sendbufs,
-                                NULL, &blk);
+                                NULL, &blk, &ep);
     if (r != pcclSuccess) return r;
     pccl_stage st = {stage_alloc(n, blk, sendbufs), NULL, 0, 0, blk};
     if (st.mem == NULL) return pcclSystemError;
     return pccl_coll_start(communicator, CCOIP_COLL_REDUCE_SCATTER, st.mem, recvbuf, count, dtype,
-                           op, 0, options, &st, work_out);
+                           op, 0, options, &st, ep, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclReduceScatterList(const void *const *sendbufs, size_t n,
@@ -133,10 +134,10 @@ PCCL_EXPORT pcclResult_t pcclAllToAllListAsync(const void *const *sendbufs, void
                                                const pcclComm_t *communicator,
                                                pcclWork_t **work_out)
 {
-    uint64_t blk = 0;
+    uint64_t blk = 0, ep = 0;
     if (sendbufs == NULL || recvbufs == NULL) return pcclInvalidArgument;
     pcclResult_t r = list_check(communicator, "all-to-all (list)", n, count, dtype, sendbufs,
-                                (const void *const *)recvbufs, &blk);
+                                (const void *const *)recvbufs, &blk, &ep);
     if (r != pcclSuccess) return r;
     /* One block: the inputs, then the outputs. */
     uint8_t *mem = malloc(2u * n * blk > 0 ? (size_t)(2u * n * blk) : 1u);
@@ -145,7 +146,7 @@ PCCL_EXPORT pcclResult_t pcclAllToAllListAsync(const void *const *sendbufs, void
         memcpy(mem + i * blk, sendbufs[i], (size_t)blk);
     pccl_stage st = {mem, recvbufs, (uint32_t)n, (uint64_t)n * blk, blk};
     return pccl_coll_start(communicator, CCOIP_COLL_ALL_TO_ALL, mem, mem + n * blk, count, dtype,
-                           pcclSum, 0, options, &st, work_out);
+                           pcclSum, 0, options, &st, ep, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclAllToAllList(const void *const *sendbufs, void *const *recvbufs,
@@ -170,17 +171,17 @@ PCCL_EXPORT pcclResult_t pcclGatherListAsync(const void *sendbuf, void *const *r
     if (r != pcclSuccess) return r;
     if (rank_of(communicator) != root) {
         return pccl_coll_start(communicator, CCOIP_COLL_GATHER, sendbuf, NULL, count, dtype,
-                               pcclSum, root, options, NULL, work_out);
+                               pcclSum, root, options, NULL, 0, work_out);
     }
-    uint64_t blk = 0;
+    uint64_t blk = 0, ep = 0;
     if (recvbufs == NULL) return pcclInvalidArgument;
     r = list_check(communicator, "gather (list)", n, count, dtype, NULL,
-                   (const void *const *)recvbufs, &blk);
+                   (const void *const *)recvbufs, &blk, &ep);
     if (r != pcclSuccess) return r;
     pccl_stage st = {stage_alloc(n, blk, NULL), recvbufs, (uint32_t)n, 0, blk};
     if (st.mem == NULL) return pcclSystemError;
     return pccl_coll_start(communicator, CCOIP_COLL_GATHER, sendbuf, st.mem, count, dtype,
-                           pcclSum, root, options, &st, work_out);
+                           pcclSum, root, options, &st, ep, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclGatherList(const void *sendbuf, void *const *recvbufs, size_t n,
@@ -205,16 +206,16 @@ PCCL_EXPORT pcclResult_t pcclScatterListAsync(const void *const *sendbufs, size_
     if (r != pcclSuccess) return r;
     if (rank_of(communicator) != root) {
         return pccl_coll_start(communicator, CCOIP_COLL_SCATTER, NULL, recvbuf, count, dtype,
-                               pcclSum, root, options, NULL, work_out);
+                               pcclSum, root, options, NULL, 0, work_out);
     }
-    uint64_t blk = 0;
+    uint64_t blk = 0, ep = 0;
     if (sendbufs == NULL) return pcclInvalidArgument;
-    r = list_check(communicator, "scatter (list)", n, count, dtype, sendbufs, NULL, &blk);
+    r = list_check(communicator, "scatter (list)", n, count, dtype, sendbufs, NULL, &blk, &ep);
     if (r != pcclSuccess) return r;
     pccl_stage st = {stage_alloc(n, blk, sendbufs), NULL, 0, 0, blk};
     if (st.mem == NULL) return pcclSystemError;
     return pccl_coll_start(communicator, CCOIP_COLL_SCATTER, st.mem, recvbuf, count, dtype,
-                           pcclSum, root, options, &st, work_out);
+                           pcclSum, root, options, &st, ep, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclScatterList(const void *const *sendbufs, size_t n, void *recvbuf,

@@ -64,11 +64,26 @@ typedef struct pccl_stage {
     uint64_t out_off, block_bytes;
 } pccl_stage;
 
-/** Starts one op of the collective set (pccl_coll.c); stage may be NULL. */
+/**
+ * Starts one op of the collective set (pccl_coll.c); stage may be NULL. require_epoch != 0: the
+ * op starts only in that epoch (else pcclUpdateTopologyFailed, nothing started): the buffers of
+ * a composite's later phase were sized for it.
+ */
 pcclResult_t pccl_coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, const void *sendbuf,
                              void *recvbuf, size_t count, pcclDataType_t dtype, pcclRedOp_t op,
                              int root, const pcclCollectiveOptions_t *options,
-                             const pccl_stage *stage, pcclWork_t **work_out);
+                             const pccl_stage *stage, uint64_t require_epoch,
+                             pcclWork_t **work_out);
+
+/**
+ * A composite op (pccl_coll_v.c): called each time the work's current op succeeded. It returns
+ * pcclSuccess with *next set to the next phase's work (its command, tag and stage move into the
+ * composite work object; *next itself is consumed), pcclSuccess with *next NULL when the
+ * composite is complete, or the composite's result (an error). ctx is freed with free_ctx when
+ * the work object is done.
+ */
+typedef pcclResult_t (*pccl_chain_fn)(void *ctx, const pcclComm_t *comm, pcclWork_t **next);
+void pccl_work_chain(pcclWork_t *w, pccl_chain_fn fn, void *ctx, void (*free_ctx)(void *));
 
 /** The blocking form of a started op: wait, free. */
 pcclResult_t pccl_coll_finish(pcclResult_t started, pcclWork_t *w, pcclCollectiveInfo_t *info_out);

@@ -486,6 +486,58 @@ static int list_round(pcclComm_t *c)
     return rc;
 }
 
+/* All-to-all-v: rank i sends split(i, j) elements to rank j (zeros included), element k of
+ * them in_val(i, 1000 j + k); then a call where rank 0 expects one element too many from rank 1
+ * must be pcclInvalidUsage on every member. */
+static size_t split(uint32_t i, uint32_t j)
+{
+    return (size_t)((i * 3u + j * 5u) % 7u) * 113u;
+}
+
+static int v_round(pcclComm_t *c)
+{
+    uint32_t rank = 0, world = 0;
+    if (attrs(c, &rank, &world) != 0) return 2;
+    size_t sc[8], rcn[8], ssum = 0, rsum = 0;
+    for (uint32_t j = 0; j < world; j++) {
+        sc[j] = split(rank, j);
+        rcn[j] = split(j, rank);
+        ssum += sc[j];
+        rsum += rcn[j];
+    }
+    int32_t *s = malloc((ssum + 1u) * sizeof(int32_t)), *r = malloc((rsum + 2u) * sizeof(int32_t));
+    size_t off = 0;
+    for (uint32_t j = 0; j < world; j++)
+        for (size_t k = 0; k < sc[j]; k++)
+            s[off++] = in_val(rank, 1000u * j + k);
+    pcclCollectiveOptions_t opt = PCCL_COLLECTIVE_OPTIONS_INIT;
+    opt.tag = 31;
+    pcclResult_t res = pcclAllToAllV(s, sc, r, rcn, pcclInt32, &opt, c, NULL);
+    int rc = 0;
+    off = 0;
+    for (uint32_t j = 0; j < world && rc == 0; j++) {
+        for (size_t k = 0; k < rcn[j] && rc == 0; k++, off++) {
+            if (res != pcclSuccess || r[off] != in_val(j, 1000u * rank + k)) {
+                fprintf(stderr, "itest_coll_peer %d: all-to-all-v r=%d from %u [%zu]\n", g_index,
+                        (int)res, j, k);
+                rc = 1;
+            }
+        }
+    }
+    if (rc == 0) {
+        if (rank == 0) rcn[1 % world] += 1u;
+        res = pcclAllToAllV(s, sc, r, rcn, pcclInt32, &opt, c, NULL);
+        if (res != pcclInvalidUsage) {
+            fprintf(stderr, "itest_coll_peer %d: inconsistent split sizes gave %d\n", g_index,
+                    (int)res);
+            rc = 1;
+        }
+    }
+    free(s);
+    free(r);
+    return rc;
+}
+
 static int mode_exact(pcclComm_t *c)
 {
     const uint64_t counts[] = {1, 1000, 300001};
@@ -496,6 +548,7 @@ static int mode_exact(pcclComm_t *c)
     int rc = concurrent_round(c);
     if (rc == 0) rc = premul_round(c);
     if (rc == 0) rc = list_round(c);
+    if (rc == 0) rc = v_round(c);
     if (rc != 0) return rc;
     pcclCollectiveInfo_t info;
     memset(&info, 0, sizeof info);
