@@ -114,6 +114,18 @@ pcclResult_t ccoip_coll_sizes(ccoip_coll_kind kind, uint64_t count, uint64_t esi
                               uint32_t world, uint32_t rank, uint32_t root, uint64_t *send_bytes,
                               uint64_t *recv_bytes);
 
+/**
+ * Master relay of the collective set (docs/protocol.md §6.8.3): true when an op of `kind` (not
+ * ALL_REDUCE, which has ccoip_relay_use) over `world` members runs through the master — every
+ * member's input with its initiate, its output in the answer — because no member's input or
+ * output exceeds relay_max bytes (the master's HelloResult.relay_max_bytes; 0: off) nor
+ * CCOIP_RELAY_MAX_BYTES, and world >= 2. The barrier (no data) always relays when relay_max > 0.
+ * Every member decides alike from the agreed kind, count and type and the world of the epoch
+ * the op is pinned to. A PREMUL_SUM op never relays (callers check: its inputs are scaled).
+ */
+bool ccoip_coll_relay_use(ccoip_coll_kind kind, uint64_t count, uint64_t esize, uint32_t world,
+                          uint64_t relay_max);
+
 /** True for the kinds that reduce (all-reduce, reduce, reduce-scatter): op and its kernels. */
 bool ccoip_coll_reduces(ccoip_coll_kind kind);
 

@@ -270,6 +270,8 @@ typedef struct ccoip_allreduce_args {
     uint64_t pinned_epoch;
     /** The bytes of SEND and RECV the caller bound (must equal ccoip_coll_sizes). */
     uint64_t send_bytes, recv_bytes;
+    /** The world of the pinned epoch's ring (the relay decision, ccoip_coll_relay_use). */
+    uint32_t world;
     /**
      * Cancels the op on every member when it has not ended this long after its submission
      * (CollectiveCancel, §6.8.3): every member's command then completes with pcclTimeout.

@@ -89,6 +89,21 @@ pcclResult_t ccoip_coll_sizes(ccoip_coll_kind kind, uint64_t count, uint64_t esi
     return pcclSuccess;
 }
 
+bool ccoip_coll_relay_use(ccoip_coll_kind kind, uint64_t count, uint64_t esize, uint32_t world,
+                          uint64_t relay_max)
+{
+    if (kind == CCOIP_COLL_ALL_REDUCE || relay_max == 0 || world < 2) return false;
+    uint64_t most = 0;
+    for (uint32_t r = 0; r < world && r < 2u; r++) {
+        /* Rank 0 as the root and rank 1 as another member bound every rank's sizes. */
+        uint64_t s = 0, v = 0;
+        if (ccoip_coll_sizes(kind, count, esize, world, r, 0, &s, &v) != pcclSuccess) return false;
+        if (s > most) most = s;
+        if (v > most) most = v;
+    }
+    return most <= relay_max && most <= CCOIP_RELAY_MAX_BYTES;
+}
+
 static void add_copy(ccoip_coll_copy *list, uint32_t *n, ccoip_coll_xfer src, ccoip_coll_xfer dst)
 {
     list[*n].src = src;

@@ -391,9 +391,12 @@ static bool coll_params_valid(const ccoip_master *m, const ccoip_pb_collective_i
 {
     if (!ccoip_pb_collective_kind_is_known(ci->kind)) return false;
     if (ci->kind != CCOIP_PB_COLLECTIVE_KIND_ALL_REDUCE) {
-        /* §6.8.3: pinned to an epoch (and started optimistically only in it); never relayed
-         * or quantized. */
-        if (ci->pinned_epoch == 0 || ci->relay || ci->relay_data.len > 0 ||
+        /* §6.8.3: pinned to an epoch (and started optimistically only in it, and then not
+         * relayed); a relayed input fits the relay; never quantized. */
+        if (ci->pinned_epoch == 0 || ci->relay_data.len > 0 ||
+            (ci->relay_input.len > 0 && !ci->relay) ||
+            ci->relay_input.len > CCOIP_RELAY_MAX_BYTES ||
+            (ci->relay && (ci->optimistic_epoch != 0 || ci->op == CCOIP_PB_RED_OP_PREMUL_SUM)) ||
             (ci->optimistic_epoch != 0 && ci->optimistic_epoch != ci->pinned_epoch) ||
             ci->quant_algorithm != CCOIP_PB_QUANT_ALGORITHM_NONE ||
             !ccoip_pb_data_type_is_known(ci->dtype) || !ccoip_pb_red_op_is_known(ci->op)) {
@@ -407,6 +410,7 @@ static bool coll_params_valid(const ccoip_master *m, const ccoip_pb_collective_i
         !ccoip_reduce_supported((pcclRedOp_t)ci->op, (pcclDataType_t)ci->dtype)) {
         return false; /* with a bitwise op on a float dtype, which has no kernel */
     }
+    if (ci->relay_input.len > 0) return false; /* the other kinds' field */
     if (ci->relay || ci->relay_data.len > 0) {
         /* Relayed (§6.8.2): as every peer decides, with the whole input. */
         const uint64_t es = ccoip_dtype_size((pcclDataType_t)ci->dtype);
@@ -486,12 +490,16 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
     mm->call = call;
     mm->opt_epoch = ci->optimistic_epoch;
     mm->pin_epoch = ci->pinned_epoch;
-    if (ci->relay && !m->coll.ops[op].mismatch && ci->relay_data.len > 0) {
-        mm->relay = malloc((size_t)ci->relay_data.len);
+    /* The relayed input: the all-reduce's relay_data, the other kinds' relay_input. */
+    const ccoip_pb_bytes *rin = ci->kind == CCOIP_PB_COLLECTIVE_KIND_ALL_REDUCE ? &ci->relay_data
+                                                                              : &ci->relay_input;
+    if (ci->relay && !m->coll.ops[op].mismatch && rin->len > 0) {
+        mm->relay = malloc((size_t)rin->len);
         if (mm->relay == NULL) {
             m->coll.ops[op].mismatch = true; /* refused below like any bad ballot */
         } else {
-            memcpy(mm->relay, ci->relay_data.data, (size_t)ci->relay_data.len);
+            memcpy(mm->relay, rin->data, (size_t)rin->len);
+            mm->relay_len = rin->len;
         }
     }
     m->coll.ops[op].n_voted++;
@@ -676,59 +684,6 @@ static uint64_t coll_world_sig(const ccoip_master *m)
     return h | 1u; /* never 0: 0 asks for a full pass */
 }
 
-/* Master relay (§6.8.2): every voter gets the result as the answer to its initiate; the op is
- * done. The inputs are reduced in peer-id order (the members' order), AVG then divided by their
- * number, so the one result every member receives does not depend on who sent first. False
- * (nothing sent) while this step's output pool has no room for every answer. */
-static bool coll_relay_answer(ccoip_master *m, uint32_t i)
-{
-    m_op *o = &m->coll.ops[i];
-    const pcclDataType_t dt = (pcclDataType_t)o->dtype;
-    const pcclRedOp_t rop = (pcclRedOp_t)o->op;
-    const uint64_t bytes = o->count * ccoip_dtype_size(dt);
-    const uint64_t need = (uint64_t)o->n_voted * (bytes + M_RELAY_FRAME_BYTES);
-    if (m->out.pool_cap - m->out.pool_used < need) return false;
-    uint8_t *res = malloc((size_t)bytes);
-    if (res == NULL) return false;
-    uint32_t n = 0;
-    pcclResult_t r = pcclSuccess;
-    for (uint32_t k = 0; k < o->mem_n && r == pcclSuccess; k++) {
-        const m_op_member *mm = &o->mem[k];
-        if (!(mm->flags & MOM_VOTED) || mm->relay == NULL) continue;
-        if (n++ == 0) {
-            memcpy(res, mm->relay, (size_t)bytes);
-        } else {
-            r = ccoip_reduce_inplace(rop, dt, res, mm->relay, o->count);
-        }
-    }
-    if (r == pcclSuccess && rop == pcclAvg) r = ccoip_reduce_finalize_avg(dt, res, o->count, n);
-    /* Not reachable (validated at initiate); else refused like a mismatch. */
-    const bool reduced = r == pcclSuccess && n > 0;
-    o->seq = m->coll.next_seq++;
-    for (uint32_t k = 0; k < o->mem_n; k++) {
-        const m_op_member *mm = &o->mem[k];
-        if (!(mm->flags & MOM_VOTED)) continue;
-        if (!reduced) {
-            m_answer_status(m, mm->slot, mm->call, CCOIP_PB_STATUS_INVALID_USAGE,
-                            CCOIP_PB_REASON_COLLECTIVE_MISMATCH, "relay reduction failed");
-            continue;
-        }
-        ccoip_pb_master_to_peer env;
-        memset(&env, 0, sizeof(env));
-        env.call_id = mm->call;
-        env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_COLLECTIVE_VERDICT;
-        env.body.collective_verdict.tag = o->tag;
-        env.body.collective_verdict.seq = o->seq;
-        env.body.collective_verdict.relay_result.data = res;
-        env.body.collective_verdict.relay_result.len = bytes;
-        m_send(m, mm->slot, &env);
-    }
-    free(res);
-    m->coll.relayed_ops++;
-    coll_free(m, i);
-    return true;
-}
-
 /* Refuses a voting op: every voter's initiate is answered status / reason; the op is freed. */
 static void coll_refuse(ccoip_master *m, uint32_t i, int32_t status, int32_t reason,
                         const char *detail, bool opt_here)
@@ -796,16 +751,17 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
     }
     int32_t status = CCOIP_PB_STATUS_SUCCESS, reason = CCOIP_PB_REASON_UNSPECIFIED;
     const char *why = "too few peers";
-    if (o->mismatch) {
+    if (pin_stale) {
+        /* First: members sized their buffers (and chose relay or ring) for other rings. */
+        status = CCOIP_PB_STATUS_UPDATE_TOPOLOGY_FAILED;
+        reason = CCOIP_PB_REASON_EPOCH_CHANGED;
+        why = "the group's epoch changed: update the topology, read rank and world again";
+    } else if (o->mismatch) {
         status = CCOIP_PB_STATUS_INVALID_USAGE;
         reason = CCOIP_PB_REASON_COLLECTIVE_MISMATCH;
         why = "members disagree on the collective's parameters";
     } else if (required < m->cfg.min_collective_world) {
         status = CCOIP_PB_STATUS_TOO_FEW_PEERS;
-    } else if (pin_stale) {
-        status = CCOIP_PB_STATUS_UPDATE_TOPOLOGY_FAILED;
-        reason = CCOIP_PB_REASON_EPOCH_CHANGED;
-        why = "the group's epoch changed: update the topology, read rank and world again";
     } else if (ccoip_coll_rooted((ccoip_coll_kind)o->kind) && o->root >= required) {
         status = CCOIP_PB_STATUS_INVALID_ARGUMENT;
         why = "the root is not a rank of the group";
@@ -818,10 +774,20 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
         return true;
     }
     if (o->relay) {
-        if (coll_relay_answer(m, i)) return true;
-        m->coll.relay_wait = true; /* the next step (at once) tries again */
-        coll_mark_dirty(m, i);
-        return false;
+        const int rr = m_relay_answer(m, o, required);
+        if (rr < 0) {
+            m->coll.relay_wait = true; /* the next step (at once) tries again */
+            coll_mark_dirty(m, i);
+            return false;
+        }
+        if (rr > 0) {
+            coll_refuse(m, i, CCOIP_PB_STATUS_INVALID_USAGE, CCOIP_PB_REASON_COLLECTIVE_MISMATCH,
+                        "relayed inputs do not fit the collective", false);
+            return true;
+        }
+        m->coll.relayed_ops++;
+        coll_free(m, i);
+        return true;
     }
     m_op_set_state(m, o, MOP_RUNNING); /* n_running */
     o->seq = m->coll.next_seq++;

@@ -742,11 +742,15 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
     env.body.collective_initiate.root = ccoip_coll_rooted(a->kind) ? a->root : 0;
     env.body.collective_initiate.pinned_epoch = a->pinned_epoch;
     const uint64_t bytes = a->count * es;
-    if (a->kind == CCOIP_COLL_ALL_REDUCE &&
-        ccoip_relay_use(bytes, p->ring.relay_max,
-                        a->quant_algorithm != pcclQuantNone || a->op == pcclPremulSum)) {
-        /* Master relay (§6.8.2): the input goes with the initiate, the answer brings the
-         * result; no ring, nothing to restore (RECV is written only with the result). */
+    const bool relay =
+        a->kind == CCOIP_COLL_ALL_REDUCE
+            ? ccoip_relay_use(bytes, p->ring.relay_max,
+                              a->quant_algorithm != pcclQuantNone || a->op == pcclPremulSum)
+            : a->op != pcclPremulSum &&
+                  ccoip_coll_relay_use(a->kind, a->count, es, a->world, p->ring.relay_max);
+    if (relay) {
+        /* Master relay (§6.8.2, §6.8.3): the input goes with the initiate, the answer brings
+         * the output; no ring, nothing to restore (RECV is written only with the output). */
         o->relay = true;
         o->esize = es;
         ccoip_action *b = sm_out_push(&p->out, CCOIP_ACT_OP_BEGIN);
@@ -755,10 +759,19 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
         b->op_slot = free_slot;
         o->begun = true;
         env.body.collective_initiate.relay = true;
-        p_send_span(
-            p, &env, &env.body.collective_initiate.relay_data, free_slot,
-            p_ring_span(free_slot, a->in_place ? CCOIP_REGION_RECV : CCOIP_REGION_SEND, 0, bytes));
-        o->tx_bytes = bytes;
+        const bool ar = a->kind == CCOIP_COLL_ALL_REDUCE;
+        const uint64_t in = ar ? bytes : a->send_bytes;
+        if (in > 0) {
+            ccoip_pb_bytes *field = ar ? &env.body.collective_initiate.relay_data
+                                       : &env.body.collective_initiate.relay_input;
+            p_send_span(p, &env, field, free_slot,
+                        p_ring_span(free_slot,
+                                    ar && a->in_place ? CCOIP_REGION_RECV : CCOIP_REGION_SEND, 0,
+                                    in));
+        } else {
+            p_send(p, &env); /* a barrier, a scatter's non-root: no input */
+        }
+        o->tx_bytes = in;
         return pcclSuccess;
     }
     /* The other kinds start optimistically only in the epoch they are pinned to (§6.8.3). */
@@ -826,19 +839,22 @@ void p_ring_on_relay_answer(ccoip_peer *p, uint32_t i, const ccoip_pb_collective
         ring_finish(p, i);
         return;
     }
-    const uint64_t bytes = o->a.count * o->esize;
+    const uint64_t bytes =
+        o->a.kind == CCOIP_COLL_ALL_REDUCE ? o->a.count * o->esize : o->a.recv_bytes;
     if (v->relay_result.len != bytes) {
         p_fail(p, "relay result of the wrong size");
         return;
     }
-    uint8_t *buf = sm_out_alloc(&p->out, bytes);
-    ccoip_action *w = buf != NULL ? sm_out_push(&p->out, CCOIP_ACT_WRITE) : NULL;
-    if (w == NULL) return; /* overflow: the step fails */
-    memcpy(buf, v->relay_result.data, (size_t)bytes);
-    w->op_slot = i;
-    w->dst = p_ring_span(i, CCOIP_REGION_RECV, 0, bytes);
-    w->data = buf;
-    w->len = bytes;
+    if (bytes > 0) {
+        uint8_t *buf = sm_out_alloc(&p->out, bytes);
+        ccoip_action *w = buf != NULL ? sm_out_push(&p->out, CCOIP_ACT_WRITE) : NULL;
+        if (w == NULL) return; /* overflow: the step fails */
+        memcpy(buf, v->relay_result.data, (size_t)bytes);
+        w->op_slot = i;
+        w->dst = p_ring_span(i, CCOIP_REGION_RECV, 0, bytes);
+        w->data = buf;
+        w->len = bytes;
+    }
     o->seq = v->seq;
     o->rx_bytes = bytes;
     o->result = pcclSuccess;
@@ -1063,7 +1079,7 @@ void p_ring_timers(ccoip_peer *p)
             continue;
         }
         o->cancel_sent = true;
-        if (!ring_master_alive(p) || o->relay) continue; /* the relay answers at once anyway */
+        if (!ring_master_alive(p)) continue;
         /* The master decides for every member (§6.8.3): it aborts the running op, or refuses
          * its vote, with REASON_OP_TIMEOUT; an op that ended meanwhile keeps its verdict. */
         sm_log(&p->out, CCOIP_LOG_WARN,

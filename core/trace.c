@@ -191,7 +191,8 @@ static bool has_coll_ext(const ccoip_event *ev)
     const ccoip_allreduce_args *a = &ev->cmd.allreduce;
     return ev->type == CCOIP_EV_SUBMIT && ev->cmd.type == CCOIP_CMD_ALL_REDUCE &&
            (a->kind != CCOIP_COLL_ALL_REDUCE || a->root != 0 || a->pinned_epoch != 0 ||
-            a->send_bytes != 0 || a->recv_bytes != 0 || a->timeout_ms != 0 || a->premul != 0.0);
+            a->send_bytes != 0 || a->recv_bytes != 0 || a->timeout_ms != 0 || a->premul != 0.0 ||
+            a->world != 0);
 }
 
 static uint64_t bits_of(double d)
@@ -259,6 +260,7 @@ static void body_event(wbuf *w, const void *arg)
         w_u64(w, a->recv_bytes);
         w_u32(w, a->timeout_ms);
         w_u64(w, bits_of(a->premul));
+        w_u32(w, a->world);
     }
 }
 
@@ -569,6 +571,7 @@ static void decode_event(cur *c, ccoip_event *ev, ccoip_state_key *keys)
         a->timeout_ms = c_u32(c);
         const uint64_t pb = c_u64(c);
         memcpy(&a->premul, &pb, sizeof pb);
+        a->world = c_u32(c);
         if (!has_coll_ext(ev)) c->bad = true;
     }
 }

@@ -346,6 +346,7 @@ static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, con
     a->kind = kind;
     a->root = rt;
     a->pinned_epoch = info.epoch;
+    a->world = world;
     a->send_bytes = sb;
     a->recv_bytes = rb;
     a->timeout_ms = o.timeout_ms != 0 ? o.timeout_ms : c->timeout_ms;

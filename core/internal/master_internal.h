@@ -129,6 +129,7 @@ typedef struct m_op_member {
     uint64_t pin_epoch; /**< the epoch its initiate was pinned to (§6.8.3); 0: none */
     uint64_t done_call; /**< MOM_EARLY: the completion call that came while voting */
     uint8_t *relay;     /**< master relay (§6.8.2): a copy of its input (voting); else NULL */
+    uint64_t relay_len; /**< bytes of relay (0 also for an empty input, §6.8.3) */
     uint32_t slot;
     uint8_t flags;
 } m_op_member;
@@ -570,6 +571,15 @@ void m_topo_start_optimized_phase(ccoip_master *m);
 /* master_collective.c */
 void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
                         const ccoip_pb_collective_initiate *ci);
+/**
+ * Master relay (master_relay.c, §6.8.2, §6.8.3): answers every voter of the voting op o (its
+ * inputs in the members' relay copies, the group's ring of `world` members settled) with its
+ * output. 0: answered (the caller frees the op); -1: this step's output pool has no room for
+ * the answers, nothing sent (retry); 1: the inputs do not fit the op (a rank twice or missing,
+ * a wrong input size, an op the relay does not take): nothing sent, refuse it.
+ */
+int m_relay_answer(ccoip_master *m, m_op *o, uint32_t world);
+
 /** A member's op timed out (CollectiveCancel, §6.8.3): abort or refuse it for every member. */
 void m_coll_on_cancel(ccoip_master *m, uint32_t slot, const ccoip_pb_collective_cancel *cc);
 void m_coll_on_complete(ccoip_master *m, uint32_t slot, uint64_t call,

@@ -4694,6 +4694,9 @@ static pcclResult_t size_collective_initiate(const ccoip_pb_collective_initiate 
     if (m->pinned_epoch != 0) {
         PB_TRY(pb_add(&s, pb_tag_size(12u) + pb_varint_size(m->pinned_epoch)));
     }
+    /* 13: relay_input */
+    PB_TRY(pb_check_bytes(m->relay_input, false));
+    if (m->relay_input.len != 0) PB_TRY(pb_add_len_field(&s, 13u, m->relay_input.len));
     *out = s;
     return pcclSuccess;
 }
@@ -4757,6 +4760,8 @@ static pcclResult_t write_collective_initiate(const ccoip_pb_collective_initiate
         PB_TRY(pb_put_tag(e, 12u, PB_WT_VARINT));
         PB_TRY(pb_put_varint(e, m->pinned_epoch));
     }
+    /* 13: relay_input */
+    if (m->relay_input.len != 0) PB_TRY(pb_put_bytes_field(e, 13u, m->relay_input));
     return pcclSuccess;
 }
 
@@ -4829,6 +4834,11 @@ static pcclResult_t dec_collective_initiate(pb_dec *d, const uint8_t *p, uint64_
         case 12u: { /* pinned_epoch */
             PB_TRY(pb_mark(&seen, 11u));
             PB_TRY(pb_scalar_u64(p, n, &pos, wt, &out->pinned_epoch));
+            break;
+        }
+        case 13u: { /* relay_input */
+            PB_TRY(pb_mark(&seen, 12u));
+            PB_TRY(pb_bytes_field(d, p, n, &pos, wt, false, &out->relay_input));
             break;
         }
         default:

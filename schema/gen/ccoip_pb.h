@@ -683,6 +683,12 @@ struct ccoip_pb_collective_initiate {
     int32_t kind;
     uint32_t root;
     uint64_t pinned_epoch;
+    /*
+     * Master relay of the other kinds (§6.8.3): this member's input (its send bytes, possibly
+     * none). It must stay the highest-numbered field: a peer appends its bytes straight from the
+     * tensor, so they end the frame.
+     */
+    ccoip_pb_bytes relay_input;
 };
 
 /* CollectiveCommence (ccoip.proto). Answer to CollectiveInitiate: run the ring now. */

@@ -180,7 +180,7 @@ static const uint8_t golden_bytes_25[] = {
 /* CollectiveInitiate */
 static const uint8_t golden_bytes_26[] = {
     0x08, 0x11, 0x10, 0x80, 0x80, 0x40, 0x18, 0x0a, 0x20, 0x01, 0x28, 0x01, 0x38, 0x0c, 0x40, 0x01,
-    0x4a, 0x04, 0x01, 0x02, 0x03, 0x04, 0x50, 0x05, 0x58, 0x03, 0x60, 0x29,
+    0x4a, 0x04, 0x01, 0x02, 0x03, 0x04, 0x50, 0x05, 0x58, 0x03, 0x60, 0x29, 0x6a, 0x02, 0x05, 0x06,
 };
 
 /* CollectiveCommence */
@@ -313,9 +313,9 @@ static const uint8_t golden_bytes_48[] = {
 
 /* PeerToMaster.collective_initiate */
 static const uint8_t golden_bytes_49[] = {
-    0x08, 0x0b, 0x10, 0xf8, 0x55, 0xd2, 0x01, 0x1c, 0x08, 0x11, 0x10, 0x80, 0x80, 0x40, 0x18, 0x0a,
+    0x08, 0x0b, 0x10, 0xf8, 0x55, 0xd2, 0x01, 0x20, 0x08, 0x11, 0x10, 0x80, 0x80, 0x40, 0x18, 0x0a,
     0x20, 0x01, 0x28, 0x01, 0x38, 0x0c, 0x40, 0x01, 0x4a, 0x04, 0x01, 0x02, 0x03, 0x04, 0x50, 0x05,
-    0x58, 0x03, 0x60, 0x29,
+    0x58, 0x03, 0x60, 0x29, 0x6a, 0x02, 0x05, 0x06,
 };
 
 /* PeerToMaster.collective_complete */
@@ -452,7 +452,7 @@ static const golden_vector golden_vectors[] = {
     {"SharedStateSyncVerdict", "ccoip.SharedStateSyncVerdict", golden_bytes_23, 48u},
     {"SharedStateSyncDone", "ccoip.SharedStateSyncDone", golden_bytes_24, 8u},
     {"SharedStateSyncDoneVerdict", "ccoip.SharedStateSyncDoneVerdict", golden_bytes_25, 2u},
-    {"CollectiveInitiate", "ccoip.CollectiveInitiate", golden_bytes_26, 28u},
+    {"CollectiveInitiate", "ccoip.CollectiveInitiate", golden_bytes_26, 32u},
     {"CollectiveCommence", "ccoip.CollectiveCommence", golden_bytes_27, 8u},
     {"CollectiveComplete", "ccoip.CollectiveComplete", golden_bytes_28, 6u},
     {"CollectiveCancel", "ccoip.CollectiveCancel", golden_bytes_29, 4u},
@@ -475,7 +475,7 @@ static const golden_vector golden_vectors[] = {
     {"PeerToMaster.optimize_done", "ccoip.PeerToMaster", golden_bytes_46, 8u},
     {"PeerToMaster.sync_vote", "ccoip.PeerToMaster", golden_bytes_47, 73u},
     {"PeerToMaster.sync_done", "ccoip.PeerToMaster", golden_bytes_48, 16u},
-    {"PeerToMaster.collective_initiate", "ccoip.PeerToMaster", golden_bytes_49, 36u},
+    {"PeerToMaster.collective_initiate", "ccoip.PeerToMaster", golden_bytes_49, 40u},
     {"PeerToMaster.collective_complete", "ccoip.PeerToMaster", golden_bytes_50, 14u},
     {"PeerToMaster.heartbeat", "ccoip.PeerToMaster", golden_bytes_51, 13u},
     {"PeerToMaster.leave", "ccoip.PeerToMaster", golden_bytes_52, 10u},

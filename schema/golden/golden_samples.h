@@ -218,6 +218,9 @@ static pcclResult_t gs_collective_initiate(uint8_t *buf, uint64_t cap, uint64_t 
     m.kind = CCOIP_PB_COLLECTIVE_KIND_ALL_TO_ALL;
     m.root = 3;
     m.pinned_epoch = 41;
+    static const uint8_t relay_input[] = {5, 6};
+    m.relay_input.data = relay_input;
+    m.relay_input.len = sizeof relay_input;
     return ccoip_pb_collective_initiate_encode(&m, buf, cap, len_out);
 }
 

@@ -28,10 +28,13 @@ typedef struct op_bufs {
     uint64_t cmd;
 } op_bufs;
 
+static uint32_t g_relay_max; /* the master relay's bound for worlds made now (0: off) */
+
 static smh *world_of(uint32_t n, uint32_t pool)
 {
     ccoip_master_config mc;
     ccoip_master_config_default(&mc);
+    mc.relay_max_bytes = g_relay_max;
     smh *h = smh_create(&mc, NULL);
     smh_set_pool(h, pool);
     if (!smh_form_ring(h, n, 0)) {
@@ -98,6 +101,7 @@ static void submit(smh *h, uint32_t i, ccoip_coll_kind kind, uint64_t count, uin
     a.kind = kind;
     a.root = root;
     a.pinned_epoch = ccoip_peer_epoch(p);
+    a.world = world;
     a.send_bytes = b->send_bytes;
     a.recv_bytes = b->recv_bytes;
     a.timeout_ms = timeout_ms;
@@ -523,4 +527,87 @@ PTEST(coll_peers, premul_sum_on_integers_or_quantized_is_invalid)
     smh_run(h);
     PT_ASSERT(smh_done(h, 0, c, &r) && r == pcclInvalidArgument, "quantized: r=%d", (int)r);
     smh_destroy(h);
+}
+
+/* The master relay (§6.8.3): small ops of every kind go through the master (one round trip),
+ * exact for every root, in and out of place; a float reduce-scatter and reduce give the same
+ * bits relayed as on the ring (the master reduces in the ring's order). */
+PTEST(coll_peers, master_relay_every_kind_exact_and_bit_identical_to_the_ring)
+{
+    g_relay_max = 32u << 10;
+    for (size_t k = 0; k < sizeof KINDS / sizeof KINDS[0]; k++) {
+        for (uint32_t n = 2; n <= NMAX; n++) {
+            const uint32_t roots = ccoip_coll_rooted(KINDS[k]) ? n : 1u;
+            for (uint32_t root = 0; root < roots; root++) {
+                round_exact(n, 1, KINDS[k], 37, root, false);
+                round_exact(n, 1, KINDS[k], 37, root, true);
+            }
+        }
+    }
+    /* Relayed ops counted by the peers; a barrier relays too. */
+    smh *h = world_of(3, 1);
+    PT_ASSERT(h != NULL, "ring of 3");
+    op_bufs b[3];
+    for (uint32_t i = 0; i < 3; i++)
+        submit(h, i, CCOIP_COLL_ALL_GATHER, 16, 0, pcclSum, false, 2, 0, &b[i]);
+    smh_run(h);
+    for (uint32_t i = 0; i < 3; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, b[i].cmd, &r) && r == pcclSuccess, "relayed all-gather %u", i);
+        PT_ASSERT(ccoip_peer_relayed_ops(smh_peer(h, i)) == 1, "peer %u relayed one op", i);
+        free_bufs(&b[i], CCOIP_COLL_ALL_GATHER, false);
+    }
+    smh_destroy(h);
+    /* Floats whose sums round: the relay's bits equal the ring's. */
+    const ccoip_coll_kind fk[2] = {CCOIP_COLL_REDUCE_SCATTER, CCOIP_COLL_REDUCE};
+    for (int kk = 0; kk < 2; kk++) {
+        float out[2][NMAX][4 * 37];
+        for (int relay = 0; relay < 2; relay++) {
+            g_relay_max = relay ? (32u << 10) : 0u;
+            smh *w = world_of(4, 1);
+            PT_ASSERT(w != NULL, "ring of 4");
+            float *in[NMAX], *res[NMAX];
+            uint64_t cmd[NMAX], rn[NMAX];
+            uint32_t rk[NMAX];
+            for (uint32_t i = 0; i < 4; i++) {
+                ccoip_peer *p = smh_peer(w, i);
+                rk[i] = (uint32_t)ccoip_peer_rank(p);
+                uint64_t sb = 0, rb = 0;
+                PT_ASSERT(ccoip_coll_sizes(fk[kk], 37, 4, 4, rk[i], 0, &sb, &rb) == pcclSuccess,
+                          "sizes");
+                in[i] = malloc((size_t)sb);
+                res[i] = calloc(1, (size_t)rb + 4u);
+                rn[i] = rb / 4u;
+                for (uint64_t e = 0; e < sb / 4u; e++)
+                    in[i][e] = 0.1f * (float)(e + 1u) + 0.37f * (float)(rk[i] + 1u);
+                ccoip_allreduce_args a;
+                memset(&a, 0, sizeof a);
+                a.tag = 4;
+                a.count = 37;
+                a.dtype = pcclFloat;
+                a.op = pcclSum;
+                a.kind = fk[kk];
+                a.pinned_epoch = ccoip_peer_epoch(p);
+                a.world = 4;
+                a.send_bytes = sb;
+                a.recv_bytes = rb;
+                cmd[i] = smh_allreduce(w, i, &a, in[i], rb > 0 ? res[i] : NULL);
+            }
+            smh_run(w);
+            for (uint32_t i = 0; i < 4; i++) {
+                pcclResult_t r;
+                PT_ASSERT(smh_done(w, i, cmd[i], &r) && r == pcclSuccess, "float op %u", i);
+                PT_ASSERT(ccoip_peer_relayed_ops(smh_peer(w, i)) == (uint64_t)relay,
+                          "relay %d on peer %u", relay, i);
+                memset(out[relay][rk[i]], 0, sizeof out[relay][rk[i]]);
+                memcpy(out[relay][rk[i]], res[i], (size_t)rn[i] * 4u);
+                free(in[i]);
+                free(res[i]);
+            }
+            smh_destroy(w);
+        }
+        PT_ASSERT(memcmp(out[0], out[1], sizeof out[0]) == 0,
+                  "kind %d: relayed bits differ from the ring's", (int)fk[kk]);
+    }
+    g_relay_max = 0;
 }
