@@ -439,6 +439,10 @@ static int run_one(cli *c, int argc, char **argv, uint64_t seed, bool line_only)
         printf("faults: %" PRIu64 " timed into a phase; survivors checked after %" PRIu64
                " faults; %" PRIu64 " calls failed as mismatched\n",
                r.phase_faults, r.fault_checks, r.call_mismatches);
+        if (cfg->coll_kind != 0) {
+            printf("collectives (%s): %" PRIu64 " outputs checked against the reference\n",
+                   sim_kind_name(cfg->coll_kind), r.coll_checked);
+        }
     }
     if (st != SIM_OK) {
         printf("FAILED (%s): %s\n", sim_status_name(st), r.message);

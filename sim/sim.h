@@ -249,6 +249,7 @@ typedef struct sim_result {
     uint64_t sync_adopted_failed; /**< ... whose peer had adopted the verified state already. */
     uint64_t optimizes;           /**< Successful optimize-topology commands (per peer). */
     uint64_t epochs;
+    uint64_t coll_checked; /**< --kind: outputs compared with the checker's reference. */
     uint64_t net_frames;
     uint64_t net_bytes;
     uint32_t live_peers_end;

@@ -48,6 +48,11 @@ sim_appcmd *app_find_unbound_tag(sim_app *a, uint32_t tag)
     return NULL;
 }
 
+static bool app_coll_mode(const sim_world *w)
+{
+    return w->cfg.coll_kind != 0;
+}
+
 static void app_schedule(sim_workload *wl, uint32_t node, uint64_t delay_ns)
 {
     sim_app *a = app_of(wl, node);
@@ -190,8 +195,13 @@ static void app_after_sync(sim_workload *wl, uint32_t node)
     sim_app *a = app_of(wl, node);
     /* Every member of the group leaves the sync with the same revision and world size, so
      * all decide alike (the vote is global: a member deciding otherwise would deadlock the
-     * vote until the timeout). A re-sync of the same revision optimizes again. */
-    if (w->cfg.optimize_every > 0 && a->world >= 2u && a->revision > 0 &&
+     * vote until the timeout). A re-sync of the same revision optimizes again. With --kind
+     * the workload does not optimize: the group re-wires after the optimization's verdict
+     * (whether it succeeded or not), so the ops pinned right after it are refused as stale,
+     * and the retry (update, re-sync) would optimize again, round after round; a retry that
+     * skipped the re-sync or the optimization would disagree with a newcomer admitted by its
+     * update, which syncs and optimizes (the calls then wait for each other). */
+    if (w->cfg.optimize_every > 0 && !app_coll_mode(w) && a->world >= 2u && a->revision > 0 &&
         a->revision % w->cfg.optimize_every == 0) {
         app_submit(wl, node, CCOIP_CMD_OPTIMIZE_TOPOLOGY, APP_OPTIMIZING);
         return;
@@ -278,11 +288,6 @@ static void app_start_allreduce(sim_workload *wl, uint32_t node, uint32_t tag)
 /* ------------------------------------------------------------------------ */
 /* The collective set (sim_config.coll_kind != 0)                           */
 /* ------------------------------------------------------------------------ */
-
-static bool app_coll_mode(const sim_world *w)
-{
-    return w->cfg.coll_kind != 0;
-}
 
 static uint64_t app_mix64(uint64_t x)
 {

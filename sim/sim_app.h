@@ -86,6 +86,7 @@ typedef struct sim_app {
      * op's kind and root alike on every member. */
     uint64_t coll_epoch;
     uint64_t coll_n[SIM_MAX_TAGS];
+
 } sim_app;
 
 /* The workload of a run: one sim_app per node of the world. */

@@ -221,6 +221,7 @@ static void coll_check_output(sim_checker *ck, uint32_t node, const sim_appcmd *
         goto out;
     }
     ck->coll_checked++;
+    w->res->coll_checked++;
     if (memcmp(ref, c->recvbuf, (size_t)c->recv_len) != 0) {
         world_fail(w, SIM_CORRECTNESS,
                    "node %u: %s (epoch %llu, seq %llu, tag %u, rank %u of %u, root %u) differs "
