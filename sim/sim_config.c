@@ -125,7 +125,7 @@ void sim_config_swarm_kinds(sim_config *cfg)
     sim_rng r;
     sim_rng_seed(&r, cfg->seed ^ 0x4b494e44u);
     cfg->coll_kind = sim_rng_chance(&r, 500) ? SIM_KIND_MIX : 1u + (uint32_t)sim_rng_below(&r, 8);
-    cfg->op_timeout_ms = sim_rng_chance(&r, 330) ? (uint32_t)sim_rng_range(&r, 500, 8000) : 0;
+    cfg->op_timeout_ms = sim_rng_chance(&r, 330) ? (uint32_t)sim_rng_range(&r, 2000, 10000) : 0;
 }
 
 void sim_config_fit_op(sim_config *cfg)
