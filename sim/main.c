@@ -12,6 +12,7 @@
  *            [--vote-timeout-ms T] [--evict-ms T] [--heartbeat-ms T] [--liveness-ms T]
  *            [--relay-max-bytes N] (master relay, docs/protocol.md §6.8.2; 0 off)
  *            [--max-events N]
+ *            [--kind NAME|mix|swarm] [--op-timeout-ms T] (the collective set; all-reduce default)
  *            [--record-trace DIR]
  *   pccl-sim --replay FILE
  *
@@ -52,6 +53,7 @@ typedef struct cli {
     uint32_t groups;
     const char *record_dir;
     const char *replay;
+    bool kind_swarm; /* --kind swarm: kind and op timeout drawn per seed */
 } cli;
 
 static void record_sink(void *ctx, uint32_t node, bool is_master, const uint8_t *bytes,
@@ -140,14 +142,16 @@ static void usage(FILE *f)
                "                [--op N (pcclRedOp_t: 0 sum .. 4 min, 5 band, 6 bor, 7 bxor)]\n"
                "                [--vote-timeout-ms T] [--evict-ms T] [--heartbeat-ms T]\n"
                "                [--liveness-ms T] [--max-events N] [--relay-max-bytes N]\n"
-               "                [--record-trace DIR]\n"
+               "                [--kind all-reduce|broadcast|reduce|all-gather|reduce-scatter|\n"
+               "                        all-to-all|gather|scatter|barrier|mix|swarm]\n"
+               "                [--op-timeout-ms T] [--record-trace DIR]\n"
                "       pccl-sim --replay FILE   (exit 0 match, 3 mismatch, 65 malformed)\n"
                "rates: mean events per simulated minute during the churn phase\n"
                "scenarios:");
     for (const char *const *s = sim_scenario_names; *s != NULL; s++)
         fprintf(f, " %s", *s);
     fprintf(f, "\ncanaries: skip_restore skip_abort_verdict corrupt_reduce drop_restore_copy "
-               "double_notify\n"
+               "double_notify corrupt_adopt swap_probe corrupt_recv flip_verdict\n"
                "exit codes: 0 ok, 1 crash, 2 liveness, 3 correctness, 64 usage, 69 no state "
                "machines\n");
 }
@@ -208,6 +212,7 @@ static const knob knobs[] = {
     K32("--heartbeat-ms", heartbeat_ms),
     K32("--relay-max-bytes", relay_max_bytes),
     K32("--auth", auth),
+    K32("--op-timeout-ms", op_timeout_ms),
     KMS("--liveness-ms", liveness_bound_ns),
 };
 
@@ -272,6 +277,17 @@ static int parse(cli *c, int argc, char **argv, uint64_t seed, bool apply)
             if (!parse_u64(v, &n) || n >= (uint64_t)PCCL_RED_OP_COUNT) return -1;
             if (apply) c->cfg.op = (pcclRedOp_t)n;
             i++;
+        } else if (strcmp(a, "--kind") == 0) {
+            uint32_t k = 0;
+            if (v == NULL) return -1;
+            if (strcmp(v, "swarm") == 0) {
+                c->kind_swarm = true;
+            } else if (!sim_kind_from_name(v, &k)) {
+                return -1;
+            } else if (apply) {
+                c->cfg.coll_kind = k;
+            }
+            i++;
         } else if (strcmp(a, "--groups") == 0) {
             if (!parse_u64(v, &n) || n == 0 || n > UINT32_MAX) return -1;
             c->groups = (uint32_t)n;
@@ -315,6 +331,10 @@ static int build(cli *c, int argc, char **argv, uint64_t seed)
         sim_config_default(&c->cfg, seed);
     }
     c->cfg.trace = trace;
+    if (c->kind_swarm) {
+        c->cfg.seed = seed;
+        sim_config_swarm_kinds(&c->cfg);
+    }
     if (parse(c, argc, argv, seed, true) != 0) return -1;
     sim_config_fit_op(&c->cfg);
     c->cfg.seed = seed;
@@ -379,17 +399,22 @@ static int run_one(cli *c, int argc, char **argv, uint64_t seed, bool line_only)
         snprintf(pool_text, sizeof pool_text, " pool=%u%s", cfg->p2p_pool_size,
                  cfg->reverse_tags ? " reverse_tags" : "");
     }
+    char kind_text[64] = "";
+    if (cfg->coll_kind != 0 || cfg->op_timeout_ms != 0) {
+        snprintf(kind_text, sizeof kind_text, " kind=%s op_timeout_ms=%u",
+                 sim_kind_name(cfg->coll_kind), cfg->op_timeout_ms);
+    }
     if (!line_only) {
         printf("pccl-sim seed=%" PRIu64 " peers=%u max_peers=%u steps=%u churn=%" PRIu64
                "ms rates/min: join=%u leave=%u crash=%u hang=%u restart=%u loss=%u‰ "
                "partitions=%u clogs=%u dtype=%d op=%d count=%" PRIu64 " tags=%u in_place=%d "
-               "quant=%d%s%s%s\n",
+               "quant=%d%s%s%s%s\n",
                cfg->seed, cfg->peers, cfg->max_peers, cfg->steps, cfg->churn_ns / 1000000u,
                cfg->join_per_min, cfg->leave_per_min, cfg->crash_per_min, cfg->hang_per_min,
                cfg->restart_per_min, cfg->loss_permille, cfg->partitions, cfg->clogs,
                (int)cfg->dtype, (int)cfg->op, cfg->count, cfg->tags, (int)cfg->in_place,
                (int)cfg->quant, c->scenario != NULL ? " scenario=" : "",
-               c->scenario != NULL ? c->scenario : "", pool_text);
+               c->scenario != NULL ? c->scenario : "", pool_text, kind_text);
         fflush(stdout);
     }
     sim_result r;
@@ -414,6 +439,10 @@ static int run_one(cli *c, int argc, char **argv, uint64_t seed, bool line_only)
         printf("faults: %" PRIu64 " timed into a phase; survivors checked after %" PRIu64
                " faults; %" PRIu64 " calls failed as mismatched\n",
                r.phase_faults, r.fault_checks, r.call_mismatches);
+        if (cfg->coll_kind != 0) {
+            printf("collectives (%s): %" PRIu64 " outputs checked against the reference\n",
+                   sim_kind_name(cfg->coll_kind), r.coll_checked);
+        }
     }
     if (st != SIM_OK) {
         printf("FAILED (%s): %s\n", sim_status_name(st), r.message);

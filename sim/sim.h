@@ -49,8 +49,17 @@ typedef enum sim_canary {
     /** sim: the driver flips one bit of the first COPY that adopts a fetched tensor. */
     SIM_CANARY_CORRUPT_ADOPT = 1u << 5,
     /** sim: PROBE reports the reverse link's duration (the optimizer sees a wrong matrix). */
-    SIM_CANARY_SWAP_PROBE = 1u << 6
+    SIM_CANARY_SWAP_PROBE = 1u << 6,
+    /** sim: the driver flips one bit of the first ring chunk a collective other than the
+     *  all-reduce receives (sim_config.coll_kind), as it lands. */
+    SIM_CANARY_CORRUPT_RECV = 1u << 7,
+    /** sim: the first successful NOTIFY of an op (a run with --kind) reports
+     *  pcclRankConnectionLost to the application (one member disagrees with the verdict). */
+    SIM_CANARY_FLIP_VERDICT = 1u << 8
 } sim_canary;
+
+/** sim_config.coll_kind: each op draws its kind (sim_app.c); below it, a ccoip_coll_kind. */
+#define SIM_KIND_MIX 9u
 
 /** Scripted events (scenarios). peer is the index of a peer process in creation order. */
 typedef enum sim_script_kind {
@@ -152,6 +161,15 @@ typedef struct sim_config {
     bool reverse_tags;
     uint64_t think_max_ns;
     /**
+     * The collective each op runs (--kind): a ccoip_coll_kind (0, the all-reduce, is the
+     * default: the workload as before), or SIM_KIND_MIX (each op draws one). Every kind but 0
+     * reads its rank, epoch and world from its machine, sizes its buffers with
+     * ccoip_coll_sizes and pins the epoch; all members derive kind and root alike (sim_app.c).
+     */
+    uint32_t coll_kind;
+    /** Per-op timeout (--op-timeout-ms; ccoip_allreduce_args.timeout_ms; 0: none). */
+    uint32_t op_timeout_ms;
+    /**
      * Shared state (the full reference loop): update topology -> sync shared
      * state -> all-reduce -> revision + 1. Off: the v2 loop.
      */
@@ -231,6 +249,7 @@ typedef struct sim_result {
     uint64_t sync_adopted_failed; /**< ... whose peer had adopted the verified state already. */
     uint64_t optimizes;           /**< Successful optimize-topology commands (per peer). */
     uint64_t epochs;
+    uint64_t coll_checked; /**< --kind: outputs compared with the checker's reference. */
     uint64_t net_frames;
     uint64_t net_bytes;
     uint32_t live_peers_end;
@@ -243,6 +262,11 @@ void sim_config_swarm(sim_config *cfg, uint64_t seed);
 /** A bitwise op (pcclBand/pcclBor/pcclBxor, e.g. from --op) takes integer types only: a float
  * dtype becomes an integer type of its width, unquantized. Other ops: no change. */
 void sim_config_fit_op(sim_config *cfg);
+/** --kind NAME: "all-reduce", "broadcast", ..., "barrier" (ccoip_coll_kind) or "mix". */
+bool sim_kind_from_name(const char *name, uint32_t *out);
+const char *sim_kind_name(uint32_t kind);
+/** Swarm with --kind swarm: draws coll_kind and op_timeout_ms from the seed (own stream). */
+void sim_config_swarm_kinds(sim_config *cfg);
 /** Applies a named scenario; false for an unknown name. */
 bool sim_config_scenario(sim_config *cfg, const char *name);
 /** Names of the scenarios, NULL-terminated. */

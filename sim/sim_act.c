@@ -492,6 +492,8 @@ static void act_op_end(sim_world *w, uint32_t node, const ccoip_action *a)
             i++;
         }
     }
+    w->flip_node = node; /* SIM_CANARY_FLIP_VERDICT: the NOTIFY that follows is an op's */
+    w->flip_cmd = n->ops[a->op_slot].cmd_id;
     opbuf_release(n, a->op_slot);
 }
 
@@ -522,6 +524,17 @@ void act_run(sim_world *w, uint32_t node, const ccoip_action *a)
         act_close(w, node, a);
         break;
     case CCOIP_ACT_NOTIFY:
+        if ((w->cfg.canary & SIM_CANARY_FLIP_VERDICT) && w->cfg.coll_kind != 0 &&
+            !w->nodes[node].is_master && w->flip_done == 0 && a->result == pcclSuccess &&
+            w->flip_node == node && w->flip_cmd == a->cmd_id) {
+            /* Canary (docs/simulator.md): one member reports a failure for an op that
+             * succeeded (an op's NOTIFY follows its OP_END). */
+            ccoip_action flipped = *a;
+            flipped.result = pcclRankConnectionLost;
+            w->flip_done = 1;
+            obs_notify(w, node, &flipped);
+            break;
+        }
         obs_notify(w, node, a);
         break;
     case CCOIP_ACT_RING_SEND:

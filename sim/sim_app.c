@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ccoip_coll.h"
 #include "ccoip_dtype.h"
 #include "sim_app.h"
 
@@ -45,6 +46,11 @@ sim_appcmd *app_find_unbound_tag(sim_app *a, uint32_t tag)
         if (c->used && !c->done && !c->commenced && c->tag == tag) return &a->cmds[i];
     }
     return NULL;
+}
+
+static bool app_coll_mode(const sim_world *w)
+{
+    return w->cfg.coll_kind != 0;
 }
 
 static void app_schedule(sim_workload *wl, uint32_t node, uint64_t delay_ns)
@@ -189,8 +195,13 @@ static void app_after_sync(sim_workload *wl, uint32_t node)
     sim_app *a = app_of(wl, node);
     /* Every member of the group leaves the sync with the same revision and world size, so
      * all decide alike (the vote is global: a member deciding otherwise would deadlock the
-     * vote until the timeout). A re-sync of the same revision optimizes again. */
-    if (w->cfg.optimize_every > 0 && a->world >= 2u && a->revision > 0 &&
+     * vote until the timeout). A re-sync of the same revision optimizes again. With --kind
+     * the workload does not optimize: the group re-wires after the optimization's verdict
+     * (whether it succeeded or not), so the ops pinned right after it are refused as stale,
+     * and the retry (update, re-sync) would optimize again, round after round; a retry that
+     * skipped the re-sync or the optimization would disagree with a newcomer admitted by its
+     * update, which syncs and optimizes (the calls then wait for each other). */
+    if (w->cfg.optimize_every > 0 && !app_coll_mode(w) && a->world >= 2u && a->revision > 0 &&
         a->revision % w->cfg.optimize_every == 0) {
         app_submit(wl, node, CCOIP_CMD_OPTIMIZE_TOPOLOGY, APP_OPTIMIZING);
         return;
@@ -200,6 +211,14 @@ static void app_after_sync(sim_workload *wl, uint32_t node)
 
 static void app_cmd_free(sim_appcmd *c)
 {
+    if (c->coll && c->kind != 0) {
+        free(c->alloc[0]);
+        free(c->alloc[1]);
+        free(c->pre);
+        free(c->input);
+        memset(c, 0, sizeof *c);
+        return;
+    }
     if (c->pre != c->input) free(c->pre);
     if (c->recvbuf != c->sendbuf) free(c->recvbuf);
     if (c->sendbuf != c->input) free(c->sendbuf);
@@ -261,7 +280,161 @@ static void app_start_allreduce(sim_workload *wl, uint32_t node, uint32_t tag)
     ev.cmd.allreduce.quant_algorithm = w->cfg.quant;
     ev.cmd.allreduce.quant_dtype = w->cfg.quant_dtype;
     ev.cmd.allreduce.in_place = w->cfg.in_place;
+    ev.cmd.allreduce.timeout_ms = w->cfg.op_timeout_ms;
+    c->send_len = c->recv_len = bytes;
     world_feed(w, node, &ev);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The collective set (sim_config.coll_kind != 0)                           */
+/* ------------------------------------------------------------------------ */
+
+static uint64_t app_mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return x;
+}
+
+/* The kind and root of tag's next op: a function of what every member of the pinned epoch's
+ * ring knows alike (seed, group, epoch, tag, the tag's successes in that epoch), so all submit
+ * the same kind and root; members that read different epochs may disagree, and the master
+ * then refuses the op (pcclUpdateTopologyFailed or pcclInvalidUsage): they update and retry. */
+static void app_coll_pick(const sim_world *w, uint32_t group, uint64_t epoch, uint32_t tag,
+                          uint64_t n, uint32_t world, uint32_t *kind, uint32_t *root)
+{
+    uint64_t h = app_mix64(w->cfg.seed ^ 0x636f6c6cull);
+    h = app_mix64(h ^ epoch);
+    h = app_mix64(h ^ ((uint64_t)group << 32) ^ tag);
+    h = app_mix64(h ^ n);
+    *kind = w->cfg.coll_kind == SIM_KIND_MIX ? (uint32_t)(h % CCOIP_COLL_KINDS) : w->cfg.coll_kind;
+    *root = ccoip_coll_rooted((ccoip_coll_kind)*kind) ? (uint32_t)((h >> 32) % world) : 0;
+}
+
+/* One op of the collective set on tag: rank, epoch and world read from the machine, buffers
+ * sized by ccoip_coll_sizes (aliased as ccoip_coll.h says when in place), the epoch pinned.
+ * False when no ring is installed (the caller updates the topology first). */
+static bool app_start_coll(sim_workload *wl, uint32_t node, uint32_t tag)
+{
+    sim_world *w = wl->w;
+    sim_node *n = &w->nodes[node];
+    sim_app *a = app_of(wl, node);
+    uint64_t epoch = 0;
+    int32_t rank = -1;
+    uint32_t world = 0;
+    if (w->vt->peer_ring == NULL) {
+        world_fail(w, SIM_CRASH, "--kind: these state machines do not report their ring");
+        return false;
+    }
+    w->vt->peer_ring(n->m, &epoch, &rank, &world);
+    if (rank < 0 || world < 2u || (uint32_t)rank >= world || epoch == 0) return false;
+    if (epoch != a->coll_epoch) {
+        a->coll_epoch = epoch;
+        memset(a->coll_n, 0, sizeof a->coll_n);
+    }
+    uint32_t kind = 0, root = 0;
+    app_coll_pick(w, n->group, epoch, tag, a->coll_n[tag % SIM_MAX_TAGS], world, &kind, &root);
+    if (kind == CCOIP_COLL_ALL_REDUCE) {
+        /* An all-reduce of the mix: the workload's as before (unpinned), numbered like the rest. */
+        app_start_allreduce(wl, node, tag);
+        sim_appcmd *c = &a->cmds[tag];
+        c->coll = true;
+        c->rank = (uint32_t)rank;
+        c->world = world;
+        c->pin = epoch;
+        return true;
+    }
+    sim_appcmd *c = &a->cmds[tag];
+    app_cmd_free(c);
+    c->used = true;
+    c->coll = true;
+    c->tag = tag;
+    c->cmd_id = ++a->next_cmd_id;
+    c->submitted_ns = w->now;
+    c->count = w->cfg.count;
+    if (a->mismatch_next && tag == 0) {
+        c->count++;
+        a->mismatch_next = false;
+    }
+    c->kind = kind;
+    c->root = root;
+    c->rank = (uint32_t)rank;
+    c->world = world;
+    c->pin = epoch;
+    const uint64_t esz = w->elem_bytes, b = c->count * esz;
+    uint64_t sl = 0, rl = 0;
+    if (ccoip_coll_sizes((ccoip_coll_kind)kind, c->count, esz, world, (uint32_t)rank, root, &sl,
+                         &rl) != pcclSuccess) {
+        world_fail(w, SIM_CRASH, "node %u: ccoip_coll_sizes refused kind %u count %llu world %u",
+                   node, kind, (unsigned long long)c->count, world);
+        return true;
+    }
+    c->send_len = sl;
+    c->recv_len = rl;
+    const bool ip = w->cfg.in_place, at_root = (uint32_t)rank == root;
+    /* One allocation when the buffers alias (ccoip_coll.h, in_place); the view's offset. */
+    uint64_t one = 0, soff = 0, roff = 0;
+    if (kind == CCOIP_COLL_BROADCAST) {
+        one = b; /* one buffer, bound as both */
+    } else if (ip && kind == CCOIP_COLL_ALL_GATHER) {
+        one = rl;
+        soff = (uint64_t)rank * b;
+    } else if (ip && kind == CCOIP_COLL_REDUCE_SCATTER) {
+        one = sl;
+        roff = (uint64_t)rank * b;
+    } else if (ip && (kind == CCOIP_COLL_ALL_TO_ALL || (kind == CCOIP_COLL_REDUCE && at_root))) {
+        one = sl;
+    } else if (ip && kind == CCOIP_COLL_GATHER && at_root) {
+        one = rl;
+        soff = (uint64_t)root * b;
+    } else if (ip && kind == CCOIP_COLL_SCATTER && at_root) {
+        one = sl;
+        roff = (uint64_t)root * b;
+    }
+    c->aliased = one > 0 || kind == CCOIP_COLL_BROADCAST;
+    c->alloc[0] = malloc((size_t)(c->aliased ? one : sl) + 1u);
+    c->alloc[1] = c->aliased ? NULL : malloc((size_t)rl + 1u);
+    c->input = malloc((size_t)sl + 1u);
+    c->pre = malloc((size_t)rl + 1u);
+    if (c->alloc[0] == NULL || (!c->aliased && c->alloc[1] == NULL) || c->input == NULL ||
+        c->pre == NULL) {
+        world_fail(w, SIM_CRASH, "out of memory (application buffers)");
+        return true;
+    }
+    /* A recognizable pattern where no input goes, then the input. */
+    memset(c->alloc[0], 0xa5, (size_t)(c->aliased ? one : sl) + 1u);
+    if (c->alloc[1] != NULL) memset(c->alloc[1], 0xa5, (size_t)rl + 1u);
+    c->sendbuf = c->alloc[0] + soff;
+    c->recvbuf = c->aliased ? c->alloc[0] + roff : c->alloc[1];
+    app_fill(w, c->input, sl / esz,
+             ((uint64_t)n->peer_index << 40) ^ (a->iter << 16) ^ (a->attempt << 4) ^ tag ^
+                 ((uint64_t)kind << 36));
+    memcpy(c->sendbuf, c->input, (size_t)sl);
+    memcpy(c->pre, c->recvbuf, (size_t)rl);
+    a->outstanding++;
+    ccoip_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = CCOIP_EV_SUBMIT;
+    ev.cmd.type = CCOIP_CMD_ALL_REDUCE;
+    ev.cmd.cmd_id = c->cmd_id;
+    ev.cmd.allreduce.tag = tag;
+    ev.cmd.allreduce.count = c->count;
+    ev.cmd.allreduce.dtype = w->cfg.dtype;
+    ev.cmd.allreduce.op = w->cfg.op;
+    ev.cmd.allreduce.quant_algorithm = pcclQuantNone; /* §6.8.3: the other kinds are exact */
+    ev.cmd.allreduce.quant_dtype = w->cfg.quant_dtype;
+    ev.cmd.allreduce.in_place = c->aliased;
+    ev.cmd.allreduce.kind = (ccoip_coll_kind)kind;
+    ev.cmd.allreduce.root = root;
+    ev.cmd.allreduce.pinned_epoch = epoch;
+    ev.cmd.allreduce.send_bytes = sl;
+    ev.cmd.allreduce.recv_bytes = rl;
+    ev.cmd.allreduce.timeout_ms = w->cfg.op_timeout_ms;
+    world_feed(w, node, &ev);
+    return true;
 }
 
 static void app_reduce_phase(sim_workload *wl, uint32_t node)
@@ -280,7 +453,21 @@ static void app_reduce_phase(sim_workload *wl, uint32_t node)
     const bool reverse = w->cfg.reverse_tags && (node & 1u) != 0;
     for (uint32_t t = 0; t < w->cfg.tags && !w->failed; t++) {
         if (w->nodes[node].state != NODE_ALIVE) return;
-        app_start_allreduce(wl, node, reverse ? w->cfg.tags - 1u - t : t);
+        const uint32_t tag = reverse ? w->cfg.tags - 1u - t : t;
+        if (!app_coll_mode(w)) {
+            app_start_allreduce(wl, node, tag);
+        } else if (!app_start_coll(wl, node, tag)) {
+            if (t > 0 || w->failed) {
+                world_fail(w, SIM_CRASH, "node %u: the ring vanished between two submissions",
+                           node);
+                return;
+            }
+            /* No ring installed (rank -1): update the topology first. */
+            a->iter = a->iter > 0 ? a->iter : 1u;
+            a->state = APP_SLEEPING;
+            app_schedule(wl, node, 10u * SIM_MS);
+            return;
+        }
     }
     if (a->rogue_next && w->cfg.tags < SIM_MAX_TAGS && !w->failed) {
         /* A tag nobody else uses (not among the step's results: only its own checks). */
@@ -406,6 +593,25 @@ static void app_allreduce_done(sim_workload *wl, uint32_t node, sim_appcmd *c,
     if (master_gone) {
         app_exit(wl, node, "pcclMasterConnectionFailed");
         return;
+    }
+    if (app_coll_mode(w)) {
+        /* Every member of an op got its one verdict: the successes of the epoch the ops were
+         * pinned to count alike everywhere (the next ops' kinds and roots). */
+        for (uint32_t t = 0; t < w->cfg.tags; t++) {
+            const sim_appcmd *ct = &a->cmds[t];
+            if (ct->coll && ct->result == pcclSuccess && ct->pin == a->coll_epoch) {
+                a->coll_n[t]++;
+            }
+        }
+        if (!all_ok) {
+            /* pcclUpdateTopologyFailed (a stale pin), pcclRankConnectionLost, pcclTimeout,
+             * pcclInvalidUsage (members that read different epochs disagreed on kind or root),
+             * pcclTooFewPeers: update the topology, read rank and world again, retry. */
+            a->attempt++;
+            a->iter = a->iter > 0 ? a->iter : 1u;
+            app_sleep(wl, node, 10u * SIM_MS);
+            return;
+        }
     }
     if (all_ok) {
         if (w->cfg.shared_state) {
@@ -585,7 +791,9 @@ static bool app_on_bind_op(void *ctx, uint32_t node, const ccoip_action *act, cc
     if (c == NULL) return false;
     slot->send = c->sendbuf;
     slot->recv = c->recvbuf;
-    slot->send_bytes = slot->recv_bytes = c->count * wl->w->elem_bytes;
+    /* Contract v11: the command's send_bytes / recv_bytes (all-reduce: both count * size). */
+    slot->send_bytes = c->send_len;
+    slot->recv_bytes = c->recv_len;
     return true;
 }
 

@@ -10,6 +10,12 @@
  *   so it is exact too; quantized ops are checked for identity only);
  * - restore: an aborted in-place all-reduce leaves the buffer as it was; a
  *   send buffer is never written;
+ * - the collective set (--kind, sim_check_coll.c): every member whose op
+ *   succeeded holds exactly the output its kind, rank and root define over the
+ *   inputs of the op's members in the epoch's ring order (reductions in the
+ *   schedule's order: bit for bit, floats too); the members of one op agree on
+ *   success or failure; a failed op leaves the send buffer as it was (the
+ *   restore of the kinds with a backup);
  * - epochs: no all-reduce completes on a peer that has seen a newer epoch,
  *   and the master never sends a peer a success verdict for an op of an
  *   older epoch than one that peer already got (epochs are per group: a
@@ -132,6 +138,7 @@ static void chk_m2p_sent(void *ctx, uint32_t dst, const ccoip_pb_master_to_peer 
         break;
     case CCOIP_PB_MASTER_TO_PEER_BODY_COLLECTIVE_COMMENCE:
         check_commence(ck, &m->body.collective_commence);
+        check_coll_commence(ck, dst, &m->body.collective_commence);
         break;
     case CCOIP_PB_MASTER_TO_PEER_BODY_COLLECTIVE_VERDICT:
         check_collective_verdict(ck, dst, &m->body.collective_verdict);
@@ -195,7 +202,11 @@ static void chk_notify(void *ctx, uint32_t node, const ccoip_action *act)
     sim_app *a = app_of(ck->wl, node);
     sim_appcmd *c = app_find_cmd(a, act->cmd_id);
     if (c != NULL) {
-        if (c->notifies == 0) check_allreduce_notify(ck, node, c, act);
+        if (c->notifies == 0 && c->coll && c->kind != 0) {
+            check_coll_notify(ck, node, c, act);
+        } else if (c->notifies == 0) {
+            check_allreduce_notify(ck, node, c, act);
+        }
         return;
     }
     if (act->cmd_id != a->pending_cmd || a->pending_cmd == 0) return;

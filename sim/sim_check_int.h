@@ -7,11 +7,15 @@
  *                      evictions), NOTIFY routing, the end of the run;
  *   sim_check_ops.c    all-reduce results: inputs, the reference reduction,
  *                      bit identity, restore, epochs, master relay;
+ *   sim_check_coll.c   the collective set (--kind): each member's output against a
+ *                      reference of the members' inputs, one verdict per op, restore;
  *   sim_check_state.c  shared state and topology optimization;
  *   sim_check_live.c   liveness: the quiet-phase bound and the bound after a fault.
  */
 #ifndef SIM_CHECK_INT_H
 #define SIM_CHECK_INT_H
+
+#include <stddef.h>
 
 #include "sim_check.h"
 
@@ -53,6 +57,15 @@ typedef struct sim_inrec {
     uint32_t prev; /**< the previous record of the same (epoch, seq), or SIM_NONE32 */
     uint8_t *input;
 } sim_inrec;
+
+/* One commenced op of the collective set (by (epoch, seq)): the verdicts its members got. */
+typedef struct sim_collrec {
+    uint64_t epoch, seq;
+    uint32_t kind, root, world;
+    uint32_t ok, failed;   /* members that got success / a failure (master loss not counted) */
+    pcclResult_t first_failure;
+    uint32_t first_node;   /* the first member that got a verdict */
+} sim_collrec;
 
 /* One successful shared-state round of a group (members share its done verdict). */
 typedef struct sim_syncrec {
@@ -108,6 +121,10 @@ struct sim_checker {
     uint64_t commence_cap;
     sim_syncrec *syncrecs;
     uint32_t syncrecs_len, syncrecs_cap;
+    sim_collrec *collrecs;
+    uint32_t collrecs_len, collrecs_cap;
+    sim_seqidx collrec_idx; /* (epoch, seq) -> its collrec */
+    uint64_t coll_checked;  /* outputs compared with the reference (the summary) */
 };
 
 static inline sim_chk_node *chk_node(const sim_checker *ck, uint32_t node)
@@ -120,6 +137,15 @@ static inline sim_chk_node *chk_node(const sim_checker *ck, uint32_t node)
 sim_epochrec *epoch_find(const sim_checker *ck, uint64_t epoch, uint32_t group);
 
 /* sim_check_ops.c */
+/* The (epoch, seq) index (records begin with uint64_t epoch, seq; stride = sizeof a record). */
+uint32_t seqidx_get(const sim_seqidx *x, const void *recs, size_t stride, uint64_t epoch,
+                    uint64_t seq);
+bool seqidx_put(sim_seqidx *x, const void *recs, size_t stride, uint32_t r, uint32_t *prev);
+/* Inputs: the latest record of (epoch, seq) (chain by prev), and a new one. */
+uint32_t inrec_latest(const sim_checker *ck, uint64_t epoch, uint64_t seq);
+void inrec_add_bytes(sim_checker *ck, uint32_t node, uint64_t epoch, uint64_t seq,
+                     const uint8_t *input, uint64_t bytes);
+uint64_t first_diff(const uint8_t *a, const uint8_t *b, uint64_t n);
 void check_op_bound(void *ctx, uint32_t node, const ccoip_action *act);
 void check_relay_initiate(void *ctx, uint32_t node, const uint8_t *frame, uint64_t len,
                           const uint8_t *input, uint64_t bytes);
@@ -128,6 +154,16 @@ void check_commence(sim_checker *ck, const ccoip_pb_collective_commence *c);
 void check_collective_verdict(sim_checker *ck, uint32_t dst, const ccoip_pb_collective_verdict *v);
 void check_allreduce_notify(sim_checker *ck, uint32_t node, sim_appcmd *c, const ccoip_action *act);
 void check_ops_free(sim_checker *ck);
+
+/* sim_check_coll.c */
+/* CollectiveCommence sent to dst: an op of the collective set commenced there (its members'
+ * inputs recorded, as for relayed ops, before any member can complete). */
+void check_coll_commence(sim_checker *ck, uint32_t dst, const ccoip_pb_collective_commence *cc);
+/* Its first ring action must carry the commence's (epoch, seq). */
+void check_coll_bound(sim_checker *ck, uint32_t node, const sim_appcmd *c,
+                      const ccoip_action *act);
+void check_coll_notify(sim_checker *ck, uint32_t node, sim_appcmd *c, const ccoip_action *act);
+void check_coll_free(sim_checker *ck);
 
 /* sim_check_state.c */
 void check_sync_verdict(sim_checker *ck, uint32_t dst, const ccoip_pb_shared_state_sync_verdict *v);

@@ -14,8 +14,6 @@
 #include "ccoip_ring.h"
 #include "sim_check_int.h"
 
-static void inrec_add_bytes(sim_checker *ck, uint32_t node, uint64_t epoch, uint64_t seq,
-                            const uint8_t *input, uint64_t bytes);
 
 static uint64_t commence_epoch(const sim_checker *ck, uint64_t seq, bool *found)
 {
@@ -154,7 +152,7 @@ static uint32_t seqidx_slot(const sim_seqidx *x, const void *recs, size_t stride
 }
 
 /* The latest record of (epoch, seq), or SIM_NONE32. */
-static uint32_t seqidx_get(const sim_seqidx *x, const void *recs, size_t stride, uint64_t epoch,
+uint32_t seqidx_get(const sim_seqidx *x, const void *recs, size_t stride, uint64_t epoch,
                            uint64_t seq)
 {
     if (x->cap == 0) return SIM_NONE32;
@@ -163,7 +161,7 @@ static uint32_t seqidx_get(const sim_seqidx *x, const void *recs, size_t stride,
 
 /* Indexes record r, the newest (records 0 .. r-1 are indexed): it becomes its key's latest, and
  * *prev the record it replaced there (SIM_NONE32: none). False when out of memory. */
-static bool seqidx_put(sim_seqidx *x, const void *recs, size_t stride, uint32_t r, uint32_t *prev)
+bool seqidx_put(sim_seqidx *x, const void *recs, size_t stride, uint32_t r, uint32_t *prev)
 {
     if ((uint64_t)(r + 2u) * 2u > x->cap) {
         const uint32_t ncap = x->cap == 0 ? 1024u : x->cap * 2u;
@@ -185,7 +183,7 @@ static bool seqidx_put(sim_seqidx *x, const void *recs, size_t stride, uint32_t 
 }
 
 /* The latest input record of (epoch, seq), or SIM_NONE32. */
-static uint32_t inrec_latest(const sim_checker *ck, uint64_t epoch, uint64_t seq)
+uint32_t inrec_latest(const sim_checker *ck, uint64_t epoch, uint64_t seq)
 {
     return seqidx_get(&ck->inrec_idx, ck->inrecs, sizeof *ck->inrecs, epoch, seq);
 }
@@ -197,8 +195,8 @@ static void inrec_add(sim_checker *ck, uint32_t node, uint64_t epoch, uint64_t s
     inrec_add_bytes(ck, node, epoch, seq, c->input, c->count * w->elem_bytes);
 }
 
-static void inrec_add_bytes(sim_checker *ck, uint32_t node, uint64_t epoch, uint64_t seq,
-                            const uint8_t *input, uint64_t bytes)
+void inrec_add_bytes(sim_checker *ck, uint32_t node, uint64_t epoch, uint64_t seq,
+                     const uint8_t *input, uint64_t bytes)
 {
     sim_world *w = ck->w;
     if (!sim_grow(&ck->inrecs, &ck->inrecs_cap, ck->inrecs_len, sizeof *ck->inrecs, 256u, false)) {
@@ -233,6 +231,10 @@ void check_op_bound(void *ctx, uint32_t node, const ccoip_action *act)
     const sim_node *wn = &w->nodes[node];
     sim_appcmd *c = app_find_cmd(app_of(ck->wl, node), wn->ops[act->op_slot].cmd_id);
     if (c == NULL) return;
+    if (c->coll && c->kind != 0) {
+        check_coll_bound(ck, node, c, act);
+        return;
+    }
     c->commenced = true;
     c->epoch = act->epoch;
     c->seq = act->seq;
@@ -394,7 +396,7 @@ static sim_oprec *oprec_find(sim_checker *ck, uint64_t epoch, uint64_t seq)
     return r == SIM_NONE32 ? NULL : &ck->oprecs[r];
 }
 
-static uint64_t first_diff(const uint8_t *a, const uint8_t *b, uint64_t n)
+uint64_t first_diff(const uint8_t *a, const uint8_t *b, uint64_t n)
 {
     for (uint64_t i = 0; i < n; i++) {
         if (a[i] != b[i]) return i;
@@ -515,4 +517,5 @@ void check_ops_free(sim_checker *ck)
     free(ck->inrecs);
     free(ck->inrec_idx.slot);
     free(ck->commence_epoch_by_seq);
+    check_coll_free(ck);
 }

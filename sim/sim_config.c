@@ -97,6 +97,37 @@ void sim_config_swarm(sim_config *cfg, uint64_t seed)
     cfg->phase_fault_per_min = sim_rng_chance(&r, 500) ? (uint32_t)sim_rng_range(&r, 2, 20) : 0;
 }
 
+static const char *const kind_names[] = {"all-reduce", "broadcast",      "reduce",
+                                         "all-gather", "reduce-scatter", "all-to-all",
+                                         "gather",     "scatter",        "barrier",
+                                         "mix"};
+
+bool sim_kind_from_name(const char *name, uint32_t *out)
+{
+    for (uint32_t k = 0; k <= SIM_KIND_MIX; k++) {
+        if (strcmp(name, kind_names[k]) == 0) {
+            *out = k;
+            return true;
+        }
+    }
+    return false;
+}
+
+const char *sim_kind_name(uint32_t kind)
+{
+    return kind <= SIM_KIND_MIX ? kind_names[kind] : "?";
+}
+
+void sim_config_swarm_kinds(sim_config *cfg)
+{
+    /* A stream of its own (the swarm's draws above keep their values): a fixed kind or the
+     * mix, and an op timeout in about a third of the runs. */
+    sim_rng r;
+    sim_rng_seed(&r, cfg->seed ^ 0x4b494e44u);
+    cfg->coll_kind = sim_rng_chance(&r, 500) ? SIM_KIND_MIX : 1u + (uint32_t)sim_rng_below(&r, 8);
+    cfg->op_timeout_ms = sim_rng_chance(&r, 330) ? (uint32_t)sim_rng_range(&r, 2000, 10000) : 0;
+}
+
 void sim_config_fit_op(sim_config *cfg)
 {
     if (cfg->op != pcclBand && cfg->op != pcclBor && cfg->op != pcclBxor) return;
@@ -317,6 +348,8 @@ uint32_t sim_canary_from_name(const char *name)
     if (strcmp(name, "double_notify") == 0) return SIM_CANARY_DOUBLE_NOTIFY;
     if (strcmp(name, "corrupt_adopt") == 0) return SIM_CANARY_CORRUPT_ADOPT;
     if (strcmp(name, "swap_probe") == 0) return SIM_CANARY_SWAP_PROBE;
+    if (strcmp(name, "corrupt_recv") == 0) return SIM_CANARY_CORRUPT_RECV;
+    if (strcmp(name, "flip_verdict") == 0) return SIM_CANARY_FLIP_VERDICT;
     return 0;
 }
 

@@ -348,6 +348,12 @@ static void recv_land(sim_world *w, uint32_t node, sim_io *io, uint32_t f)
         return;
     }
     if (fr->len > 0) memcpy(dst, fr->bytes, (size_t)fr->len);
+    /* Canary (docs/simulator.md): every ring chunk of a run of other collectives lands with
+     * one bit flipped; the collective checker must catch the first op that succeeds. */
+    if ((w->cfg.canary & SIM_CANARY_CORRUPT_RECV) && w->cfg.coll_kind != 0 && fr->len > 0 &&
+        io->type == CCOIP_ACT_RING_RECV) {
+        dst[0] ^= 1u;
+    }
     io->quant_in = fr->quant;
     io->delivered = true;
     world_push(w, w->now, EVK_IO_DONE, node, io->io_id, 0);

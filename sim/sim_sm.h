@@ -60,6 +60,9 @@ typedef struct sim_sm_vt {
     /** A hint: start loading what the machine's next step reads (stage 0: reads nothing of
      * the machine; stage 1: just before its step). May be NULL. */
     void (*prefetch)(const void *m, bool is_master, int stage);
+    /** A peer's ring as the application reads it (ccoip_peer_epoch, ccoip_peer_rank,
+     *  ccoip_peer_world_size). May be NULL (then only the all-reduce workload runs). */
+    void (*peer_ring)(const void *m, uint64_t *epoch, int32_t *rank, uint32_t *world);
 } sim_sm_vt;
 
 /** The real state machines of core/, or NULL when this build does not have them yet. */

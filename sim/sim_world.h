@@ -334,6 +334,9 @@ typedef struct sim_world {
 
     uint64_t elem_bytes;
     uint32_t corrupt_done;
+    uint32_t flip_done; /* SIM_CANARY_FLIP_VERDICT fired */
+    uint32_t flip_node; /* ... and the node and command of the last OP_END */
+    uint64_t flip_cmd;
     uint8_t *dec_arena; /* the decode arena of master frames for the observers, grown on demand */
     uint64_t dec_arena_cap;
     uint64_t protocol_violations;

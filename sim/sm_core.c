@@ -155,9 +155,17 @@ static void core_set_port(void *m, ccoip_listener listener, uint32_t port)
     (void)ccoip_peer_set_port(m, listener, port, NULL);
 }
 
+static void core_peer_ring(const void *m, uint64_t *epoch, int32_t *rank, uint32_t *world)
+{
+    *epoch = ccoip_peer_epoch(m);
+    *rank = ccoip_peer_rank(m);
+    *world = ccoip_peer_world_size(m);
+}
+
 static const sim_sm_vt core_vt = {
-    "core",    core_master_create, core_peer_create, core_destroy,  core_step,
-    core_poll, core_deadline,      core_set_port,    core_poll_ref, core_prefetch};
+    "core",        core_master_create, core_peer_create, core_destroy,
+    core_step,     core_poll,          core_deadline,    core_set_port,
+    core_poll_ref, core_prefetch,      core_peer_ring};
 
 const sim_sm_vt *sim_sm_core(void)
 {

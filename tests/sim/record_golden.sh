@@ -24,3 +24,10 @@ echo "swarm 1..24: $(wc -l < "$gold/swarm_1_24.txt") seeds"
 echo "relay swarm 1..12: $(wc -l < "$gold/relay_1_12.txt") seeds"
 "$sim" --swarm --seeds 1:12 --auth 1 --pool 2 | grep -E '^seed=' > "$gold/auth_1_12.txt"
 echo "authenticated swarm 1..12: $(wc -l < "$gold/auth_1_12.txt") seeds"
+# The collective set (--kind, docs/simulator.md): every op draws its kind under the swarm's churn,
+# and the kill_mid_ring scenario with mixed kinds.
+"$sim" --swarm --seeds 1:24 --kind mix | grep -E '^seed=' > "$gold/coll_mix_1_24.txt"
+echo "collective mix swarm 1..24: $(wc -l < "$gold/coll_mix_1_24.txt") seeds"
+"$sim" --scenario kill_mid_ring --seed 1 --quiet --kind mix | grep -E '^(seed=|trace_hash=)' \
+    > "$gold/kill_mid_ring_mix.txt"
+echo "kill_mid_ring --kind mix: $(tail -1 "$gold/kill_mid_ring_mix.txt")"
