@@ -391,13 +391,12 @@ static bool coll_params_valid(const ccoip_master *m, const ccoip_pb_collective_i
 {
     if (!ccoip_pb_collective_kind_is_known(ci->kind)) return false;
     if (ci->kind != CCOIP_PB_COLLECTIVE_KIND_ALL_REDUCE) {
-        /* §6.8.3: pinned to an epoch (and started optimistically only in it, and then not
-         * relayed); a relayed input fits the relay; never quantized. */
-        if (ci->pinned_epoch == 0 || ci->relay_data.len > 0 ||
+        /* §6.8.3: pinned to an epoch, never started optimistically; a relayed input fits the
+         * relay; never quantized. */
+        if (ci->pinned_epoch == 0 || ci->relay_data.len > 0 || ci->optimistic_epoch != 0 ||
             (ci->relay_input.len > 0 && !ci->relay) ||
             ci->relay_input.len > CCOIP_RELAY_MAX_BYTES ||
-            (ci->relay && (ci->optimistic_epoch != 0 || ci->op == CCOIP_PB_RED_OP_PREMUL_SUM)) ||
-            (ci->optimistic_epoch != 0 && ci->optimistic_epoch != ci->pinned_epoch) ||
+            (ci->relay && ci->op == CCOIP_PB_RED_OP_PREMUL_SUM) ||
             ci->quant_algorithm != CCOIP_PB_QUANT_ALGORITHM_NONE ||
             !ccoip_pb_data_type_is_known(ci->dtype) || !ccoip_pb_red_op_is_known(ci->op)) {
             return false;

@@ -774,9 +774,9 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
         o->tx_bytes = in;
         return pcclSuccess;
     }
-    /* The other kinds start optimistically only in the epoch they are pinned to (§6.8.3). */
-    const bool optimistic = ring_can_start(p) && (a->kind == CCOIP_COLL_ALL_REDUCE ||
-                                                  a->pinned_epoch == p->ring.epoch);
+    /* The other kinds wait for the commence (§6.8.3): small ones relay (one round trip), and
+     * the commence's round trip is small beside a large one's data. */
+    const bool optimistic = ring_can_start(p) && a->kind == CCOIP_COLL_ALL_REDUCE;
     if (optimistic) env.body.collective_initiate.optimistic_epoch = p->ring.epoch;
     p_send(p, &env);
     if (optimistic) {
