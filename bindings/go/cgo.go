@@ -100,6 +100,7 @@ func headerCodes() map[string]int {
 		"pcclSum": int(C.pcclSum), "pcclAvg": int(C.pcclAvg), "pcclProd": int(C.pcclProd),
 		"pcclMax": int(C.pcclMax), "pcclMin": int(C.pcclMin),
 		"pcclBand": int(C.pcclBand), "pcclBor": int(C.pcclBor), "pcclBxor": int(C.pcclBxor),
+		"pcclPremulSum": int(C.pcclPremulSum), "PCCL_RED_OP_COUNT": int(C.PCCL_RED_OP_COUNT),
 		"GLOBAL_WORLD_SIZE":             int(C.PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE),
 		"PEER_GROUP_WORLD_SIZE":         int(C.PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE),
 		"NUM_DISTINCT_PEER_GROUPS":      int(C.PCCL_ATTRIBUTE_NUM_DISTINCT_PEER_GROUPS),

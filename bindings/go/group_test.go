@@ -144,7 +144,7 @@ func TestGroup(t *testing.T) {
 		return nil
 	})
 
-	run("BitwiseOps", func(i int, c *Communicator) error {
+	run("BitwiseOpsAndPremulSum", func(i int, c *Communicator) error {
 		a := []uint32{0x0F0F0F0F << uint(i), 1 << uint(i)}
 		if _, err := AllReduce(bg, c, a, a, ReduceOptions{Op: Bor}); err != nil {
 			return err
@@ -171,6 +171,11 @@ func TestGroup(t *testing.T) {
 		f := []float32{1, 2}
 		if _, err := AllReduce(bg, c, f, f, ReduceOptions{Op: Bxor}); !errors.Is(err, ErrInvalidArgument) {
 			return fmt.Errorf("float32 bxor: %v, want InvalidArgument", err)
+		}
+		// PremulSum: pcclAllReduce has no place for the factor, libpccl refuses it.
+		if _, err := AllReduce(bg, c, f, f, ReduceOptions{Op: PremulSum}); !errors.Is(err, ErrInvalidArgument) ||
+			f[0] != 1 || f[1] != 2 {
+			return fmt.Errorf("float32 premul sum: %v %v, want InvalidArgument, untouched", err, f)
 		}
 		return nil
 	})

@@ -142,7 +142,8 @@ func TestConstantsMatchHeader(t *testing.T) {
 		"pcclDouble": Double}
 	others := map[string]int{"pcclSum": int(Sum), "pcclAvg": int(Avg), "pcclProd": int(Prod),
 		"pcclMax": int(Max), "pcclMin": int(Min), "pcclBand": int(Band), "pcclBor": int(Bor),
-		"pcclBxor": int(Bxor), "GLOBAL_WORLD_SIZE": int(GlobalWorldSize),
+		"pcclBxor": int(Bxor), "pcclPremulSum": int(PremulSum), "PCCL_RED_OP_COUNT": int(PremulSum) + 1,
+		"GLOBAL_WORLD_SIZE":     int(GlobalWorldSize),
 		"PEER_GROUP_WORLD_SIZE": int(PeerGroupWorldSize), "NUM_DISTINCT_PEER_GROUPS": int(NumDistinctPeerGroups),
 		"LARGEST_PEER_GROUP_WORLD_SIZE": int(LargestPeerGroupWorldSize),
 		"COPIED_BYTES":                  int(CopiedBytes), "COPIED_BYTES_HIGH": int(CopiedBytesHigh),

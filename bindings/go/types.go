@@ -95,7 +95,10 @@ type ReduceOp int32
 // Reduction operators. Integer arithmetic wraps; Avg on integers truncates
 // toward zero (docs/semantics.md). Band, Bor and Bxor (pccl additions) are
 // the bitwise AND, OR and XOR of integer types; with a float type an
-// all-reduce fails with InvalidArgument.
+// all-reduce fails with InvalidArgument. PremulSum (pcclPremulSum) multiplies
+// every member's input by its own factor before summing; the factor travels
+// in the collective-set options (pcclAllReduceEx), which this package does not
+// expose yet, so AllReduce refuses it (InvalidArgument, from libpccl).
 const (
 	Sum  ReduceOp = 0
 	Avg  ReduceOp = 1
@@ -105,6 +108,8 @@ const (
 	Band ReduceOp = 5
 	Bor  ReduceOp = 6
 	Bxor ReduceOp = 7
+	// PremulSum is pcclPremulSum (float types only).
+	PremulSum ReduceOp = 8
 )
 
 // DistributionHint is a pcclDistributionHint_t, a hint for quantizers.

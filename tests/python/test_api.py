@@ -120,6 +120,50 @@ def test_exported_functions_are_declared():
     assert exported == set(_lib.PROTOTYPES), exported ^ set(_lib.PROTOTYPES)
 
 
+def header_functions():
+    """{name: parameter count} of every PCCL_EXPORT function of include/pccl.h."""
+    text = re.sub(r"/\*.*?\*/", "", (harness.REPO / "include" / "pccl.h").read_text(), flags=re.S)
+    out = {}
+    for decl in re.findall(r"^PCCL_EXPORT\s+([^;]*);", text, re.M):
+        # the name: the first pccl identifier that is not a type (it may be parenthesized)
+        m = next(m for m in re.finditer(r"\bpccl\w+", decl) if not m.group().endswith("_t"))
+        params = decl[decl.index("(", m.end()) + 1:decl.rindex(")")].strip()
+        out[m.group()] = 0 if params in ("", "void") else params.count(",") + 1
+    return out
+
+
+def test_prototypes_have_the_header_arity():
+    header = header_functions()
+    assert len(header) == 56, sorted(header)
+    assert set(header) == set(_lib.PROTOTYPES), set(header) ^ set(_lib.PROTOTYPES)
+    for name, n in header.items():
+        assert len(_lib.PROTOTYPES[name]) == n, (name, n, len(_lib.PROTOTYPES[name]))
+    lib = _lib.lib()
+    assert lib.pcclWorkFree.restype is None  # void
+    lib.pcclWorkFree(None)  # NULL is fine
+
+
+def test_collective_options_init_matches_header(tmp_path):
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        pytest.skip("no C compiler")
+    src = tmp_path / "init.c"
+    src.write_text(
+        '#include <stdio.h>\n#include "pccl.h"\nint main(void) {\n'
+        "const pcclCollectiveOptions_t o = PCCL_COLLECTIVE_OPTIONS_INIT;\n"
+        'printf("%u %u %llu %u %u %.17g %u\\n", (unsigned)o.struct_size, (unsigned)o.timeout_ms,\n'
+        "(unsigned long long)o.tag, (unsigned)o.flags, (unsigned)o.reserved, o.premul_scalar,\n"
+        "(unsigned)PCCL_COLLECTIVE_ABORT_ON_ERROR);\nreturn 0; }\n")
+    exe = tmp_path / "init"
+    subprocess.run([cc, "-std=c11", "-I", str(harness.REPO / "include"), str(src), "-o", str(exe)],
+                   check=True, timeout=60)
+    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True, timeout=10).stdout
+    o = _lib.CollectiveOptions.init()
+    fields = [o.struct_size, o.timeout_ms, o.tag, o.flags, o.reserved, o.premul_scalar]
+    assert out.split() == [str(v) for v in fields[:5]] + ["%.17g" % fields[5],
+                                                         str(_lib.COLLECTIVE_ABORT_ON_ERROR)]
+
+
 # ---------------------------------------------------------------- library lookup
 
 
@@ -414,6 +458,31 @@ def test_dtype_mapping():
 
 
 # ---------------------------------------------------------------- master and threads
+
+
+def test_all_reduce_refuses_premul_sum():
+    # pcclAllReduce has no place for the factor: libpccl refuses the op (before the
+    # group's size is looked at), and the binding passes that through.
+    assert int(pccl.ReduceOp.PREMUL_SUM) == 8
+    m = pccl.MasterNode("127.0.0.1:0")
+    m.run()
+    c = pccl.Communicator(f"127.0.0.1:{m.port}", 0, timeout_ms=10000)
+    try:
+        c.connect(n_attempts=3, retry_delay=0.1)
+        a = np.arange(4, dtype=np.float32)
+        for call in (c.all_reduce, c.all_reduce_async):
+            with pytest.raises(pccl.InvalidArgument) as ei:
+                call(a, a, op=pccl.ReduceOp.PREMUL_SUM)
+            assert ei.value.result == pccl.Result.INVALID_ARGUMENT
+            assert ei.value.function in ("pcclAllReduce", "pcclAllReduceAsync")
+        assert np.array_equal(a, np.arange(4, dtype=np.float32))  # untouched
+        with pytest.raises(pccl.TooFewPeers):  # the same call with SUM gets further
+            c.all_reduce(a, a, op=pccl.ReduceOp.SUM)
+    finally:
+        c.close()
+        m.interrupt()
+        m.await_termination()
+        m.close()
 
 
 def test_master_node_lifecycle():

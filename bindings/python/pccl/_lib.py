@@ -140,6 +140,41 @@ class MasterCreateParams(ctypes.Structure):
     ]
 
 
+class CollectiveOptions(ctypes.Structure):
+    """pcclCollectiveOptions_t: options of one collective, versioned by struct_size.
+
+    CollectiveOptions.init() is PCCL_COLLECTIVE_OPTIONS_INIT (every default)."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("timeout_ms", ctypes.c_uint32),
+        ("tag", ctypes.c_uint64),
+        ("flags", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint32),
+        ("premul_scalar", ctypes.c_double),
+    ]
+
+    @classmethod
+    def init(cls):
+        return cls(ctypes.sizeof(cls), 0, 0, 0, 0, 1.0)
+
+
+# pcclCollectiveOptions_t.flags
+COLLECTIVE_ABORT_ON_ERROR = 1
+
+
+class CCollectiveInfo(ctypes.Structure):
+    """pcclCollectiveInfo_t: statistics of one finished collective."""
+
+    _fields_ = [
+        ("world_size", ctypes.c_uint32),
+        ("rank", ctypes.c_uint32),
+        ("epoch", ctypes.c_uint64),
+        ("tx_bytes", ctypes.c_uint64),
+        ("rx_bytes", ctypes.c_uint64),
+    ]
+
+
 # Names the ABI test checks: C type name -> ctypes class.
 C_STRUCTS = {
     "ccoip_ipv4_address_t": CcoipIpv4Address,
@@ -160,6 +195,8 @@ C_STRUCTS = {
     "pcclSharedStateSyncInfo_t": CSharedStateSyncInfo,
     "pcclBuildInfo_t": CBuildInfo,
     "pcclMasterCreateParams_t": MasterCreateParams,
+    "pcclCollectiveOptions_t": CollectiveOptions,
+    "pcclCollectiveInfo_t": CCollectiveInfo,
 }
 
 # --------------------------------------------------------------------------
@@ -169,6 +206,12 @@ C_STRUCTS = {
 _vp = ctypes.c_void_p
 _P = ctypes.POINTER
 _R = ctypes.c_int  # pcclResult_t
+_sz = ctypes.c_size_t
+_int = ctypes.c_int
+_Opt = _P(CollectiveOptions)
+_Info = _P(CCollectiveInfo)
+_Work = _P(_vp)  # pcclWork_t **: a pcclWork_t * is an opaque c_void_p here
+_Bufs = _P(_vp)  # void *const * / const void *const *: an array of buffer addresses
 
 PROTOTYPES = {
     "pcclInit": [],
@@ -193,6 +236,40 @@ PROTOTYPES = {
         _P(CReduceInfo),
         ctypes.c_int,
     ],
+    # The collective set (pcclWork_t * is passed as c_void_p). Each blocking call's
+    # last argument is its info_out, each ...Async call's its work_out.
+    "pcclAllReduceEx": [_vp, _vp, _P(CReduceDescriptor), _Opt, _vp, _Info],
+    "pcclAllReduceExAsync": [_vp, _vp, _P(CReduceDescriptor), _Opt, _vp, _Work],
+    "pcclBroadcast": [_vp, _sz, c_enum, _int, _Opt, _vp, _Info],
+    "pcclBroadcastAsync": [_vp, _sz, c_enum, _int, _Opt, _vp, _Work],
+    "pcclReduce": [_vp, _vp, _sz, c_enum, c_enum, _int, _Opt, _vp, _Info],
+    "pcclReduceAsync": [_vp, _vp, _sz, c_enum, c_enum, _int, _Opt, _vp, _Work],
+    "pcclAllGather": [_vp, _vp, _sz, c_enum, _Opt, _vp, _Info],
+    "pcclAllGatherAsync": [_vp, _vp, _sz, c_enum, _Opt, _vp, _Work],
+    "pcclReduceScatter": [_vp, _vp, _sz, c_enum, c_enum, _Opt, _vp, _Info],
+    "pcclReduceScatterAsync": [_vp, _vp, _sz, c_enum, c_enum, _Opt, _vp, _Work],
+    "pcclAllToAll": [_vp, _vp, _sz, c_enum, _Opt, _vp, _Info],
+    "pcclAllToAllAsync": [_vp, _vp, _sz, c_enum, _Opt, _vp, _Work],
+    "pcclGather": [_vp, _vp, _sz, c_enum, _int, _Opt, _vp, _Info],
+    "pcclGatherAsync": [_vp, _vp, _sz, c_enum, _int, _Opt, _vp, _Work],
+    "pcclScatter": [_vp, _vp, _sz, c_enum, _int, _Opt, _vp, _Info],
+    "pcclScatterAsync": [_vp, _vp, _sz, c_enum, _int, _Opt, _vp, _Work],
+    "pcclBarrier": [_Opt, _vp, _Info],
+    "pcclBarrierAsync": [_Opt, _vp, _Work],
+    "pcclAllGatherList": [_vp, _Bufs, _sz, _sz, c_enum, _Opt, _vp, _Info],
+    "pcclAllGatherListAsync": [_vp, _Bufs, _sz, _sz, c_enum, _Opt, _vp, _Work],
+    "pcclReduceScatterList": [_Bufs, _sz, _vp, _sz, c_enum, c_enum, _Opt, _vp, _Info],
+    "pcclReduceScatterListAsync": [_Bufs, _sz, _vp, _sz, c_enum, c_enum, _Opt, _vp, _Work],
+    "pcclAllToAllList": [_Bufs, _Bufs, _sz, _sz, c_enum, _Opt, _vp, _Info],
+    "pcclAllToAllListAsync": [_Bufs, _Bufs, _sz, _sz, c_enum, _Opt, _vp, _Work],
+    "pcclGatherList": [_vp, _Bufs, _sz, _sz, c_enum, _int, _Opt, _vp, _Info],
+    "pcclGatherListAsync": [_vp, _Bufs, _sz, _sz, c_enum, _int, _Opt, _vp, _Work],
+    "pcclScatterList": [_Bufs, _sz, _vp, _sz, c_enum, _int, _Opt, _vp, _Info],
+    "pcclScatterListAsync": [_Bufs, _sz, _vp, _sz, c_enum, _int, _Opt, _vp, _Work],
+    "pcclWorkWait": [_vp, _Info],
+    "pcclWorkWaitTimeout": [_vp, ctypes.c_uint32, _Info],
+    "pcclWorkIsCompleted": [_vp, _P(ctypes.c_bool)],
+    "pcclWorkFree": [_vp],
     # PCCL 1.0's 4-argument function (the header's 3-argument form is a macro);
     # pcclSynchronizeSharedStateEx is the same function under pccl's old name.
     "pcclSynchronizeSharedState": [_vp, _P(CSharedState), c_enum, _P(CSharedStateSyncInfo)],
@@ -204,6 +281,9 @@ PROTOTYPES = {
     "pcclMasterAwaitTermination": [_vp],
     "pcclDestroyMaster": [_vp],
 }
+
+# Functions whose C return type is not pcclResult_t.
+RESTYPES = {"pcclWorkFree": None}
 
 # --------------------------------------------------------------------------
 # Finding the library
@@ -301,7 +381,7 @@ def _declare(lib):
     for name, argtypes in PROTOTYPES.items():
         fn = getattr(lib, name)
         fn.argtypes = argtypes
-        fn.restype = _R
+        fn.restype = RESTYPES.get(name, _R)
 
 
 def load_library(path=None):

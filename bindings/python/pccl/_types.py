@@ -5,7 +5,12 @@ import sys
 
 
 class ReduceOp(enum.IntEnum):
-    """pcclRedOp_t. BAND, BOR and BXOR (pccl additions) take integer types only."""
+    """pcclRedOp_t. BAND, BOR and BXOR (pccl additions) take integer types only.
+
+    PREMUL_SUM (pcclPremulSum): every member's input times its own factor, then
+    summed; float types only. Its factor travels in the collective-set options
+    (pcclAllReduceEx), which this package does not expose yet: all_reduce
+    refuses it (InvalidArgument, from libpccl)."""
 
     SUM = 0
     AVG = 1
@@ -15,6 +20,7 @@ class ReduceOp(enum.IntEnum):
     BAND = 5
     BOR = 6
     BXOR = 7
+    PREMUL_SUM = 8
 
 
 class Attribute(enum.IntEnum):

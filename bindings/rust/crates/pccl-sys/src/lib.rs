@@ -204,7 +204,11 @@ pub const pcclMin: pcclRedOp_t = 4;
 pub const pcclBand: pcclRedOp_t = 5;
 pub const pcclBor: pcclRedOp_t = 6;
 pub const pcclBxor: pcclRedOp_t = 7;
-pub const PCCL_RED_OP_COUNT: u32 = 8;
+/// Premultiplied sum: every member's input times its own factor
+/// ([`pcclCollectiveOptions_t::premul_scalar`]), then summed as [`pcclSum`]; float types only.
+/// [`pcclAllReduce`] refuses it (`pcclInvalidArgument`): use [`pcclAllReduceEx`].
+pub const pcclPremulSum: pcclRedOp_t = 8;
+pub const PCCL_RED_OP_COUNT: u32 = 9;
 
 /// `pcclAttribute_t`.
 pub type pcclAttribute_t = c_uint;
@@ -271,6 +275,14 @@ pub struct pcclMasterInstanceState_t {
     _not_send_sync: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
 }
 pub type pcclMasterInstance_t = pcclMasterInstanceState_t;
+
+/// `pcclWork_t`: a started collective of the collective set (opaque; [`pcclWorkWait`],
+/// [`pcclWorkIsCompleted`], [`pcclWorkFree`]).
+#[repr(C)]
+pub struct pcclWork_t {
+    _opaque: [u8; 0],
+    _not_send_sync: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
 
 // ---------------------------------------------------------------------------
 // Structs
@@ -426,6 +438,54 @@ pub struct pcclMasterCreateParams_t {
     pub max_peers: u32,
 }
 
+/// `pcclCollectiveOptions_t`: options of one collective of the collective set (a null pointer
+/// means every default). Versioned by `struct_size` as [`pcclCommCreateOptions_t`]: start from
+/// [`PCCL_COLLECTIVE_OPTIONS_INIT`] (or `Default`). `timeout_ms` 0: the communicator's default;
+/// `flags`: `PCCL_COLLECTIVE_*`; `reserved` must be 0; `premul_scalar`: this member's factor
+/// for [`pcclPremulSum`] (default 1.0).
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq)]
+pub struct pcclCollectiveOptions_t {
+    pub struct_size: u32,
+    pub timeout_ms: u32,
+    pub tag: u64,
+    pub flags: u32,
+    pub reserved: u32,
+    pub premul_scalar: f64,
+}
+
+/// Flag of [`pcclCollectiveOptions_t::flags`]: abort() the process when the op fails or times
+/// out (after logging the call and its result).
+pub const PCCL_COLLECTIVE_ABORT_ON_ERROR: u32 = 1;
+
+/// `PCCL_COLLECTIVE_OPTIONS_INIT`: every option at its default.
+pub const PCCL_COLLECTIVE_OPTIONS_INIT: pcclCollectiveOptions_t = pcclCollectiveOptions_t {
+    struct_size: core::mem::size_of::<pcclCollectiveOptions_t>() as u32,
+    timeout_ms: 0,
+    tag: 0,
+    flags: 0,
+    reserved: 0,
+    premul_scalar: 1.0,
+};
+
+impl Default for pcclCollectiveOptions_t {
+    /// [`PCCL_COLLECTIVE_OPTIONS_INIT`].
+    fn default() -> Self {
+        PCCL_COLLECTIVE_OPTIONS_INIT
+    }
+}
+
+/// `pcclCollectiveInfo_t`: statistics of one finished collective.
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Default, PartialEq, Eq)]
+pub struct pcclCollectiveInfo_t {
+    pub world_size: u32,
+    pub rank: u32,
+    pub epoch: u64,
+    pub tx_bytes: u64,
+    pub rx_bytes: u64,
+}
+
 // ---------------------------------------------------------------------------
 // Functions (every PCCL_EXPORT of pccl.h)
 // ---------------------------------------------------------------------------
@@ -489,6 +549,293 @@ extern "C" {
         reduce_info_out: *mut pcclReduceInfo_t,
         max_in_flight: c_int,
     ) -> pcclResult_t;
+
+    // The collective set (pointers documented as nullable in pccl.h may be null: `options`
+    // means every default, `info_out` no statistics).
+    pub fn pcclAllReduceEx(
+        sendbuff: *const c_void,
+        recvbuff: *mut c_void,
+        descriptor: *const pcclReduceDescriptor_t,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        info_out: *mut pcclCollectiveInfo_t,
+    ) -> pcclResult_t;
+    pub fn pcclAllReduceExAsync(
+        sendbuff: *const c_void,
+        recvbuff: *mut c_void,
+        descriptor: *const pcclReduceDescriptor_t,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        work_out: *mut *mut pcclWork_t,
+    ) -> pcclResult_t;
+    pub fn pcclBroadcast(
+        buf: *mut c_void,
+        count: usize,
+        dtype: pcclDataType_t,
+        root: c_int,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        info_out: *mut pcclCollectiveInfo_t,
+    ) -> pcclResult_t;
+    pub fn pcclBroadcastAsync(
+        buf: *mut c_void,
+        count: usize,
+        dtype: pcclDataType_t,
+        root: c_int,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        work_out: *mut *mut pcclWork_t,
+    ) -> pcclResult_t;
+    pub fn pcclReduce(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: usize,
+        dtype: pcclDataType_t,
+        op: pcclRedOp_t,
+        root: c_int,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        info_out: *mut pcclCollectiveInfo_t,
+    ) -> pcclResult_t;
+    pub fn pcclReduceAsync(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: usize,
+        dtype: pcclDataType_t,
+        op: pcclRedOp_t,
+        root: c_int,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        work_out: *mut *mut pcclWork_t,
+    ) -> pcclResult_t;
+    pub fn pcclAllGather(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: usize,
+        dtype: pcclDataType_t,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        info_out: *mut pcclCollectiveInfo_t,
+    ) -> pcclResult_t;
+    pub fn pcclAllGatherAsync(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: usize,
+        dtype: pcclDataType_t,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        work_out: *mut *mut pcclWork_t,
+    ) -> pcclResult_t;
+    pub fn pcclReduceScatter(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: usize,
+        dtype: pcclDataType_t,
+        op: pcclRedOp_t,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        info_out: *mut pcclCollectiveInfo_t,
+    ) -> pcclResult_t;
+    pub fn pcclReduceScatterAsync(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: usize,
+        dtype: pcclDataType_t,
+        op: pcclRedOp_t,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        work_out: *mut *mut pcclWork_t,
+    ) -> pcclResult_t;
+    pub fn pcclAllToAll(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: usize,
+        dtype: pcclDataType_t,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        info_out: *mut pcclCollectiveInfo_t,
+    ) -> pcclResult_t;
+    pub fn pcclAllToAllAsync(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: usize,
+        dtype: pcclDataType_t,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        work_out: *mut *mut pcclWork_t,
+    ) -> pcclResult_t;
+    pub fn pcclGather(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: usize,
+        dtype: pcclDataType_t,
+        root: c_int,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        info_out: *mut pcclCollectiveInfo_t,
+    ) -> pcclResult_t;
+    pub fn pcclGatherAsync(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: usize,
+        dtype: pcclDataType_t,
+        root: c_int,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        work_out: *mut *mut pcclWork_t,
+    ) -> pcclResult_t;
+    pub fn pcclScatter(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: usize,
+        dtype: pcclDataType_t,
+        root: c_int,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        info_out: *mut pcclCollectiveInfo_t,
+    ) -> pcclResult_t;
+    pub fn pcclScatterAsync(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: usize,
+        dtype: pcclDataType_t,
+        root: c_int,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        work_out: *mut *mut pcclWork_t,
+    ) -> pcclResult_t;
+    pub fn pcclBarrier(
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        info_out: *mut pcclCollectiveInfo_t,
+    ) -> pcclResult_t;
+    pub fn pcclBarrierAsync(
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        work_out: *mut *mut pcclWork_t,
+    ) -> pcclResult_t;
+
+    // List variants: `n` separate buffers of `count` elements, `n` equal to the world.
+    pub fn pcclAllGatherList(
+        sendbuf: *const c_void,
+        recvbufs: *const *mut c_void,
+        n: usize,
+        count: usize,
+        dtype: pcclDataType_t,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        info_out: *mut pcclCollectiveInfo_t,
+    ) -> pcclResult_t;
+    pub fn pcclAllGatherListAsync(
+        sendbuf: *const c_void,
+        recvbufs: *const *mut c_void,
+        n: usize,
+        count: usize,
+        dtype: pcclDataType_t,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        work_out: *mut *mut pcclWork_t,
+    ) -> pcclResult_t;
+    pub fn pcclReduceScatterList(
+        sendbufs: *const *const c_void,
+        n: usize,
+        recvbuf: *mut c_void,
+        count: usize,
+        dtype: pcclDataType_t,
+        op: pcclRedOp_t,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        info_out: *mut pcclCollectiveInfo_t,
+    ) -> pcclResult_t;
+    pub fn pcclReduceScatterListAsync(
+        sendbufs: *const *const c_void,
+        n: usize,
+        recvbuf: *mut c_void,
+        count: usize,
+        dtype: pcclDataType_t,
+        op: pcclRedOp_t,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        work_out: *mut *mut pcclWork_t,
+    ) -> pcclResult_t;
+    pub fn pcclAllToAllList(
+        sendbufs: *const *const c_void,
+        recvbufs: *const *mut c_void,
+        n: usize,
+        count: usize,
+        dtype: pcclDataType_t,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        info_out: *mut pcclCollectiveInfo_t,
+    ) -> pcclResult_t;
+    pub fn pcclAllToAllListAsync(
+        sendbufs: *const *const c_void,
+        recvbufs: *const *mut c_void,
+        n: usize,
+        count: usize,
+        dtype: pcclDataType_t,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        work_out: *mut *mut pcclWork_t,
+    ) -> pcclResult_t;
+    pub fn pcclGatherList(
+        sendbuf: *const c_void,
+        recvbufs: *const *mut c_void,
+        n: usize,
+        count: usize,
+        dtype: pcclDataType_t,
+        root: c_int,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        info_out: *mut pcclCollectiveInfo_t,
+    ) -> pcclResult_t;
+    pub fn pcclGatherListAsync(
+        sendbuf: *const c_void,
+        recvbufs: *const *mut c_void,
+        n: usize,
+        count: usize,
+        dtype: pcclDataType_t,
+        root: c_int,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        work_out: *mut *mut pcclWork_t,
+    ) -> pcclResult_t;
+    pub fn pcclScatterList(
+        sendbufs: *const *const c_void,
+        n: usize,
+        recvbuf: *mut c_void,
+        count: usize,
+        dtype: pcclDataType_t,
+        root: c_int,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        info_out: *mut pcclCollectiveInfo_t,
+    ) -> pcclResult_t;
+    pub fn pcclScatterListAsync(
+        sendbufs: *const *const c_void,
+        n: usize,
+        recvbuf: *mut c_void,
+        count: usize,
+        dtype: pcclDataType_t,
+        root: c_int,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        work_out: *mut *mut pcclWork_t,
+    ) -> pcclResult_t;
+
+    /// Waits for the op; `info_out` may be null. The work object stays valid until
+    /// [`pcclWorkFree`].
+    pub fn pcclWorkWait(work: *mut pcclWork_t, info_out: *mut pcclCollectiveInfo_t)
+        -> pcclResult_t;
+    /// `pcclTimeout`: still running after `timeout_ms` (the op is not cancelled).
+    pub fn pcclWorkWaitTimeout(
+        work: *mut pcclWork_t,
+        timeout_ms: u32,
+        info_out: *mut pcclCollectiveInfo_t,
+    ) -> pcclResult_t;
+    pub fn pcclWorkIsCompleted(work: *mut pcclWork_t, completed_out: *mut bool) -> pcclResult_t;
+    /// Waits for a running op first; null is fine.
+    pub fn pcclWorkFree(work: *mut pcclWork_t);
 
     /// PCCL 1.0's 4-argument function. (The header's 3-argument form is a C macro supplying
     /// `PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR`.)

@@ -3,7 +3,8 @@
 //! 1. A C program compiled against pccl.h with the system C compiler (`$CC`, else `cc`) prints
 //!    the size and alignment of every struct, the offset of every field, the value, size and
 //!    signedness of every enum and enumerator, every numeric `#define`, the fields of
-//!    `PCCL_COMM_CREATE_OPTIONS_INIT` and the PCCL_RESULT_MAP table; each line must equal what
+//!    `PCCL_COMM_CREATE_OPTIONS_INIT` and `PCCL_COLLECTIVE_OPTIONS_INIT` (premul_scalar by its
+//!    bits) and the PCCL_RESULT_MAP table; each line must equal what
 //!    Rust computes from pccl-sys. `pcclCommCreateParams_t` must moreover have PCCL 1.0's
 //!    layout, whatever the header says: 36 bytes, offsets 0, 28 and 32.
 //! 2. pccl.h is parsed: every struct's field list, every enumerator, every numeric `#define` and
@@ -80,6 +81,12 @@ fn struct_table() -> Vec<StructLayout> {
         "pcclBuildInfo_t" => pcclBuildInfo_t { has_cuda_support }
         "pcclMasterCreateParams_t" => pcclMasterCreateParams_t {
             listen_url, heartbeat_ms, evict_ms, vote_timeout_ms, max_peers
+        }
+        "pcclCollectiveOptions_t" => pcclCollectiveOptions_t {
+            struct_size, timeout_ms, tag, flags, reserved, premul_scalar
+        }
+        "pcclCollectiveInfo_t" => pcclCollectiveInfo_t {
+            world_size, rank, epoch, tx_bytes, rx_bytes
         }
     }
 }
@@ -164,6 +171,7 @@ fn constants() -> Vec<(&'static str, i64)> {
         pcclBand,
         pcclBor,
         pcclBxor,
+        pcclPremulSum,
         PCCL_RED_OP_COUNT,
         PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE,
         PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE,
@@ -188,6 +196,7 @@ fn constants() -> Vec<(&'static str, i64)> {
         pcclQuantNone,
         pcclQuantMinMax,
         pcclQuantZeroPointScale,
+        PCCL_COLLECTIVE_ABORT_ON_ERROR,
     )
 }
 
@@ -424,6 +433,13 @@ fn c_program() -> String {
          (unsigned)o.timeout_ms, (unsigned)o.heartbeat_ms, (unsigned)o.reserved, \
          o.master_url == NULL); }\n",
     );
+    c.push_str(
+        "{ const pcclCollectiveOptions_t o = PCCL_COLLECTIVE_OPTIONS_INIT;\n\
+         union { double d; unsigned long long u; } b; b.d = o.premul_scalar;\n\
+         printf(\"init PCCL_COLLECTIVE_OPTIONS_INIT %u %u %llu %u %u %llx\\n\", \
+         (unsigned)o.struct_size, (unsigned)o.timeout_ms, (unsigned long long)o.tag, \
+         (unsigned)o.flags, (unsigned)o.reserved, b.u); }\n",
+    );
     c.push_str("PCCL_RESULT_MAP(PRINT_RESULT)\nreturn 0;\n}\n");
     c
 }
@@ -452,6 +468,16 @@ fn rust_lines() -> Vec<String> {
         o.heartbeat_ms,
         o.reserved,
         o.master_url.is_null() as i32
+    ));
+    let o = PCCL_COLLECTIVE_OPTIONS_INIT;
+    v.push(format!(
+        "init PCCL_COLLECTIVE_OPTIONS_INIT {} {} {} {} {} {:x}",
+        o.struct_size,
+        o.timeout_ms,
+        o.tag,
+        o.flags,
+        o.reserved,
+        o.premul_scalar.to_bits()
     ));
     for (value, name, message) in PCCL_RESULT_MAP.iter() {
         v.push(format!("resultmap {} {} {}", value, name, message));
@@ -499,7 +525,7 @@ fn layout_and_constants_match_the_c_compiler() {
         "ABI mismatches:\n{}",
         mismatches.join("\n")
     );
-    // The checks cover something: 18 structs, 9 enums, every result code.
+    // The checks cover something: 20 structs, 9 enums, every result code.
     assert!(c_lines.len() > 150, "only {} lines", c_lines.len());
 }
 
@@ -533,6 +559,14 @@ fn comm_create_params_have_pccl_1_0_layout() {
         pcclCommCreateParams_t::default().p2p_connection_pool_size,
         0
     );
+    // The collective options: two uint32_t, the tag at 8, flags and reserved, the factor at 24.
+    assert_eq!(size_of::<pcclCollectiveOptions_t>(), 32);
+    assert_eq!(offset!(pcclCollectiveOptions_t, tag), 8);
+    assert_eq!(offset!(pcclCollectiveOptions_t, premul_scalar), 24);
+    let o = pcclCollectiveOptions_t::default();
+    assert_eq!(o, PCCL_COLLECTIVE_OPTIONS_INIT);
+    assert_eq!(o.struct_size as usize, size_of::<pcclCollectiveOptions_t>());
+    assert_eq!(o.premul_scalar, 1.0);
 }
 
 #[test]
@@ -584,10 +618,16 @@ fn every_struct_field_enumerator_and_define_of_the_header_is_declared() {
         table.len(),
         "every checked struct is in the header"
     );
-    assert_eq!(enumerators_seen, 67, "enumerators in the headers");
+    assert_eq!(enumerators_seen, 68, "enumerators in the headers");
     let (defines, initializers) = numeric_defines(&src);
-    // The C program prints the initializer's fields (the "init" line of the layout test).
-    assert_eq!(initializers, ["PCCL_COMM_CREATE_OPTIONS_INIT"]);
+    // The C program prints the initializers' fields (the "init" lines of the layout test).
+    assert_eq!(
+        initializers,
+        [
+            "PCCL_COMM_CREATE_OPTIONS_INIT",
+            "PCCL_COLLECTIVE_OPTIONS_INIT"
+        ]
+    );
     assert!(defines.len() >= 11, "{:?}", defines);
     for d in defines {
         assert!(consts.contains(d.as_str()), "#define {} is not declared", d);
@@ -598,14 +638,14 @@ fn every_struct_field_enumerator_and_define_of_the_header_is_declared() {
 fn every_exported_function_is_declared_with_its_arity() {
     let header = exported_functions(&strip_comments(&read_header("pccl.h")));
     let declared = declared_functions();
-    assert_eq!(header.len(), 24, "{:?}", header.keys().collect::<Vec<_>>());
+    assert_eq!(header.len(), 56, "{:?}", header.keys().collect::<Vec<_>>());
     assert_eq!(header, declared);
 }
 
 #[test]
 fn every_function_links_and_every_exported_symbol_is_declared() {
     // Referencing each function makes the linker resolve it in libpccl.
-    let fns: [usize; 24] = [
+    let fns: [usize; 56] = [
         pcclInit as *const () as usize,
         pcclGetVersion as *const () as usize,
         pcclGetBuildInfo as *const () as usize,
@@ -622,6 +662,38 @@ fn every_function_links_and_every_exported_symbol_is_declared() {
         pcclAwaitAsyncReduce as *const () as usize,
         pcclAwaitAsyncReduceTimeout as *const () as usize,
         pcclAllReduceMultipleWithRetry as *const () as usize,
+        pcclAllReduceEx as *const () as usize,
+        pcclAllReduceExAsync as *const () as usize,
+        pcclBroadcast as *const () as usize,
+        pcclBroadcastAsync as *const () as usize,
+        pcclReduce as *const () as usize,
+        pcclReduceAsync as *const () as usize,
+        pcclAllGather as *const () as usize,
+        pcclAllGatherAsync as *const () as usize,
+        pcclReduceScatter as *const () as usize,
+        pcclReduceScatterAsync as *const () as usize,
+        pcclAllToAll as *const () as usize,
+        pcclAllToAllAsync as *const () as usize,
+        pcclGather as *const () as usize,
+        pcclGatherAsync as *const () as usize,
+        pcclScatter as *const () as usize,
+        pcclScatterAsync as *const () as usize,
+        pcclBarrier as *const () as usize,
+        pcclBarrierAsync as *const () as usize,
+        pcclAllGatherList as *const () as usize,
+        pcclAllGatherListAsync as *const () as usize,
+        pcclReduceScatterList as *const () as usize,
+        pcclReduceScatterListAsync as *const () as usize,
+        pcclAllToAllList as *const () as usize,
+        pcclAllToAllListAsync as *const () as usize,
+        pcclGatherList as *const () as usize,
+        pcclGatherListAsync as *const () as usize,
+        pcclScatterList as *const () as usize,
+        pcclScatterListAsync as *const () as usize,
+        pcclWorkWait as *const () as usize,
+        pcclWorkWaitTimeout as *const () as usize,
+        pcclWorkIsCompleted as *const () as usize,
+        pcclWorkFree as *const () as usize,
         pcclSynchronizeSharedState as *const () as usize,
         pcclSynchronizeSharedStateEx as *const () as usize,
         pcclCreateMaster as *const () as usize,

@@ -140,6 +140,10 @@ pub enum ReduceOp {
     Bor,
     /// Bitwise XOR (pccl addition): integer types only.
     Bxor,
+    /// Premultiplied sum (`pcclPremulSum`): each member's input times its own factor, then
+    /// summed. The factor travels in the collective-set options, which this crate does not
+    /// expose yet; the all-reduce here refuses it (`InvalidArgument`, from libpccl).
+    PremulSum,
 }
 
 impl ReduceOp {
@@ -154,6 +158,7 @@ impl ReduceOp {
             ReduceOp::Band => sys::pcclBand,
             ReduceOp::Bor => sys::pcclBor,
             ReduceOp::Bxor => sys::pcclBxor,
+            ReduceOp::PremulSum => sys::pcclPremulSum,
         }
     }
 }

@@ -140,7 +140,7 @@ fn bits(i: usize, j: usize) -> u64 {
 }
 
 #[test]
-fn allreduce_bitwise_ops_exact_and_floats_refused() {
+fn allreduce_bitwise_ops_exact_floats_and_premul_sum_refused() {
     bounded(90, || {
         let (_m, addr) = master();
         let n = 3;
@@ -167,6 +167,13 @@ fn allreduce_bitwise_ops_exact_and_floats_refused() {
             let mut g = vec![0f32; 4];
             assert_eq!(
                 c.all_reduce(&f, &mut g, ReduceOptions::new(ReduceOp::Bxor).tag(3))
+                    .err(),
+                Some(Error::InvalidArgument)
+            );
+            // PremulSum has no place for its factor in pcclAllReduce: libpccl refuses it.
+            assert_eq!(ReduceOp::PremulSum.to_raw(), 8);
+            assert_eq!(
+                c.all_reduce(&f, &mut g, ReduceOptions::new(ReduceOp::PremulSum).tag(4))
                     .err(),
                 Some(Error::InvalidArgument)
             );
