@@ -266,6 +266,8 @@ PROTOTYPES = {
     "pcclGatherListAsync": [_vp, _Bufs, _sz, _sz, c_enum, _int, _Opt, _vp, _Work],
     "pcclScatterList": [_Bufs, _sz, _vp, _sz, c_enum, _int, _Opt, _vp, _Info],
     "pcclScatterListAsync": [_Bufs, _sz, _vp, _sz, c_enum, _int, _Opt, _vp, _Work],
+    "pcclAllToAllV": [_vp, _P(_sz), _vp, _P(_sz), c_enum, _Opt, _vp, _Info],
+    "pcclAllToAllVAsync": [_vp, _P(_sz), _vp, _P(_sz), c_enum, _Opt, _vp, _Work],
     "pcclWorkWait": [_vp, _Info],
     "pcclWorkWaitTimeout": [_vp, ctypes.c_uint32, _Info],
     "pcclWorkIsCompleted": [_vp, _P(ctypes.c_bool)],

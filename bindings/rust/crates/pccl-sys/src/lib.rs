@@ -778,6 +778,26 @@ extern "C" {
         communicator: *const pcclComm_t,
         work_out: *mut *mut pcclWork_t,
     ) -> pcclResult_t;
+    pub fn pcclAllToAllV(
+        sendbuf: *const c_void,
+        send_counts: *const usize,
+        recvbuf: *mut c_void,
+        recv_counts: *const usize,
+        dtype: pcclDataType_t,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        info_out: *mut pcclCollectiveInfo_t,
+    ) -> pcclResult_t;
+    pub fn pcclAllToAllVAsync(
+        sendbuf: *const c_void,
+        send_counts: *const usize,
+        recvbuf: *mut c_void,
+        recv_counts: *const usize,
+        dtype: pcclDataType_t,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        work_out: *mut *mut pcclWork_t,
+    ) -> pcclResult_t;
     pub fn pcclGatherList(
         sendbuf: *const c_void,
         recvbufs: *const *mut c_void,
