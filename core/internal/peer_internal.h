@@ -519,7 +519,7 @@ bool p_opt_on_done(ccoip_peer *p, const ccoip_event *ev);
 void p_opt_on_topology_verdict(ccoip_peer *p, uint64_t epoch, bool ok);
 void p_opt_fail_all(ccoip_peer *p, pcclResult_t r);
 
-/* peer_ring.c */
+/* peer_op.c (the op slot's life) and peer_ring.c (the all-reduce's data movement) */
 pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd);
 void p_ring_on_commence(ccoip_peer *p, uint32_t op, const ccoip_pb_master_to_peer *env);
 void p_ring_on_initiate_error(ccoip_peer *p, uint32_t op, pcclResult_t r);
@@ -540,6 +540,11 @@ ccoip_action *p_ring_io_push(ccoip_peer *p, uint32_t i, ccoip_action_type t, uin
                              uint64_t conn, uint32_t chunk);
 void p_ring_done(ccoip_peer *p, uint32_t i);
 void p_ring_abort(ccoip_peer *p, uint32_t i, pcclResult_t result, const char *why);
+/** After an aborted op's restore (or when none is needed): report, then NOTIFY (peer_op.c). */
+void p_op_after_restore(ccoip_peer *p, uint32_t i);
+/** Starts the data movement of op i (epoch, world and seq set): peer_ring.c for an all-reduce,
+ *  peer_coll.c for the other kinds. */
+void p_ring_begin(ccoip_peer *p, uint32_t i);
 
 /* peer_coll.c: the collectives beyond all-reduce (core/ccoip_coll.h) on an op slot whose
  * epoch, world, rank and connections ring_begin set. */
