@@ -42,7 +42,8 @@ static pcclComm_t *join_group(const char *url, int want)
 static void show(int rank, int world, const char *what, const int32_t *v, int n)
 {
     printf("rank %d/%d %s:", rank, world, what);
-    for (int i = 0; i < n; i++) printf(" %d", v[i]);
+    for (int i = 0; i < n; i++)
+        printf(" %d", v[i]);
     printf("\n");
 }
 
@@ -69,11 +70,13 @@ static pcclResult_t attempt(pcclComm_t *comm)
     /* In place: the input is already block `rank` of the output. */
     ag_ip[2 * rank] = mine[0];
     ag_ip[2 * rank + 1] = mine[1];
-    if (r == pcclSuccess) r = pcclAllGather(ag_ip + 2 * rank, ag_ip, 2, pcclInt32, NULL, comm, NULL);
+    if (r == pcclSuccess)
+        r = pcclAllGather(ag_ip + 2 * rank, ag_ip, 2, pcclInt32, NULL, comm, NULL);
 
     /* Reduce-scatter (sum): block r of the sum of every rank's world * 2 elements lands in
      * rank r's 2 elements. */
-    for (int j = 0; j < 2 * world; j++) rs_in[j] = rs_ip[j] = 100 * rank + j;
+    for (int j = 0; j < 2 * world; j++)
+        rs_in[j] = rs_ip[j] = 100 * rank + j;
     int32_t rs[2] = {0, 0};
     if (r == pcclSuccess) r = pcclReduceScatter(rs_in, rs, 2, pcclInt32, pcclSum, NULL, comm, NULL);
     /* In place: the output is block `rank` of the input. */
@@ -81,7 +84,8 @@ static pcclResult_t attempt(pcclComm_t *comm)
         r = pcclReduceScatter(rs_ip, rs_ip + 2 * rank, 2, pcclInt32, pcclSum, NULL, comm, NULL);
 
     /* All-to-all: element j of rank i's input lands in element i of rank j's output. */
-    for (int j = 0; j < world; j++) a2a_in[j] = a2a_ip[j] = 10 * rank + j;
+    for (int j = 0; j < world; j++)
+        a2a_in[j] = a2a_ip[j] = 10 * rank + j;
     if (r == pcclSuccess) r = pcclAllToAll(a2a_in, a2a, 1, pcclInt32, NULL, comm, NULL);
     if (r == pcclSuccess) r = pcclAllToAll(a2a_ip, a2a_ip, 1, pcclInt32, NULL, comm, NULL);
 

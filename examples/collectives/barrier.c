@@ -121,7 +121,8 @@ static pcclResult_t attempt(pcclComm_t *comm)
     if (r == pcclSuccess) {
         printf("rank %d/%d barrier passed\n", rank, world);
         printf("rank %d/%d all-gather (tag 1):", rank, world);
-        for (int i = 0; i < world; i++) printf(" %d", ag[i]);
+        for (int i = 0; i < world; i++)
+            printf(" %d", ag[i]);
         printf("\nrank %d/%d broadcast (tag 2): %d\n", rank, world, bc);
         printf("rank %d/%d all-gather (tag 3, timeout 500 ms): %s\n", rank, world, outcome);
     }

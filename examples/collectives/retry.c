@@ -63,7 +63,8 @@ int main(int argc, char **argv)
             r = pcclAllGather(mine, all, 2, pcclInt32, NULL, comm, &info);
             if (r == pcclSuccess) {
                 printf("rank %u/%u all-gather:", info.rank, info.world_size);
-                for (int i = 0; i < 2 * world; i++) printf(" %d", all[i]);
+                for (int i = 0; i < 2 * world; i++)
+                    printf(" %d", all[i]);
                 printf("\n");
             }
             free(all);

@@ -44,7 +44,8 @@ static pcclComm_t *join_group(const char *url, int want)
 static void show(int rank, int world, const char *what, const int32_t *v, int n)
 {
     printf("rank %d/%d %s:", rank, world, what);
-    for (int i = 0; i < n; i++) printf(" %d", v[i]);
+    for (int i = 0; i < n; i++)
+        printf(" %d", v[i]);
     printf("\n");
 }
 
@@ -59,12 +60,14 @@ static pcclResult_t attempt(pcclComm_t *comm)
 
     /* Broadcast: the root's 4 elements land in every member's buf. */
     int32_t buf[4] = {0, 0, 0, 0};
-    for (int k = 0; k < 4 && rank == root; k++) buf[k] = 100 + k;
+    for (int k = 0; k < 4 && rank == root; k++)
+        buf[k] = 100 + k;
     pcclResult_t r = pcclBroadcast(buf, 4, pcclInt32, root, NULL, comm, NULL);
 
     /* Reduce, in place at the root (sendbuf == recvbuf); the others pass no recvbuf. */
     int32_t red[4];
-    for (int k = 0; k < 4; k++) red[k] = 10 * rank + k;
+    for (int k = 0; k < 4; k++)
+        red[k] = 10 * rank + k;
     if (r == pcclSuccess)
         r = pcclReduce(red, rank == root ? red : NULL, 4, pcclInt32, pcclSum, root, NULL, comm,
                        NULL);
@@ -79,7 +82,8 @@ static pcclResult_t attempt(pcclComm_t *comm)
     /* Scatter: block r of the root's world * 2 elements lands in rank r's 2 elements. */
     int32_t *blocks = malloc(sizeof(int32_t) * 2 * (size_t)world);
     if (blocks == NULL) exit(1);
-    for (int i = 0; i < 2 * world; i++) blocks[i] = 100 + i;
+    for (int i = 0; i < 2 * world; i++)
+        blocks[i] = 100 + i;
     int32_t got[2] = {0, 0};
     if (r == pcclSuccess)
         r = pcclScatter(rank == root ? blocks : NULL, got, 2, pcclInt32, root, NULL, comm, NULL);
