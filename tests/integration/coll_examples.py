@@ -195,12 +195,20 @@ def main():
             t0 = time.monotonic()
             got, why = run(args.master, exe, w, rundir, env, args.budget)
             took = time.monotonic() - t0
-            if why is not None:
-                print("FAIL: %s with %d processes: %s" % (rel, w, why))
-                failed = True
-            elif got != want:
-                print("FAIL: %s with %d processes printed:\n  %s\nwant:\n  %s"
-                      % (rel, w, "\n  ".join(got), "\n  ".join(want)))
+            if why is not None or got != want:
+                if why is not None:
+                    print("FAIL: %s with %d processes: %s" % (rel, w, why))
+                else:
+                    print("FAIL: %s with %d processes printed:\n  %s\nwant:\n  %s"
+                          % (rel, w, "\n  ".join(got), "\n  ".join(want)))
+                for log in sorted(glob.glob(os.path.join(rundir, "*.log")) +
+                                  glob.glob(os.path.join(rundir, "*.err"))):
+                    tail = open(log, errors="replace").read()[-3000:]
+                    if tail:
+                        print("--- %s\n%s" % (log, tail))
+                kept = rundir + "-failed-%d" % int(time.time())
+                os.rename(rundir, kept)  # the next run must not overwrite it
+                print("(kept in %s)" % kept)
                 failed = True
             else:
                 print("ok: %s with %d processes, %d exact lines, %.1f s" % (rel, w, len(got), took))
