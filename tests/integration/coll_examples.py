@@ -6,9 +6,11 @@
     every examples/collectives/*.c is shown by exactly one block.
 (b) Every example is compiled (C11, -Wall -Wextra -Wpedantic -Werror) against
     include/ and libpccl, then run as 2 and as 3 processes with a fresh
-    ccoip_master on 127.0.0.1 (port 0); each process must exit 0 and the
-    printed lines, all processes together, must be exactly the expected ones
-    (computed below from the world size).
+    ccoip_master on 127.0.0.1 (port 0), once with the master's default relay
+    (these small ops go through the master, docs/protocol.md §6.8.3) and once
+    with --relay-max-bytes 0 (the ring schedules); each process must exit 0
+    and the printed lines, all processes together, must be exactly the
+    expected ones (computed below from the world size).
 
   coll_examples.py --src SOURCE_DIR --cc CC --lib LIBPCCL_SO --master MASTER --out DIR
 
@@ -96,13 +98,16 @@ def kill_all(procs):
             pass
 
 
-def run(master_bin, exe, world, out, env, budget):
+def run(master_bin, exe, world, out, env, budget, relay):
     procs = []
     logs = []
     try:
         mlog = open(os.path.join(out, "master.log"), "w")
         logs.append(mlog)
-        master = subprocess.Popen([master_bin, "--listen", "tcp://127.0.0.1:0", "--print-port"],
+        margs = [master_bin, "--listen", "tcp://127.0.0.1:0", "--print-port"]
+        if relay != "default":
+            margs += ["--relay-max-bytes", relay]
+        master = subprocess.Popen(margs,
                                   stdout=subprocess.PIPE, stderr=mlog,
                                   env={k: v for k, v in env.items() if k != "LD_PRELOAD"})
         procs.append(master)
@@ -152,6 +157,7 @@ def main():
     ap.add_argument("--master", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--worlds", default="2,3")
+    ap.add_argument("--relays", default="default,0", help="the master's --relay-max-bytes values")
     ap.add_argument("--budget", type=float, default=60.0, help="seconds per run")
     args = ap.parse_args()
     files, errors = check_docs(args.src)
@@ -184,23 +190,24 @@ def main():
             print("FAIL: %s does not compile:\n%s" % (rel, c.stderr[-3000:]))
             failed = True
             continue
-        for w in [int(x) for x in args.worlds.split(",")]:
+        for w, relay in [(int(x), y) for y in args.relays.split(",")
+                         for x in args.worlds.split(",")]:
             want = expected(name, w)
             if want is None:
                 print("FAIL: %s: no expected output is known (add it to coll_examples.py)" % rel)
                 failed = True
                 break
-            rundir = os.path.join(args.out, "%s-%d" % (name, w))
+            rundir = os.path.join(args.out, "%s-%d-relay-%s" % (name, w, relay))
             os.makedirs(rundir, exist_ok=True)
             t0 = time.monotonic()
-            got, why = run(args.master, exe, w, rundir, env, args.budget)
+            got, why = run(args.master, exe, w, rundir, env, args.budget, relay)
             took = time.monotonic() - t0
             if why is not None or got != want:
                 if why is not None:
-                    print("FAIL: %s with %d processes: %s" % (rel, w, why))
+                    print("FAIL: %s with %d processes (relay %s): %s" % (rel, w, relay, why))
                 else:
-                    print("FAIL: %s with %d processes printed:\n  %s\nwant:\n  %s"
-                          % (rel, w, "\n  ".join(got), "\n  ".join(want)))
+                    print("FAIL: %s with %d processes (relay %s) printed:\n  %s\nwant:\n  %s"
+                          % (rel, w, relay, "\n  ".join(got), "\n  ".join(want)))
                 for log in sorted(glob.glob(os.path.join(rundir, "*.log")) +
                                   glob.glob(os.path.join(rundir, "*.err"))):
                     tail = open(log, errors="replace").read()[-3000:]
@@ -211,7 +218,8 @@ def main():
                 print("(kept in %s)" % kept)
                 failed = True
             else:
-                print("ok: %s with %d processes, %d exact lines, %.1f s" % (rel, w, len(got), took))
+                print("ok: %s with %d processes (relay %s), %d exact lines, %.1f s"
+                      % (rel, w, relay, len(got), took))
     print("FAIL" if failed else "PASS")
     return 1 if failed else 0
 
