@@ -294,7 +294,9 @@ PCCL_EXPORT pcclResult_t pcclConnect(pcclComm_t *communicator);
  * accepted peer, all groups).
  * Returns pcclSuccess; pcclNotInitialized; pcclInvalidArgument;
  * pcclInvalidUsage (not connected); pcclPendingAsyncOps (an async all-reduce
- * is not awaited yet); pcclUpdateTopologyFailed (retry);
+ * is not awaited yet, or a work object's op has not finished: both share the
+ * communicator's 16 slots of operations in flight); pcclUpdateTopologyFailed
+ * (retry);
  * pcclMasterConnectionFailed; pcclTimeout.
  */
 PCCL_EXPORT pcclResult_t pcclUpdateTopology(pcclComm_t *communicator);
@@ -317,7 +319,8 @@ PCCL_EXPORT pcclResult_t pcclArePeersPending(const pcclComm_t *communicator, boo
  * master, so repeated calls probe only new links.
  * Returns pcclSuccess; pcclNotInitialized; pcclInvalidArgument;
  * pcclInvalidUsage (not connected); pcclPendingAsyncOps (an async all-reduce
- * is not awaited yet); pcclTopologyOptimizationFailed (a probe or the
+ * is not awaited yet, or a work object's op has not finished);
+ * pcclTopologyOptimizationFailed (a probe or the
  * re-wiring failed: retry); pcclMasterConnectionFailed; pcclTimeout.
  */
 PCCL_EXPORT pcclResult_t pcclOptimizeTopology(const pcclComm_t *communicator);
@@ -407,7 +410,16 @@ PCCL_EXPORT pcclResult_t pcclAllReduceMultipleWithRetry(
  * master), every member gets pcclUpdateTopologyFailed and nothing was
  * touched: update the topology, read rank and world again, retry. A member
  * lost while the op runs aborts it for every member (pcclRankConnectionLost),
- * as an all-reduce.
+ * as an all-reduce; so does (rarely) a ring that changed between the master's
+ * commence and a member's start. Both are retried the same way.
+ *
+ * rank, world and epoch come from the communicator's last completed call:
+ * they stay valid for sizing buffers until its next call completes (calls
+ * of other threads on the same communicator included).
+ *
+ * Operations in flight: all-reduces and work objects share 16 slots per
+ * communicator (a 17th is pcclInvalidUsage; a tag already in flight is
+ * pcclInvalidUsage too).
  *
  * Outputs on failure: an input the op overwrites in place (a reduce at the
  * root with sendbuf == recvbuf, a reduce-scatter whose output aliases its
@@ -582,6 +594,7 @@ PCCL_EXPORT pcclResult_t pcclAllToAllAsync(const void *sendbuf, void *recvbuf, s
 /**
  * Gather: every member's sendbuf (count elements) lands in block r of root's
  * recvbuf (world * count elements; not used elsewhere, may be NULL there).
+ * At the root, sendbuf may be block `root` of recvbuf (in place).
  * Returns as pcclBroadcast.
  */
 PCCL_EXPORT pcclResult_t pcclGather(const void *sendbuf, void *recvbuf, size_t count,
@@ -597,6 +610,7 @@ PCCL_EXPORT pcclResult_t pcclGatherAsync(const void *sendbuf, void *recvbuf, siz
 /**
  * Scatter: block r of root's sendbuf (world * count elements; not used
  * elsewhere, may be NULL there) lands in rank r's recvbuf (count elements).
+ * At the root, recvbuf may be block `root` of sendbuf (in place).
  * Returns as pcclBroadcast.
  */
 PCCL_EXPORT pcclResult_t pcclScatter(const void *sendbuf, void *recvbuf, size_t count,
@@ -713,10 +727,14 @@ PCCL_EXPORT pcclResult_t pcclAllToAllVAsync(const void *sendbuf, const size_t *s
                                             pcclWork_t **work_out);
 
 /**
- * Waits for a work object's op (bounded by its timeout, then the
- * communicator's timeout_ms) and returns its result; info_out (may be NULL)
- * gets its statistics on success. The work object stays valid (a second wait
- * returns the same result) until pcclWorkFree.
+ * Waits for a work object's op and returns its result; info_out (may be
+ * NULL) gets its statistics on success. With a timeout (the op's, else the
+ * communicator's timeout_ms) the wait is bounded by that timeout plus 5 s:
+ * the timeout cancels the op on every member and the master's verdict
+ * normally arrives within a round trip; only when the master is unreachable
+ * does the wait give up (pcclTimeout; the op's buffers are then moved to
+ * private copies, as for a timed-out all-reduce). The work object stays
+ * valid (a second wait returns the same result) until pcclWorkFree.
  */
 PCCL_EXPORT pcclResult_t pcclWorkWait(pcclWork_t *work,
                                       PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
