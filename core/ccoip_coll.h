@@ -49,7 +49,7 @@
 /** Pieces (sends or receives) one step may post at most. */
 #define CCOIP_COLL_PIECES 2u
 /** Slices a broadcast is cut into at most, and the bytes it aims for per slice. */
-#define CCOIP_COLL_BCAST_SLICES_MAX 64u
+#define CCOIP_COLL_BCAST_SLICES_MAX  64u
 #define CCOIP_COLL_BCAST_SLICE_BYTES ((uint64_t)1 << 20)
 
 /** A byte range of one of the op's regions; `on` false: none. */
@@ -110,8 +110,8 @@ typedef struct ccoip_coll_plan {
  * (elements of esize bytes). Returns pcclSuccess, or pcclInvalidArgument for an unknown kind,
  * world 0 or above CCOIP_RING_WORLD_MAX, rank or root >= world, esize 0, or sizes beyond 2^62.
  */
-pcclResult_t ccoip_coll_sizes(ccoip_coll_kind kind, uint64_t count, uint64_t esize,
-                              uint32_t world, uint32_t rank, uint32_t root, uint64_t *send_bytes,
+pcclResult_t ccoip_coll_sizes(ccoip_coll_kind kind, uint64_t count, uint64_t esize, uint32_t world,
+                              uint32_t rank, uint32_t root, uint64_t *send_bytes,
                               uint64_t *recv_bytes);
 
 /**

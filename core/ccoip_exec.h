@@ -34,8 +34,8 @@
 typedef struct ccoip_exec_slot {
     bool used;
     uint64_t cmd_id; /**< The command the slot serves (OP_BEGIN's cmd_id). */
-    uint8_t *send; /**< CCOIP_REGION_SEND, `send_bytes` long (the application's). */
-    uint8_t *recv; /**< CCOIP_REGION_RECV, `recv_bytes` long (the application's). */
+    uint8_t *send;   /**< CCOIP_REGION_SEND, `send_bytes` long (the application's). */
+    uint8_t *recv;   /**< CCOIP_REGION_RECV, `recv_bytes` long (the application's). */
     uint64_t send_bytes, recv_bytes;
     uint8_t *scratch; /**< CCOIP_REGION_SCRATCH (the driver's). */
     uint64_t scratch_bytes;

@@ -36,17 +36,16 @@ bool ccoip_coll_reduces(ccoip_coll_kind kind)
 
 bool ccoip_coll_rooted(ccoip_coll_kind kind)
 {
-    return kind == CCOIP_COLL_BROADCAST || kind == CCOIP_COLL_REDUCE ||
-           kind == CCOIP_COLL_GATHER || kind == CCOIP_COLL_SCATTER;
+    return kind == CCOIP_COLL_BROADCAST || kind == CCOIP_COLL_REDUCE || kind == CCOIP_COLL_GATHER ||
+           kind == CCOIP_COLL_SCATTER;
 }
 
-pcclResult_t ccoip_coll_sizes(ccoip_coll_kind kind, uint64_t count, uint64_t esize,
-                              uint32_t world, uint32_t rank, uint32_t root, uint64_t *send_bytes,
+pcclResult_t ccoip_coll_sizes(ccoip_coll_kind kind, uint64_t count, uint64_t esize, uint32_t world,
+                              uint32_t rank, uint32_t root, uint64_t *send_bytes,
                               uint64_t *recv_bytes)
 {
     if ((uint32_t)kind >= CCOIP_COLL_KINDS || world == 0 || world > CCOIP_RING_WORLD_MAX ||
-        rank >= world || root >= world || esize == 0 || send_bytes == NULL ||
-        recv_bytes == NULL) {
+        rank >= world || root >= world || esize == 0 || send_bytes == NULL || recv_bytes == NULL) {
         return pcclInvalidArgument;
     }
     if (count > COLL_BYTES_MAX / esize / world) return pcclInvalidArgument;
@@ -117,8 +116,8 @@ pcclResult_t ccoip_coll_plan_make(ccoip_coll_kind kind, uint64_t count, uint64_t
 {
     if (out == NULL || kind == CCOIP_COLL_ALL_REDUCE) return pcclInvalidArgument;
     memset(out, 0, sizeof *out);
-    pcclResult_t r = ccoip_coll_sizes(kind, count, esize, world, rank, root, &out->send_bytes,
-                                      &out->recv_bytes);
+    pcclResult_t r =
+        ccoip_coll_sizes(kind, count, esize, world, rank, root, &out->send_bytes, &out->recv_bytes);
     if (r != pcclSuccess) return r;
     out->kind = kind;
     out->op = op;
@@ -203,14 +202,15 @@ pcclResult_t ccoip_coll_plan_make(ccoip_coll_kind kind, uint64_t count, uint64_t
         }
         /* PACK: the blocks for ranks r + 1, r + 2, ..., r + N - 1 (mod N), in that order. */
         if (n > 1 && rank < n - 1u) {
-            add_copy(out->pro, &out->npro,
-                     xf(CCOIP_REGION_SEND, (uint64_t)(rank + 1u) * b, (uint64_t)(n - 1u - rank) * b,
-                        0),
-                     xf(CCOIP_REGION_SCRATCH, 0, (uint64_t)(n - 1u - rank) * b, 0));
+            add_copy(
+                out->pro, &out->npro,
+                xf(CCOIP_REGION_SEND, (uint64_t)(rank + 1u) * b, (uint64_t)(n - 1u - rank) * b, 0),
+                xf(CCOIP_REGION_SCRATCH, 0, (uint64_t)(n - 1u - rank) * b, 0));
         }
         if (n > 1 && rank > 0) {
-            add_copy(out->pro, &out->npro, xf(CCOIP_REGION_SEND, 0, (uint64_t)rank * b, 0),
-                     xf(CCOIP_REGION_SCRATCH, (uint64_t)(n - 1u - rank) * b, (uint64_t)rank * b, 0));
+            add_copy(
+                out->pro, &out->npro, xf(CCOIP_REGION_SEND, 0, (uint64_t)rank * b, 0),
+                xf(CCOIP_REGION_SCRATCH, (uint64_t)(n - 1u - rank) * b, (uint64_t)rank * b, 0));
         }
         if (!in_place) {
             add_copy(out->epi, &out->nepi, xf(CCOIP_REGION_SEND, (uint64_t)rank * b, b, 0),
@@ -250,10 +250,8 @@ static void step_reduce_scatter(const ccoip_coll_plan *pl, uint32_t s, ccoip_col
     const uint64_t unit = blocks ? b : (pl->count / n + (pl->count % n != 0 ? 1u : 0u)) * pl->esize;
     const uint32_t ks = coll_mod((int64_t)pl->rank - s - 1, n);
     const uint32_t kr = coll_mod((int64_t)pl->rank - s - 2, n);
-    const ccoip_span cs =
-        blocks ? (ccoip_span){(uint64_t)ks * b, b} : coll_chunk_bytes(pl, ks);
-    const ccoip_span cr =
-        blocks ? (ccoip_span){(uint64_t)kr * b, b} : coll_chunk_bytes(pl, kr);
+    const ccoip_span cs = blocks ? (ccoip_span){(uint64_t)ks * b, b} : coll_chunk_bytes(pl, ks);
+    const ccoip_span cr = blocks ? (ccoip_span){(uint64_t)kr * b, b} : coll_chunk_bytes(pl, kr);
     st->send[0] = s == 0 ? xf(CCOIP_REGION_SEND, cs.offset, cs.count, ks)
                          : xf(CCOIP_REGION_SCRATCH, (1u + (s - 1u) % 2u) * unit, cs.count, ks);
     st->recv[0] = xf(CCOIP_REGION_SCRATCH, 0, cr.count, kr);
@@ -292,9 +290,8 @@ static void step_reduce_gather(const ccoip_coll_plan *pl, uint32_t t, ccoip_coll
     if (q - 1 - (int64_t)t >= 0) {
         const uint32_t k = coll_mod((int64_t)pl->root + 1 + (q - 1 - t), n);
         const ccoip_span c = coll_chunk_bytes(pl, k);
-        st->recv[0] = pl->rank == pl->root
-                          ? xf(CCOIP_REGION_RECV, c.offset, c.count, k)
-                          : xf(CCOIP_REGION_SCRATCH, fwd[t % 2u], c.count, k);
+        st->recv[0] = pl->rank == pl->root ? xf(CCOIP_REGION_RECV, c.offset, c.count, k)
+                                           : xf(CCOIP_REGION_SCRATCH, fwd[t % 2u], c.count, k);
     }
 }
 
@@ -345,8 +342,8 @@ static void step_scatter(const ccoip_coll_plan *pl, uint32_t t, ccoip_coll_step 
     if (q >= 1 && (int64_t)t >= q - 1) {
         const int64_t p = (int64_t)n - 2 - t + q;
         const uint32_t k = coll_mod((int64_t)pl->root + p, n);
-        st->recv[0] = p == q ? xf(CCOIP_REGION_RECV, 0, b, k)
-                             : xf(CCOIP_REGION_SCRATCH, (t % 2u) * b, b, k);
+        st->recv[0] =
+            p == q ? xf(CCOIP_REGION_RECV, 0, b, k) : xf(CCOIP_REGION_SCRATCH, (t % 2u) * b, b, k);
     }
 }
 

@@ -245,8 +245,7 @@ pcclResult_t ccoip_kernel_run_part(ccoip_kernel *k, uint64_t from, uint64_t n)
     case CCOIP_ACT_FINALIZE:
         return ccoip_reduce_finalize_avg(a->dtype, k->dst + from * esz, n, a->divisor);
     case CCOIP_ACT_SCALE:
-        return ccoip_reduce_scale(a->dtype, k->dst + from * esz, k->src + from * esz, n,
-                                  a->scale);
+        return ccoip_reduce_scale(a->dtype, k->dst + from * esz, k->src + from * esz, n, a->scale);
     case CCOIP_ACT_COPY:
         if (n > 0) memmove(k->dst + from, k->src + from, (size_t)n);
         return pcclSuccess;

@@ -490,8 +490,8 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
     mm->opt_epoch = ci->optimistic_epoch;
     mm->pin_epoch = ci->pinned_epoch;
     /* The relayed input: the all-reduce's relay_data, the other kinds' relay_input. */
-    const ccoip_pb_bytes *rin = ci->kind == CCOIP_PB_COLLECTIVE_KIND_ALL_REDUCE ? &ci->relay_data
-                                                                              : &ci->relay_input;
+    const ccoip_pb_bytes *rin =
+        ci->kind == CCOIP_PB_COLLECTIVE_KIND_ALL_REDUCE ? &ci->relay_data : &ci->relay_input;
     if (ci->relay && !m->coll.ops[op].mismatch && rin->len > 0) {
         mm->relay = malloc((size_t)rin->len);
         if (mm->relay == NULL) {
@@ -619,8 +619,8 @@ void m_coll_on_cancel(ccoip_master *m, uint32_t slot, const ccoip_pb_collective_
             return;
         }
     }
-    sm_log(&m->out, CCOIP_LOG_DEBUG, "master: cancel of tag %U seq %U: no such op (ended)",
-           cc->tag, cc->seq);
+    sm_log(&m->out, CCOIP_LOG_DEBUG, "master: cancel of tag %U seq %U: no such op (ended)", cc->tag,
+           cc->seq);
 }
 
 void m_coll_on_loss(ccoip_master *m, uint32_t slot)

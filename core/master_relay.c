@@ -180,8 +180,8 @@ int m_relay_answer(ccoip_master *m, m_op *o, uint32_t world)
             const m_op_member *mm = &o->mem[k];
             if (!(mm->flags & MOM_VOTED)) continue;
             uint64_t sb = 0, rb = 0;
-            (void)ccoip_coll_sizes(kind, o->count, ccoip_dtype_size(dt), world, rank_of[k],
-                                   o->root, &sb, &rb);
+            (void)ccoip_coll_sizes(kind, o->count, ccoip_dtype_size(dt), world, rank_of[k], o->root,
+                                   &sb, &rb);
             if (relay_output(o, in, world, rank_of[k], out) != pcclSuccess) {
                 m_answer_status(m, mm->slot, mm->call, CCOIP_PB_STATUS_INVALID_USAGE,
                                 CCOIP_PB_REASON_COLLECTIVE_MISMATCH, "relay reduction failed");

@@ -117,8 +117,7 @@ static void coll_io(ccoip_peer *p, uint32_t i, const ccoip_coll_plan *pl,
             ccoip_action *a = p_ring_io_push(p, i, CCOIP_ACT_RING_SEND, o->io_send + id++,
                                              n == 1u ? o->tx_conn : o->stx[j], x->chunk);
             if (a == NULL) return; /* overflow: the step fails */
-            a->src = p_ring_span(i, x->region, x->offset + c.offset * o->esize,
-                                 c.count * o->esize);
+            a->src = p_ring_span(i, x->region, x->offset + c.offset * o->esize, c.count * o->esize);
         }
         o->tx_bytes += x->bytes;
     }

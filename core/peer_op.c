@@ -172,7 +172,7 @@ void p_ring_abort(ccoip_peer *p, uint32_t i, pcclResult_t result, const char *wh
 
 /* Pushes a RING_SEND or RING_RECV of op i's current step with the fields both share. */
 ccoip_action *p_ring_io_push(ccoip_peer *p, uint32_t i, ccoip_action_type t, uint64_t io_id,
-                                  uint64_t conn, uint32_t chunk)
+                             uint64_t conn, uint32_t chunk)
 {
     const p_op *o = &p->ops[i];
     ccoip_action *a = sm_out_push(&p->out, t);
@@ -534,8 +534,8 @@ void p_ring_timers(ccoip_peer *p)
         /* The master decides for every member (§6.8.3): it aborts the running op, or refuses
          * its vote, with REASON_OP_TIMEOUT; an op that ended meanwhile keeps its verdict. */
         sm_log(&p->out, CCOIP_LOG_WARN,
-               "peer %U: collective (kind %d) tag %U timed out after %u ms: cancelling it",
-               p->id, (int)o->a.kind, o->a.tag, o->a.timeout_ms);
+               "peer %U: collective (kind %d) tag %U timed out after %u ms: cancelling it", p->id,
+               (int)o->a.kind, o->a.tag, o->a.timeout_ms);
         ccoip_pb_peer_to_master env;
         memset(&env, 0, sizeof(env));
         env.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_COLLECTIVE_CANCEL;

@@ -91,7 +91,7 @@ static void ring_io(ccoip_peer *p, uint32_t i, const ccoip_ring_step *st, ccoip_
         const ccoip_span c = ccoip_ring_chunk(st->send.count, ntx, j);
         ccoip_action *s =
             p_ring_io_push(p, i, CCOIP_ACT_RING_SEND, o->io_send != 0 ? o->io_send + j : 0,
-                         ntx == 1u ? o->tx_conn : o->stx[j], st->send_chunk);
+                           ntx == 1u ? o->tx_conn : o->stx[j], st->send_chunk);
         if (s == NULL) return; /* overflow: the step fails */
         s->src = ntx == 1u ? src : span_part(src, c.offset * o->wsize, c.count * o->wsize);
         if (meta != NULL) s->quant = *meta;
@@ -99,7 +99,7 @@ static void ring_io(ccoip_peer *p, uint32_t i, const ccoip_ring_step *st, ccoip_
     for (uint32_t j = 0; j < nrx; j++) {
         const ccoip_span c = ccoip_ring_chunk(st->recv.count, nrx, j);
         ccoip_action *r = p_ring_io_push(p, i, CCOIP_ACT_RING_RECV, o->io_recv + j,
-                                       nrx == 1u ? o->rx_conn : o->srx[j], st->recv_chunk);
+                                         nrx == 1u ? o->rx_conn : o->srx[j], st->recv_chunk);
         if (r == NULL) return;
         r->dst = nrx == 1u ? dst : span_part(dst, c.offset * o->wsize, c.count * o->wsize);
         if (announce) {
@@ -115,7 +115,6 @@ static void ring_io(ccoip_peer *p, uint32_t i, const ccoip_ring_step *st, ccoip_
     o->tx_bytes += src.length;
     o->rx_bytes += dst.length;
 }
-
 
 /* The small all-reduce (ccoip_ring_use_gather). */
 static bool ring_gather(const p_op *o)
@@ -190,11 +189,12 @@ static void ring_ag_step(ccoip_peer *p, uint32_t i, uint32_t t)
     ccoip_ring_step st = ring_step_of(o);
     if (ring_quantized(o)) {
         uint32_t other = 1u - o->fwd_half;
-        ring_io(p, i, &st,
-                p_ring_span(i, CCOIP_REGION_SCRATCH, o->fwd_half * o->half, st.send.count * o->wsize),
-                &o->fwd_meta,
-                p_ring_span(i, CCOIP_REGION_SCRATCH, other * o->half, st.recv.count * o->wsize),
-                POS_AG_IO, false);
+        ring_io(
+            p, i, &st,
+            p_ring_span(i, CCOIP_REGION_SCRATCH, o->fwd_half * o->half, st.send.count * o->wsize),
+            &o->fwd_meta,
+            p_ring_span(i, CCOIP_REGION_SCRATCH, other * o->half, st.recv.count * o->wsize),
+            POS_AG_IO, false);
         return;
     }
     ring_io(p, i, &st,
@@ -275,7 +275,8 @@ static void ring_rs_step(ccoip_peer *p, uint32_t i, uint32_t s)
     /* Zero-copy: the first send is this peer's own chunk, straight from SEND. */
     const ccoip_region from = s == 0 && ring_zero_copy(o) ? CCOIP_REGION_SEND : CCOIP_REGION_RECV;
     ring_io(p, i, &st, p_ring_span(i, from, st.send.offset * o->esize, st.send.count * o->esize),
-            NULL, p_ring_span(i, CCOIP_REGION_SCRATCH, 0, st.recv.count * o->esize), POS_RS_IO, true);
+            NULL, p_ring_span(i, CCOIP_REGION_SCRATCH, 0, st.recv.count * o->esize), POS_RS_IO,
+            true);
 }
 
 static bool ring_meta_ok(const p_op *o, const ccoip_quant_meta *m)
@@ -303,7 +304,8 @@ static void ring_after_io(ccoip_peer *p, uint32_t i)
     bool q = ring_quantized(o);
     if (q && !ring_meta_ok(o, &o->recv_meta)) {
         /* The predecessor broke the protocol: abort the op (docs/core.md §3.4). */
-        p_ring_abort(p, i, pcclRankConnectionLost, "invalid quantization metadata from predecessor");
+        p_ring_abort(p, i, pcclRankConnectionLost,
+                     "invalid quantization metadata from predecessor");
         return;
     }
     ccoip_span_ref dst =
@@ -344,8 +346,8 @@ static void ring_after_io(ccoip_peer *p, uint32_t i)
     }
     ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_DEQUANTIZE, POS_AG_DEQUANT);
     if (a == NULL) return;
-    a->src =
-        p_ring_span(i, CCOIP_REGION_SCRATCH, (1u - o->fwd_half) * o->half, st.recv.count * o->wsize);
+    a->src = p_ring_span(i, CCOIP_REGION_SCRATCH, (1u - o->fwd_half) * o->half,
+                         st.recv.count * o->wsize);
     a->dst = dst;
     a->count = st.recv.count;
     a->quant = o->recv_meta;

@@ -523,8 +523,7 @@ PCCL_EXPORT pcclResult_t pcclBroadcast(void *buf, size_t count, pcclDataType_t d
                                        PCCL_NULLABLE const pcclCollectiveOptions_t *options,
                                        const pcclComm_t *communicator,
                                        PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
-PCCL_EXPORT pcclResult_t pcclBroadcastAsync(void *buf, size_t count, pcclDataType_t dtype,
-                                            int root,
+PCCL_EXPORT pcclResult_t pcclBroadcastAsync(void *buf, size_t count, pcclDataType_t dtype, int root,
                                             PCCL_NULLABLE const pcclCollectiveOptions_t *options,
                                             const pcclComm_t *communicator, pcclWork_t **work_out);
 
@@ -558,8 +557,7 @@ PCCL_EXPORT pcclResult_t pcclAllGather(const void *sendbuf, void *recvbuf, size_
 PCCL_EXPORT pcclResult_t pcclAllGatherAsync(const void *sendbuf, void *recvbuf, size_t count,
                                             pcclDataType_t dtype,
                                             PCCL_NULLABLE const pcclCollectiveOptions_t *options,
-                                            const pcclComm_t *communicator,
-                                            pcclWork_t **work_out);
+                                            const pcclComm_t *communicator, pcclWork_t **work_out);
 
 /**
  * Reduce-scatter: block r of the reduction of every member's sendbuf
@@ -571,10 +569,10 @@ PCCL_EXPORT pcclResult_t pcclReduceScatter(const void *sendbuf, void *recvbuf, s
                                            PCCL_NULLABLE const pcclCollectiveOptions_t *options,
                                            const pcclComm_t *communicator,
                                            PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
-PCCL_EXPORT pcclResult_t pcclReduceScatterAsync(
-    const void *sendbuf, void *recvbuf, size_t count, pcclDataType_t dtype, pcclRedOp_t op,
-    PCCL_NULLABLE const pcclCollectiveOptions_t *options, const pcclComm_t *communicator,
-    pcclWork_t **work_out);
+PCCL_EXPORT pcclResult_t
+pcclReduceScatterAsync(const void *sendbuf, void *recvbuf, size_t count, pcclDataType_t dtype,
+                       pcclRedOp_t op, PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                       const pcclComm_t *communicator, pcclWork_t **work_out);
 
 /**
  * All-to-all: block j of rank i's sendbuf (world * count elements) lands in
@@ -649,15 +647,14 @@ PCCL_EXPORT pcclResult_t pcclAllGatherList(const void *sendbuf, void *const *rec
                                            PCCL_NULLABLE const pcclCollectiveOptions_t *options,
                                            const pcclComm_t *communicator,
                                            PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
-PCCL_EXPORT pcclResult_t pcclAllGatherListAsync(
-    const void *sendbuf, void *const *recvbufs, size_t n, size_t count, pcclDataType_t dtype,
-    PCCL_NULLABLE const pcclCollectiveOptions_t *options, const pcclComm_t *communicator,
-    pcclWork_t **work_out);
+PCCL_EXPORT pcclResult_t
+pcclAllGatherListAsync(const void *sendbuf, void *const *recvbufs, size_t n, size_t count,
+                       pcclDataType_t dtype, PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                       const pcclComm_t *communicator, pcclWork_t **work_out);
 
 /** Reduce-scatter from sendbufs[0 .. n): rank r receives the reduction of every sendbufs[r]. */
-PCCL_EXPORT pcclResult_t pcclReduceScatterList(const void *const *sendbufs, size_t n,
-                                               void *recvbuf, size_t count, pcclDataType_t dtype,
-                                               pcclRedOp_t op,
+PCCL_EXPORT pcclResult_t pcclReduceScatterList(const void *const *sendbufs, size_t n, void *recvbuf,
+                                               size_t count, pcclDataType_t dtype, pcclRedOp_t op,
                                                PCCL_NULLABLE const pcclCollectiveOptions_t *options,
                                                const pcclComm_t *communicator,
                                                PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
@@ -672,10 +669,11 @@ PCCL_EXPORT pcclResult_t pcclAllToAllList(const void *const *sendbufs, void *con
                                           PCCL_NULLABLE const pcclCollectiveOptions_t *options,
                                           const pcclComm_t *communicator,
                                           PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
-PCCL_EXPORT pcclResult_t pcclAllToAllListAsync(
-    const void *const *sendbufs, void *const *recvbufs, size_t n, size_t count,
-    pcclDataType_t dtype, PCCL_NULLABLE const pcclCollectiveOptions_t *options,
-    const pcclComm_t *communicator, pcclWork_t **work_out);
+PCCL_EXPORT pcclResult_t pcclAllToAllListAsync(const void *const *sendbufs, void *const *recvbufs,
+                                               size_t n, size_t count, pcclDataType_t dtype,
+                                               PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                               const pcclComm_t *communicator,
+                                               pcclWork_t **work_out);
 
 /** Gather into the root's recvbufs[0 .. n) (not used elsewhere: may be NULL there, n ignored). */
 PCCL_EXPORT pcclResult_t pcclGatherList(const void *sendbuf, void *const *recvbufs, size_t n,
@@ -686,8 +684,7 @@ PCCL_EXPORT pcclResult_t pcclGatherList(const void *sendbuf, void *const *recvbu
 PCCL_EXPORT pcclResult_t pcclGatherListAsync(const void *sendbuf, void *const *recvbufs, size_t n,
                                              size_t count, pcclDataType_t dtype, int root,
                                              PCCL_NULLABLE const pcclCollectiveOptions_t *options,
-                                             const pcclComm_t *communicator,
-                                             pcclWork_t **work_out);
+                                             const pcclComm_t *communicator, pcclWork_t **work_out);
 
 /** Scatter the root's sendbufs[0 .. n) (not used elsewhere: may be NULL there, n ignored). */
 PCCL_EXPORT pcclResult_t pcclScatterList(const void *const *sendbufs, size_t n, void *recvbuf,
@@ -723,8 +720,7 @@ PCCL_EXPORT pcclResult_t pcclAllToAllVAsync(const void *sendbuf, const size_t *s
                                             void *recvbuf, const size_t *recv_counts,
                                             pcclDataType_t dtype,
                                             PCCL_NULLABLE const pcclCollectiveOptions_t *options,
-                                            const pcclComm_t *communicator,
-                                            pcclWork_t **work_out);
+                                            const pcclComm_t *communicator, pcclWork_t **work_out);
 
 /**
  * Waits for a work object's op and returns its result; info_out (may be

@@ -39,16 +39,16 @@ typedef struct sim_appcmd {
     uint64_t submitted_ns;
     /* The collective set (sim_config.coll_kind != 0): what this member read from its machine
      * and submitted. kind 0 (an all-reduce of the mix) keeps the buffers above. */
-    bool coll;         /* submitted by the collective workload (any kind, 0 included) */
-    uint32_t kind;     /* ccoip_coll_kind */
-    uint32_t root;     /* rooted kinds; else 0 */
-    uint32_t rank;     /* ccoip_peer_rank at submission */
-    uint32_t world;    /* ccoip_peer_world_size at submission */
-    uint64_t pin;      /* ccoip_peer_epoch at submission (pinned for every kind but 0) */
-    uint64_t send_len; /* bytes bound as SEND (ccoip_coll_sizes) */
-    uint64_t recv_len; /* bytes bound as RECV */
-    bool aliased;      /* SEND and RECV alias (ccoip_coll.h in_place) */
-    uint8_t *alloc[2]; /* the memory sendbuf / recvbuf point into (kind != 0) */
+    bool coll;               /* submitted by the collective workload (any kind, 0 included) */
+    uint32_t kind;           /* ccoip_coll_kind */
+    uint32_t root;           /* rooted kinds; else 0 */
+    uint32_t rank;           /* ccoip_peer_rank at submission */
+    uint32_t world;          /* ccoip_peer_world_size at submission */
+    uint64_t pin;            /* ccoip_peer_epoch at submission (pinned for every kind but 0) */
+    uint64_t send_len;       /* bytes bound as SEND (ccoip_coll_sizes) */
+    uint64_t recv_len;       /* bytes bound as RECV */
+    bool aliased;            /* SEND and RECV alias (ccoip_coll.h in_place) */
+    uint8_t *alloc[2];       /* the memory sendbuf / recvbuf point into (kind != 0) */
     uint32_t commence_world; /* the master's CollectiveCommence.world_size (checkers) */
 } sim_appcmd;
 

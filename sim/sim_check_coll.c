@@ -49,8 +49,7 @@ void check_coll_commence(sim_checker *ck, uint32_t dst, const ccoip_pb_collectiv
     inrec_add_bytes(ck, dst, cc->epoch, cc->seq, c->input, c->send_len);
 }
 
-void check_coll_bound(sim_checker *ck, uint32_t node, const sim_appcmd *c,
-                      const ccoip_action *act)
+void check_coll_bound(sim_checker *ck, uint32_t node, const sim_appcmd *c, const ccoip_action *act)
 {
     sim_world *w = ck->w;
     if (!c->commenced || act->epoch != c->epoch || act->seq != c->seq || act->tag != c->tag) {
@@ -190,8 +189,7 @@ static void coll_check_output(sim_checker *ck, uint32_t node, const sim_appcmd *
         return;
     }
     uint32_t members = 0;
-    for (uint32_t i = inrec_latest(ck, c->epoch, c->seq); i != SIM_NONE32;
-         i = ck->inrecs[i].prev) {
+    for (uint32_t i = inrec_latest(ck, c->epoch, c->seq); i != SIM_NONE32; i = ck->inrecs[i].prev) {
         const sim_inrec *x = &ck->inrecs[i];
         uint32_t rank = n;
         for (uint32_t k = 0; k < n; k++) {
@@ -212,8 +210,8 @@ static void coll_check_output(sim_checker *ck, uint32_t node, const sim_appcmd *
         world_fail(w, SIM_CORRECTNESS,
                    "node %u: collective kind %u (epoch %llu, seq %llu) succeeded, but %u of the "
                    "ring's %u members were commenced",
-                   node, c->kind, (unsigned long long)c->epoch, (unsigned long long)c->seq,
-                   members, n);
+                   node, c->kind, (unsigned long long)c->epoch, (unsigned long long)c->seq, members,
+                   n);
         goto out;
     }
     if (!coll_reference(w, c, in, n, c->rank, ref)) {
@@ -288,9 +286,8 @@ void check_coll_notify(sim_checker *ck, uint32_t node, sim_appcmd *c, const ccoi
         world_fail(w, SIM_CORRECTNESS,
                    "%s (epoch %llu, seq %llu): %u member(s) succeeded and %u failed (first "
                    "failure %d; node %u now got %d)",
-                   sim_kind_name(c->kind), (unsigned long long)c->epoch,
-                   (unsigned long long)c->seq, x->ok, x->failed, (int)x->first_failure, node,
-                   (int)res);
+                   sim_kind_name(c->kind), (unsigned long long)c->epoch, (unsigned long long)c->seq,
+                   x->ok, x->failed, (int)x->first_failure, node, (int)res);
         return;
     }
     if (x->kind != c->kind || x->root != c->root) {

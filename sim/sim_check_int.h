@@ -62,9 +62,9 @@ typedef struct sim_inrec {
 typedef struct sim_collrec {
     uint64_t epoch, seq;
     uint32_t kind, root, world;
-    uint32_t ok, failed;   /* members that got success / a failure (master loss not counted) */
+    uint32_t ok, failed; /* members that got success / a failure (master loss not counted) */
     pcclResult_t first_failure;
-    uint32_t first_node;   /* the first member that got a verdict */
+    uint32_t first_node; /* the first member that got a verdict */
 } sim_collrec;
 
 /* One successful shared-state round of a group (members share its done verdict). */
@@ -160,8 +160,7 @@ void check_ops_free(sim_checker *ck);
  * inputs recorded, as for relayed ops, before any member can complete). */
 void check_coll_commence(sim_checker *ck, uint32_t dst, const ccoip_pb_collective_commence *cc);
 /* Its first ring action must carry the commence's (epoch, seq). */
-void check_coll_bound(sim_checker *ck, uint32_t node, const sim_appcmd *c,
-                      const ccoip_action *act);
+void check_coll_bound(sim_checker *ck, uint32_t node, const sim_appcmd *c, const ccoip_action *act);
 void check_coll_notify(sim_checker *ck, uint32_t node, sim_appcmd *c, const ccoip_action *act);
 void check_coll_free(sim_checker *ck);
 

@@ -14,7 +14,6 @@
 #include "ccoip_ring.h"
 #include "sim_check_int.h"
 
-
 static uint64_t commence_epoch(const sim_checker *ck, uint64_t seq, bool *found)
 {
     *found = seq < ck->commence_cap && ck->commence_epoch_by_seq[seq] != UINT64_MAX;
@@ -153,7 +152,7 @@ static uint32_t seqidx_slot(const sim_seqidx *x, const void *recs, size_t stride
 
 /* The latest record of (epoch, seq), or SIM_NONE32. */
 uint32_t seqidx_get(const sim_seqidx *x, const void *recs, size_t stride, uint64_t epoch,
-                           uint64_t seq)
+                    uint64_t seq)
 {
     if (x->cap == 0) return SIM_NONE32;
     return x->slot[seqidx_slot(x, recs, stride, epoch, seq)];

@@ -97,10 +97,9 @@ void sim_config_swarm(sim_config *cfg, uint64_t seed)
     cfg->phase_fault_per_min = sim_rng_chance(&r, 500) ? (uint32_t)sim_rng_range(&r, 2, 20) : 0;
 }
 
-static const char *const kind_names[] = {"all-reduce", "broadcast",      "reduce",
-                                         "all-gather", "reduce-scatter", "all-to-all",
-                                         "gather",     "scatter",        "barrier",
-                                         "mix"};
+static const char *const kind_names[] = {"all-reduce",     "broadcast",  "reduce", "all-gather",
+                                         "reduce-scatter", "all-to-all", "gather", "scatter",
+                                         "barrier",        "mix"};
 
 bool sim_kind_from_name(const char *name, uint32_t *out)
 {

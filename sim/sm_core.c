@@ -163,9 +163,8 @@ static void core_peer_ring(const void *m, uint64_t *epoch, int32_t *rank, uint32
 }
 
 static const sim_sm_vt core_vt = {
-    "core",        core_master_create, core_peer_create, core_destroy,
-    core_step,     core_poll,          core_deadline,    core_set_port,
-    core_poll_ref, core_prefetch,      core_peer_ring};
+    "core",        core_master_create, core_peer_create, core_destroy,  core_step,     core_poll,
+    core_deadline, core_set_port,      core_poll_ref,    core_prefetch, core_peer_ring};
 
 const sim_sm_vt *sim_sm_core(void)
 {

@@ -320,7 +320,8 @@ static pcclResult_t cmd_submit(pt_driver *d, ccoip_cmd *cmd, void *sendbuf, void
     c->sendbuf = sendbuf;
     c->recvbuf = recvbuf;
     /* An all-reduce binds `bytes` each way; the other kinds the sizes their command carries. */
-    const bool coll = cmd->type == CCOIP_CMD_ALL_REDUCE && cmd->allreduce.kind != CCOIP_COLL_ALL_REDUCE;
+    const bool coll =
+        cmd->type == CCOIP_CMD_ALL_REDUCE && cmd->allreduce.kind != CCOIP_COLL_ALL_REDUCE;
     c->send_bytes = coll ? cmd->allreduce.send_bytes : bytes;
     c->recv_bytes = coll ? cmd->allreduce.recv_bytes : bytes;
     c->tensors = tensors;

@@ -239,7 +239,7 @@ typedef struct pt_cmd {
     void *sendbuf;
     void *recvbuf;
     uint64_t send_bytes, recv_bytes; /* may alias (in-place kinds: one range holds the other) */
-    uint8_t **tensors; /* SYNC_SHARED_STATE: owned copies of the arrays */
+    uint8_t **tensors;               /* SYNC_SHARED_STATE: owned copies of the arrays */
     uint64_t *tensor_bytes;
     uint32_t ntensors;
     void *keys_mem; /* SYNC_SHARED_STATE: the keys (and names) the SUBMIT event points at */

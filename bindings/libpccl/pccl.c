@@ -566,8 +566,8 @@ PCCL_EXPORT pcclResult_t pcclAllReduceMultipleWithRetry(const pcclReduceOpDescri
     for (size_t i = 0; i < count; i++) {
         ccoip_allreduce_args a;
         uint64_t b;
-        r = pccl_reduce_args(descriptors[i].sendbuf, descriptors[i].recvbuf, &descriptors[i].descriptor,
-                        &a, &b);
+        r = pccl_reduce_args(descriptors[i].sendbuf, descriptors[i].recvbuf,
+                             &descriptors[i].descriptor, &a, &b);
         if (r != pcclSuccess) return r;
     }
     bool *done = calloc(count > 0 ? count : 1u, sizeof *done);

@@ -60,7 +60,9 @@ static const char *result_text(pcclResult_t r)
 #define PCCL_RESULT_TEXT_(name, value, text)                                                       \
     case name:                                                                                     \
         return text;
-    switch (r) { PCCL_RESULT_MAP(PCCL_RESULT_TEXT_) }
+    switch (r) {
+        PCCL_RESULT_MAP(PCCL_RESULT_TEXT_)
+    }
 #undef PCCL_RESULT_TEXT_
     return "unknown result";
 }
@@ -68,7 +70,7 @@ static const char *result_text(pcclResult_t r)
 static const char *kind_name(ccoip_coll_kind k)
 {
     static const char *const names[CCOIP_COLL_KINDS] = {
-        "all-reduce", "broadcast", "reduce", "all-gather", "reduce-scatter",
+        "all-reduce", "broadcast", "reduce",  "all-gather", "reduce-scatter",
         "all-to-all", "gather",    "scatter", "barrier"};
     return (uint32_t)k < CCOIP_COLL_KINDS ? names[k] : "collective";
 }
@@ -240,11 +242,10 @@ static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, con
 pcclResult_t pccl_coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, const void *sendbuf,
                              void *recvbuf, size_t count, pcclDataType_t dtype, pcclRedOp_t op,
                              int root, const pcclCollectiveOptions_t *options,
-                             const pccl_stage *stage, uint64_t require_epoch,
-                             pcclWork_t **work_out)
+                             const pccl_stage *stage, uint64_t require_epoch, pcclWork_t **work_out)
 {
-    const pcclResult_t r = coll_start(comm, kind, sendbuf, recvbuf, count, dtype, op, root,
-                                      options, stage, require_epoch, work_out);
+    const pcclResult_t r = coll_start(comm, kind, sendbuf, recvbuf, count, dtype, op, root, options,
+                                      stage, require_epoch, work_out);
     return r;
 }
 
@@ -325,7 +326,8 @@ static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, con
         return stage_drop(stage, refuse(abort_on_error, kind, pcclInvalidArgument));
     }
     bool bad = false;
-    const bool in_place = in_place_of(kind, send, sb, recv, rb, rank, rt, (uint64_t)count * es, &bad);
+    const bool in_place =
+        in_place_of(kind, send, sb, recv, rb, rank, rt, (uint64_t)count * es, &bad);
     if (bad) {
         pt_log(CCOIP_LOG_ERROR, "pccl",
                "%s: send and receive buffers overlap other than in the in-place layout",
@@ -371,8 +373,8 @@ static void work_chain_step(pcclWork_t *w)
             w->result = r;
             chain_end(w);
             if (r != pcclSuccess && w->abort_on_error) {
-                pt_log(CCOIP_LOG_ERROR, "pccl", "%s (tag %llu) failed: %s (%d): aborting",
-                       w->what, (unsigned long long)w->tag, result_text(r), (int)r);
+                pt_log(CCOIP_LOG_ERROR, "pccl", "%s (tag %llu) failed: %s (%d): aborting", w->what,
+                       (unsigned long long)w->tag, result_text(r), (int)r);
                 abort();
             }
             return;
@@ -498,8 +500,7 @@ static pcclResult_t allreduce_start(const void *sendbuff, void *recvbuff,
 PCCL_EXPORT pcclResult_t pcclAllReduceExAsync(const void *sendbuff, void *recvbuff,
                                               const pcclReduceDescriptor_t *descriptor,
                                               const pcclCollectiveOptions_t *options,
-                                              const pcclComm_t *communicator,
-                                              pcclWork_t **work_out)
+                                              const pcclComm_t *communicator, pcclWork_t **work_out)
 {
     return allreduce_start(sendbuff, recvbuff, descriptor, options, communicator, work_out);
 }
@@ -527,8 +528,8 @@ PCCL_EXPORT pcclResult_t pcclBroadcast(void *buf, size_t count, pcclDataType_t d
                     options, info_out);
 }
 
-PCCL_EXPORT pcclResult_t pcclBroadcastAsync(void *buf, size_t count, pcclDataType_t dtype,
-                                            int root, const pcclCollectiveOptions_t *options,
+PCCL_EXPORT pcclResult_t pcclBroadcastAsync(void *buf, size_t count, pcclDataType_t dtype, int root,
+                                            const pcclCollectiveOptions_t *options,
                                             const pcclComm_t *communicator, pcclWork_t **work_out)
 {
     return coll_start(communicator, CCOIP_COLL_BROADCAST, buf, buf, count, dtype, pcclSum, root,
@@ -538,8 +539,7 @@ PCCL_EXPORT pcclResult_t pcclBroadcastAsync(void *buf, size_t count, pcclDataTyp
 PCCL_EXPORT pcclResult_t pcclReduce(const void *sendbuf, void *recvbuf, size_t count,
                                     pcclDataType_t dtype, pcclRedOp_t op, int root,
                                     const pcclCollectiveOptions_t *options,
-                                    const pcclComm_t *communicator,
-                                    pcclCollectiveInfo_t *info_out)
+                                    const pcclComm_t *communicator, pcclCollectiveInfo_t *info_out)
 {
     return coll_run(communicator, CCOIP_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root,
                     options, info_out);
@@ -555,13 +555,12 @@ PCCL_EXPORT pcclResult_t pcclReduceAsync(const void *sendbuf, void *recvbuf, siz
 }
 
 PCCL_EXPORT pcclResult_t pcclAllGather(const void *sendbuf, void *recvbuf, size_t count,
-                                       pcclDataType_t dtype,
-                                       const pcclCollectiveOptions_t *options,
+                                       pcclDataType_t dtype, const pcclCollectiveOptions_t *options,
                                        const pcclComm_t *communicator,
                                        pcclCollectiveInfo_t *info_out)
 {
-    return coll_run(communicator, CCOIP_COLL_ALL_GATHER, sendbuf, recvbuf, count, dtype, pcclSum,
-                    0, options, info_out);
+    return coll_run(communicator, CCOIP_COLL_ALL_GATHER, sendbuf, recvbuf, count, dtype, pcclSum, 0,
+                    options, info_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclAllGatherAsync(const void *sendbuf, void *recvbuf, size_t count,
@@ -569,8 +568,8 @@ PCCL_EXPORT pcclResult_t pcclAllGatherAsync(const void *sendbuf, void *recvbuf, 
                                             const pcclCollectiveOptions_t *options,
                                             const pcclComm_t *communicator, pcclWork_t **work_out)
 {
-    return coll_start(communicator, CCOIP_COLL_ALL_GATHER, sendbuf, recvbuf, count, dtype,
-                      pcclSum, 0, options, NULL, 0, work_out);
+    return coll_start(communicator, CCOIP_COLL_ALL_GATHER, sendbuf, recvbuf, count, dtype, pcclSum,
+                      0, options, NULL, 0, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclReduceScatter(const void *sendbuf, void *recvbuf, size_t count,
@@ -579,8 +578,8 @@ PCCL_EXPORT pcclResult_t pcclReduceScatter(const void *sendbuf, void *recvbuf, s
                                            const pcclComm_t *communicator,
                                            pcclCollectiveInfo_t *info_out)
 {
-    return coll_run(communicator, CCOIP_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count, dtype, op,
-                    0, options, info_out);
+    return coll_run(communicator, CCOIP_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count, dtype, op, 0,
+                    options, info_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclReduceScatterAsync(const void *sendbuf, void *recvbuf, size_t count,
@@ -594,13 +593,12 @@ PCCL_EXPORT pcclResult_t pcclReduceScatterAsync(const void *sendbuf, void *recvb
 }
 
 PCCL_EXPORT pcclResult_t pcclAllToAll(const void *sendbuf, void *recvbuf, size_t count,
-                                      pcclDataType_t dtype,
-                                      const pcclCollectiveOptions_t *options,
+                                      pcclDataType_t dtype, const pcclCollectiveOptions_t *options,
                                       const pcclComm_t *communicator,
                                       pcclCollectiveInfo_t *info_out)
 {
-    return coll_run(communicator, CCOIP_COLL_ALL_TO_ALL, sendbuf, recvbuf, count, dtype, pcclSum,
-                    0, options, info_out);
+    return coll_run(communicator, CCOIP_COLL_ALL_TO_ALL, sendbuf, recvbuf, count, dtype, pcclSum, 0,
+                    options, info_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclAllToAllAsync(const void *sendbuf, void *recvbuf, size_t count,
@@ -608,18 +606,17 @@ PCCL_EXPORT pcclResult_t pcclAllToAllAsync(const void *sendbuf, void *recvbuf, s
                                            const pcclCollectiveOptions_t *options,
                                            const pcclComm_t *communicator, pcclWork_t **work_out)
 {
-    return coll_start(communicator, CCOIP_COLL_ALL_TO_ALL, sendbuf, recvbuf, count, dtype,
-                      pcclSum, 0, options, NULL, 0, work_out);
+    return coll_start(communicator, CCOIP_COLL_ALL_TO_ALL, sendbuf, recvbuf, count, dtype, pcclSum,
+                      0, options, NULL, 0, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclGather(const void *sendbuf, void *recvbuf, size_t count,
                                     pcclDataType_t dtype, int root,
                                     const pcclCollectiveOptions_t *options,
-                                    const pcclComm_t *communicator,
-                                    pcclCollectiveInfo_t *info_out)
+                                    const pcclComm_t *communicator, pcclCollectiveInfo_t *info_out)
 {
-    return coll_run(communicator, CCOIP_COLL_GATHER, sendbuf, recvbuf, count, dtype, pcclSum,
-                    root, options, info_out);
+    return coll_run(communicator, CCOIP_COLL_GATHER, sendbuf, recvbuf, count, dtype, pcclSum, root,
+                    options, info_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclGatherAsync(const void *sendbuf, void *recvbuf, size_t count,
@@ -634,11 +631,10 @@ PCCL_EXPORT pcclResult_t pcclGatherAsync(const void *sendbuf, void *recvbuf, siz
 PCCL_EXPORT pcclResult_t pcclScatter(const void *sendbuf, void *recvbuf, size_t count,
                                      pcclDataType_t dtype, int root,
                                      const pcclCollectiveOptions_t *options,
-                                     const pcclComm_t *communicator,
-                                     pcclCollectiveInfo_t *info_out)
+                                     const pcclComm_t *communicator, pcclCollectiveInfo_t *info_out)
 {
-    return coll_run(communicator, CCOIP_COLL_SCATTER, sendbuf, recvbuf, count, dtype, pcclSum,
-                    root, options, info_out);
+    return coll_run(communicator, CCOIP_COLL_SCATTER, sendbuf, recvbuf, count, dtype, pcclSum, root,
+                    options, info_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclScatterAsync(const void *sendbuf, void *recvbuf, size_t count,
@@ -651,11 +647,10 @@ PCCL_EXPORT pcclResult_t pcclScatterAsync(const void *sendbuf, void *recvbuf, si
 }
 
 PCCL_EXPORT pcclResult_t pcclBarrier(const pcclCollectiveOptions_t *options,
-                                     const pcclComm_t *communicator,
-                                     pcclCollectiveInfo_t *info_out)
+                                     const pcclComm_t *communicator, pcclCollectiveInfo_t *info_out)
 {
-    return coll_run(communicator, CCOIP_COLL_BARRIER, NULL, NULL, 0, pcclUint8, pcclSum, 0,
-                    options, info_out);
+    return coll_run(communicator, CCOIP_COLL_BARRIER, NULL, NULL, 0, pcclUint8, pcclSum, 0, options,
+                    info_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclBarrierAsync(const pcclCollectiveOptions_t *options,

@@ -41,7 +41,7 @@ static pcclResult_t list_check(const pcclComm_t *comm, const char *what, size_t 
         return pcclInvalidArgument;
     }
     *block = (uint64_t)count * ccoip_dtype_size(dtype);
-    for (size_t i = 0; i < n && *block > 0; i++) {
+    for (size_t i = 0; i<n && * block> 0; i++) {
         if ((a != NULL && a[i] == NULL) || (b != NULL && b[i] == NULL)) {
             pt_log(CCOIP_LOG_ERROR, "pccl", "%s: list entry %llu is NULL", what,
                    (unsigned long long)i);
@@ -115,9 +115,8 @@ PCCL_EXPORT pcclResult_t pcclReduceScatterListAsync(const void *const *sendbufs,
                            op, 0, options, &st, ep, work_out);
 }
 
-PCCL_EXPORT pcclResult_t pcclReduceScatterList(const void *const *sendbufs, size_t n,
-                                               void *recvbuf, size_t count, pcclDataType_t dtype,
-                                               pcclRedOp_t op,
+PCCL_EXPORT pcclResult_t pcclReduceScatterList(const void *const *sendbufs, size_t n, void *recvbuf,
+                                               size_t count, pcclDataType_t dtype, pcclRedOp_t op,
                                                const pcclCollectiveOptions_t *options,
                                                const pcclComm_t *communicator,
                                                pcclCollectiveInfo_t *info_out)
@@ -164,8 +163,7 @@ PCCL_EXPORT pcclResult_t pcclAllToAllList(const void *const *sendbufs, void *con
 PCCL_EXPORT pcclResult_t pcclGatherListAsync(const void *sendbuf, void *const *recvbufs, size_t n,
                                              size_t count, pcclDataType_t dtype, int root,
                                              const pcclCollectiveOptions_t *options,
-                                             const pcclComm_t *communicator,
-                                             pcclWork_t **work_out)
+                                             const pcclComm_t *communicator, pcclWork_t **work_out)
 {
     pcclResult_t r = pccl_comm_check(communicator);
     if (r != pcclSuccess) return r;
@@ -180,8 +178,8 @@ PCCL_EXPORT pcclResult_t pcclGatherListAsync(const void *sendbuf, void *const *r
     if (r != pcclSuccess) return r;
     pccl_stage st = {stage_alloc(n, blk, NULL), recvbufs, (uint32_t)n, 0, blk};
     if (st.mem == NULL) return pcclSystemError;
-    return pccl_coll_start(communicator, CCOIP_COLL_GATHER, sendbuf, st.mem, count, dtype,
-                           pcclSum, root, options, &st, ep, work_out);
+    return pccl_coll_start(communicator, CCOIP_COLL_GATHER, sendbuf, st.mem, count, dtype, pcclSum,
+                           root, options, &st, ep, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclGatherList(const void *sendbuf, void *const *recvbufs, size_t n,
@@ -191,16 +189,15 @@ PCCL_EXPORT pcclResult_t pcclGatherList(const void *sendbuf, void *const *recvbu
                                         pcclCollectiveInfo_t *info_out)
 {
     pcclWork_t *w = NULL;
-    const pcclResult_t r = pcclGatherListAsync(sendbuf, recvbufs, n, count, dtype, root, options,
-                                               communicator, &w);
+    const pcclResult_t r =
+        pcclGatherListAsync(sendbuf, recvbufs, n, count, dtype, root, options, communicator, &w);
     return pccl_coll_finish(r, w, info_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclScatterListAsync(const void *const *sendbufs, size_t n, void *recvbuf,
                                               size_t count, pcclDataType_t dtype, int root,
                                               const pcclCollectiveOptions_t *options,
-                                              const pcclComm_t *communicator,
-                                              pcclWork_t **work_out)
+                                              const pcclComm_t *communicator, pcclWork_t **work_out)
 {
     pcclResult_t r = pccl_comm_check(communicator);
     if (r != pcclSuccess) return r;
@@ -214,8 +211,8 @@ PCCL_EXPORT pcclResult_t pcclScatterListAsync(const void *const *sendbufs, size_
     if (r != pcclSuccess) return r;
     pccl_stage st = {stage_alloc(n, blk, sendbufs), NULL, 0, 0, blk};
     if (st.mem == NULL) return pcclSystemError;
-    return pccl_coll_start(communicator, CCOIP_COLL_SCATTER, st.mem, recvbuf, count, dtype,
-                           pcclSum, root, options, &st, ep, work_out);
+    return pccl_coll_start(communicator, CCOIP_COLL_SCATTER, st.mem, recvbuf, count, dtype, pcclSum,
+                           root, options, &st, ep, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclScatterList(const void *const *sendbufs, size_t n, void *recvbuf,
@@ -225,7 +222,7 @@ PCCL_EXPORT pcclResult_t pcclScatterList(const void *const *sendbufs, size_t n, 
                                          pcclCollectiveInfo_t *info_out)
 {
     pcclWork_t *w = NULL;
-    const pcclResult_t r = pcclScatterListAsync(sendbufs, n, recvbuf, count, dtype, root, options,
-                                                communicator, &w);
+    const pcclResult_t r =
+        pcclScatterListAsync(sendbufs, n, recvbuf, count, dtype, root, options, communicator, &w);
     return pccl_coll_finish(r, w, info_out);
 }

@@ -112,8 +112,8 @@ static pcclResult_t a2av_next(void *ctx, const pcclComm_t *comm, pcclWork_t **ne
     default:
         break;
     }
-    return pccl_coll_start(comm, CCOIP_COLL_ALL_TO_ALL, v->stage, v->stage + half,
-                           (size_t)maxblk, dt, pcclSum, 0, &v->opts, NULL, v->epoch, next);
+    return pccl_coll_start(comm, CCOIP_COLL_ALL_TO_ALL, v->stage, v->stage + half, (size_t)maxblk,
+                           dt, pcclSum, 0, &v->opts, NULL, v->epoch, next);
 }
 
 PCCL_EXPORT pcclResult_t pcclAllToAllVAsync(const void *sendbuf, const size_t *send_counts,
@@ -181,8 +181,7 @@ PCCL_EXPORT pcclResult_t pcclAllToAllVAsync(const void *sendbuf, const size_t *s
 
 PCCL_EXPORT pcclResult_t pcclAllToAllV(const void *sendbuf, const size_t *send_counts,
                                        void *recvbuf, const size_t *recv_counts,
-                                       pcclDataType_t dtype,
-                                       const pcclCollectiveOptions_t *options,
+                                       pcclDataType_t dtype, const pcclCollectiveOptions_t *options,
                                        const pcclComm_t *communicator,
                                        pcclCollectiveInfo_t *info_out)
 {

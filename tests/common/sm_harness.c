@@ -415,9 +415,8 @@ static void h_match_dir(smh *h, h_link *l, bool to_b)
                  * the frame goes to the one with its chunk. */
                 for (uint32_t j = i + 1u; j < hp->nposted && pr->chunk != f->chunk; j++) {
                     h_posted *q = &hp->posted[j];
-                    if (q->conn == conn && !q->state && q->epoch == f->epoch &&
-                        q->tag == f->tag && q->seq == f->seq && q->step == f->step &&
-                        q->chunk == f->chunk) {
+                    if (q->conn == conn && !q->state && q->epoch == f->epoch && q->tag == f->tag &&
+                        q->seq == f->seq && q->step == f->step && q->chunk == f->chunk) {
                         pr = q;
                         i = j;
                     }

@@ -41,8 +41,8 @@
 #include "pccl.h"
 
 enum kind { BCAST, REDUCE, ALLGATHER, REDSCAT, ALLTOALL, GATHER, SCATTER, NKINDS };
-static const char *const KIND_NAME[NKINDS] = {"broadcast", "reduce",  "all-gather", "reduce-scatter",
-                                              "all-to-all", "gather", "scatter"};
+static const char *const KIND_NAME[NKINDS] = {
+    "broadcast", "reduce", "all-gather", "reduce-scatter", "all-to-all", "gather", "scatter"};
 
 static int g_index;
 
@@ -380,8 +380,8 @@ static int premul_round(pcclComm_t *c)
         for (uint32_t q = 0; q < world; q++)
             want += (float)(q + 1u) * (float)((int)(k % 89u) - 30 + (int)q);
         if (r != pcclSuccess || x[k] != want) {
-            fprintf(stderr, "itest_coll_peer %d: premul all-reduce r=%d [%llu] %g != %g\n",
-                    g_index, (int)r, (unsigned long long)k, (double)x[k], (double)want);
+            fprintf(stderr, "itest_coll_peer %d: premul all-reduce r=%d [%llu] %g != %g\n", g_index,
+                    (int)r, (unsigned long long)k, (double)x[k], (double)want);
             rc = 1;
         }
     }
@@ -434,23 +434,23 @@ static int list_round(pcclComm_t *c)
             fprintf(stderr, "itest_coll_peer %d: %s list: %d\n", g_index, name, (int)r);           \
             rc = 1;                                                                                \
         }                                                                                          \
-        for (uint32_t i = 0; rc == 0 && i < world && (cond); i++)                                 \
-            for (uint64_t k = 0; rc == 0 && k < C; k++)                                           \
+        for (uint32_t i = 0; rc == 0 && i < world && (cond); i++)                                  \
+            for (uint64_t k = 0; rc == 0 && k < C; k++)                                            \
                 if (out[i][k] != (want)) {                                                         \
-                    fprintf(stderr, "itest_coll_peer %d: %s list [%u][%llu] %d != %d\n", g_index, \
+                    fprintf(stderr, "itest_coll_peer %d: %s list [%u][%llu] %d != %d\n", g_index,  \
                             name, i, (unsigned long long)k, out[i][k], (int)(want));               \
                     rc = 1;                                                                        \
                 }                                                                                  \
     } while (0)
     r = pcclAllGatherList(own, (void *const *)out, world, C, pcclInt32, NULL, c, NULL);
     LIST_CHECK("all-gather", true, in_val(i, k));
-    r = rc == 0 ? pcclAllToAllList((const void *const *)in, (void *const *)out, world, C,
-                                   pcclInt32, NULL, c, NULL)
+    r = rc == 0 ? pcclAllToAllList((const void *const *)in, (void *const *)out, world, C, pcclInt32,
+                                   NULL, c, NULL)
                 : r;
     LIST_CHECK("all-to-all", true, in_val(i, (uint64_t)rank * C + k));
-    r = rc == 0 ? pcclGatherList(own, (void *const *)out, world, C, pcclInt32, (int)root, NULL, c,
-                                 NULL)
-                : r;
+    r = rc == 0
+            ? pcclGatherList(own, (void *const *)out, world, C, pcclInt32, (int)root, NULL, c, NULL)
+            : r;
     LIST_CHECK("gather", rank == root, in_val(i, k));
     r = rc == 0 ? pcclReduceScatterList((const void *const *)in, world, one, C, pcclInt32, pcclSum,
                                         NULL, c, NULL)
@@ -696,7 +696,8 @@ int main(int argc, char **argv)
     opts.master_url = url;
     opts.timeout_ms = 30000;
     pcclComm_t *c = NULL;
-    if (pcclCreateCommunicatorEx(&params, &opts, &c) != pcclSuccess || pcclConnect(c) != pcclSuccess)
+    if (pcclCreateCommunicatorEx(&params, &opts, &c) != pcclSuccess ||
+        pcclConnect(c) != pcclSuccess)
         return 2;
     if (itest_grow_to(c, n) != 0) return 2;
     printf("READY\n");

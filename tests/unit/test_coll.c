@@ -15,7 +15,7 @@
 #include "ccoip_reduce.h"
 #include "ptest.h"
 
-#define NMAX 7u
+#define NMAX     7u
 #define CHECK(c) PT_ASSERT(c, "%s", #c)
 
 typedef struct rank_mem {
@@ -50,8 +50,8 @@ static uint8_t *region(rank_mem *m, const ccoip_coll_xfer *x)
     }
     PT_ASSERT(x->offset <= size && x->bytes <= size - x->offset,
               "xfer [%llu, +%llu) outside its region (%llu bytes, region %d)",
-              (unsigned long long)x->offset, (unsigned long long)x->bytes,
-              (unsigned long long)size, (int)x->region);
+              (unsigned long long)x->offset, (unsigned long long)x->bytes, (unsigned long long)size,
+              (int)x->region);
     return base + x->offset;
 }
 
@@ -86,7 +86,7 @@ static void run(ccoip_coll_kind kind, uint32_t n, uint64_t count, uint32_t root,
         rank_mem *x = &m[r];
         memset(x, 0, sizeof *x);
         CHECK(ccoip_coll_plan_make(kind, count, es, op, n, r, root, in_place, &x->pl) ==
-                  pcclSuccess);
+              pcclSuccess);
         x->send_bytes = x->pl.send_bytes;
         x->recv_bytes = x->pl.recv_bytes;
         x->scratch_bytes = x->pl.scratch_bytes;
@@ -183,8 +183,8 @@ static void run(ccoip_coll_kind kind, uint32_t n, uint64_t count, uint32_t root,
             const int32_t *base = (const int32_t *)(const void *)region(&m[r], &st[r].red_base);
             const int32_t *src = (const int32_t *)(const void *)region(&m[r], &st[r].recv[0]);
             CHECK(st[r].red_dst.bytes == st[r].red_count * es &&
-                      st[r].red_base.bytes == st[r].red_count * es &&
-                      st[r].recv[0].bytes == st[r].red_count * es);
+                  st[r].red_base.bytes == st[r].red_count * es &&
+                  st[r].recv[0].bytes == st[r].red_count * es);
             for (uint64_t i = 0; i < st[r].red_count; i++)
                 dst[i] = red(op, base[i], src[i]);
             if (st[r].finalize) {
@@ -293,8 +293,8 @@ PTEST(coll, broadcast_pipelines_large_tensors_in_slices)
 {
     /* 5 MiB: 5 slices, each forwarded as soon as it arrived. */
     ccoip_coll_plan pl;
-    CHECK(ccoip_coll_plan_make(CCOIP_COLL_BROADCAST, (5u << 20) / 4u, 4, pcclSum, 4, 1, 0,
-                                   false, &pl) == pcclSuccess);
+    CHECK(ccoip_coll_plan_make(CCOIP_COLL_BROADCAST, (5u << 20) / 4u, 4, pcclSum, 4, 1, 0, false,
+                               &pl) == pcclSuccess);
     PT_ASSERT(pl.slices == 5u && pl.nsteps == 5u + 4u - 2u, "slices %u steps %u", pl.slices,
               pl.nsteps);
     check(CCOIP_COLL_BROADCAST, 4, (5u << 20) / 4u + 3u, 2, pcclSum, false);
@@ -342,9 +342,9 @@ PTEST(coll, barrier_has_no_steps_and_no_buffers)
     for (uint32_t n = 1; n <= NMAX; n++) {
         ccoip_coll_plan pl;
         CHECK(ccoip_coll_plan_make(CCOIP_COLL_BARRIER, 0, 4, pcclSum, n, 0, 0, false, &pl) ==
-                  pcclSuccess);
-        CHECK(pl.nsteps == 0 && pl.send_bytes == 0 && pl.recv_bytes == 0 &&
-                  pl.scratch_bytes == 0 && pl.npro == 0 && pl.nepi == 0);
+              pcclSuccess);
+        CHECK(pl.nsteps == 0 && pl.send_bytes == 0 && pl.recv_bytes == 0 && pl.scratch_bytes == 0 &&
+              pl.npro == 0 && pl.nepi == 0);
     }
 }
 
@@ -370,8 +370,8 @@ PTEST(coll, sizes_per_kind_and_bad_arguments)
     CHECK(ccoip_coll_sizes(CCOIP_COLL_GATHER, 10, 4, 0, 0, 0, &s, &r) == pcclInvalidArgument);
     CHECK(ccoip_coll_sizes((ccoip_coll_kind)9, 10, 4, 2, 0, 0, &s, &r) == pcclInvalidArgument);
     CHECK(ccoip_coll_sizes(CCOIP_COLL_ALL_TO_ALL, UINT64_MAX / 8u, 4, 2, 0, 0, &s, &r) ==
-              pcclInvalidArgument);
+          pcclInvalidArgument);
     ccoip_coll_plan pl;
     CHECK(ccoip_coll_plan_make(CCOIP_COLL_ALL_REDUCE, 10, 4, pcclSum, 2, 0, 0, false, &pl) ==
-              pcclInvalidArgument);
+          pcclInvalidArgument);
 }

@@ -180,8 +180,8 @@ static void round_exact(uint32_t n, uint32_t pool, ccoip_coll_kind kind, uint64_
 }
 
 static const ccoip_coll_kind KINDS[] = {
-    CCOIP_COLL_BROADCAST,  CCOIP_COLL_REDUCE,  CCOIP_COLL_ALL_GATHER, CCOIP_COLL_REDUCE_SCATTER,
-    CCOIP_COLL_ALL_TO_ALL, CCOIP_COLL_GATHER,  CCOIP_COLL_SCATTER,
+    CCOIP_COLL_BROADCAST,  CCOIP_COLL_REDUCE, CCOIP_COLL_ALL_GATHER, CCOIP_COLL_REDUCE_SCATTER,
+    CCOIP_COLL_ALL_TO_ALL, CCOIP_COLL_GATHER, CCOIP_COLL_SCATTER,
 };
 
 PTEST(coll_peers, every_kind_exact_n2_to_n4_every_root)
@@ -215,8 +215,7 @@ PTEST(coll_peers, disagreeing_roots_are_invalid_usage_for_everyone)
     smh_run(h);
     for (uint32_t i = 0; i < 3; i++) {
         pcclResult_t r;
-        PT_ASSERT(smh_done(h, i, b[i].cmd, &r) && r == pcclInvalidUsage, "peer %u r=%d", i,
-                  (int)r);
+        PT_ASSERT(smh_done(h, i, b[i].cmd, &r) && r == pcclInvalidUsage, "peer %u r=%d", i, (int)r);
         free_bufs(&b[i], CCOIP_COLL_BROADCAST, false);
     }
     smh_destroy(h);
@@ -251,8 +250,8 @@ PTEST(coll_peers, an_op_pinned_to_a_stale_epoch_is_refused_untouched)
     smh_run(h);
     for (uint32_t i = 0; i < 3; i++) {
         pcclResult_t r;
-        PT_ASSERT(smh_done(h, i, b[i].cmd, &r) && r == pcclUpdateTopologyFailed, "peer %u r=%d",
-                  i, (int)r);
+        PT_ASSERT(smh_done(h, i, b[i].cmd, &r) && r == pcclUpdateTopologyFailed, "peer %u r=%d", i,
+                  (int)r);
         for (uint32_t k = 0; k < 12; k++)
             PT_ASSERT(b[i].recv[k] == 0x77777777, "output untouched");
         free(b[i].send);
@@ -302,8 +301,7 @@ PTEST(coll_peers, a_peer_killed_mid_op_fails_it_for_all_and_restores_in_place_in
         smh_run(h);
         for (uint32_t i = 0; i < 3; i++) {
             pcclResult_t r;
-            PT_ASSERT(smh_done(h, i, c[i].cmd, &r) && r == pcclSuccess, "retry %u r=%d", i,
-                      (int)r);
+            PT_ASSERT(smh_done(h, i, c[i].cmd, &r) && r == pcclSuccess, "retry %u r=%d", i, (int)r);
             for (uint64_t e = 0; e < c[i].recv_bytes / 4u; e++) {
                 PT_ASSERT(c[i].recv[e] == want(kinds[k], 3, 29, 0, c[i].rank, e),
                           "retry exact: kind %d rank %u [%llu]", (int)kinds[k], c[i].rank,
@@ -349,8 +347,7 @@ PTEST(coll_peers, a_member_frozen_mid_op_times_it_out_for_everyone_alive)
     op_bufs b[3];
     /* Only peer 0 sets a timeout: its cancel ends the op for the others too. */
     for (uint32_t i = 0; i < 3; i++)
-        submit(h, i, CCOIP_COLL_REDUCE_SCATTER, 16, 0, pcclSum, true, 7, i == 0 ? 300u : 0u,
-               &b[i]);
+        submit(h, i, CCOIP_COLL_REDUCE_SCATTER, 16, 0, pcclSum, true, 7, i == 0 ? 300u : 0u, &b[i]);
     int32_t *orig[3];
     for (uint32_t i = 0; i < 3; i++) {
         orig[i] = malloc((size_t)b[i].send_bytes);
@@ -422,8 +419,7 @@ PTEST(coll_peers, unpinned_or_quantized_kinds_are_invalid_arguments)
     a.op = pcclBand;
     c = smh_allreduce(h, 0, &a, s, r8);
     smh_run(h);
-    PT_ASSERT(smh_done(h, 0, c, &r) && r == pcclInvalidArgument, "bitwise on floats: r=%d",
-              (int)r);
+    PT_ASSERT(smh_done(h, 0, c, &r) && r == pcclInvalidArgument, "bitwise on floats: r=%d", (int)r);
     smh_destroy(h);
 }
 
@@ -453,9 +449,9 @@ static void premul_round(ccoip_coll_kind kind, uint32_t n, bool in_place)
         send[i] = calloc((size_t)sn[i] + 1u, 4);
         for (uint64_t k = 0; k < sn[i]; k++)
             send[i][k] = (float)((int)(k % 97u) - 40 + (int)rank[i]);
-        recv[i] = in_place ? (kind == CCOIP_COLL_REDUCE_SCATTER ? send[i] + rank[i] * count
-                                                                : send[i])
-                           : calloc((size_t)rn[i] + 1u, 4);
+        recv[i] = in_place
+                      ? (kind == CCOIP_COLL_REDUCE_SCATTER ? send[i] + rank[i] * count : send[i])
+                      : calloc((size_t)rn[i] + 1u, 4);
         ccoip_allreduce_args a;
         memset(&a, 0, sizeof a);
         a.tag = 12;
@@ -475,8 +471,8 @@ static void premul_round(ccoip_coll_kind kind, uint32_t n, bool in_place)
     smh_run(h);
     for (uint32_t i = 0; i < n; i++) {
         pcclResult_t r;
-        PT_ASSERT(smh_done(h, i, cmd[i], &r) && r == pcclSuccess, "kind %d peer %u r=%d",
-                  (int)kind, i, (int)r);
+        PT_ASSERT(smh_done(h, i, cmd[i], &r) && r == pcclSuccess, "kind %d peer %u r=%d", (int)kind,
+                  i, (int)r);
         for (uint64_t k = 0; k < rn[i]; k++) {
             const uint64_t e = kind == CCOIP_COLL_REDUCE_SCATTER ? rank[i] * count + k : k;
             float want = 0;

@@ -1139,8 +1139,7 @@ PTEST(reduce, premul_scale_kernel)
               "f32 products: %g %g %g %g %g", (double)y[0], (double)y[1], (double)y[2],
               (double)y[3], (double)y[4]);
     /* s is rounded to binary32 first: 0.1 * 1.0f is (float)0.1, not the double product. */
-    PT_ASSERT(ccoip_reduce_scale(pcclFloat, y, x + 4, 1, 0.1) == pcclSuccess &&
-                  y[0] == (float)0.1,
+    PT_ASSERT(ccoip_reduce_scale(pcclFloat, y, x + 4, 1, 0.1) == pcclSuccess && y[0] == (float)0.1,
               "f32 factor rounded to binary32");
     float z[2] = {INFINITY, 5.0f};
     PT_ASSERT(ccoip_reduce_scale(pcclFloat, z, z, 2, 0.0) == pcclSuccess, "in place");

@@ -766,7 +766,7 @@ static float_ref float_reference(pcclDataType_t dt, pcclRedOp_t op, const world 
         case pcclBor:
         case pcclBxor:
         case pcclPremulSum: /* not run by these ring tests (test_reduce has its kernel) */
-            break; /* integer types only: never run on floats */
+            break;          /* integer types only: never run on floats */
         }
     }
     if (op == pcclAvg) ref.value /= (double)w->n;
