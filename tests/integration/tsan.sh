@@ -17,6 +17,8 @@
 # (default: allreduce:3 allreduce:4 kill-peer kill-peer-mid-op stop-peer
 # master-death sync optimize:3 garbage ipc-allreduce:3 tls-allreduce:2;
 # e.g. concurrent:3:2 runs "run.sh ... concurrent 3 2", a pool of 2).
+# Then the collective set (coll.py: every kind exact at N = 3 with concurrent
+# work objects, lists, all-to-all-v, PREMUL_SUM), unless COLL_SCENARIOS is empty.
 # Exit: 0 clean; 1 a scenario failed or a report was printed; 2 build failed.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -37,7 +39,7 @@ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPCCL_WERROR=ON 
   "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" \
   "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread" "-DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread" \
   >"$BUILD.configure.log" 2>&1 || { cat "$BUILD.configure.log"; exit 2; }
-cmake --build "$BUILD" -j "$JOBS" --target pccl ccoip_master itest_peer || exit 2
+cmake --build "$BUILD" -j "$JOBS" --target pccl ccoip_master itest_peer itest_coll_peer || exit 2
 echo "tsan: built in $((SECONDS - T0)) s"
 
 REPORTS=$(mktemp -d)
@@ -62,6 +64,18 @@ for sc in "${SCENARIOS[@]}"; do
     echo "tsan: $sc: PASS in $((SECONDS - t)) s"
   else
     echo "tsan: $sc: FAILED in $((SECONDS - t)) s"
+    tail -n 60 "$REPORTS/run.log"
+    FAILED=1
+  fi
+done
+for sc in ${COLL_SCENARIOS-exact}; do
+  t=$SECONDS
+  if python3 "$HERE/coll.py" --scenario "$sc" --world 3 --budget 120 \
+    --master "$BUILD/master/ccoip_master" --peer "$BUILD/tests/integration/itest_coll_peer" \
+    >"$REPORTS/run.log" 2>&1; then
+    echo "tsan: coll-$sc: PASS in $((SECONDS - t)) s"
+  else
+    echo "tsan: coll-$sc: FAILED in $((SECONDS - t)) s"
     tail -n 60 "$REPORTS/run.log"
     FAILED=1
   fi
