@@ -8,12 +8,16 @@
 #   pccl_launch.sh BUILD_DIR N [pccl_allreduce_bench arguments...]
 #
 # Environment: PCCL_BENCH_BUDGET (seconds, default 900) bounds the whole run.
+# PCCL_BENCH_PEER: another peer program (bench/collectives/launch.sh runs
+# pccl_coll_bench through this script); PCCL_BENCH_ALL_STDOUT=1: every peer's
+# stdout goes to stdout (the collectives' table comes from the peer that gets
+# rank 0, not index 0).
 set -u
 BUILD=$1
 N=$2
 shift 2
 MASTER="$BUILD/master/ccoip_master"
-PEER="$BUILD/bench/allreduce/pccl_allreduce_bench"
+PEER="${PCCL_BENCH_PEER:-$BUILD/bench/allreduce/pccl_allreduce_bench}"
 for f in "$MASTER" "$PEER"; do
   [[ -x "$f" ]] || { echo "pccl_launch: $f is missing (build it first)" >&2; exit 2; }
 done
@@ -46,7 +50,7 @@ URL="tcp://127.0.0.1:$PORT"
 
 declare -a PEER_PIDS
 for i in $(seq 0 $((N - 1))); do
-  if [[ $i -eq 0 ]]; then
+  if [[ $i -eq 0 || ${PCCL_BENCH_ALL_STDOUT:-0} == 1 ]]; then
     PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-WARN} "$PEER" --url "$URL" --index "$i" --world "$N" "$@" \
       2>"$TMP/peer$i.log" &
   else

@@ -4,76 +4,13 @@
 # rank 0 prints the table; every peer's stdout goes to stdout (only rank 0's
 # has rows), their logs and the master's output to a temporary directory that
 # is printed (tail) when something fails. Bounded in time; every process it
-# starts is killed on exit.
+# starts is killed on exit. It is the all-reduce benchmark's launcher
+# (bench/allreduce/pccl_launch.sh) with this folder's peer program.
 #
 #   launch.sh BUILD_DIR N --coll NAME [pccl_coll_bench arguments...]
 #
 # Environment: PCCL_BENCH_BUDGET (seconds, default 900) bounds the whole run.
 set -u
-BUILD=$1
-N=$2
-shift 2
-MASTER="$BUILD/master/ccoip_master"
-PEER="$BUILD/bench/collectives/pccl_coll_bench"
-for f in "$MASTER" "$PEER"; do
-  [[ -x "$f" ]] || { echo "launch: $f is missing (build it first)" >&2; exit 2; }
-done
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-fail() {
-  echo "launch: FAIL: $*" >&2
-  for f in "$TMP"/*; do echo "--- $f" >&2; tail -n 20 "$f" >&2; done
-  exit 1
-}
-
-PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-WARN} "$MASTER" --listen tcp://127.0.0.1:0 --print-port \
-  --log-level WARN >"$TMP/master.out" 2>"$TMP/master.log" &
-PIDS+=($!)
-PORT=
-for _ in $(seq 200); do
-  PORT=$(sed -n 's/^PORT \([0-9]*\)$/\1/p' "$TMP/master.out" 2>/dev/null)
-  [[ -n "$PORT" ]] && break
-  sleep 0.05
-done
-[[ -n "$PORT" ]] || fail "master did not report its port"
-URL="tcp://127.0.0.1:$PORT"
-
-declare -a PEER_PIDS
-for i in $(seq 0 $((N - 1))); do
-  PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-WARN} "$PEER" --url "$URL" --index "$i" --world "$N" "$@" \
-    2>"$TMP/peer$i.log" &
-  PEER_PIDS[i]=$!
-  PIDS+=($!)
-done
-
-# Watchdog: bounded run.
-BUDGET=${PCCL_BENCH_BUDGET:-900}
-(
-  trap 'kill "$S" 2>/dev/null; exit 0' TERM
-  sleep "$BUDGET" &
-  S=$!
-  wait "$S" || exit 0
-  touch "$TMP/timeout"
-  for p in "${PEER_PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-) >/dev/null 2>&1 &
-WD=$!
-PIDS+=("$WD")
-
-RC=0
-for i in $(seq 0 $((N - 1))); do
-  if ! wait "${PEER_PIDS[$i]}"; then
-    RC=1
-    echo "launch: peer $i exited with an error" >&2
-  fi
-done
-kill "$WD" 2>/dev/null
-[[ -e "$TMP/timeout" ]] && fail "run exceeded ${BUDGET}s"
-[[ $RC -eq 0 ]] || fail "a peer failed"
-exit 0
+HERE=$(cd "$(dirname "$0")" && pwd)
+PCCL_BENCH_PEER="$1/bench/collectives/pccl_coll_bench" PCCL_BENCH_ALL_STDOUT=1 \
+  exec "$HERE/../allreduce/pccl_launch.sh" "$@"
