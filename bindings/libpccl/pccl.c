@@ -90,9 +90,28 @@ static pcclResult_t env_ms(const char *name, uint32_t *out)
     return pcclSuccess;
 }
 
+/* TORCHCOMM_TIMEOUT_SECONDS (TorchComms' default timeout, in seconds, a decimal number) when
+ * PCCL_TIMEOUT_MS is not set. */
+static pcclResult_t env_torchcomm_timeout(uint32_t *out)
+{
+    const char *ms = getenv("PCCL_TIMEOUT_MS");
+    const char *v = getenv("TORCHCOMM_TIMEOUT_SECONDS");
+    if ((ms != NULL && ms[0] != '\0') || v == NULL || v[0] == '\0') return pcclSuccess;
+    char *end = NULL;
+    const double s = strtod(v, &end);
+    if (*end != '\0' || !(s >= 0.0) || s * 1000.0 > (double)UINT32_MAX) {
+        pt_log(CCOIP_LOG_ERROR, "pccl", "TORCHCOMM_TIMEOUT_SECONDS=%s: want seconds, 0 .. %u", v,
+               (unsigned)(UINT32_MAX / 1000u));
+        return pcclInvalidArgument;
+    }
+    *out = (uint32_t)(s * 1000.0 + 0.5);
+    return pcclSuccess;
+}
+
 static pcclResult_t options_env(pcclCommCreateOptions_t *out)
 {
     pcclResult_t r = env_ms("PCCL_TIMEOUT_MS", &out->timeout_ms);
+    if (r == pcclSuccess) r = env_torchcomm_timeout(&out->timeout_ms);
     if (r == pcclSuccess) r = env_ms("PCCL_HEARTBEAT_MS", &out->heartbeat_ms);
     const char *url = getenv("PCCL_MASTER_URL");
     if (r == pcclSuccess && url != NULL && url[0] != '\0') out->master_url = url;
@@ -103,7 +122,8 @@ static pcclResult_t options_env(pcclCommCreateOptions_t *out)
  * The options of pcclCreateCommunicatorEx, checked. A field the caller left
  * zero (or NULL options, as pcclCreateCommunicator passes) takes its value
  * from the environment, so programs built for PCCL 1.0 reach every option:
- * PCCL_MASTER_URL, PCCL_TIMEOUT_MS, PCCL_HEARTBEAT_MS.
+ * PCCL_MASTER_URL, PCCL_TIMEOUT_MS (or TORCHCOMM_TIMEOUT_SECONDS, in seconds, when
+ * it is not set), PCCL_HEARTBEAT_MS.
  */
 static pcclResult_t options_read(const pcclCommCreateOptions_t *o, pcclCommCreateOptions_t *out)
 {

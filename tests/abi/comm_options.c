@@ -86,6 +86,20 @@ int main(void)
     setenv("PCCL_TIMEOUT_MS", "99999999999", 1);
     CHECK_RESULT(pcclCreateCommunicatorEx(&params, &o, &c), pcclInvalidArgument);
     unsetenv("PCCL_TIMEOUT_MS");
+    /* TorchComms' TORCHCOMM_TIMEOUT_SECONDS (seconds) when PCCL_TIMEOUT_MS is unset. */
+    setenv("TORCHCOMM_TIMEOUT_SECONDS", "1.5s", 1);
+    CHECK_RESULT(pcclCreateCommunicatorEx(&params, &o, &c), pcclInvalidArgument);
+    setenv("TORCHCOMM_TIMEOUT_SECONDS", "-1", 1);
+    CHECK_RESULT(pcclCreateCommunicatorEx(&params, &o, &c), pcclInvalidArgument);
+    setenv("TORCHCOMM_TIMEOUT_SECONDS", "1.5", 1);
+    CHECK_RESULT(pcclCreateCommunicatorEx(&params, &o, &c), pcclSuccess);
+    destroy(&c);
+    setenv("PCCL_TIMEOUT_MS", "2000", 1); /* PCCL_TIMEOUT_MS wins: the bad one is not read */
+    setenv("TORCHCOMM_TIMEOUT_SECONDS", "bad", 1);
+    CHECK_RESULT(pcclCreateCommunicatorEx(&params, &o, &c), pcclSuccess);
+    destroy(&c);
+    unsetenv("PCCL_TIMEOUT_MS");
+    unsetenv("TORCHCOMM_TIMEOUT_SECONDS");
     setenv("PCCL_HEARTBEAT_MS", "-5", 1);
     CHECK_RESULT(pcclCreateCommunicatorEx(&params, &o, &c), pcclInvalidArgument);
     unsetenv("PCCL_HEARTBEAT_MS");
