@@ -140,11 +140,16 @@ int m_relay_answer(ccoip_master *m, m_op *o, uint32_t world)
                               m->cfg.relay_max_bytes)) {
         return 1;
     }
+    /* Per member (by its index in o->mem): its rank and the bytes of its output. */
+    typedef struct {
+        uint32_t rank;
+        uint64_t out_bytes;
+    } relay_member;
     const uint8_t **in = calloc(world, sizeof *in);
-    uint32_t *rank_of = calloc(o->mem_n > 0 ? o->mem_n : 1u, sizeof *rank_of);
-    if (in == NULL || rank_of == NULL) {
+    relay_member *rm = calloc(o->mem_n > 0 ? o->mem_n : 1u, sizeof *rm);
+    if (in == NULL || rm == NULL) {
         free(in);
-        free(rank_of);
+        free(rm);
         return -1;
     }
     /* Every rank of the ring exactly once, with an input of its size. */
@@ -164,7 +169,8 @@ int m_relay_answer(ccoip_master *m, m_op *o, uint32_t world)
             break;
         }
         in[r] = mm->relay != NULL ? mm->relay : empty;
-        rank_of[k] = r;
+        rm[k].rank = r;
+        rm[k].out_bytes = rb;
         need += rb + M_RELAY_FRAME_BYTES;
         if (rb > biggest) biggest = rb;
     }
@@ -179,19 +185,16 @@ int m_relay_answer(ccoip_master *m, m_op *o, uint32_t world)
         for (uint32_t k = 0; k < o->mem_n; k++) {
             const m_op_member *mm = &o->mem[k];
             if (!(mm->flags & MOM_VOTED)) continue;
-            uint64_t sb = 0, rb = 0;
-            (void)ccoip_coll_sizes(kind, o->count, ccoip_dtype_size(dt), world, rank_of[k], o->root,
-                                   &sb, &rb);
-            if (relay_output(o, in, world, rank_of[k], out) != pcclSuccess) {
+            if (relay_output(o, in, world, rm[k].rank, out) != pcclSuccess) {
                 m_answer_status(m, mm->slot, mm->call, CCOIP_PB_STATUS_INVALID_USAGE,
                                 CCOIP_PB_REASON_COLLECTIVE_MISMATCH, "relay reduction failed");
                 continue;
             }
-            relay_send(m, o, mm, out, rb);
+            relay_send(m, o, mm, out, rm[k].out_bytes);
         }
     }
     free(out);
     free(in);
-    free(rank_of);
+    free(rm);
     return bad;
 }

@@ -72,32 +72,28 @@ static void coll_copies(ccoip_peer *p, uint32_t i, const ccoip_coll_plan *pl,
     o->kern_left = (1u << n) - 1u;
 }
 
-/* The stripes a piece of `bytes` takes over a pool of `pool` connections (§8.2). */
-static uint32_t coll_stripes(uint64_t bytes, uint32_t pool)
+/* Step t of the op's plan with every span through coll_fix (PREMUL_SUM reads the premultiplied
+ * input): what both the I/O and the reduction after it act on. */
+static void coll_step_at(const p_op *o, const ccoip_coll_plan *pl, uint32_t t, ccoip_coll_step *st)
 {
-    return ccoip_ring_stripes(bytes, pool);
+    ccoip_coll_step_get(pl, t, st);
+    for (uint32_t k = 0; k < CCOIP_COLL_PIECES; k++) {
+        st->send[k] = coll_fix(o, pl, st->send[k]);
+        st->recv[k] = coll_fix(o, pl, st->recv[k]);
+    }
+    st->red_dst = coll_fix(o, pl, st->red_dst);
+    st->red_base = coll_fix(o, pl, st->red_base);
 }
 
 /* Posts step st's I/O: every piece, striped; the first receive of a reducing step announces
  * its REDUCE (contract v5, v6), stripe by stripe. */
-static void coll_io(ccoip_peer *p, uint32_t i, const ccoip_coll_plan *pl,
-                    const ccoip_coll_step *st_in)
+static void coll_io(ccoip_peer *p, uint32_t i, const ccoip_coll_step *st)
 {
-    /* Every span through coll_fix (PREMUL_SUM reads the premultiplied input). */
-    ccoip_coll_step fixed = *st_in;
-    const p_op *oc = &p->ops[i];
-    for (uint32_t k = 0; k < CCOIP_COLL_PIECES; k++) {
-        fixed.send[k] = coll_fix(oc, pl, fixed.send[k]);
-        fixed.recv[k] = coll_fix(oc, pl, fixed.recv[k]);
-    }
-    fixed.red_dst = coll_fix(oc, pl, fixed.red_dst);
-    fixed.red_base = coll_fix(oc, pl, fixed.red_base);
-    const ccoip_coll_step *st = &fixed;
     p_op *o = &p->ops[i];
     uint32_t ns = 0, nr = 0;
     for (uint32_t k = 0; k < CCOIP_COLL_PIECES; k++) {
-        if (st->send[k].on) ns += coll_stripes(st->send[k].bytes, o->ptx);
-        if (st->recv[k].on) nr += coll_stripes(st->recv[k].bytes, o->prx);
+        if (st->send[k].on) ns += ccoip_ring_stripes(st->send[k].bytes, o->ptx);
+        if (st->recv[k].on) nr += ccoip_ring_stripes(st->recv[k].bytes, o->prx);
     }
     o->sub = POS_C_IO;
     o->io_send = ns > 0 ? p->next_io : 0;
@@ -110,7 +106,7 @@ static void coll_io(ccoip_peer *p, uint32_t i, const ccoip_coll_plan *pl,
     for (uint32_t k = 0; k < CCOIP_COLL_PIECES; k++) {
         const ccoip_coll_xfer *x = &st->send[k];
         if (!x->on) continue;
-        const uint32_t n = coll_stripes(x->bytes, o->ptx);
+        const uint32_t n = ccoip_ring_stripes(x->bytes, o->ptx);
         for (uint32_t j = 0; j < n; j++) {
             /* Stripes split at element boundaries, alike at both ends. */
             const ccoip_span c = ccoip_ring_chunk(x->bytes / o->esize, n, j);
@@ -125,7 +121,7 @@ static void coll_io(ccoip_peer *p, uint32_t i, const ccoip_coll_plan *pl,
     for (uint32_t k = 0; k < CCOIP_COLL_PIECES; k++) {
         const ccoip_coll_xfer *x = &st->recv[k];
         if (!x->on) continue;
-        const uint32_t n = coll_stripes(x->bytes, o->prx);
+        const uint32_t n = ccoip_ring_stripes(x->bytes, o->prx);
         for (uint32_t j = 0; j < n; j++) {
             const ccoip_span c = ccoip_ring_chunk(x->bytes / o->esize, n, j);
             const uint64_t off = c.offset * o->esize, len = c.count * o->esize;
@@ -159,10 +155,10 @@ static void coll_from_step(ccoip_peer *p, uint32_t i, const ccoip_coll_plan *pl,
     p_op *o = &p->ops[i];
     for (; t < pl->nsteps; t++) {
         ccoip_coll_step st;
-        ccoip_coll_step_get(pl, t, &st);
+        coll_step_at(o, pl, t, &st);
         if (coll_step_empty(&st)) continue; /* this rank has nothing to move in step t */
         o->step = t;
-        coll_io(p, i, pl, &st);
+        coll_io(p, i, &st);
         return;
     }
     o->step = pl->nsteps;
@@ -222,19 +218,15 @@ void p_coll_after_io(ccoip_peer *p, uint32_t i)
         p_ring_abort(p, i, pcclInternalError, "plan lost");
         return;
     }
-    ccoip_coll_step raw;
-    ccoip_coll_step_get(&pl, o->step, &raw);
-    ccoip_coll_step st = raw;
-    st.recv[0] = coll_fix(o, &pl, raw.recv[0]);
-    st.red_dst = coll_fix(o, &pl, raw.red_dst);
-    st.red_base = coll_fix(o, &pl, raw.red_base);
+    ccoip_coll_step st;
+    coll_step_at(o, &pl, o->step, &st);
     if (!st.reduce) {
         coll_from_step(p, i, &pl, o->step + 1u);
         return;
     }
     /* One REDUCE per stripe received, each the one its RING_RECV announced; then the AVG
      * division of the finished chunk (kernels of a slot run in order). */
-    const uint32_t n = coll_stripes(st.recv[0].bytes, o->prx);
+    const uint32_t n = ccoip_ring_stripes(st.recv[0].bytes, o->prx);
     uint64_t first = 0;
     for (uint32_t j = 0; j < n; j++) {
         const ccoip_span c = ccoip_ring_chunk(st.red_count, n, j);

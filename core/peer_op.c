@@ -207,14 +207,13 @@ static bool ring_can_start(const ccoip_peer *p)
 }
 
 /* The checks of a command of another kind than all-reduce (§6.8.3): pinned to an epoch, not
- * quantized, a known dtype, and an op the dtype has a kernel for where the kind reduces. */
+ * quantized, a known dtype (the op of the kinds that reduce is checked with the all-reduce's). */
 static bool ring_kind_ok(const ccoip_allreduce_args *a)
 {
     if ((uint32_t)a->kind >= CCOIP_COLL_KINDS) return false;
     if (a->kind == CCOIP_COLL_ALL_REDUCE) return true;
     if (a->pinned_epoch == 0 || a->quant_algorithm != pcclQuantNone) return false;
-    if (!ccoip_dtype_valid(a->dtype)) return false;
-    return !ccoip_coll_reduces(a->kind) || ccoip_reduce_supported(a->op, a->dtype);
+    return ccoip_dtype_valid(a->dtype);
 }
 
 pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)

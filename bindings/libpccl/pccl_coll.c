@@ -257,6 +257,36 @@ pcclResult_t pccl_coll_finish(pcclResult_t started, pcclWork_t *w, pcclCollectiv
     return r;
 }
 
+/* What every start shares: clears *work_out, checks the communicator and reads the options (*o)
+ * and whether a failure aborts the process (*abort_on_error). pcclSuccess, or the result the
+ * call returns (an invalid option or work_out NULL: refused). */
+static pcclResult_t start_prelude(const pcclComm_t *comm, ccoip_coll_kind kind,
+                                  const pcclCollectiveOptions_t *options, pcclWork_t **work_out,
+                                  pcclCollectiveOptions_t *o, bool *abort_on_error)
+{
+    if (work_out != NULL) *work_out = NULL;
+    *abort_on_error = false;
+    pcclResult_t r = pccl_comm_check(comm);
+    if (r != pcclSuccess) return r;
+    r = opts_read(options, o);
+    *abort_on_error = comm->abort_on_error ||
+                      (r == pcclSuccess && (o->flags & PCCL_COLLECTIVE_ABORT_ON_ERROR) != 0);
+    if (r != pcclSuccess || work_out == NULL) {
+        return refuse(*abort_on_error, kind, pcclInvalidArgument);
+    }
+    return pcclSuccess;
+}
+
+/* A group of fewer than two members (as PCCL 1.0: refused by the call, nothing started). */
+static pcclResult_t too_few_peers(bool abort_on_error, ccoip_coll_kind kind, uint64_t tag,
+                                  uint32_t world)
+{
+    pt_log(CCOIP_LOG_WARN, "pccl",
+           "%s (tag %llu): the peer group has %u member(s); update the topology until others join",
+           kind_name(kind), (unsigned long long)tag, (unsigned)world);
+    return refuse(abort_on_error, kind, pcclTooFewPeers);
+}
+
 /* Frees a stage that no work object took over (the op could not start). */
 static pcclResult_t stage_drop(const pccl_stage *stage, pcclResult_t r)
 {
@@ -270,17 +300,11 @@ static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, con
                                const pccl_stage *stage, uint64_t require_epoch,
                                pcclWork_t **work_out)
 {
-    if (work_out != NULL) *work_out = NULL;
-    pcclResult_t r = pccl_comm_check(comm);
+    pcclCollectiveOptions_t o;
+    bool abort_on_error = false;
+    pcclResult_t r = start_prelude(comm, kind, options, work_out, &o, &abort_on_error);
     if (r != pcclSuccess) return stage_drop(stage, r);
     pcclComm_t *c = (pcclComm_t *)(uintptr_t)comm;
-    pcclCollectiveOptions_t o;
-    r = opts_read(options, &o);
-    const bool abort_on_error =
-        c->abort_on_error || (r == pcclSuccess && (o.flags & PCCL_COLLECTIVE_ABORT_ON_ERROR) != 0);
-    if (r != pcclSuccess || work_out == NULL) {
-        return stage_drop(stage, refuse(abort_on_error, kind, pcclInvalidArgument));
-    }
     const bool reduces = ccoip_coll_reduces(kind);
     if (!ccoip_dtype_valid(dtype) || (reduces && !ccoip_reduce_supported(op, dtype))) {
         pt_log(CCOIP_LOG_ERROR, "pccl", "%s: unknown data type %d or an op it has no kernel for",
@@ -290,11 +314,7 @@ static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, con
     pt_peer_info info;
     pt_peer_info_get(c->d, &info);
     if (info.world_size < 2) {
-        pt_log(CCOIP_LOG_WARN, "pccl",
-               "%s (tag %llu): the peer group has %u member(s); update the topology until others "
-               "join",
-               kind_name(kind), (unsigned long long)o.tag, (unsigned)info.world_size);
-        return stage_drop(stage, refuse(abort_on_error, kind, pcclTooFewPeers));
+        return stage_drop(stage, too_few_peers(abort_on_error, kind, o.tag, info.world_size));
     }
     if (info.rank < 0 || (require_epoch != 0 && info.epoch != require_epoch)) {
         pt_log(CCOIP_LOG_WARN, "pccl",
@@ -464,17 +484,12 @@ static pcclResult_t allreduce_start(const void *sendbuff, void *recvbuff,
                                     const pcclCollectiveOptions_t *options,
                                     const pcclComm_t *communicator, pcclWork_t **work_out)
 {
-    if (work_out != NULL) *work_out = NULL;
-    pcclResult_t r = pccl_comm_check(communicator);
+    pcclCollectiveOptions_t o;
+    bool abort_on_error = false;
+    pcclResult_t r =
+        start_prelude(communicator, CCOIP_COLL_ALL_REDUCE, options, work_out, &o, &abort_on_error);
     if (r != pcclSuccess) return r;
     pcclComm_t *c = (pcclComm_t *)(uintptr_t)communicator;
-    pcclCollectiveOptions_t o;
-    r = opts_read(options, &o);
-    const bool abort_on_error =
-        c->abort_on_error || (r == pcclSuccess && (o.flags & PCCL_COLLECTIVE_ABORT_ON_ERROR) != 0);
-    if (r != pcclSuccess || work_out == NULL) {
-        return refuse(abort_on_error, CCOIP_COLL_ALL_REDUCE, pcclInvalidArgument);
-    }
     ccoip_cmd cmd;
     memset(&cmd, 0, sizeof cmd);
     cmd.type = CCOIP_CMD_ALL_REDUCE;
@@ -484,11 +499,8 @@ static pcclResult_t allreduce_start(const void *sendbuff, void *recvbuff,
     pt_peer_info info;
     pt_peer_info_get(c->d, &info);
     if (info.world_size < 2) {
-        pt_log(CCOIP_LOG_WARN, "pccl",
-               "all-reduce (tag %llu): the peer group has %u member(s); update the topology until "
-               "others join",
-               (unsigned long long)cmd.allreduce.tag, (unsigned)info.world_size);
-        return refuse(abort_on_error, CCOIP_COLL_ALL_REDUCE, pcclTooFewPeers);
+        return too_few_peers(abort_on_error, CCOIP_COLL_ALL_REDUCE, cmd.allreduce.tag,
+                             info.world_size);
     }
     cmd.allreduce.timeout_ms = o.timeout_ms != 0 ? o.timeout_ms : c->timeout_ms;
     cmd.allreduce.premul = o.premul_scalar;
