@@ -45,19 +45,7 @@
 
 #include "coll_common.h"
 #include "pccl.h"
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
+#include "pccl_bench_peer.h"
 
 typedef struct options {
     const char *url;
@@ -149,42 +137,6 @@ static bool parse_args(int argc, char **argv, options *o)
     return true;
 }
 
-static int wait_for_world(pcclComm_t *comm, const options *o)
-{
-    const double t0 = now_us();
-    for (;;) {
-        int ws = 0;
-        if (pcclGetAttribute(comm, PCCL_ATTRIBUTE_CURRENT_WORLD_SIZE, &ws) != pcclSuccess) return 2;
-        if ((uint32_t)ws >= o->world) {
-            if ((uint32_t)ws > o->world) {
-                fprintf(stderr, "pccl_coll_bench %u: world %d > %u\n", o->index, ws, o->world);
-                return 2;
-            }
-            return 0;
-        }
-        if (now_us() - t0 > (double)o->timeout_ms * 1e3) {
-            fprintf(stderr, "pccl_coll_bench %u: world stays %d < %u\n", o->index, ws, o->world);
-            return 2;
-        }
-        bool pending = false;
-        if (pcclArePeersPending(comm, &pending) == pcclSuccess && !pending) sleep_ms(5);
-        const pcclResult_t r = pcclUpdateTopology(comm);
-        if (r != pcclSuccess && r != pcclUpdateTopologyFailed) {
-            fprintf(stderr, "pccl_coll_bench %u: update topology: %d\n", o->index, (int)r);
-            return 2;
-        }
-    }
-}
-
-/* PCCL_ATTRIBUTE_COPIED_BYTES: the copied-byte count modulo 2^31. */
-static int copied_low(pcclComm_t *comm, uint32_t *out)
-{
-    int v = 0;
-    if (pcclGetAttribute(comm, PCCL_ATTRIBUTE_COPIED_BYTES, &v) != pcclSuccess || v < 0) return 1;
-    *out = (uint32_t)v;
-    return 0;
-}
-
 /* One collective of kind k; count per block (blocked kinds) or of the tensor. */
 static pcclResult_t run_op(coll_kind k, pcclComm_t *comm, float *send, float *recv, uint64_t count,
                            const pcclCollectiveOptions_t *opts, pcclCollectiveInfo_t *info)
@@ -271,10 +223,10 @@ static int run_size(pcclComm_t *comm, const options *o, uint32_t rank, uint64_t 
         opts.tag = (*tag)++;
         memset(&info, 0, sizeof info);
         uint32_t c0 = 0;
-        if (timed && copied_low(comm, &c0) != 0) return 1;
-        const double t0 = now_us();
+        if (timed && pccl_bench_copied_low(comm, &c0) != 0) return 1;
+        const double t0 = pccl_bench_now_us();
         const pcclResult_t r = run_op(k, comm, send, recv, count, &opts, &info);
-        const double dt = now_us() - t0;
+        const double dt = pccl_bench_now_us() - t0;
         if (r != pcclSuccess) {
             fprintf(stderr, "pccl_coll_bench %u: %s of %" PRIu64 " bytes: %d\n", o->index,
                     coll_names[k], size, (int)r);
@@ -290,7 +242,7 @@ static int run_size(pcclComm_t *comm, const options *o, uint32_t rank, uint64_t 
         if (timed) {
             times[it - o->warmup] = dt;
             uint32_t c1 = 0;
-            if (copied_low(comm, &c1) != 0) return 1;
+            if (pccl_bench_copied_low(comm, &c1) != 0) return 1;
             copied = (c1 - c0) & 0x7fffffffu;
             tx = info.tx_bytes;
         }
@@ -327,20 +279,10 @@ int main(int argc, char **argv)
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (pcclInit() != pcclSuccess) return 2;
-    pcclCommCreateParams_t params;
-    memset(&params, 0, sizeof params);
-    params.p2p_connection_pool_size = o.pool;
-    pcclCommCreateOptions_t copts = PCCL_COMM_CREATE_OPTIONS_INIT;
-    copts.master_url = o.url;
-    copts.timeout_ms = o.timeout_ms;
     pcclComm_t *comm = NULL;
-    if (pcclCreateCommunicatorEx(&params, &copts, &comm) != pcclSuccess) return 2;
-    const pcclResult_t r = pcclConnect(comm);
-    if (r != pcclSuccess) {
-        fprintf(stderr, "pccl_coll_bench %u: connect: %d\n", o.index, (int)r);
+    if (pccl_bench_connect("pccl_coll_bench", o.index, o.url, o.pool, o.timeout_ms, &comm) != 0)
         return 2;
-    }
-    int rc = wait_for_world(comm, &o);
+    int rc = pccl_bench_wait_for_world("pccl_coll_bench", comm, o.index, o.world, o.timeout_ms);
     if (rc != 0) return rc;
     int rank = -1;
     if (pcclGetAttribute(comm, PCCL_ATTRIBUTE_RANK, &rank) != pcclSuccess || rank < 0 ||
