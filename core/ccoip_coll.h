@@ -107,6 +107,7 @@ typedef struct ccoip_coll_plan {
  *   gather                      count, world * count at the root (0 elsewhere)
  *   scatter                     world * count at the root (0 elsewhere), count
  *   barrier                     0, 0
+ *   send / recv                 count, 0 / 0, count (root: the other member's rank)
  * (elements of esize bytes). Returns pcclSuccess, or pcclInvalidArgument for an unknown kind,
  * world 0 or above CCOIP_RING_WORLD_MAX, rank or root >= world, esize 0, or sizes beyond 2^62.
  */
@@ -132,12 +133,24 @@ bool ccoip_coll_reduces(ccoip_coll_kind kind);
 /** True for the kinds that name a root. */
 bool ccoip_coll_rooted(ccoip_coll_kind kind);
 
+/** True for SEND and RECV (docs/protocol.md §6.8.4): two members, no plan, no relay. */
+bool ccoip_coll_p2p(ccoip_coll_kind kind);
+
+/**
+ * The tag a send/recv goes by on the wire and in the peer's op table (docs/protocol.md §6.8.4):
+ * a mix of the caller's tag and the pair (sender's rank src, receiver's rank dst), top bit set,
+ * so that the sends and receives of one tag between different pairs, and a collective of the
+ * same tag, are different ops. Both members compute it alike.
+ */
+uint64_t ccoip_p2p_tag(uint64_t tag, uint32_t src, uint32_t dst);
+
 /**
  * Rank's plan of one op (any kind but ALL_REDUCE, which the ring of ccoip_ring.h runs).
  * in_place: SEND and RECV alias as the kind allows (all-gather: SEND is RECV's block `rank`;
  * reduce-scatter: RECV is SEND's block `rank`; all-to-all, reduce, broadcast: the same buffer;
  * gather at the root: SEND is RECV's block `root`; scatter at the root: RECV is SEND's block
- * `root`). Returns pcclSuccess, or pcclInvalidArgument (as ccoip_coll_sizes; ALL_REDUCE).
+ * `root`). Returns pcclSuccess, or pcclInvalidArgument (as ccoip_coll_sizes; ALL_REDUCE, SEND,
+ * RECV).
  */
 pcclResult_t ccoip_coll_plan_make(ccoip_coll_kind kind, uint64_t count, uint64_t esize,
                                   pcclRedOp_t op, uint32_t world, uint32_t rank, uint32_t root,

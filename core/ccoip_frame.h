@@ -146,6 +146,10 @@ typedef enum ccoip_data_kind {
     CCOIP_DATA_CHALLENGE = 11      /**< Authenticated runs: the acceptor's nonce (§8.0). */
 } ccoip_data_kind;
 
+/** A HELLO whose `step` is this opens a pair link for one send / recv (docs/protocol.md §8.5),
+ *  not a ring link; its `offset` carries the op's seq. */
+#define CCOIP_DATA_PAIR_STEP (0xFFFFFFFFu)
+
 /** Number of data kinds plus one (kinds are 1 .. CCOIP_DATA_KIND_END - 1). */
 #define CCOIP_DATA_KIND_END (12u)
 

@@ -140,6 +140,13 @@
  *       member's input before the ring; the reductions are pcclSum's.
  *       ccoip_allreduce_args.premul carries the member's own factor (never
  *       on the wire: members may differ).
+ *   v13 (core, issue 20) send / recv (docs/protocol.md §6.8.4): kinds
+ *       CCOIP_COLL_SEND / CCOIP_COLL_RECV (root = the other member's rank;
+ *       SEND binds only SEND, RECV only RECV). The op's data goes over a pair
+ *       link the sender dials (CONNECT to the receiver's p2p listener, a
+ *       HELLO marked as a pair hello) and the receiver accepts: one RING_SEND
+ *       and one RING_RECV of the whole buffer on that connection, which the
+ *       op closes when it ends. No new action or event.
  */
 #ifndef CCOIP_SM_H
 #define CCOIP_SM_H
@@ -237,11 +244,17 @@ typedef enum ccoip_coll_kind {
     CCOIP_COLL_ALL_TO_ALL = 5,
     CCOIP_COLL_GATHER = 6,
     CCOIP_COLL_SCATTER = 7,
-    CCOIP_COLL_BARRIER = 8
+    CCOIP_COLL_BARRIER = 8,
+    /** Point to point (docs/protocol.md §6.8.4): root is the receiver's rank. */
+    CCOIP_COLL_SEND = 9,
+    /** Point to point: root is the sender's rank. */
+    CCOIP_COLL_RECV = 10
 } ccoip_coll_kind;
 
-/** Number of ccoip_coll_kind values. */
+/** Number of the group-wide kinds (ALL_REDUCE .. BARRIER): every member of the group takes part. */
 #define CCOIP_COLL_KINDS 9u
+/** Number of ccoip_coll_kind values (the group-wide kinds, then SEND and RECV). */
+#define CCOIP_COLL_KINDS_ALL 11u
 
 typedef struct ccoip_allreduce_args {
     uint64_t tag;
@@ -260,7 +273,8 @@ typedef struct ccoip_allreduce_args {
     bool in_place;
     /* ---- contract v11 (issue 20): the collective set ---- */
     ccoip_coll_kind kind; /**< 0: all-reduce */
-    uint32_t root;        /**< broadcast, reduce, gather, scatter: the root's rank */
+    uint32_t root;        /**< broadcast, reduce, gather, scatter: the root's rank; send / recv: the
+                               other member's rank */
     /**
      * The epoch whose ring the caller sized its buffers and named its root for (0: not pinned,
      * the all-reduce's). Every kind but ALL_REDUCE must be pinned; the master refuses the op

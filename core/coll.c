@@ -34,6 +34,23 @@ bool ccoip_coll_reduces(ccoip_coll_kind kind)
            kind == CCOIP_COLL_REDUCE_SCATTER;
 }
 
+bool ccoip_coll_p2p(ccoip_coll_kind kind)
+{
+    return kind == CCOIP_COLL_SEND || kind == CCOIP_COLL_RECV;
+}
+
+uint64_t ccoip_p2p_tag(uint64_t tag, uint32_t src, uint32_t dst)
+{
+    /* Two rounds of a 64-bit finalizer over the tag and the pair: a different pair or tag gives
+     * another key but for a 2^-64 chance; the top bit keeps it apart from small user tags. */
+    uint64_t z = tag ^ 0x7032702074616700ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z ^= ((uint64_t)src << 32 | dst) * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return z | ((uint64_t)1 << 63);
+}
+
 bool ccoip_coll_rooted(ccoip_coll_kind kind)
 {
     return kind == CCOIP_COLL_BROADCAST || kind == CCOIP_COLL_REDUCE || kind == CCOIP_COLL_GATHER ||
@@ -44,7 +61,7 @@ pcclResult_t ccoip_coll_sizes(ccoip_coll_kind kind, uint64_t count, uint64_t esi
                               uint32_t rank, uint32_t root, uint64_t *send_bytes,
                               uint64_t *recv_bytes)
 {
-    if ((uint32_t)kind >= CCOIP_COLL_KINDS || world == 0 || world > CCOIP_RING_WORLD_MAX ||
+    if ((uint32_t)kind >= CCOIP_COLL_KINDS_ALL || world == 0 || world > CCOIP_RING_WORLD_MAX ||
         rank >= world || root >= world || esize == 0 || send_bytes == NULL || recv_bytes == NULL) {
         return pcclInvalidArgument;
     }
@@ -82,6 +99,12 @@ pcclResult_t ccoip_coll_sizes(ccoip_coll_kind kind, uint64_t count, uint64_t esi
         break;
     case CCOIP_COLL_BARRIER:
         break;
+    case CCOIP_COLL_SEND:
+        s = b;
+        break;
+    case CCOIP_COLL_RECV:
+        r = b;
+        break;
     }
     *send_bytes = s;
     *recv_bytes = r;
@@ -91,7 +114,8 @@ pcclResult_t ccoip_coll_sizes(ccoip_coll_kind kind, uint64_t count, uint64_t esi
 bool ccoip_coll_relay_use(ccoip_coll_kind kind, uint64_t count, uint64_t esize, uint32_t world,
                           uint64_t relay_max)
 {
-    if (kind == CCOIP_COLL_ALL_REDUCE || relay_max == 0 || world < 2) return false;
+    if (kind == CCOIP_COLL_ALL_REDUCE || ccoip_coll_p2p(kind) || relay_max == 0 || world < 2)
+        return false;
     uint64_t most = 0;
     for (uint32_t r = 0; r < world && r < 2u; r++) {
         /* Rank 0 as the root and rank 1 as another member bound every rank's sizes. */
@@ -114,7 +138,8 @@ pcclResult_t ccoip_coll_plan_make(ccoip_coll_kind kind, uint64_t count, uint64_t
                                   pcclRedOp_t op, uint32_t world, uint32_t rank, uint32_t root,
                                   bool in_place, ccoip_coll_plan *out)
 {
-    if (out == NULL || kind == CCOIP_COLL_ALL_REDUCE) return pcclInvalidArgument;
+    if (out == NULL || kind == CCOIP_COLL_ALL_REDUCE || ccoip_coll_p2p(kind))
+        return pcclInvalidArgument;
     memset(out, 0, sizeof *out);
     pcclResult_t r =
         ccoip_coll_sizes(kind, count, esize, world, rank, root, &out->send_bytes, &out->recv_bytes);
@@ -133,6 +158,8 @@ pcclResult_t ccoip_coll_plan_make(ccoip_coll_kind kind, uint64_t count, uint64_t
     switch (kind) {
     case CCOIP_COLL_ALL_REDUCE:
     case CCOIP_COLL_BARRIER:
+    case CCOIP_COLL_SEND:
+    case CCOIP_COLL_RECV:
         break;
     case CCOIP_COLL_BROADCAST: {
         uint64_t s = (b + CCOIP_COLL_BCAST_SLICE_BYTES - 1u) / CCOIP_COLL_BCAST_SLICE_BYTES;
@@ -395,6 +422,8 @@ void ccoip_coll_step_get(const ccoip_coll_plan *pl, uint32_t t, ccoip_coll_step 
         break;
     case CCOIP_COLL_ALL_REDUCE:
     case CCOIP_COLL_BARRIER:
+    case CCOIP_COLL_SEND:
+    case CCOIP_COLL_RECV:
         break;
     }
 }

@@ -3,13 +3,13 @@
  * (docs/protocol.md §6.8, docs/core.md §2.4): the initiate vote per
  * (group, tag) with agreement on every parameter, commence with (epoch,
  * seq), the completion vote, and exactly one verdict per op and member.
+ * Send / recv's differences are master_p2p.c's.
  *
- * Scale (issue 5): ops live in a pool grown on demand, found by (group, tag)
- * through an open-addressing index; each op keeps its own member list sorted
- * by peer id, so no pass walks every peer or every op. A progress pass
- * examines only the ops that changed (op_dirty), plus every voting op when
- * the topology changed (op_world_sig); vote and completion deadlines sit in a
- * FIFO, in the order they were armed (time order).
+ * Scale (issue 5): the op table (master_coll_table.c) finds an op by
+ * (group, tag) and keeps its members sorted by peer id, so no pass walks
+ * every peer or every op. A progress pass examines only the ops that changed
+ * (the dirty list), plus every voting op when the topology changed
+ * (op_world_sig); deadlines sit in a FIFO in time order.
  */
 #include <assert.h>
 #include <stdlib.h>
@@ -20,308 +20,6 @@
 #include "ccoip_quant.h"
 #include "ccoip_reduce.h"
 #include "master_internal.h"
-
-#define OP_NONE UINT32_MAX
-
-static uint64_t coll_key_hash(uint32_t group, uint64_t tag)
-{
-    uint64_t z = tag ^ ((uint64_t)group * 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
-    return z ^ (z >> 29);
-}
-
-/* The next op of (group, tag) in the index from probe position *at on (advanced past it), or
- * OP_NONE at the end of the probe chain; a tag may have a running op whose members still
- * complete and a voting one for its next use. */
-static uint32_t coll_probe(const ccoip_master *m, uint32_t group, uint64_t tag, uint32_t *at)
-{
-    const uint32_t mask = m->coll.op_index_cap - 1u;
-    for (;; *at = (*at + 1u) & mask) {
-        const uint32_t op = m->coll.op_index[*at];
-        if (op == OP_NONE) return OP_NONE;
-        if (m->coll.ops[op].group == group && m->coll.ops[op].tag == tag) {
-            *at = (*at + 1u) & mask;
-            return op;
-        }
-    }
-}
-
-static uint32_t coll_probe_start(const ccoip_master *m, uint32_t group, uint64_t tag)
-{
-    return (uint32_t)coll_key_hash(group, tag) & (m->coll.op_index_cap - 1u);
-}
-
-/* The op of (group, tag) in state st (and with seq, for a running one). */
-static uint32_t coll_find(const ccoip_master *m, uint32_t group, uint64_t tag, m_op_state st,
-                          uint64_t seq)
-{
-    if (m->coll.op_index_cap == 0) return OP_NONE;
-    uint32_t at = coll_probe_start(m, group, tag);
-    for (uint32_t op = coll_probe(m, group, tag, &at); op != OP_NONE;
-         op = coll_probe(m, group, tag, &at)) {
-        if (m->coll.ops[op].state == st && (st != MOP_RUNNING || m->coll.ops[op].seq == seq))
-            return op;
-    }
-    return OP_NONE;
-}
-
-/* True if slot is in a running op of (group, tag) and has not completed it yet. */
-static bool coll_running_member(ccoip_master *m, uint32_t group, uint64_t tag, uint32_t slot);
-
-static void coll_index_put(ccoip_master *m, uint32_t op)
-{
-    const uint32_t mask = m->coll.op_index_cap - 1u;
-    uint32_t i = (uint32_t)coll_key_hash(m->coll.ops[op].group, m->coll.ops[op].tag) & mask;
-    while (m->coll.op_index[i] != OP_NONE)
-        i = (i + 1u) & mask;
-    m->coll.op_index[i] = op;
-}
-
-/* Removes op from the index (backward-shift deletion keeps probe chains intact). */
-static void coll_index_del(ccoip_master *m, uint32_t op)
-{
-    const uint32_t mask = m->coll.op_index_cap - 1u;
-    uint32_t i = (uint32_t)coll_key_hash(m->coll.ops[op].group, m->coll.ops[op].tag) & mask;
-    while (m->coll.op_index[i] != op)
-        i = (i + 1u) & mask;
-    uint32_t j = i;
-    for (;;) {
-        m->coll.op_index[i] = OP_NONE;
-        for (;;) {
-            j = (j + 1u) & mask;
-            const uint32_t o = m->coll.op_index[j];
-            if (o == OP_NONE) return;
-            const uint32_t home =
-                (uint32_t)coll_key_hash(m->coll.ops[o].group, m->coll.ops[o].tag) & mask;
-            /* o may move to i iff its home is not cyclically in (i, j]. */
-            const bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
-            if (!stays) break;
-        }
-        m->coll.op_index[i] = m->coll.op_index[j];
-        i = j;
-    }
-}
-
-/* Makes room for one more live op: pool and index. False on allocation failure. */
-static bool coll_reserve(ccoip_master *m)
-{
-    if (m->coll.ops_hi == m->coll.ops_cap) {
-        uint32_t cap = m->coll.ops_cap == 0 ? 16u : m->coll.ops_cap * 2u;
-        m_op *ops = realloc(m->coll.ops, (size_t)cap * sizeof(m_op));
-        if (ops == NULL) return false;
-        memset(ops + m->coll.ops_cap, 0, (size_t)(cap - m->coll.ops_cap) * sizeof(m_op));
-        m->coll.ops = ops;
-        m->coll.ops_cap = cap;
-    }
-    if (2u * (m->coll.ops_live + 1u) > m->coll.op_index_cap) {
-        uint32_t cap = m->coll.op_index_cap == 0 ? 32u : m->coll.op_index_cap * 2u;
-        uint32_t *idx = malloc((size_t)cap * sizeof(uint32_t));
-        if (idx == NULL) return false;
-        memset(idx, 0xff, (size_t)cap * sizeof(uint32_t));
-        free(m->coll.op_index);
-        m->coll.op_index = idx;
-        m->coll.op_index_cap = cap;
-        for (uint32_t i = 0; i < m->coll.ops_hi; i++) {
-            if (m->coll.ops[i].state != MOP_FREE) coll_index_put(m, i);
-        }
-    }
-    return true;
-}
-
-/* The lowest free op (the order the old fixed table allocated in); coll_reserve first. */
-static uint32_t coll_alloc(ccoip_master *m, uint32_t group, uint64_t tag)
-{
-    uint32_t i = m->coll.ops_free_hint;
-    while (i < m->coll.ops_hi && m->coll.ops[i].state != MOP_FREE)
-        i++;
-    if (i == m->coll.ops_hi) m->coll.ops_hi++;
-    m->coll.ops_free_hint = i + 1u;
-    m_op *o = &m->coll.ops[i];
-    m_op_member *mem = o->mem;
-    uint32_t cap = o->mem_cap, gen = o->timer_gen;
-    memset(o, 0, sizeof(*o));
-    o->mem = mem;
-    o->mem_cap = cap;
-    o->timer_gen = gen;
-    o->group = group;
-    o->tag = tag;
-    o->anchor = M_SLOT_NONE;
-    m_op_set_state(m, o, MOP_VOTING); /* ops_live */
-    coll_index_put(m, i);
-    return i;
-}
-
-static void coll_free(ccoip_master *m, uint32_t op)
-{
-    m_op *o = &m->coll.ops[op];
-    assert(o->state != MOP_FREE);
-    for (uint32_t k = 0; k < o->mem_n; k++) {
-        m->sess.peers[o->mem[k].slot].n_ops--;
-        free(o->mem[k].relay);
-        o->mem[k].relay = NULL;
-    }
-    coll_index_del(m, op);
-    m_op_set_state(m, o, MOP_FREE); /* ops_live, n_running */
-    o->mem_n = 0;
-    o->has_first = false;
-    o->timer_gen++;
-    if (op < m->coll.ops_free_hint) m->coll.ops_free_hint = op;
-}
-
-bool m_coll_init(ccoip_master *m)
-{
-    /* The op pool, its index, the dirty list and the timers grow on demand (coll_reserve). */
-    m->coll.next_seq = 1;
-    return true;
-}
-
-void m_coll_deinit(ccoip_master *m)
-{
-    for (uint32_t i = 0; i < m->coll.ops_cap; i++) {
-        for (uint32_t k = 0; m->coll.ops[i].state != MOP_FREE && k < m->coll.ops[i].mem_n; k++)
-            free(m->coll.ops[i].mem[k].relay);
-        free(m->coll.ops[i].mem);
-    }
-    free(m->coll.ops);
-    free(m->coll.op_index);
-    free(m->coll.op_dirty);
-    free(m->coll.op_timers);
-    m->coll.ops = NULL;
-    m->coll.op_index = NULL;
-    m->coll.op_dirty = NULL;
-    m->coll.op_timers = NULL;
-}
-
-/* The member record of slot in op, or NULL (binary search by peer id). */
-static m_op_member *coll_mem(ccoip_master *m, uint32_t op, uint32_t slot)
-{
-    m_op *o = &m->coll.ops[op];
-    const uint64_t id = m->sess.peers[slot].id;
-    uint32_t lo = 0, hi = o->mem_n;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2u;
-        if (o->mem[mid].id < id) {
-            lo = mid + 1u;
-        } else {
-            hi = mid;
-        }
-    }
-    if (lo < o->mem_n && o->mem[lo].id == id && o->mem[lo].slot == slot) return &o->mem[lo];
-    return NULL;
-}
-
-static bool coll_running_member(ccoip_master *m, uint32_t group, uint64_t tag, uint32_t slot)
-{
-    if (m->coll.op_index_cap == 0 || m->sess.peers[slot].n_ops == 0) return false;
-    uint32_t at = coll_probe_start(m, group, tag);
-    for (uint32_t op = coll_probe(m, group, tag, &at); op != OP_NONE;
-         op = coll_probe(m, group, tag, &at)) {
-        if (m->coll.ops[op].state != MOP_RUNNING) continue;
-        const m_op_member *mm = coll_mem(m, op, slot);
-        if (mm != NULL && (mm->flags & MOM_MEMBER) && !(mm->flags & MOM_COMPLETED)) return true;
-    }
-    return false;
-}
-
-/* Adds slot to op (it must not be there); NULL on allocation failure. */
-static m_op_member *coll_mem_add(ccoip_master *m, uint32_t op, uint32_t slot)
-{
-    m_op *o = &m->coll.ops[op];
-    if (o->mem_n == o->mem_cap) {
-        uint32_t cap = o->mem_cap == 0 ? 16u : o->mem_cap * 2u;
-        m_op_member *mem = realloc(o->mem, (size_t)cap * sizeof(m_op_member));
-        if (mem == NULL) return NULL;
-        o->mem = mem;
-        o->mem_cap = cap;
-    }
-    const uint64_t id = m->sess.peers[slot].id;
-    uint32_t k = o->mem_n;
-    while (k > 0 && o->mem[k - 1u].id > id) {
-        o->mem[k] = o->mem[k - 1u];
-        k--;
-    }
-    o->mem_n++;
-    m_op_member *mm = &o->mem[k];
-    memset(mm, 0, sizeof(*mm));
-    mm->id = id;
-    mm->slot = slot;
-    m->sess.peers[slot].n_ops++;
-    return mm;
-}
-
-static void coll_mem_remove(ccoip_master *m, uint32_t op, m_op_member *mm)
-{
-    m_op *o = &m->coll.ops[op];
-    uint32_t k = (uint32_t)(mm - o->mem);
-    m->sess.peers[mm->slot].n_ops--;
-    free(mm->relay);
-    memmove(&o->mem[k], &o->mem[k + 1u], (size_t)(o->mem_n - k - 1u) * sizeof(m_op_member));
-    o->mem_n--;
-}
-
-static void coll_mark_dirty(ccoip_master *m, uint32_t op)
-{
-    m_op *o = &m->coll.ops[op];
-    if (o->dirty) return;
-    if (m->coll.op_dirty_n == m->coll.op_dirty_cap) {
-        uint32_t cap = m->coll.op_dirty_cap == 0 ? 64u : m->coll.op_dirty_cap * 2u;
-        uint32_t *d = realloc(m->coll.op_dirty, (size_t)cap * sizeof(uint32_t));
-        if (d == NULL) {
-            m->coll.op_world_sig = 0; /* forces a full pass instead */
-            return;
-        }
-        m->coll.op_dirty = d;
-        m->coll.op_dirty_cap = cap;
-    }
-    o->dirty = true;
-    m->coll.op_dirty[m->coll.op_dirty_n++] = op;
-}
-
-/* Arms op's deadline at now + vote timeout. */
-static void coll_arm(ccoip_master *m, uint32_t op)
-{
-    m_op *o = &m->coll.ops[op];
-    o->has_first = true;
-    o->first_ns = m->now;
-    o->timer_gen++;
-    if (m->coll.op_timers_n == m->coll.op_timers_cap) {
-        uint32_t cap = m->coll.op_timers_cap == 0 ? 64u : m->coll.op_timers_cap * 2u;
-        m_op_timer *t = malloc((size_t)cap * sizeof(m_op_timer));
-        if (t == NULL) {
-            sm_log(&m->out, CCOIP_LOG_ERROR, "master: out of memory: op tag %U has no deadline",
-                   o->tag);
-            return;
-        }
-        for (uint32_t k = 0; k < m->coll.op_timers_n; k++)
-            t[k] = m->coll.op_timers[(m->coll.op_timers_head + k) % m->coll.op_timers_cap];
-        free(m->coll.op_timers);
-        m->coll.op_timers = t;
-        m->coll.op_timers_cap = cap;
-        m->coll.op_timers_head = 0;
-    }
-    m_op_timer *t =
-        &m->coll.op_timers[(m->coll.op_timers_head + m->coll.op_timers_n) % m->coll.op_timers_cap];
-    t->due_ns = sm_add_sat(o->first_ns, sm_ms(m->cfg.vote_timeout_ms));
-    t->op = op;
-    t->gen = o->timer_gen;
-    m->coll.op_timers_n++;
-}
-
-static bool coll_timer_live(const ccoip_master *m, const m_op_timer *t)
-{
-    const m_op *o = &m->coll.ops[t->op];
-    return o->state != MOP_FREE && o->has_first && o->timer_gen == t->gen;
-}
-
-/* Drops stale deadlines from the FIFO's head. */
-static void coll_timers_prune(ccoip_master *m)
-{
-    while (m->coll.op_timers_n > 0 &&
-           !coll_timer_live(m, &m->coll.op_timers[m->coll.op_timers_head])) {
-        m->coll.op_timers_head = (m->coll.op_timers_head + 1u) % m->coll.op_timers_cap;
-        m->coll.op_timers_n--;
-    }
-}
 
 static void coll_send_verdict(ccoip_master *m, uint32_t op, uint32_t slot, uint64_t call)
 {
@@ -368,7 +66,7 @@ static void coll_try_finish(ccoip_master *m, uint32_t op)
             coll_send_verdict(m, op, mm->slot, mm->call);
         }
     }
-    coll_free(m, op);
+    m_op_free(m, op);
 }
 
 /* Accepted members of slot's group: its ring size while its group's ring is settled (every
@@ -434,24 +132,24 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
                         "too few peers in the group");
         return;
     }
-    if (coll_running_member(m, p->group, ci->tag, slot)) {
+    if (m_op_running_member(m, p->group, ci->tag, slot)) {
         m_answer_status(m, slot, call, CCOIP_PB_STATUS_INVALID_USAGE,
                         CCOIP_PB_REASON_ILLEGAL_MESSAGE, "tag already in use by a running op");
         return;
     }
-    uint32_t op = coll_find(m, p->group, ci->tag, MOP_VOTING, 0);
+    uint32_t op = m_op_find(m, p->group, ci->tag, MOP_VOTING, 0);
     if (p->n_ops >= m->cfg.max_ops) {
         m_answer_status(m, slot, call, CCOIP_PB_STATUS_INVALID_USAGE,
                         CCOIP_PB_REASON_RESOURCE_LIMIT, "too many collective operations");
         return;
     }
-    if (op == OP_NONE) {
-        if (!coll_reserve(m)) {
+    if (op == M_OP_NONE) {
+        if (!m_op_reserve(m)) {
             m_answer_status(m, slot, call, CCOIP_PB_STATUS_INVALID_USAGE,
                             CCOIP_PB_REASON_RESOURCE_LIMIT, "out of memory for collectives");
             return;
         }
-        op = coll_alloc(m, p->group, ci->tag);
+        op = m_op_alloc(m, p->group, ci->tag);
         m_op *o = &m->coll.ops[op];
         o->count = ci->count;
         o->dtype = ci->dtype;
@@ -462,30 +160,32 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
         o->kind = ci->kind;
         o->root = ci->root;
         o->mismatch = !coll_params_valid(m, ci);
-        coll_arm(m, op);
+        m_op_arm(m, op);
     } else {
         m_op *o = &m->coll.ops[op];
-        if (coll_mem(m, op, slot) != NULL) {
+        if (m_op_mem(m, op, slot) != NULL) {
             m_answer_status(m, slot, call, CCOIP_PB_STATUS_INVALID_USAGE,
                             CCOIP_PB_REASON_ILLEGAL_MESSAGE, "tag already initiated");
             return;
         }
         int32_t qd = ci->quant_algorithm == CCOIP_PB_QUANT_ALGORITHM_NONE ? 0 : ci->quant_dtype;
+        const bool p2p = m_p2p_kind(o->kind) || m_p2p_kind(ci->kind);
         if (o->count != ci->count || o->dtype != ci->dtype || o->op != ci->op ||
             o->quant_algorithm != ci->quant_algorithm || o->quant_dtype != qd ||
-            o->relay != ci->relay || o->kind != ci->kind || o->root != ci->root ||
-            !coll_params_valid(m, ci)) {
+            o->relay != ci->relay || (p2p ? !m_p2p_agree(o, ci) : o->kind != ci->kind) ||
+            (!p2p && o->root != ci->root) || !coll_params_valid(m, ci)) {
             o->mismatch = true;
         }
     }
-    m_op_member *mm = coll_mem_add(m, op, slot);
+    m_op_member *mm = m_op_mem_add(m, op, slot);
     if (mm == NULL) {
-        if (m->coll.ops[op].mem_n == 0) coll_free(m, op);
+        if (m->coll.ops[op].mem_n == 0) m_op_free(m, op);
         m_answer_status(m, slot, call, CCOIP_PB_STATUS_INVALID_USAGE,
                         CCOIP_PB_REASON_RESOURCE_LIMIT, "out of memory for collectives");
         return;
     }
     mm->flags = MOM_VOTED;
+    mm->p2p_send = ci->kind == CCOIP_PB_COLLECTIVE_KIND_SEND;
     mm->call = call;
     mm->opt_epoch = ci->optimistic_epoch;
     mm->pin_epoch = ci->pinned_epoch;
@@ -503,7 +203,7 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
     }
     m->coll.ops[op].n_voted++;
     m->coll.ops[op].anchor = slot;
-    coll_mark_dirty(m, op);
+    m_op_mark_dirty(m, op);
 }
 
 /* An optimistic member's completion (seq 0, §6.8.1): the running op of (group, tag) it has not
@@ -514,12 +214,12 @@ static bool coll_complete_optimistic(ccoip_master *m, uint32_t slot, uint64_t ca
                                      const ccoip_pb_collective_complete *cc, uint32_t *running)
 {
     const m_peer *p = &m->sess.peers[slot];
-    *running = OP_NONE;
+    *running = M_OP_NONE;
     if (m->coll.op_index_cap == 0) return false;
-    uint32_t at = coll_probe_start(m, p->group, cc->tag);
-    for (uint32_t op = coll_probe(m, p->group, cc->tag, &at); op != OP_NONE;
-         op = coll_probe(m, p->group, cc->tag, &at)) {
-        m_op_member *mm = coll_mem(m, op, slot);
+    uint32_t at = m_op_probe_start(m, p->group, cc->tag);
+    for (uint32_t op = m_op_probe(m, p->group, cc->tag, &at); op != M_OP_NONE;
+         op = m_op_probe(m, p->group, cc->tag, &at)) {
+        m_op_member *mm = m_op_mem(m, op, slot);
         if (mm == NULL) continue;
         if (m->coll.ops[op].state == MOP_RUNNING && (mm->flags & MOM_MEMBER) &&
             !(mm->flags & MOM_COMPLETED)) {
@@ -545,20 +245,20 @@ void m_coll_on_complete(ccoip_master *m, uint32_t slot, uint64_t call,
                         const ccoip_pb_collective_complete *cc)
 {
     m_peer *p = m_peer_at(m, slot);
-    uint32_t i = OP_NONE;
+    uint32_t i = M_OP_NONE;
     if (cc->seq == 0) {
         if (!coll_complete_optimistic(m, slot, call, cc, &i)) {
             sm_log(&m->out, CCOIP_LOG_INFO,
                    "master: completion of refused optimistic op tag %U dropped", cc->tag);
             return;
         }
-        if (i == OP_NONE) return; /* kept until the vote resolves */
+        if (i == M_OP_NONE) return; /* kept until the vote resolves */
     } else {
-        i = coll_find(m, p->group, cc->tag, MOP_RUNNING, cc->seq);
+        i = m_op_find(m, p->group, cc->tag, MOP_RUNNING, cc->seq);
     }
-    if (i != OP_NONE) {
+    if (i != M_OP_NONE) {
         m_op *o = &m->coll.ops[i];
-        m_op_member *mm = coll_mem(m, i, slot);
+        m_op_member *mm = m_op_mem(m, i, slot);
         if (mm == NULL || !(mm->flags & MOM_MEMBER) || (mm->flags & MOM_COMPLETED)) {
             m_evict(m, slot, CCOIP_PB_REASON_ILLEGAL_MESSAGE,
                     "completion of an operation it is not in");
@@ -567,7 +267,7 @@ void m_coll_on_complete(ccoip_master *m, uint32_t slot, uint64_t call,
         mm->flags |= MOM_COMPLETED;
         mm->call = call;
         o->n_done++;
-        if (!o->has_first) coll_arm(m, i);
+        if (!o->has_first) m_op_arm(m, i);
         if (cc->aborted && !o->aborted) {
             /* Its ring failed locally: a link broke (or the member's data was not finite and
              * it stopped mid-ring, cancelling its I/O), so the ring is re-wired too. A
@@ -575,7 +275,7 @@ void m_coll_on_complete(ccoip_master *m, uint32_t slot, uint64_t call,
             coll_abort(m, i,
                        cc->reason == CCOIP_PB_REASON_NON_FINITE ? CCOIP_PB_REASON_NON_FINITE
                                                                 : CCOIP_PB_REASON_PEER_LOST);
-            m_mark_rewire(m, o->group);
+            m_p2p_rewire(m, o);
         }
         coll_try_finish(m, i);
         return;
@@ -590,11 +290,11 @@ void m_coll_on_cancel(ccoip_master *m, uint32_t slot, const ccoip_pb_collective_
 {
     const m_peer *p = &m->sess.peers[slot];
     if (m->coll.op_index_cap == 0 || p->n_ops == 0) return;
-    uint32_t at = coll_probe_start(m, p->group, cc->tag);
-    for (uint32_t op = coll_probe(m, p->group, cc->tag, &at); op != OP_NONE;
-         op = coll_probe(m, p->group, cc->tag, &at)) {
+    uint32_t at = m_op_probe_start(m, p->group, cc->tag);
+    for (uint32_t op = m_op_probe(m, p->group, cc->tag, &at); op != M_OP_NONE;
+         op = m_op_probe(m, p->group, cc->tag, &at)) {
         m_op *o = &m->coll.ops[op];
-        const m_op_member *mm = coll_mem(m, op, slot);
+        const m_op_member *mm = m_op_mem(m, op, slot);
         if (mm == NULL) continue;
         if (o->state == MOP_RUNNING && (mm->flags & MOM_MEMBER) &&
             (cc->seq == 0 || cc->seq == o->seq)) {
@@ -605,7 +305,7 @@ void m_coll_on_cancel(ccoip_master *m, uint32_t slot, const ccoip_pb_collective_
             /* Cancelled I/O may leave frames mid-link: the group re-wires, as after a failed
              * ring. */
             coll_abort(m, op, CCOIP_PB_REASON_OP_TIMEOUT);
-            m_mark_rewire(m, o->group);
+            m_p2p_rewire(m, o);
             coll_try_finish(m, op);
             return;
         }
@@ -629,20 +329,20 @@ void m_coll_on_loss(ccoip_master *m, uint32_t slot)
     for (uint32_t i = 0; i < m->coll.ops_hi && m->sess.peers[slot].n_ops > 0; i++) {
         m_op *o = &m->coll.ops[i];
         if (o->state == MOP_FREE) continue;
-        m_op_member *mm = coll_mem(m, i, slot);
+        m_op_member *mm = m_op_mem(m, i, slot);
         if (mm == NULL) continue;
         uint8_t flags = mm->flags;
-        coll_mem_remove(m, i, mm);
+        m_op_mem_remove(m, i, mm);
         if (flags & MOM_VOTED) o->n_voted--;
         if (o->anchor == slot) o->anchor = M_SLOT_NONE;
-        coll_mark_dirty(m, i);
+        m_op_mark_dirty(m, i);
         if (o->state == MOP_RUNNING && (flags & MOM_MEMBER)) {
             o->n_member--;
             if (flags & MOM_COMPLETED) o->n_done--;
             coll_abort(m, i, CCOIP_PB_REASON_PEER_LOST);
             /* The lost peer is no member any more; the others may all be done. */
             if (o->n_member == 0) {
-                coll_free(m, i);
+                m_op_free(m, i);
             } else {
                 coll_try_finish(m, i);
             }
@@ -697,7 +397,7 @@ static void coll_refuse(ccoip_master *m, uint32_t i, int32_t status, int32_t rea
     /* Optimistic members cancelled a ring of this epoch: its frames are keyed by (epoch,
      * tag) only, so the group gets a new epoch before the tag is used again. */
     if (opt_here) m_mark_rewire(m, o->group);
-    coll_free(m, i);
+    m_op_free(m, i);
 }
 
 /* One voting op: commence, refuse, or wait. True if it changed. */
@@ -705,7 +405,7 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
 {
     m_op *o = &m->coll.ops[i];
     if (o->n_voted == 0) {
-        coll_free(m, i); /* every voter is gone: nobody waits for an answer */
+        m_op_free(m, i); /* every voter is gone: nobody waits for an answer */
         return true;
     }
     if (o->anchor == M_SLOT_NONE) {
@@ -719,7 +419,7 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
     const m_peer *a = &m->sess.peers[o->anchor];
     if (a->rewire || a->in_phase) return false;
     uint32_t required = a->ring_size;
-    if (o->n_voted < required) return false;
+    if (o->n_voted < m_p2p_ballots(o, required)) return false;
     uint64_t ring_epoch = a->ring_epoch;
     /* Optimistic members (§6.8.1) already run the ring of their epoch: the op succeeds only if
      * every member does so in the group's current epoch. Otherwise it is aborted: with the
@@ -776,7 +476,7 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
         const int rr = m_relay_answer(m, o, required);
         if (rr < 0) {
             m->coll.relay_wait = true; /* the next step (at once) tries again */
-            coll_mark_dirty(m, i);
+            m_op_mark_dirty(m, i);
             return false;
         }
         if (rr > 0) {
@@ -785,7 +485,7 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
             return true;
         }
         m->coll.relayed_ops++;
-        coll_free(m, i);
+        m_op_free(m, i);
         return true;
     }
     m_op_set_state(m, o, MOP_RUNNING); /* n_running */
@@ -809,7 +509,7 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
                                 ? CCOIP_PB_STATUS_INVALID_ARGUMENT
                                 : CCOIP_PB_STATUS_RANK_CONNECTION_LOST,
                             abort_reason, "collective aborted before it commenced");
-            coll_mem_remove(m, i, mm);
+            m_op_mem_remove(m, i, mm);
             k--;
             continue;
         }
@@ -832,14 +532,14 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
         env.body.collective_commence.seq = opt_here ? 0 : o->seq;
         env.body.collective_commence.epoch = o->epoch;
         env.body.collective_commence.world_size = required;
-        m_send(m, mm->slot, &env);
+        m_p2p_commence(m, o, mm, &env);
         mm->flags = MOM_MEMBER;
         mm->call = 0;
         o->n_member++;
     }
     o->n_voted = 0;
     o->anchor = M_SLOT_NONE;
-    if (o->n_done > 0) coll_arm(m, i);
+    if (o->n_done > 0) m_op_arm(m, i);
     if (abort_reason != 0) {
         coll_abort(m, i, abort_reason);
         if (opt_here) m_mark_rewire(m, o->group);
@@ -851,7 +551,7 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
 /* Resolves initiate votes whose every member has voted (in op order). */
 bool m_coll_progress(ccoip_master *m)
 {
-    coll_timers_prune(m);
+    m_op_timers_prune(m);
     m->coll.relay_wait = false;
     bool changed = false;
     /* A group commences while its own ring is settled (not re-wiring, not in a phase); other
@@ -900,6 +600,15 @@ static void coll_expire(ccoip_master *m, uint32_t i)
     o->timer_gen++;
     m_op_state st = o->state;
     uint32_t group = o->group;
+    if (st == MOP_VOTING && m_p2p_kind(o->kind)) {
+        /* A send / recv whose other member never came (§6.8.4): refused, nobody evicted (the
+         * rest of the group has no part in it). */
+        sm_log(&m->out, CCOIP_LOG_WARN, "master: %s tag %U of group %u unmatched in time",
+               o->kind == CCOIP_PB_COLLECTIVE_KIND_SEND ? "send" : "recv", o->tag, group);
+        coll_refuse(m, i, CCOIP_PB_STATUS_TIMEOUT, CCOIP_PB_REASON_VOTE_UNMATCHED,
+                    "no matching send or receive within the vote timeout", false);
+        return;
+    }
     if (st == MOP_VOTING) {
         uint32_t members = 0;
         uint64_t ring_epoch = 0;
@@ -928,14 +637,14 @@ static void coll_expire(ccoip_master *m, uint32_t i)
                "master: collective tag %U seq %U: %u of %u members completed in time: aborting",
                o->tag, o->seq, o->n_done, o->n_member);
         coll_abort(m, i, CCOIP_PB_REASON_VOTE_TIMEOUT);
-        m_mark_rewire(m, group);
+        m_p2p_rewire(m, o);
         return;
     }
     uint64_t last = 0;
     for (uint32_t s = m_next_by_id(m, 0); s != M_SLOT_NONE; s = m_next_by_id(m, last)) {
         last = m->sess.peers[s].id;
         const m_peer *p = &m->sess.peers[s];
-        const m_op_member *mm = coll_mem(m, i, s);
+        const m_op_member *mm = m_op_mem(m, i, s);
         uint8_t f = mm != NULL ? mm->flags : 0;
         if (st == MOP_VOTING && p->state == MP_ACCEPTED && p->group == group && !(f & MOM_VOTED)) {
             m_evict(m, s, CCOIP_PB_REASON_VOTE_TIMEOUT, "did not initiate the collective");
@@ -948,13 +657,13 @@ static void coll_expire(ccoip_master *m, uint32_t i)
 
 void m_coll_timers(ccoip_master *m)
 {
-    coll_timers_prune(m);
+    m_op_timers_prune(m);
     uint32_t n = 0;
     for (uint32_t k = 0; k < m->coll.op_timers_n; k++) {
         const m_op_timer *t =
             &m->coll.op_timers[(m->coll.op_timers_head + k) % m->coll.op_timers_cap];
         if (t->due_ns > m->now) break;
-        if (coll_timer_live(m, t)) n++;
+        if (m_op_timer_live(m, t)) n++;
     }
     if (n == 0) return;
     /* Every op due now, examined in op order (as a pass over the table would); evictions
@@ -966,7 +675,7 @@ void m_coll_timers(ccoip_master *m)
         const m_op_timer *t =
             &m->coll.op_timers[(m->coll.op_timers_head + k) % m->coll.op_timers_cap];
         if (t->due_ns > m->now) break;
-        if (coll_timer_live(m, t)) due[got++] = t->op;
+        if (m_op_timer_live(m, t)) due[got++] = t->op;
     }
     qsort(due, got, sizeof(uint32_t), m_cmp_u32);
     for (uint32_t k = 0; k < got; k++) {
@@ -986,7 +695,7 @@ uint64_t m_coll_deadline(const ccoip_master *m)
     for (uint32_t k = 0; k < m->coll.op_timers_n; k++) {
         const m_op_timer *t =
             &m->coll.op_timers[(m->coll.op_timers_head + k) % m->coll.op_timers_cap];
-        if (coll_timer_live(m, t)) return t->due_ns;
+        if (m_op_timer_live(m, t)) return t->due_ns;
     }
     return CCOIP_NO_DEADLINE;
 }

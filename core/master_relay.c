@@ -125,6 +125,8 @@ static pcclResult_t relay_output(const m_op *o, const uint8_t *const *in, uint32
     case CCOIP_COLL_BARRIER:
         return pcclSuccess;
     case CCOIP_COLL_ALL_REDUCE:
+    case CCOIP_COLL_SEND: /* never relayed (ccoip_coll_relay_use) */
+    case CCOIP_COLL_RECV:
         break;
     }
     return pcclInvalidArgument;

@@ -71,7 +71,8 @@ pcclResult_t ccoip_peer_create(const ccoip_peer_config *cfg, uint64_t seed, ccoi
     p->next_conn = 2;
     p->next_io = 1;
     p->ctl.calls_cap = 2u * c.max_ops + 8u;
-    p->wire.acc_cap = P_ACC_MAX + 2u * (c.p2p_pool_size - 1u);
+    /* Plus one pair link per receive that may run at once (docs/protocol.md §8.5). */
+    p->wire.acc_cap = P_ACC_MAX + 2u * (c.p2p_pool_size - 1u) + c.max_ops;
     /* The fixed-size tables in one zeroed block (freed through p->ctl.calls): most of them (probes,
      * samples, the shared-state keys) stay untouched in a run that never optimizes or syncs,
      * and a block this large comes zeroed from the system without being written, so untouched
@@ -794,7 +795,7 @@ pcclResult_t ccoip_peer_step(ccoip_peer *p, const ccoip_event *ev)
             if (a != NULL) a->conn = ev->conn;
             break;
         }
-        if (!p_state_on_conn_up(p, ev) && !p_wire_on_conn_up(p, ev)) {
+        if (!p_state_on_conn_up(p, ev) && !p_pair_on_conn_up(p, ev) && !p_wire_on_conn_up(p, ev)) {
             sm_log(&p->out, CCOIP_LOG_DEBUG, "peer %U: CONN_UP for unknown conn %U", p->id,
                    ev->conn);
         }
@@ -807,7 +808,8 @@ pcclResult_t ccoip_peer_step(ccoip_peer *p, const ccoip_event *ev)
             }
             break;
         }
-        if (!p_state_on_conn_closed(p, ev->conn)) p_wire_on_conn_closed(p, ev->conn);
+        if (!p_state_on_conn_closed(p, ev->conn) && !p_pair_on_conn_closed(p, ev->conn))
+            p_wire_on_conn_closed(p, ev->conn);
         break;
     case CCOIP_EV_RECV:
         if (ev->data == NULL && ev->len != 0) {
@@ -819,6 +821,7 @@ pcclResult_t ccoip_peer_step(ccoip_peer *p, const ccoip_event *ev)
             break;
         }
         if (!p_state_on_recv(p, ev->conn, ev->data, ev->len) &&
+            !p_pair_on_recv(p, ev->conn, ev->data, ev->len) &&
             !p_wire_on_recv(p, ev->conn, ev->data, ev->len)) {
             sm_log(&p->out, CCOIP_LOG_DEBUG, "peer %U: frame on unknown conn %U dropped", p->id,
                    ev->conn);

@@ -71,6 +71,7 @@ static pcclResult_t ring_result_of_reason(int32_t reason)
 static void ring_finish(ccoip_peer *p, uint32_t i)
 {
     p_op *o = &p->ops[i];
+    p_pair_release(p, i);
     if (o->verdict_known && o->verdict_aborted && p->state == PS_ACCEPTED) {
         /* The master's verdict is the one outcome: every member reports the same result. */
         o->result = ring_result_of_reason(o->verdict_reason);
@@ -210,7 +211,7 @@ static bool ring_can_start(const ccoip_peer *p)
  * quantized, a known dtype (the op of the kinds that reduce is checked with the all-reduce's). */
 static bool ring_kind_ok(const ccoip_allreduce_args *a)
 {
-    if ((uint32_t)a->kind >= CCOIP_COLL_KINDS) return false;
+    if ((uint32_t)a->kind >= CCOIP_COLL_KINDS_ALL) return false;
     if (a->kind == CCOIP_COLL_ALL_REDUCE) return true;
     if (a->pinned_epoch == 0 || a->quant_algorithm != pcclQuantNone) return false;
     return ccoip_dtype_valid(a->dtype);
@@ -264,7 +265,8 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
         a->quant_algorithm == pcclQuantNone ? 0 : (int32_t)a->quant_dtype;
     env.body.collective_initiate.op = (int32_t)o->a.op;
     env.body.collective_initiate.kind = (int32_t)a->kind;
-    env.body.collective_initiate.root = ccoip_coll_rooted(a->kind) ? a->root : 0;
+    env.body.collective_initiate.root =
+        ccoip_coll_rooted(a->kind) || ccoip_coll_p2p(a->kind) ? a->root : 0;
     env.body.collective_initiate.pinned_epoch = a->pinned_epoch;
     const uint64_t bytes = a->count * es;
     const bool relay =
@@ -415,7 +417,9 @@ void p_ring_on_commence(ccoip_peer *p, uint32_t i, const ccoip_pb_master_to_peer
     o->epoch = cc->epoch;
     o->world = cc->world_size;
     p_op_set_state(o, PO_RUNNING);
-    bool links = p->ring.n == 1 || ring_links_up(p);
+    /* A send / recv needs no ring link: its own pair link (peer_pair.c). */
+    const bool p2p = ccoip_coll_p2p(o->a.kind);
+    bool links = p2p || p->ring.n == 1 || ring_links_up(p);
     if (!p->ring.ready || cc->epoch != p->ring.epoch || cc->world_size != p->ring.n || !links ||
         cc->world_size == 0 || (o->a.pinned_epoch != 0 && o->a.pinned_epoch != cc->epoch)) {
         /* Not the ring we have: nothing was touched; report the abort (§6.9 fence). */
@@ -424,6 +428,10 @@ void p_ring_on_commence(ccoip_peer *p, uint32_t i, const ccoip_pb_master_to_peer
                cc->tag, cc->epoch, cc->world_size, p->ring.epoch, p->ring.n);
         o->result = pcclRankConnectionLost;
         p_op_after_restore(p, i);
+        return;
+    }
+    if (p2p) {
+        p_pair_begin(p, i, cc);
         return;
     }
     p_ring_begin(p, i);

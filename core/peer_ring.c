@@ -288,6 +288,10 @@ static bool ring_meta_ok(const p_op *o, const ccoip_quant_meta *m)
 static void ring_after_io(ccoip_peer *p, uint32_t i)
 {
     p_op *o = &p->ops[i];
+    if (ccoip_coll_p2p(o->a.kind)) {
+        p_pair_after_io(p, i);
+        return;
+    }
     if (o->a.kind != CCOIP_COLL_ALL_REDUCE) {
         p_coll_after_io(p, i);
         return;

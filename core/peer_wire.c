@@ -120,9 +120,9 @@ static void wire_acc_free(ccoip_peer *p, uint32_t i, bool close)
 
 /* The proof of a HELLO (authenticated runs, §8.1): the link's key over the acceptor's challenge
  * and every field the HELLO asserts. */
-static void wire_hello_proof(const ccoip_peer *p, const uint8_t key[CCOIP_AUTH_KEY_BYTES],
-                             const uint8_t challenge[CCOIP_AUTH_NONCE_BYTES],
-                             const ccoip_data_header *h, uint8_t out[CCOIP_AUTH_MAC_BYTES])
+void p_wire_hello_proof(const ccoip_peer *p, const uint8_t key[CCOIP_AUTH_KEY_BYTES],
+                        const uint8_t challenge[CCOIP_AUTH_NONCE_BYTES], const ccoip_data_header *h,
+                        uint8_t out[CCOIP_AUTH_MAC_BYTES])
 {
     const uint64_t v[5] = {h->epoch, h->tag, h->seq, h->chunk, h->step};
     ccoip_auth_mac(&p->cfg.auth, key, "pccl p2p hello", challenge, CCOIP_AUTH_NONCE_BYTES, NULL, 0,
@@ -144,6 +144,10 @@ static void wire_acc_check(ccoip_peer *p, uint32_t i)
 {
     p_acc *a = &p->wire.acc[i];
     const ccoip_data_header *h = &a->hello;
+    if (h->kind == CCOIP_DATA_HELLO && h->step == CCOIP_DATA_PAIR_STEP) {
+        p_pair_on_hello(p, i); /* a send / recv's link (§8.5) */
+        return;
+    }
     if (h->kind != CCOIP_DATA_HELLO || h->seq != p->id || h->chunk >= CCOIP_P2P_POOL_MAX ||
         h->step > CCOIP_P2P_POOL_MAX) {
         wire_acc_free(p, i, true);
@@ -182,7 +186,7 @@ static void wire_acc_check(ccoip_peer *p, uint32_t i)
     }
     if (ccoip_auth_on(&p->cfg.auth)) {
         uint8_t proof[CCOIP_AUTH_MAC_BYTES];
-        wire_hello_proof(p, p->wire.pred_key, a->challenge, h, proof);
+        p_wire_hello_proof(p, p->wire.pred_key, a->challenge, h, proof);
         if (!ccoip_auth_equal(proof, a->proof, CCOIP_AUTH_MAC_BYTES)) {
             sm_log(&p->out, CCOIP_LOG_WARN,
                    "peer %U: HELLO on conn %U with a wrong proof (not introduced by the master "
@@ -206,6 +210,11 @@ static void wire_acc_check(ccoip_peer *p, uint32_t i)
     if (sm_send_data_header(&p->out, &p->lim, a->conn, &ack) != pcclSuccess) {
         p->out.overflow = true;
     }
+}
+
+void p_wire_acc_close(ccoip_peer *p, uint32_t k)
+{
+    wire_acc_free(p, k, true);
 }
 
 void p_wire_close_all(ccoip_peer *p)
@@ -325,7 +334,7 @@ static void wire_acc_make_room(ccoip_peer *p)
     for (uint32_t i = 0; i < p->wire.acc_cap; i++) {
         const p_acc *a = &p->wire.acc[i];
         if (a->state == PA_FREE) return;
-        if (a->state == PA_WAIT_HELLO &&
+        if ((a->state == PA_WAIT_HELLO || a->state == PA_PAIR_HELD) &&
             (oldest == UINT32_MAX || a->since_ns < p->wire.acc[oldest].since_ns)) {
             oldest = i;
         }
@@ -384,7 +393,7 @@ static void wire_send_hello(ccoip_peer *p, uint32_t k, const uint8_t *challenge)
     pcclResult_t r;
     if (challenge != NULL) {
         uint8_t proof[CCOIP_AUTH_MAC_BYTES];
-        wire_hello_proof(p, p->wire.succ_key, challenge, &h, proof);
+        p_wire_hello_proof(p, p->wire.succ_key, challenge, &h, proof);
         r = sm_send_data_proof(&p->out, &p->lim, p->wire.tx_conn[k], &h, proof);
     } else {
         r = sm_send_data_header(&p->out, &p->lim, p->wire.tx_conn[k], &h);
@@ -461,9 +470,9 @@ bool p_wire_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t 
             h.length != proof_len || a->state != PA_WAIT_HELLO) {
             sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: bad frame on incoming conn %U, closing",
                    p->id, conn);
-            bool was_rx = wire_rx_forget(p, conn);
+            const bool was_link = wire_rx_forget(p, conn) || a->state == PA_PAIR;
             wire_acc_free(p, i, true);
-            if (was_rx) p_ring_on_link_lost(p, conn);
+            if (was_link) p_ring_on_link_lost(p, conn);
             return true;
         }
         a->hello = h;
@@ -486,12 +495,12 @@ void p_wire_timers(ccoip_peer *p)
 {
     for (uint32_t i = 0; i < p->wire.acc_cap; i++) {
         p_acc *a = &p->wire.acc[i];
-        if ((a->state != PA_WAIT_HELLO && a->state != PA_HELD) ||
+        if ((a->state != PA_WAIT_HELLO && a->state != PA_HELD && a->state != PA_PAIR_HELD) ||
             p->now < wire_acc_deadline(p, a)) {
             continue;
         }
         sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: incoming conn %U %s for evict_ms: closing", p->id,
-               a->conn, a->state == PA_HELD ? "held its HELLO" : "sent no HELLO");
+               a->conn, a->state == PA_WAIT_HELLO ? "sent no HELLO" : "held its HELLO");
         wire_acc_free(p, i, true);
     }
 }
@@ -501,7 +510,7 @@ uint64_t p_wire_deadline(const ccoip_peer *p)
     uint64_t d = CCOIP_NO_DEADLINE;
     for (uint32_t i = 0; i < p->wire.acc_cap; i++) {
         const p_acc *a = &p->wire.acc[i];
-        if (a->state != PA_WAIT_HELLO && a->state != PA_HELD) continue;
+        if (a->state != PA_WAIT_HELLO && a->state != PA_HELD && a->state != PA_PAIR_HELD) continue;
         const uint64_t t = wire_acc_deadline(p, a);
         if (t < d) d = t;
     }

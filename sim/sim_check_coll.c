@@ -149,6 +149,8 @@ static bool coll_reference(const sim_world *w, const sim_appcmd *c, const uint8_
         return true;
     case CCOIP_COLL_BARRIER:
     case CCOIP_COLL_ALL_REDUCE:
+    case CCOIP_COLL_SEND: /* the workload issues no send / recv */
+    case CCOIP_COLL_RECV:
         return true;
     }
     return true;

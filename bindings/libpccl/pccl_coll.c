@@ -69,10 +69,10 @@ static const char *result_text(pcclResult_t r)
 
 static const char *kind_name(ccoip_coll_kind k)
 {
-    static const char *const names[CCOIP_COLL_KINDS] = {
-        "all-reduce", "broadcast", "reduce",  "all-gather", "reduce-scatter",
-        "all-to-all", "gather",    "scatter", "barrier"};
-    return (uint32_t)k < CCOIP_COLL_KINDS ? names[k] : "collective";
+    static const char *const names[CCOIP_COLL_KINDS_ALL] = {
+        "all-reduce", "broadcast", "reduce", "all-gather", "reduce-scatter", "all-to-all", "gather",
+        "scatter",    "barrier",   "send",   "recv"};
+    return (uint32_t)k < CCOIP_COLL_KINDS_ALL ? names[k] : "collective";
 }
 
 /* The options, checked; NULL: every default. */
@@ -113,6 +113,8 @@ static bool in_place_of(ccoip_coll_kind kind, const uint8_t *send, uint64_t sb, 
     switch (kind) {
     case CCOIP_COLL_BROADCAST:
     case CCOIP_COLL_BARRIER:
+    case CCOIP_COLL_SEND: /* one buffer each */
+    case CCOIP_COLL_RECV:
         return false;
     case CCOIP_COLL_ALL_GATHER:
         in_place = recv != NULL && send == recv + (uint64_t)rank * blk;
@@ -330,7 +332,14 @@ static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, con
                kind_name(kind), root, (unsigned)world);
         return stage_drop(stage, refuse(abort_on_error, kind, pcclInvalidArgument));
     }
-    const uint32_t rt = rooted ? (uint32_t)root : 0u;
+    const bool p2p = ccoip_coll_p2p(kind);
+    if (p2p && (root < 0 || (uint32_t)root >= world || (uint32_t)root == rank)) {
+        pt_log(CCOIP_LOG_ERROR, "pccl",
+               "%s: peer %d is not another rank of the group (rank %u of %u)", kind_name(kind),
+               root, (unsigned)rank, (unsigned)world);
+        return stage_drop(stage, refuse(abort_on_error, kind, pcclInvalidArgument));
+    }
+    const uint32_t rt = rooted || p2p ? (uint32_t)root : 0u;
     const uint64_t es = ccoip_dtype_size(dtype);
     uint64_t sb = 0, rb = 0;
     if (ccoip_coll_sizes(kind, (uint64_t)count, es, world, rank, rt, &sb, &rb) != pcclSuccess) {
@@ -358,7 +367,11 @@ static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, con
     memset(&cmd, 0, sizeof cmd);
     cmd.type = CCOIP_CMD_ALL_REDUCE;
     ccoip_allreduce_args *a = &cmd.allreduce;
-    a->tag = o.tag;
+    /* A send / recv goes by its pair's tag (§6.8.4): sends and receives of one tag between
+     * other pairs, and a collective of that tag, are other ops. */
+    a->tag = !p2p                      ? o.tag
+             : kind == CCOIP_COLL_SEND ? ccoip_p2p_tag(o.tag, rank, rt)
+                                       : ccoip_p2p_tag(o.tag, rt, rank);
     a->count = (uint64_t)count;
     a->dtype = dtype;
     a->op = reduces ? op : pcclSum;

@@ -132,6 +132,7 @@ typedef struct m_op_member {
     uint64_t relay_len; /**< bytes of relay (0 also for an empty input, §6.8.3) */
     uint32_t slot;
     uint8_t flags;
+    bool p2p_send; /**< send / recv (§6.8.4): its ballot is the SEND */
 } m_op_member;
 
 #define MOM_MEMBER    0x01u /**< part of the running op */
@@ -568,6 +569,38 @@ void m_topo_fill_endpoints(const m_peer *p, ccoip_pb_endpoint *eps, uint64_t *co
  *  an OptimizeTopologyVerdict{success, plan} answering its opt_call. */
 void m_topo_start_optimized_phase(ccoip_master *m);
 
+/* master_coll_table.c: the op table (pool, index by (group, tag), members, dirty list,
+ * deadlines) */
+#define M_OP_NONE UINT32_MAX
+/** The next op of (group, tag) from probe position *at on (advanced past it), or M_OP_NONE at
+ *  the end of the chain; a tag may have a running op whose members still complete and a voting
+ *  one for its next use. Start at m_op_probe_start (the index must exist: op_index_cap > 0). */
+uint32_t m_op_probe(const ccoip_master *m, uint32_t group, uint64_t tag, uint32_t *at);
+uint32_t m_op_probe_start(const ccoip_master *m, uint32_t group, uint64_t tag);
+/** The op of (group, tag) in state st (and with seq, for a running one), or M_OP_NONE. */
+uint32_t m_op_find(const ccoip_master *m, uint32_t group, uint64_t tag, m_op_state st,
+                   uint64_t seq);
+/** Makes room for one more live op: pool and index. False on allocation failure. */
+bool m_op_reserve(ccoip_master *m);
+/** The lowest free op, now voting for (group, tag); m_op_reserve first. */
+uint32_t m_op_alloc(ccoip_master *m, uint32_t group, uint64_t tag);
+void m_op_free(ccoip_master *m, uint32_t op);
+/** The member record of slot in op, or NULL. */
+m_op_member *m_op_mem(ccoip_master *m, uint32_t op, uint32_t slot);
+/** True if slot is in a running op of (group, tag) and has not completed it yet. */
+bool m_op_running_member(ccoip_master *m, uint32_t group, uint64_t tag, uint32_t slot);
+/** Adds slot to op (it must not be there); NULL on allocation failure. */
+m_op_member *m_op_mem_add(ccoip_master *m, uint32_t op, uint32_t slot);
+void m_op_mem_remove(ccoip_master *m, uint32_t op, m_op_member *mm);
+/** Queues op for the next progress pass. */
+void m_op_mark_dirty(ccoip_master *m, uint32_t op);
+/** Arms op's deadline at now + vote timeout. */
+void m_op_arm(ccoip_master *m, uint32_t op);
+/** The deadline entry t is op's current one. */
+bool m_op_timer_live(const ccoip_master *m, const m_op_timer *t);
+/** Drops stale deadlines from the FIFO's head. */
+void m_op_timers_prune(ccoip_master *m);
+
 /* master_collective.c */
 void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
                         const ccoip_pb_collective_initiate *ci);
@@ -579,6 +612,19 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
  * a wrong input size, an op the relay does not take): nothing sent, refuse it.
  */
 int m_relay_answer(ccoip_master *m, m_op *o, uint32_t world);
+
+/* master_p2p.c: send / recv (§6.8.4) */
+/** True for COLLECTIVE_KIND_SEND and _RECV. */
+bool m_p2p_kind(int32_t kind);
+/** The voting op o (one ballot so far) of a send / recv and ballot ci are its two roles. */
+bool m_p2p_agree(const m_op *o, const ccoip_pb_collective_initiate *ci);
+/** Ballots op o needs to commence: 2 for a send / recv, else every member of the group. */
+uint32_t m_p2p_ballots(const m_op *o, uint32_t group_size);
+/** After a failed op: the group re-wires, unless the op is a send / recv (no ring link). */
+void m_p2p_rewire(ccoip_master *m, const m_op *o);
+/** Sends member mm its commence env; a send / recv's names the other member and the key. */
+void m_p2p_commence(ccoip_master *m, const m_op *o, const m_op_member *mm,
+                    ccoip_pb_master_to_peer *env);
 
 /** A member's op timed out (CollectiveCancel, §6.8.3): abort or refuse it for every member. */
 void m_coll_on_cancel(ccoip_master *m, uint32_t slot, const ccoip_pb_collective_cancel *cc);

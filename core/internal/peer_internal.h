@@ -54,7 +54,16 @@ typedef struct p_call {
 
 /* PT_CHALLENGED: authenticated runs, connected and waiting for the acceptor's CHALLENGE. */
 typedef enum p_tx_state { PT_NONE = 0, PT_DIALING, PT_CHALLENGED, PT_HELLO_SENT, PT_UP } p_tx_state;
-typedef enum p_acc_state { PA_FREE = 0, PA_WAIT_HELLO, PA_HELD, PA_UP } p_acc_state;
+/* PA_PAIR_HELD: a pair HELLO (§8.5) for a receive whose commence has not come yet; PA_PAIR: the
+ * pair link of a running receive (its op owns it, peer_pair.c). */
+typedef enum p_acc_state {
+    PA_FREE = 0,
+    PA_WAIT_HELLO,
+    PA_HELD,
+    PA_UP,
+    PA_PAIR_HELD,
+    PA_PAIR
+} p_acc_state;
 
 /** A HELLO for an epoch more than this beyond the newest the peer knows (its plan's, its
  *  JoinResult's) is refused at once, not held (docs/protocol.md §8.1). */
@@ -78,6 +87,17 @@ typedef enum p_op_state {
     PO_RESTORING,  /**< aborted: restoring RECV from BACKUP */
     PO_COMPLETING  /**< complete sent, waiting for the verdict */
 } p_op_state;
+
+/** Where a send / recv's pair link is (peer_pair.c). */
+typedef enum p_pair_state {
+    PP_NONE = 0,
+    PP_DIALING,    /**< send: CONNECT out */
+    PP_CHALLENGED, /**< send, authenticated: connected, waiting for the CHALLENGE */
+    PP_HELLO_SENT, /**< send: waiting for the HELLO_ACK */
+    PP_WAIT_HELLO, /**< recv: waiting for the sender's HELLO */
+    PP_TRANSFER,   /**< the one RING_SEND / RING_RECV is out */
+    PP_DONE        /**< transferred: the completion is out */
+} p_pair_state;
 
 /** Where an op is within its ring (docs/core.md §3.4). */
 typedef enum p_op_sub {
@@ -153,6 +173,14 @@ typedef struct p_op {
     /** The op's timeout (§6.8.3): at deadline_ns a CollectiveCancel goes out (once). */
     uint64_t deadline_ns;
     bool cancel_sent;
+    /* Send / recv (peer_pair.c, docs/protocol.md §6.8.4, §8.5). */
+    p_pair_state pair;
+    uint64_t pair_conn; /**< the pair link: dialled (send) or accepted (recv); 0: none */
+    uint64_t pair_peer; /**< the other member's peer id */
+    uint8_t pair_key[CCOIP_AUTH_KEY_BYTES];
+    uint8_t pair_ip[16]; /**< send: the receiver's p2p endpoint */
+    uint32_t pair_ip_len;
+    uint32_t pair_port;
 } p_op;
 
 /** Shared-state connections served at once (distributor side). */
@@ -551,5 +579,27 @@ void p_ring_begin(ccoip_peer *p, uint32_t i);
 void p_coll_begin(ccoip_peer *p, uint32_t i);
 void p_coll_after_io(ccoip_peer *p, uint32_t i);
 void p_coll_after_kernel(ccoip_peer *p, uint32_t i);
+
+/* peer_pair.c: send / recv over a pair link (docs/protocol.md §6.8.4, §8.5). */
+/** Starts op i (commenced, epoch and seq set) with the commence's other member and key. */
+void p_pair_begin(ccoip_peer *p, uint32_t i, const ccoip_pb_collective_commence *cc);
+/** The op's one transfer finished. */
+void p_pair_after_io(ccoip_peer *p, uint32_t i);
+/** A pair HELLO arrived on accepted connection k (peer_wire.c): bind it to its receive, hold
+ *  it for a receive still to commence, or close it. */
+void p_pair_on_hello(ccoip_peer *p, uint32_t k);
+/** The sender's pair links: CONN_UP, a frame, CONN_CLOSED. False: not a pair link. */
+bool p_pair_on_conn_up(ccoip_peer *p, const ccoip_event *ev);
+bool p_pair_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t len);
+bool p_pair_on_conn_closed(ccoip_peer *p, uint64_t conn);
+/** Op i ends: its pair link is closed (both ends). */
+void p_pair_release(ccoip_peer *p, uint32_t i);
+/** The proof of a HELLO (peer_wire.c, §8.0): key over the acceptor's challenge and the
+ *  HELLO's fields. */
+void p_wire_hello_proof(const ccoip_peer *p, const uint8_t key[CCOIP_AUTH_KEY_BYTES],
+                        const uint8_t challenge[CCOIP_AUTH_NONCE_BYTES], const ccoip_data_header *h,
+                        uint8_t out[CCOIP_AUTH_MAC_BYTES]);
+/** Closes accepted connection k (peer_wire.c) and frees its entry. */
+void p_wire_acc_close(ccoip_peer *p, uint32_t k);
 
 #endif /* CCOIP_PEER_INTERNAL_H */

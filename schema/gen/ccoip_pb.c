@@ -747,6 +747,8 @@ bool ccoip_pb_collective_kind_is_known(int32_t v)
     case CCOIP_PB_COLLECTIVE_KIND_GATHER:
     case CCOIP_PB_COLLECTIVE_KIND_SCATTER:
     case CCOIP_PB_COLLECTIVE_KIND_BARRIER:
+    case CCOIP_PB_COLLECTIVE_KIND_SEND:
+    case CCOIP_PB_COLLECTIVE_KIND_RECV:
         return true;
     default:
         return false;
@@ -774,6 +776,10 @@ const char *ccoip_pb_collective_kind_name(int32_t v)
         return "COLLECTIVE_KIND_SCATTER";
     case CCOIP_PB_COLLECTIVE_KIND_BARRIER:
         return "COLLECTIVE_KIND_BARRIER";
+    case CCOIP_PB_COLLECTIVE_KIND_SEND:
+        return "COLLECTIVE_KIND_SEND";
+    case CCOIP_PB_COLLECTIVE_KIND_RECV:
+        return "COLLECTIVE_KIND_RECV";
     default:
         return NULL;
     }
@@ -4899,6 +4905,15 @@ static pcclResult_t size_collective_commence(const ccoip_pb_collective_commence 
     if (m->world_size != 0) {
         PB_TRY(pb_add(&s, pb_tag_size(4u) + pb_varint_size(m->world_size)));
     }
+    /* 5: peer */
+    if (m->has_peer) {
+        uint64_t sub;
+        PB_TRY(size_peer_info(&m->peer, &sub));
+        PB_TRY(pb_add_len_field(&s, 5u, sub));
+    }
+    /* 6: pair_key */
+    PB_TRY(pb_check_bytes(m->pair_key, false));
+    if (m->pair_key.len != 0) PB_TRY(pb_add_len_field(&s, 6u, m->pair_key.len));
     *out = s;
     return pcclSuccess;
 }
@@ -4925,6 +4940,10 @@ static pcclResult_t write_collective_commence(const ccoip_pb_collective_commence
         PB_TRY(pb_put_tag(e, 4u, PB_WT_VARINT));
         PB_TRY(pb_put_varint(e, m->world_size));
     }
+    /* 5: peer */
+    if (m->has_peer) PB_TRY(pb_put_sub_peer_info(e, 5u, &m->peer));
+    /* 6: pair_key */
+    if (m->pair_key.len != 0) PB_TRY(pb_put_bytes_field(e, 6u, m->pair_key));
     return pcclSuccess;
 }
 
@@ -4957,6 +4976,19 @@ static pcclResult_t dec_collective_commence(pb_dec *d, const uint8_t *p, uint64_
         case 4u: { /* world_size */
             PB_TRY(pb_mark(&seen, 3u));
             PB_TRY(pb_scalar_u32(p, n, &pos, wt, &out->world_size));
+            break;
+        }
+        case 5u: { /* peer */
+            PB_TRY(pb_mark(&seen, 4u));
+            uint64_t off, len;
+            PB_TRY(pb_get_len(p, n, &pos, wt, &off, &len));
+            PB_TRY(dec_peer_info(d, p + off, len, depth + 1u, &out->peer));
+            out->has_peer = true;
+            break;
+        }
+        case 6u: { /* pair_key */
+            PB_TRY(pb_mark(&seen, 5u));
+            PB_TRY(pb_bytes_field(d, p, n, &pos, wt, false, &out->pair_key));
             break;
         }
         default:

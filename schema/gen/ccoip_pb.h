@@ -226,7 +226,10 @@ typedef enum ccoip_pb_collective_kind {
     CCOIP_PB_COLLECTIVE_KIND_ALL_TO_ALL = 5,
     CCOIP_PB_COLLECTIVE_KIND_GATHER = 6,
     CCOIP_PB_COLLECTIVE_KIND_SCATTER = 7,
-    CCOIP_PB_COLLECTIVE_KIND_BARRIER = 8
+    CCOIP_PB_COLLECTIVE_KIND_BARRIER = 8,
+    /* Point to point (§6.8.4): the two members of one op, matched by the master. */
+    CCOIP_PB_COLLECTIVE_KIND_SEND = 9,
+    CCOIP_PB_COLLECTIVE_KIND_RECV = 10
 } ccoip_pb_collective_kind;
 
 /* True when v is a value of CollectiveKind this codec knows. */
@@ -699,6 +702,14 @@ struct ccoip_pb_collective_commence {
     uint64_t epoch;
     /* members of the ring */
     uint32_t world_size;
+    /*
+     * Send/recv (§6.8.4): the other member (its peer id and endpoints: the sender dials the
+     * receiver's p2p endpoint) and, in an authenticated run, the key of this op's pair link. Absent
+     * for the other kinds.
+     */
+    bool has_peer;
+    ccoip_pb_peer_info peer;
+    ccoip_pb_bytes pair_key;
 };
 
 /*

@@ -368,10 +368,22 @@ PTEST(coll, sizes_per_kind_and_bad_arguments)
     CHECK(ccoip_coll_sizes(CCOIP_COLL_GATHER, 10, 4, 3, 3, 0, &s, &r) == pcclInvalidArgument);
     CHECK(ccoip_coll_sizes(CCOIP_COLL_GATHER, 10, 4, 3, 0, 3, &s, &r) == pcclInvalidArgument);
     CHECK(ccoip_coll_sizes(CCOIP_COLL_GATHER, 10, 4, 0, 0, 0, &s, &r) == pcclInvalidArgument);
-    CHECK(ccoip_coll_sizes((ccoip_coll_kind)9, 10, 4, 2, 0, 0, &s, &r) == pcclInvalidArgument);
+    CHECK(ccoip_coll_sizes(CCOIP_COLL_SEND, 10, 4, 2, 0, 1, &s, &r) == pcclSuccess);
+    CHECK(s == 40 && r == 0);
+    CHECK(ccoip_coll_sizes(CCOIP_COLL_RECV, 10, 4, 2, 1, 0, &s, &r) == pcclSuccess);
+    CHECK(s == 0 && r == 40);
+    CHECK(ccoip_coll_sizes(CCOIP_COLL_SEND, 10, 4, 2, 0, 2, &s, &r) == pcclInvalidArgument);
+    CHECK(ccoip_coll_sizes((ccoip_coll_kind)11, 10, 4, 2, 0, 0, &s, &r) == pcclInvalidArgument);
+    CHECK(!ccoip_coll_relay_use(CCOIP_COLL_SEND, 1, 4, 2, 1u << 20));
+    CHECK(ccoip_p2p_tag(5, 0, 1) != ccoip_p2p_tag(5, 1, 0));
+    CHECK(ccoip_p2p_tag(5, 0, 1) != ccoip_p2p_tag(6, 0, 1));
+    CHECK(ccoip_p2p_tag(5, 0, 1) == ccoip_p2p_tag(5, 0, 1));
+    CHECK((ccoip_p2p_tag(0, 0, 0) >> 63) == 1u);
     CHECK(ccoip_coll_sizes(CCOIP_COLL_ALL_TO_ALL, UINT64_MAX / 8u, 4, 2, 0, 0, &s, &r) ==
           pcclInvalidArgument);
     ccoip_coll_plan pl;
     CHECK(ccoip_coll_plan_make(CCOIP_COLL_ALL_REDUCE, 10, 4, pcclSum, 2, 0, 0, false, &pl) ==
+          pcclInvalidArgument);
+    CHECK(ccoip_coll_plan_make(CCOIP_COLL_SEND, 10, 4, pcclSum, 2, 0, 1, false, &pl) ==
           pcclInvalidArgument);
 }

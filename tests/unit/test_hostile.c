@@ -595,7 +595,8 @@ PTEST(hostile, silent_connections_make_room_for_new_ones)
     for (int state = 0; state < 2; state++) {
         ccoip_peer *p = bare_peer();
         const ccoip_listener l = state ? CCOIP_LISTENER_SHARED_STATE : CCOIP_LISTENER_P2P;
-        const uint32_t slots = 8; /* P_ACC_MAX (pool of 1) and P_SS_MAX */
+        /* P_ACC_MAX (pool of 1) plus one pair link per op (max_ops 16), and P_SS_MAX. */
+        const uint32_t slots = state ? 8u : 8u + 16u;
         ccoip_event ev;
         for (uint32_t i = 0; i < slots; i++) {
             ev = accepted(2000 + i, 800 + i);
