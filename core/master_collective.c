@@ -360,7 +360,10 @@ void m_coll_abort_all(ccoip_master *m, int32_t reason)
 void m_coll_abort_group(ccoip_master *m, uint32_t group, int32_t reason)
 {
     for (uint32_t i = 0; i < m->coll.ops_hi; i++) {
-        if (m->coll.ops[i].state == MOP_RUNNING && m->coll.ops[i].group == group)
+        /* A running send / recv keeps going: its pair link is no ring link, and the loss of
+         * one of its two members aborts it (m_coll_on_loss). */
+        if (m->coll.ops[i].state == MOP_RUNNING && m->coll.ops[i].group == group &&
+            !m_p2p_kind(m->coll.ops[i].kind))
             coll_abort(m, i, reason);
     }
 }
@@ -419,8 +422,17 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
     const m_peer *a = &m->sess.peers[o->anchor];
     if (a->rewire || a->in_phase) return false;
     uint32_t required = a->ring_size;
-    if (o->n_voted < m_p2p_ballots(o, required)) return false;
     uint64_t ring_epoch = a->ring_epoch;
+    /* §6.8.3: an op pinned to an epoch runs only in that epoch, at every member (its ranks and
+     * buffer sizes are that ring's): a ballot pinned to another one is refused at once, without
+     * waiting for the others (a send whose receiver is gone gets its answer now). */
+    bool pin_stale = false;
+    for (uint32_t k = 0; k < o->mem_n; k++) {
+        const m_op_member *mm = &o->mem[k];
+        if ((mm->flags & MOM_VOTED) && mm->pin_epoch != 0 && mm->pin_epoch != ring_epoch)
+            pin_stale = true;
+    }
+    if (!pin_stale && o->n_voted < m_p2p_ballots(o, required)) return false;
     /* Optimistic members (§6.8.1) already run the ring of their epoch: the op succeeds only if
      * every member does so in the group's current epoch. Otherwise it is aborted: with the
      * first early abort's reason, else REASON_EPOCH_CHANGED. */
@@ -440,14 +452,6 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
             abort_reason = CCOIP_PB_REASON_EPOCH_CHANGED;
         }
     }
-    /* §6.8.3: an op pinned to an epoch runs only in that epoch, at every member (its ranks and
-     * buffer sizes are that ring's); a root must be a rank of it. */
-    bool pin_stale = false;
-    for (uint32_t k = 0; k < o->mem_n; k++) {
-        const m_op_member *mm = &o->mem[k];
-        if ((mm->flags & MOM_VOTED) && mm->pin_epoch != 0 && mm->pin_epoch != ring_epoch)
-            pin_stale = true;
-    }
     int32_t status = CCOIP_PB_STATUS_SUCCESS, reason = CCOIP_PB_REASON_UNSPECIFIED;
     const char *why = "too few peers";
     if (pin_stale) {
@@ -461,7 +465,9 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
         why = "members disagree on the collective's parameters";
     } else if (required < m->cfg.min_collective_world) {
         status = CCOIP_PB_STATUS_TOO_FEW_PEERS;
-    } else if (ccoip_coll_rooted((ccoip_coll_kind)o->kind) && o->root >= required) {
+    } else if ((ccoip_coll_rooted((ccoip_coll_kind)o->kind) || m_p2p_kind(o->kind)) &&
+               o->root >= required) {
+        /* A root (a send / recv: the other member) must be a rank of the group. */
         status = CCOIP_PB_STATUS_INVALID_ARGUMENT;
         why = "the root is not a rank of the group";
     } else if (!any_opt) {

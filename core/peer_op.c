@@ -488,7 +488,8 @@ void p_ring_on_link_lost(ccoip_peer *p, uint64_t conn)
     for (uint32_t i = 0; i < p->cfg.max_ops; i++) {
         p_op *o = &p->ops[i];
         if (o->state != PO_RUNNING || !o->begun) continue;
-        bool uses = conn == CCOIP_CONN_NONE;
+        /* The ring's end (a new plan, CCOIP_CONN_NONE) leaves a send / recv's own link be. */
+        bool uses = conn == CCOIP_CONN_NONE && !ccoip_coll_p2p(o->a.kind);
         for (uint32_t k = 0; k < o->ptx; k++)
             uses = uses || o->stx[k] == conn;
         for (uint32_t k = 0; k < o->prx; k++)

@@ -723,6 +723,48 @@ PCCL_EXPORT pcclResult_t pcclAllToAllVAsync(const void *sendbuf, const size_t *s
                                             const pcclComm_t *communicator, pcclWork_t **work_out);
 
 /**
+ * Point to point (TorchComms send / recv): sends count elements of sendbuf to
+ * rank `peer`, which must call pcclRecv (or pcclRecvAsync) naming this rank,
+ * the same tag (options->tag), count and dtype. Only the two take part; many
+ * sends and receives may be in flight at once, to and from any ranks, on one
+ * tag or several (a pair's send and receive of one tag are one op; the same
+ * tag between other pairs, or a collective of that tag, are other ops). The
+ * data goes straight from the sender to the receiver over a connection of its
+ * own. Ranks are those of the epoch of the communicator's last completed call
+ * (pcclCollectiveInfo_t), as for every collective.
+ *
+ * Returns pcclSuccess when the receiver has every byte (both calls succeed
+ * together: the master's one verdict); pcclInvalidArgument for peer < 0, peer
+ * >= world, peer == own rank, a NULL buffer with count > 0, an unknown dtype;
+ * pcclTooFewPeers; pcclInvalidUsage when the two disagree on count or dtype
+ * (both calls), or the tag is in flight here; pcclTimeout when the op's
+ * timeout (or the communicator's) elapses first — also for a send whose
+ * receive never comes: with no timeout at all, the master refuses it after
+ * its vote timeout (60 s by default) —; pcclRankConnectionLost when the other
+ * member or the link between them fails, or the group's membership changes
+ * under the op; pcclUpdateTopologyFailed when the group left the epoch the
+ * ranks were read in (retry after pcclUpdateTopology). On failure the
+ * receive buffer's contents are undefined (never reported as a result); the
+ * send buffer is never written.
+ */
+PCCL_EXPORT pcclResult_t pcclSend(const void *sendbuf, size_t count, pcclDataType_t dtype, int peer,
+                                  PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                  const pcclComm_t *communicator,
+                                  PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
+PCCL_EXPORT pcclResult_t pcclSendAsync(const void *sendbuf, size_t count, pcclDataType_t dtype,
+                                       int peer,
+                                       PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                       const pcclComm_t *communicator, pcclWork_t **work_out);
+/** Receives count elements from rank `peer` into recvbuf: the other half of pcclSend. */
+PCCL_EXPORT pcclResult_t pcclRecv(void *recvbuf, size_t count, pcclDataType_t dtype, int peer,
+                                  PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                  const pcclComm_t *communicator,
+                                  PCCL_NULLABLE pcclCollectiveInfo_t *info_out);
+PCCL_EXPORT pcclResult_t pcclRecvAsync(void *recvbuf, size_t count, pcclDataType_t dtype, int peer,
+                                       PCCL_NULLABLE const pcclCollectiveOptions_t *options,
+                                       const pcclComm_t *communicator, pcclWork_t **work_out);
+
+/**
  * Waits for a work object's op and returns its result; info_out (may be
  * NULL) gets its statistics on success. With a timeout (the op's, else the
  * communicator's timeout_ms) the wait is bounded by that timeout plus 5 s:

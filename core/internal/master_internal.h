@@ -632,7 +632,7 @@ void m_coll_on_complete(ccoip_master *m, uint32_t slot, uint64_t call,
                         const ccoip_pb_collective_complete *cc);
 void m_coll_on_loss(ccoip_master *m, uint32_t slot);
 void m_coll_abort_all(ccoip_master *m, int32_t reason);
-/** Aborts the running ops of group. */
+/** Aborts the running ops of group (not its sends / recvs: their links are their own). */
 void m_coll_abort_group(ccoip_master *m, uint32_t group, int32_t reason);
 bool m_coll_any_running(const ccoip_master *m);
 bool m_coll_progress(ccoip_master *m);

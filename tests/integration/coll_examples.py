@@ -82,6 +82,11 @@ def expected(name, w):
                       p + "broadcast (tag 2): 42",
                       p + "all-gather (tag 3, timeout 500 ms): "
                       + ("skipped it" if r == w - 1 else "pcclTimeout")]
+        elif name == "sendrecv":
+            f = (r + w - 1) % w
+            lines.append(p + "from rank %d: %d %d %d" % (f, 10 * f, 10 * f + 1, 10 * f + 2))
+            if r == w - 1:
+                lines.append(p + "from rank 0 (tag 7, 16 bytes): 7 8 9 10")
         else:
             return None
     return sorted(lines)

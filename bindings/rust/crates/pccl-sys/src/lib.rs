@@ -798,6 +798,45 @@ extern "C" {
         communicator: *const pcclComm_t,
         work_out: *mut *mut pcclWork_t,
     ) -> pcclResult_t;
+    /// Sends `count` elements to rank `peer`, which receives them with [`pcclRecv`] (same tag,
+    /// count and type): docs/collectives-p2p.md.
+    pub fn pcclSend(
+        sendbuf: *const c_void,
+        count: usize,
+        dtype: pcclDataType_t,
+        peer: c_int,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        info_out: *mut pcclCollectiveInfo_t,
+    ) -> pcclResult_t;
+    pub fn pcclSendAsync(
+        sendbuf: *const c_void,
+        count: usize,
+        dtype: pcclDataType_t,
+        peer: c_int,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        work_out: *mut *mut pcclWork_t,
+    ) -> pcclResult_t;
+    /// Receives `count` elements from rank `peer`: the other half of [`pcclSend`].
+    pub fn pcclRecv(
+        recvbuf: *mut c_void,
+        count: usize,
+        dtype: pcclDataType_t,
+        peer: c_int,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        info_out: *mut pcclCollectiveInfo_t,
+    ) -> pcclResult_t;
+    pub fn pcclRecvAsync(
+        recvbuf: *mut c_void,
+        count: usize,
+        dtype: pcclDataType_t,
+        peer: c_int,
+        options: *const pcclCollectiveOptions_t,
+        communicator: *const pcclComm_t,
+        work_out: *mut *mut pcclWork_t,
+    ) -> pcclResult_t;
     pub fn pcclGatherList(
         sendbuf: *const c_void,
         recvbufs: *const *mut c_void,
