@@ -86,6 +86,13 @@ typedef struct sim_app {
      * op's kind and root alike on every member. */
     uint64_t coll_epoch;
     uint64_t coll_n[SIM_MAX_TAGS];
+    /* What the application knows of its ring, as libpccl does (pcclGetAttribute; the
+     * runtime's snapshot, transport/pt_actions.c act_notify): the machine's epoch and rank and
+     * the NOTIFY's world size, taken at each NOTIFY of this peer; rank -1: no ring yet. The
+     * collective set's ops are pinned to it (epoch, rank, world: sizes, root, relay). */
+    uint64_t info_epoch;
+    int32_t info_rank;
+    uint32_t info_world;
 
 } sim_app;
 
