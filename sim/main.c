@@ -440,8 +440,9 @@ static int run_one(cli *c, int argc, char **argv, uint64_t seed, bool line_only)
                " faults; %" PRIu64 " calls failed as mismatched\n",
                r.phase_faults, r.fault_checks, r.call_mismatches);
         if (cfg->coll_kind != 0) {
-            printf("collectives (%s): %" PRIu64 " outputs checked against the reference\n",
-                   sim_kind_name(cfg->coll_kind), r.coll_checked);
+            printf("collectives (%s): %" PRIu64 " outputs checked against the reference, %" PRIu64
+                   " of them relayed by the master\n",
+                   sim_kind_name(cfg->coll_kind), r.coll_checked, r.coll_relayed);
         }
     }
     if (st != SIM_OK) {

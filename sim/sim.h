@@ -250,6 +250,7 @@ typedef struct sim_result {
     uint64_t optimizes;           /**< Successful optimize-topology commands (per peer). */
     uint64_t epochs;
     uint64_t coll_checked; /**< --kind: outputs compared with the checker's reference. */
+    uint64_t coll_relayed; /**< ... of them, outputs of ops the master relayed (§6.8.3). */
     uint64_t net_frames;
     uint64_t net_bytes;
     uint32_t live_peers_end;

@@ -466,7 +466,9 @@ static void act_op_begin(sim_world *w, uint32_t node, const ccoip_action *a)
     if (!sync) s->backup = calloc(1, (size_t)(a->backup_bytes + 1u));
     if (s->scratch == NULL || (!sync && s->backup == NULL)) {
         world_fail(w, SIM_CRASH, "out of memory (op)");
+        return;
     }
+    obs_op_begin(w, node, a);
 }
 
 void opbuf_release(sim_node *n, uint32_t slot)

@@ -50,6 +50,7 @@ typedef struct sim_appcmd {
     bool aliased;            /* SEND and RECV alias (ccoip_coll.h in_place) */
     uint8_t *alloc[2];       /* the memory sendbuf / recvbuf point into (kind != 0) */
     uint32_t commence_world; /* the master's CollectiveCommence.world_size (checkers) */
+    bool relayed;            /* the master relayed it: its answer was the commence (checkers) */
 } sim_appcmd;
 
 typedef struct sim_app {
