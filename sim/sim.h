@@ -55,7 +55,10 @@ typedef enum sim_canary {
     SIM_CANARY_CORRUPT_RECV = 1u << 7,
     /** sim: the first successful NOTIFY of an op (a run with --kind) reports
      *  pcclRankConnectionLost to the application (one member disagrees with the verdict). */
-    SIM_CANARY_FLIP_VERDICT = 1u << 8
+    SIM_CANARY_FLIP_VERDICT = 1u << 8,
+    /** sim: the driver flips one bit of the first relayed result it writes (the master's
+     *  answer, docs/protocol.md §6.8.2, §6.8.3), as it lands in RECV. */
+    SIM_CANARY_CORRUPT_RELAY = 1u << 9
 } sim_canary;
 
 /** sim_config.coll_kind: each op draws its kind (sim_app.c); below it, a ccoip_coll_kind. */

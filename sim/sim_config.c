@@ -349,6 +349,7 @@ uint32_t sim_canary_from_name(const char *name)
     if (strcmp(name, "swap_probe") == 0) return SIM_CANARY_SWAP_PROBE;
     if (strcmp(name, "corrupt_recv") == 0) return SIM_CANARY_CORRUPT_RECV;
     if (strcmp(name, "flip_verdict") == 0) return SIM_CANARY_FLIP_VERDICT;
+    if (strcmp(name, "corrupt_relay") == 0) return SIM_CANARY_CORRUPT_RELAY;
     return 0;
 }
 
