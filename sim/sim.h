@@ -269,7 +269,8 @@ void sim_config_fit_op(sim_config *cfg);
 /** --kind NAME: "all-reduce", "broadcast", ..., "barrier" (ccoip_coll_kind) or "mix". */
 bool sim_kind_from_name(const char *name, uint32_t *out);
 const char *sim_kind_name(uint32_t kind);
-/** Swarm with --kind swarm: draws coll_kind and op_timeout_ms from the seed (own stream). */
+/** Swarm with --kind swarm: draws coll_kind, op_timeout_ms and relay_max_bytes from the seed
+ *  (own stream). */
 void sim_config_swarm_kinds(sim_config *cfg);
 /** Applies a named scenario; false for an unknown name. */
 bool sim_config_scenario(sim_config *cfg, const char *name);
