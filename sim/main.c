@@ -53,7 +53,7 @@ typedef struct cli {
     uint32_t groups;
     const char *record_dir;
     const char *replay;
-    bool kind_swarm; /* --kind swarm: kind and op timeout drawn per seed */
+    bool kind_swarm; /* --kind swarm: kind, op timeout and relay bound drawn per seed */
 } cli;
 
 static void record_sink(void *ctx, uint32_t node, bool is_master, const uint8_t *bytes,
@@ -151,7 +151,7 @@ static void usage(FILE *f)
     for (const char *const *s = sim_scenario_names; *s != NULL; s++)
         fprintf(f, " %s", *s);
     fprintf(f, "\ncanaries: skip_restore skip_abort_verdict corrupt_reduce drop_restore_copy "
-               "double_notify corrupt_adopt swap_probe corrupt_recv flip_verdict\n"
+               "double_notify corrupt_adopt swap_probe corrupt_recv flip_verdict corrupt_relay\n"
                "exit codes: 0 ok, 1 crash, 2 liveness, 3 correctness, 64 usage, 69 no state "
                "machines\n");
 }
@@ -440,8 +440,9 @@ static int run_one(cli *c, int argc, char **argv, uint64_t seed, bool line_only)
                " faults; %" PRIu64 " calls failed as mismatched\n",
                r.phase_faults, r.fault_checks, r.call_mismatches);
         if (cfg->coll_kind != 0) {
-            printf("collectives (%s): %" PRIu64 " outputs checked against the reference\n",
-                   sim_kind_name(cfg->coll_kind), r.coll_checked);
+            printf("collectives (%s): %" PRIu64 " outputs checked against the reference, %" PRIu64
+                   " of them relayed by the master\n",
+                   sim_kind_name(cfg->coll_kind), r.coll_checked, r.coll_relayed);
         }
     }
     if (st != SIM_OK) {

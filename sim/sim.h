@@ -55,7 +55,10 @@ typedef enum sim_canary {
     SIM_CANARY_CORRUPT_RECV = 1u << 7,
     /** sim: the first successful NOTIFY of an op (a run with --kind) reports
      *  pcclRankConnectionLost to the application (one member disagrees with the verdict). */
-    SIM_CANARY_FLIP_VERDICT = 1u << 8
+    SIM_CANARY_FLIP_VERDICT = 1u << 8,
+    /** sim: the driver flips one bit of the first relayed result it writes (the master's
+     *  answer, docs/protocol.md §6.8.2, §6.8.3), as it lands in RECV. */
+    SIM_CANARY_CORRUPT_RELAY = 1u << 9
 } sim_canary;
 
 /** sim_config.coll_kind: each op draws its kind (sim_app.c); below it, a ccoip_coll_kind. */
@@ -250,6 +253,7 @@ typedef struct sim_result {
     uint64_t optimizes;           /**< Successful optimize-topology commands (per peer). */
     uint64_t epochs;
     uint64_t coll_checked; /**< --kind: outputs compared with the checker's reference. */
+    uint64_t coll_relayed; /**< ... of them, outputs of ops the master relayed (§6.8.3). */
     uint64_t net_frames;
     uint64_t net_bytes;
     uint32_t live_peers_end;
@@ -265,7 +269,8 @@ void sim_config_fit_op(sim_config *cfg);
 /** --kind NAME: "all-reduce", "broadcast", ..., "barrier" (ccoip_coll_kind) or "mix". */
 bool sim_kind_from_name(const char *name, uint32_t *out);
 const char *sim_kind_name(uint32_t kind);
-/** Swarm with --kind swarm: draws coll_kind and op_timeout_ms from the seed (own stream). */
+/** Swarm with --kind swarm: draws coll_kind, op_timeout_ms and relay_max_bytes from the seed
+ *  (own stream). */
 void sim_config_swarm_kinds(sim_config *cfg);
 /** Applies a named scenario; false for an unknown name. */
 bool sim_config_scenario(sim_config *cfg, const char *name);

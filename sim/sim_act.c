@@ -180,6 +180,15 @@ static void act_write(sim_world *w, uint32_t node, const ccoip_action *a)
     if (ccoip_exec_write(&x, a, &why) != pcclSuccess) {
         world_fail(w, SIM_CRASH, "node %u: WRITE of %llu bytes (span length %llu): %s", node,
                    (unsigned long long)a->len, (unsigned long long)a->dst.length, why);
+        return;
+    }
+    /* Canary (docs/simulator.md): the first relayed result lands with one bit flipped; the
+     * checkers must catch it (the all-reduce's reference, or the collective set's). */
+    if ((w->cfg.canary & SIM_CANARY_CORRUPT_RELAY) && w->corrupt_done == 0 && a->len > 0) {
+        uint8_t *p = span_ptr(w, node, &a->dst);
+        if (p == NULL) return;
+        p[0] ^= 1u;
+        w->corrupt_done = 1;
     }
 }
 
@@ -466,7 +475,9 @@ static void act_op_begin(sim_world *w, uint32_t node, const ccoip_action *a)
     if (!sync) s->backup = calloc(1, (size_t)(a->backup_bytes + 1u));
     if (s->scratch == NULL || (!sync && s->backup == NULL)) {
         world_fail(w, SIM_CRASH, "out of memory (op)");
+        return;
     }
+    obs_op_begin(w, node, a);
 }
 
 void opbuf_release(sim_node *n, uint32_t slot)

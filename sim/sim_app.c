@@ -314,22 +314,23 @@ static void app_coll_pick(const sim_world *w, uint32_t group, uint64_t epoch, ui
     *root = ccoip_coll_rooted((ccoip_coll_kind)*kind) ? (uint32_t)((h >> 32) % world) : 0;
 }
 
-/* One op of the collective set on tag: rank, epoch and world read from the machine, buffers
- * sized by ccoip_coll_sizes (aliased as ccoip_coll.h says when in place), the epoch pinned.
- * False when no ring is installed (the caller updates the topology first). */
+/* One op of the collective set on tag, pinned as libpccl pins it (bindings/libpccl/
+ * pccl_coll.c): rank, epoch and world as the last NOTIFY left them (sim_app.info_*), buffers
+ * sized by ccoip_coll_sizes (aliased as ccoip_coll.h says when in place), the epoch and world
+ * passed with the op (the world decides the master relay, ccoip_coll_relay_use). False when
+ * no ring is installed (the caller updates the topology first). */
 static bool app_start_coll(sim_workload *wl, uint32_t node, uint32_t tag)
 {
     sim_world *w = wl->w;
     sim_node *n = &w->nodes[node];
     sim_app *a = app_of(wl, node);
-    uint64_t epoch = 0;
-    int32_t rank = -1;
-    uint32_t world = 0;
     if (w->vt->peer_ring == NULL) {
         world_fail(w, SIM_CRASH, "--kind: these state machines do not report their ring");
         return false;
     }
-    w->vt->peer_ring(n->m, &epoch, &rank, &world);
+    const uint64_t epoch = a->info_epoch;
+    const int32_t rank = a->info_rank;
+    const uint32_t world = a->info_world;
     if (rank < 0 || world < 2u || (uint32_t)rank >= world || epoch == 0) return false;
     if (epoch != a->coll_epoch) {
         a->coll_epoch = epoch;
@@ -430,6 +431,7 @@ static bool app_start_coll(sim_workload *wl, uint32_t node, uint32_t tag)
     ev.cmd.allreduce.kind = (ccoip_coll_kind)kind;
     ev.cmd.allreduce.root = root;
     ev.cmd.allreduce.pinned_epoch = epoch;
+    ev.cmd.allreduce.world = world;
     ev.cmd.allreduce.send_bytes = sl;
     ev.cmd.allreduce.recv_bytes = rl;
     ev.cmd.allreduce.timeout_ms = w->cfg.op_timeout_ms;
@@ -505,6 +507,7 @@ static void app_start(sim_workload *wl, uint32_t node)
     sim_app *a = app_of(wl, node);
     a->state = APP_START;
     a->revision = 0;
+    a->info_rank = -1;              /* no ring before the first NOTIFY */
     app_state_fill(wl, node, true); /* a new process: revision 0, its own junk */
     /* Processes do not all come up at the same instant. */
     app_schedule(wl, node, sim_rng_below(&w->nodes[node].rng, 20u * SIM_MS));
@@ -645,6 +648,12 @@ static void app_notify(sim_workload *wl, uint32_t node, const ccoip_action *act)
     if (n->is_master) {
         world_fail(w, SIM_CRASH, "the master emitted NOTIFY");
         return;
+    }
+    if (w->vt->peer_ring != NULL) {
+        /* The application's view of its ring until the next NOTIFY, as libpccl's. */
+        uint32_t ring_world = 0;
+        w->vt->peer_ring(n->m, &a->info_epoch, &a->info_rank, &ring_world);
+        a->info_world = act->world_size;
     }
     sim_appcmd *c = app_find_cmd(a, act->cmd_id);
     if (c != NULL) {

@@ -50,6 +50,7 @@ typedef struct sim_appcmd {
     bool aliased;            /* SEND and RECV alias (ccoip_coll.h in_place) */
     uint8_t *alloc[2];       /* the memory sendbuf / recvbuf point into (kind != 0) */
     uint32_t commence_world; /* the master's CollectiveCommence.world_size (checkers) */
+    bool relayed;            /* the master relayed it: its answer was the commence (checkers) */
 } sim_appcmd;
 
 typedef struct sim_app {
@@ -86,6 +87,13 @@ typedef struct sim_app {
      * op's kind and root alike on every member. */
     uint64_t coll_epoch;
     uint64_t coll_n[SIM_MAX_TAGS];
+    /* What the application knows of its ring, as libpccl does (pcclGetAttribute; the
+     * runtime's snapshot, transport/pt_actions.c act_notify): the machine's epoch and rank and
+     * the NOTIFY's world size, taken at each NOTIFY of this peer; rank -1: no ring yet. The
+     * collective set's ops are pinned to it (epoch, rank, world: sizes, root, relay). */
+    uint64_t info_epoch;
+    int32_t info_rank;
+    uint32_t info_world;
 
 } sim_app;
 

@@ -258,6 +258,7 @@ sim_observer check_observer(sim_checker *ck)
     const sim_observer obs = {
         .ctx = ck,
         .notify = chk_notify,
+        .op_begin = check_op_begin,
         .op_bound = check_op_bound,
         .relay_initiate = check_relay_initiate,
         .m2p_sent = chk_m2p_sent,

@@ -5,6 +5,12 @@
  *   (epoch, seq), the member's input (what its application put in SEND) is recorded under
  *   (epoch, seq), as the relay records its inputs at the verdict; its first ring action must
  *   carry that (epoch, seq);
+ * - the master relay (docs/protocol.md §6.8.3): an op whose OP_BEGIN comes before any commence
+ *   is relayed; its input is taken from SEND then (check_op_begin; the initiate must carry
+ *   exactly those bytes), and bound to (pinned epoch, seq) when the master's answer is sent
+ *   to the member — its commence and verdict at once, so the command counts as commenced and
+ *   its output goes through the very checks below (a member that died before the answer
+ *   still counts, with the input it sent);
  * - results: every member whose op succeeded holds exactly the output its kind, rank and root
  *   define over the inputs of the op's members, taken in the ring order of the op's epoch (the
  *   TopologyVerdict's ring): broadcast the root's tensor; reduce (at the root) and
@@ -60,6 +66,50 @@ void check_coll_bound(sim_checker *ck, uint32_t node, const sim_appcmd *c, const
                    (unsigned long long)act->seq, (unsigned long long)act->tag,
                    (unsigned long long)c->epoch, (unsigned long long)c->seq);
     }
+}
+
+void check_coll_relay_verdict(sim_checker *ck, uint32_t dst, const ccoip_pb_collective_verdict *v)
+{
+    sim_world *w = ck->w;
+    sim_chk_node *dn = chk_node(ck, dst);
+    const uint32_t t = (uint32_t)(v->tag % SIM_MAX_TAGS);
+    const uint64_t pin = dn->relay_pin[t];
+    /* The master answers only an op pinned to the group's current epoch: the member cannot
+     * have seen a newer one (no op completes across an epoch change). */
+    if (dn->max_epoch_seen > pin) {
+        world_fail(w, SIM_CORRECTNESS,
+                   "node %u: the master answers a relayed op pinned to epoch %llu (tag %llu, seq "
+                   "%llu) after the peer saw epoch %llu",
+                   dst, (unsigned long long)pin, (unsigned long long)v->tag,
+                   (unsigned long long)v->seq, (unsigned long long)dn->max_epoch_seen);
+        return;
+    }
+    /* Every member's input under (pinned epoch, the master's seq), before any member can
+     * complete, as the commence records a ring op's; a member that died meanwhile counts. */
+    inrec_add_bytes(ck, dst, pin, v->seq, dn->relay_in[t], dn->relay_in_len[t]);
+    free(dn->relay_in[t]);
+    dn->relay_in[t] = NULL;
+    dn->relay_in_len[t] = 0;
+    dn->relay_coll[t] = false;
+    sim_appcmd *c = w->nodes[dst].m != NULL
+                        ? app_find_unbound_tag(app_of(ck->wl, dst), (uint32_t)v->tag)
+                        : NULL;
+    if (c == NULL || !c->coll || c->kind == 0) return;
+    if (v->relay_result.len != c->recv_len) {
+        world_fail(w, SIM_CORRECTNESS,
+                   "node %u: relayed %s (tag %u) answered with %llu bytes for its %llu-byte "
+                   "receive buffer",
+                   dst, sim_kind_name(c->kind), c->tag, (unsigned long long)v->relay_result.len,
+                   (unsigned long long)c->recv_len);
+        return;
+    }
+    /* The answer is the op's commence and verdict at once: no commence names a world, so
+     * the world the member pinned stands for it (checked against the epoch's ring). */
+    c->commenced = true;
+    c->relayed = true;
+    c->epoch = pin;
+    c->seq = v->seq;
+    c->commence_world = c->world;
 }
 
 /* The record of (epoch, seq), made on first use; NULL when out of memory. */
@@ -222,13 +272,17 @@ static void coll_check_output(sim_checker *ck, uint32_t node, const sim_appcmd *
     }
     ck->coll_checked++;
     w->res->coll_checked++;
+    if (c->relayed) {
+        ck->coll_relayed++;
+        w->res->coll_relayed++;
+    }
     if (memcmp(ref, c->recvbuf, (size_t)c->recv_len) != 0) {
         world_fail(w, SIM_CORRECTNESS,
-                   "node %u: %s (epoch %llu, seq %llu, tag %u, rank %u of %u, root %u) differs "
+                   "node %u: %s%s (epoch %llu, seq %llu, tag %u, rank %u of %u, root %u) differs "
                    "from the reference at byte %llu of %llu",
-                   node, sim_kind_name(c->kind), (unsigned long long)c->epoch,
-                   (unsigned long long)c->seq, c->tag, c->rank, n, c->root,
-                   (unsigned long long)first_diff(ref, c->recvbuf, c->recv_len),
+                   node, c->relayed ? "relayed " : "", sim_kind_name(c->kind),
+                   (unsigned long long)c->epoch, (unsigned long long)c->seq, c->tag, c->rank, n,
+                   c->root, (unsigned long long)first_diff(ref, c->recvbuf, c->recv_len),
                    (unsigned long long)c->recv_len);
     }
 out:

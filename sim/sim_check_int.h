@@ -90,6 +90,12 @@ typedef struct sim_chk_node {
      * master's seq when the master answers, even if this node died meanwhile). */
     uint8_t *relay_in[SIM_MAX_TAGS];
     uint64_t relay_in_len[SIM_MAX_TAGS];
+    /* An op of the collective set (kind != all-reduce) relayed on the tag (§6.8.3): its
+     * OP_BEGIN came before any commence. relay_in then holds the application's SEND as it
+     * filled it (possibly no bytes: a barrier, a non-root's scatter), taken at OP_BEGIN, and
+     * relay_pin the epoch the op was pinned to: the epoch whose ring ranks its inputs. */
+    bool relay_coll[SIM_MAX_TAGS];
+    uint64_t relay_pin[SIM_MAX_TAGS];
     /* Shared state: from the master's verdicts to this peer. */
     uint64_t sync_popular;   /* SYNC_VERDICT.popular_revision */
     uint64_t sync_expect_rx; /* bytes of the keys the verdict told it to fetch */
@@ -125,6 +131,7 @@ struct sim_checker {
     uint32_t collrecs_len, collrecs_cap;
     sim_seqidx collrec_idx; /* (epoch, seq) -> its collrec */
     uint64_t coll_checked;  /* outputs compared with the reference (the summary) */
+    uint64_t coll_relayed;  /* ... of them of relayed ops */
 };
 
 static inline sim_chk_node *chk_node(const sim_checker *ck, uint32_t node)
@@ -147,6 +154,9 @@ void inrec_add_bytes(sim_checker *ck, uint32_t node, uint64_t epoch, uint64_t se
                      const uint8_t *input, uint64_t bytes);
 uint64_t first_diff(const uint8_t *a, const uint8_t *b, uint64_t n);
 void check_op_bound(void *ctx, uint32_t node, const ccoip_action *act);
+/* OP_BEGIN of an op slot: a relayed op of the collective set is recognized (and its input
+ * taken) here, since a barrier's or a non-root scatter's initiate carries no span. */
+void check_op_begin(void *ctx, uint32_t node, const ccoip_action *act);
 void check_relay_initiate(void *ctx, uint32_t node, const uint8_t *frame, uint64_t len,
                           const uint8_t *input, uint64_t bytes);
 /* CollectiveCommence to a peer: the seq's epoch; CollectiveVerdict: epochs and relayed inputs. */
@@ -162,6 +172,9 @@ void check_coll_commence(sim_checker *ck, uint32_t dst, const ccoip_pb_collectiv
 /* Its first ring action must carry the commence's (epoch, seq). */
 void check_coll_bound(sim_checker *ck, uint32_t node, const sim_appcmd *c, const ccoip_action *act);
 void check_coll_notify(sim_checker *ck, uint32_t node, sim_appcmd *c, const ccoip_action *act);
+/* The master's answer to a relayed op of the collective set (§6.8.3): the member's input
+ * bound to (pinned epoch, the master's seq), the command marked commenced there. */
+void check_coll_relay_verdict(sim_checker *ck, uint32_t dst, const ccoip_pb_collective_verdict *v);
 void check_coll_free(sim_checker *ck);
 
 /* sim_check_state.c */

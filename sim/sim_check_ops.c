@@ -4,7 +4,9 @@
  * every completed all-reduce bit-identical on all members and equal to a
  * reference reduction of the inputs (exact: the ring order of the epoch for
  * floats, peer-id order for relayed ops), an aborted in-place all-reduce
- * restored, a send buffer never written, no op completed across an epoch.
+ * restored, a send buffer never written, no op completed across an epoch;
+ * and which op slot is a relayed op of the collective set (check_op_begin,
+ * for sim_check_coll.c).
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -56,6 +58,12 @@ void check_commence(sim_checker *ck, const ccoip_pb_collective_commence *c)
 void check_collective_verdict(sim_checker *ck, uint32_t dst, const ccoip_pb_collective_verdict *v)
 {
     sim_world *w = ck->w;
+    if (!v->aborted && chk_node(ck, dst)->relay_coll[v->tag % SIM_MAX_TAGS]) {
+        /* The answer to a relayed op of the collective set (§6.8.3): its result may be empty
+         * (a barrier, a non-root's reduce or gather), so the op, not the length, says so. */
+        check_coll_relay_verdict(ck, dst, v);
+        return;
+    }
     if (v->relay_result.len > 0) {
         /* Master relay (§6.8.2): the op is decided, and its every member is answered in this
          * step, before any can complete: bind each member's input (as its initiate carried it)
@@ -113,6 +121,19 @@ void check_relay_initiate(void *ctx, uint32_t node, const uint8_t *frame, uint64
     }
     sim_chk_node *n = chk_node(ck, node);
     const uint32_t t = (uint32_t)(m.body.collective_initiate.tag % SIM_MAX_TAGS);
+    if (n->relay_coll[t]) {
+        /* An op of the collective set: its input was taken from the application at OP_BEGIN;
+         * the initiate must carry exactly that (its SEND, relay_input: §6.8.3). */
+        if (m.body.collective_initiate.kind == 0 || n->relay_in[t] == NULL ||
+            n->relay_in_len[t] != bytes ||
+            (bytes > 0 && memcmp(n->relay_in[t], input, (size_t)bytes) != 0)) {
+            world_fail(w, SIM_CORRECTNESS,
+                       "node %u: the relayed initiate of tag %u carries %llu bytes that are not "
+                       "the op's send buffer (%llu bytes)",
+                       node, t, (unsigned long long)bytes, (unsigned long long)n->relay_in_len[t]);
+        }
+        return;
+    }
     free(n->relay_in[t]);
     n->relay_in[t] = malloc((size_t)bytes + 1u);
     n->relay_in_len[t] = bytes;
@@ -121,6 +142,37 @@ void check_relay_initiate(void *ctx, uint32_t node, const uint8_t *frame, uint64
         return;
     }
     memcpy(n->relay_in[t], input, (size_t)bytes);
+}
+
+void check_op_begin(void *ctx, uint32_t node, const ccoip_action *act)
+{
+    sim_checker *ck = ctx;
+    sim_world *w = ck->w;
+    if (act->op_slot >= SIM_MAX_OPS) return; /* the shared-state sync's slots */
+    const sim_appcmd *c = app_find_cmd(app_of(ck->wl, node), act->cmd_id);
+    if (c == NULL) return;
+    /* Every op of the tag begins here: what a former relayed op left is dropped (a refused
+     * relay gets no verdict to consume it). */
+    sim_chk_node *n = chk_node(ck, node);
+    const uint32_t t = c->tag % SIM_MAX_TAGS;
+    free(n->relay_in[t]);
+    n->relay_in[t] = NULL;
+    n->relay_in_len[t] = 0;
+    n->relay_coll[t] = false;
+    /* A ring op of the collective set begins at its commence (check_coll_commence ran when
+     * the master sent it); one that begins before is relayed (§6.8.3: the master's answer is
+     * its outcome). Its input now, as the application filled SEND: the member may die before
+     * the answer, which still counts its input. */
+    if (!c->coll || c->kind == 0 || c->commenced) return;
+    n->relay_coll[t] = true;
+    n->relay_pin[t] = c->pin;
+    n->relay_in_len[t] = c->send_len;
+    n->relay_in[t] = malloc((size_t)c->send_len + 1u);
+    if (n->relay_in[t] == NULL) {
+        world_fail(w, SIM_CRASH, "out of memory (relay inputs)");
+        return;
+    }
+    if (c->send_len > 0) memcpy(n->relay_in[t], c->input, (size_t)c->send_len);
 }
 
 /* sim_seqidx: the key of record r of an array of records (stride bytes each) that begin with

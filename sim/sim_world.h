@@ -256,6 +256,8 @@ typedef struct sim_observer {
      * wins. False from all: the machine named an unknown command (a crash).
      */
     bool (*bind_op)(void *ctx, uint32_t node, const ccoip_action *a, ccoip_exec_slot *slot);
+    /** OP_BEGIN bound slot a->op_slot to command a->cmd_id (after bind_op): every observer. */
+    void (*op_begin)(void *ctx, uint32_t node, const ccoip_action *a);
     /** The first ring action of an op slot: its (epoch, tag, seq) are now known (n->opm). */
     void (*op_bound)(void *ctx, uint32_t node, const ccoip_action *a);
     /** A relayed initiate (contract v9: a SEND with a span): frame and the input it carries. */

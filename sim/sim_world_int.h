@@ -121,6 +121,14 @@ static inline bool obs_bind_op(sim_world *w, uint32_t node, const ccoip_action *
     return false;
 }
 
+static inline void obs_op_begin(sim_world *w, uint32_t node, const ccoip_action *a)
+{
+    SIM_OBS_EACH(w, o)
+    {
+        if (o->op_begin != NULL) o->op_begin(o->ctx, node, a);
+    }
+}
+
 /* One node hook of every observer that has it (start, leave, killed, release). */
 #define SIM_OBS_NODE(w, hook, node)                                                                \
     SIM_OBS_EACH(w, o_)                                                                            \

@@ -31,3 +31,11 @@ echo "collective mix swarm 1..24: $(wc -l < "$gold/coll_mix_1_24.txt") seeds"
 "$sim" --scenario kill_mid_ring --seed 1 --quiet --kind mix | grep -E '^(seed=|trace_hash=)' \
     > "$gold/kill_mid_ring_mix.txt"
 echo "kill_mid_ring --kind mix: $(tail -1 "$gold/kill_mid_ring_mix.txt")"
+# The collective set through the master relay: mixed kinds at a 1 KiB bound (relayed and ring
+# ops under the swarm's churn), and kill_mid_ring with 200-element ops.
+"$sim" --swarm --seeds 1:24 --kind mix --relay-max-bytes 1024 | grep -E '^seed=' \
+    > "$gold/coll_relay_1_24.txt"
+echo "collective relay swarm 1..24: $(wc -l < "$gold/coll_relay_1_24.txt") seeds"
+"$sim" --scenario kill_mid_ring --seed 1 --quiet --kind mix --count 200 --relay-max-bytes 1024 \
+    | grep -E '^(seed=|trace_hash=)' > "$gold/kill_mid_ring_relay.txt"
+echo "kill_mid_ring --kind mix, relayed: $(tail -1 "$gold/kill_mid_ring_relay.txt")"
