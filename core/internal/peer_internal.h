@@ -550,6 +550,6 @@ void p_ring_begin(ccoip_peer *p, uint32_t i);
  * epoch, world, rank and connections ring_begin set. */
 void p_coll_begin(ccoip_peer *p, uint32_t i);
 void p_coll_after_io(ccoip_peer *p, uint32_t i);
-void p_coll_after_kernel(ccoip_peer *p, uint32_t i);
+void p_coll_after_kernel(ccoip_peer *p, uint32_t i, const ccoip_done *d);
 
 #endif /* CCOIP_PEER_INTERNAL_H */
