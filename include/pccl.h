@@ -461,6 +461,20 @@ typedef struct pcclCollectiveOptions_t {
      * its own. Ignored by the other ops.
      */
     double premul_scalar;
+    /**
+     * Quantization of the traffic of pcclReduce and pcclReduceScatter (and
+     * their Async and List forms), as pcclReduceDescriptor_t's for an
+     * all-reduce (docs/semantics.md §3, §6). Default: algorithm pcclQuantNone
+     * (quantized_datatype is then ignored). Every member must pass the same
+     * algorithm and type (else pcclInvalidUsage for all). pcclInvalidArgument:
+     * an algorithm other than pcclQuantNone on any other collective
+     * (pcclAllReduceEx takes its quantization from its descriptor), with
+     * pcclPremulSum, or an (algorithm, datatype, quantized_datatype) the
+     * all-reduce refuses too. Added after the struct's first version: a
+     * caller compiled with that header passes struct_size 32 (the fields up
+     * to premul_scalar), which is still accepted, and gets no quantization.
+     */
+    pcclQuantizationOptions_t quantization_options;
 } pcclCollectiveOptions_t;
 
 /**
@@ -475,7 +489,10 @@ typedef struct pcclCollectiveOptions_t {
 /** An initializer of pcclCollectiveOptions_t: every option at its default. */
 #define PCCL_COLLECTIVE_OPTIONS_INIT                                                               \
     {                                                                                              \
-        (uint32_t)sizeof(pcclCollectiveOptions_t), 0u, 0u, 0u, 0u, 1.0                             \
+        (uint32_t)sizeof(pcclCollectiveOptions_t), 0u, 0u, 0u, 0u, 1.0,                            \
+        {                                                                                          \
+            pcclUint8, pcclQuantNone                                                               \
+        }                                                                                          \
     }
 
 /** Statistics of one finished collective. */
