@@ -651,10 +651,10 @@ typedef struct q_case {
     pcclDataType_t qd;
 } q_case;
 
-static void q_round(ccoip_coll_kind kind, uint32_t n, uint64_t count, uint32_t root, bool in_place,
-                    q_case qc)
+static void q_round_pool(ccoip_coll_kind kind, uint32_t n, uint32_t pool, uint64_t count,
+                         uint32_t root, bool in_place, q_case qc)
 {
-    smh *h = world_of(n, 1);
+    smh *h = world_of(n, pool);
     PT_ASSERT(h != NULL, "ring of %u", n);
     float *send[NMAX], *recv[NMAX], *by_rank[NMAX];
     uint64_t cmd[NMAX], rn[NMAX];
@@ -738,6 +738,12 @@ static void q_round(ccoip_coll_kind kind, uint32_t n, uint64_t count, uint32_t r
     smh_destroy(h);
 }
 
+static void q_round(ccoip_coll_kind kind, uint32_t n, uint64_t count, uint32_t root, bool in_place,
+                    q_case qc)
+{
+    q_round_pool(kind, n, 1, count, root, in_place, qc);
+}
+
 static const q_case QCASES[] = {
     {pcclSum, pcclQuantMinMax, pcclUint8},
     {pcclAvg, pcclQuantZeroPointScale, pcclInt8},
@@ -756,6 +762,10 @@ PTEST(coll_peers, quantized_reduce_scatter_and_reduce_match_the_kernels_bit_for_
             q_round(CCOIP_COLL_REDUCE, n, 2, 0, false, QCASES[c]); /* empty chunks */
         }
     }
+    /* Over a pool of two with 1.25 MiB chunks: the quantized steps take one connection (the
+     * op's, alike at both ends), the reduce's unquantized gather stripes over both. */
+    q_round_pool(CCOIP_COLL_REDUCE_SCATTER, 3, 2, (5u << 18) / 4u + 1u, 0, false, QCASES[1]);
+    q_round_pool(CCOIP_COLL_REDUCE, 3, 2, 3u * ((5u << 18) / 4u + 1u), 2, false, QCASES[0]);
     /* Small enough for the master relay: quantized ops still take the ring (checked in q_round). */
     g_relay_max = 32u << 10;
     q_round(CCOIP_COLL_REDUCE_SCATTER, 3, 37, 0, false, QCASES[0]);
