@@ -485,6 +485,20 @@ static int quant_round(pcclComm_t *c)
             rc = 1;
         }
     }
+    /* Two elements over N chunks: pieces of one element (constant: carried exactly) and, for
+     * N > 2, empty ones, whose frames carry only metadata. */
+    float tiny[2] = {3.0f * (float)(rank + 1u), -5.0f}, out[2] = {0, 0};
+    opt.tag = 43;
+    opt.quantization_options.algorithm = pcclQuantMinMax;
+    opt.quantization_options.quantized_datatype = pcclUint8;
+    const pcclResult_t r2 =
+        rc == 0 ? pcclReduce(tiny, out, 2, pcclFloat, pcclSum, 0, &opt, c, NULL) : pcclSuccess;
+    if (rc == 0 && (r2 != pcclSuccess ||
+                    (rank == 0 && (out[0] != 3.0f * t || out[1] != -5.0f * (float)world)))) {
+        fprintf(stderr, "itest_coll_peer %d: quantized reduce of 2: r=%d %g %g\n", g_index, (int)r2,
+                (double)out[0], (double)out[1]);
+        rc = 1;
+    }
     free(x);
     free(y);
     return rc;
