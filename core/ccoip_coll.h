@@ -122,7 +122,8 @@ pcclResult_t ccoip_coll_sizes(ccoip_coll_kind kind, uint64_t count, uint64_t esi
  * output exceeds relay_max bytes (the master's HelloResult.relay_max_bytes; 0: off) nor
  * CCOIP_RELAY_MAX_BYTES, and world >= 2. The barrier (no data) always relays when relay_max > 0.
  * Every member decides alike from the agreed kind, count and type and the world of the epoch
- * the op is pinned to. A PREMUL_SUM op never relays (callers check: its inputs are scaled).
+ * the op is pinned to. A PREMUL_SUM op never relays (callers check: its inputs are scaled), nor
+ * does a quantized reduce or reduce-scatter (callers check: the relay reduces exact inputs).
  */
 bool ccoip_coll_relay_use(ccoip_coll_kind kind, uint64_t count, uint64_t esize, uint32_t world,
                           uint64_t relay_max);

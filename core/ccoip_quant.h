@@ -1,5 +1,6 @@
 /*
- * ccoip_quant.h — quantization of all-reduce traffic.
+ * ccoip_quant.h — quantization of all-reduce, reduce and reduce-scatter traffic
+ * (docs/semantics.md §3, §6).
  *
  * Both algorithms are affine per chunk and quantize floating-point sources
  * (pcclFloat16, pcclBFloat16, pcclFloat, pcclDouble) into 8- or 16-bit

@@ -263,6 +263,8 @@ typedef struct ccoip_allreduce_args {
     uint64_t count;
     pcclDataType_t dtype;
     pcclRedOp_t op;
+    /** Quantization of the traffic: all-reduce, and (contract v11) reduce and reduce-scatter,
+     *  whose reducing steps send codes (docs/semantics.md §6); pcclQuantNone for the others. */
     pcclQuantizationAlgorithm_t quant_algorithm;
     pcclDataType_t quant_dtype;
     /**

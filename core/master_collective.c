@@ -90,17 +90,25 @@ static bool coll_params_valid(const ccoip_master *m, const ccoip_pb_collective_i
     if (!ccoip_pb_collective_kind_is_known(ci->kind)) return false;
     if (ci->kind != CCOIP_PB_COLLECTIVE_KIND_ALL_REDUCE) {
         /* §6.8.3: pinned to an epoch, never started optimistically; a relayed input fits the
-         * relay; never quantized. */
+         * relay; quantized only when it reduces (reduce, reduce-scatter), then never relayed
+         * nor PREMUL_SUM. */
+        const bool quant = ci->quant_algorithm != CCOIP_PB_QUANT_ALGORITHM_NONE;
+        const bool reduces = ccoip_coll_reduces((ccoip_coll_kind)ci->kind);
         if (ci->pinned_epoch == 0 || ci->relay_data.len > 0 || ci->optimistic_epoch != 0 ||
             (ci->relay_input.len > 0 && !ci->relay) ||
             ci->relay_input.len > CCOIP_RELAY_MAX_BYTES ||
             (ci->relay && ci->op == CCOIP_PB_RED_OP_PREMUL_SUM) ||
-            ci->quant_algorithm != CCOIP_PB_QUANT_ALGORITHM_NONE ||
+            (quant && (!reduces || ci->relay || ci->op == CCOIP_PB_RED_OP_PREMUL_SUM)) ||
             !ccoip_pb_data_type_is_known(ci->dtype) || !ccoip_pb_red_op_is_known(ci->op)) {
             return false;
         }
-        return !ccoip_coll_reduces((ccoip_coll_kind)ci->kind) ||
-               ccoip_reduce_supported((pcclRedOp_t)ci->op, (pcclDataType_t)ci->dtype);
+        if (!reduces) return true;
+        if (!ccoip_reduce_supported((pcclRedOp_t)ci->op, (pcclDataType_t)ci->dtype)) return false;
+        if (!quant) return true;
+        return ccoip_pb_quant_algorithm_is_known(ci->quant_algorithm) &&
+               ccoip_pb_data_type_is_known(ci->quant_dtype) &&
+               ccoip_quant_supported((pcclQuantizationAlgorithm_t)ci->quant_algorithm,
+                                     (pcclDataType_t)ci->dtype, (pcclDataType_t)ci->quant_dtype);
     }
     if (!ccoip_pb_data_type_is_known(ci->dtype) || !ccoip_pb_red_op_is_known(ci->op) ||
         !ccoip_pb_quant_algorithm_is_known(ci->quant_algorithm) ||

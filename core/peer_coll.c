@@ -7,10 +7,19 @@
  * fuse it) and FINALIZE, then the epilogue COPYs. Initiate, commence, the
  * verdict, the abort path and the restore are the all-reduce's
  * (peer_ring.c): this file only moves the data.
+ *
+ * Quantized (a reduce-scatter or a reduce with quant_algorithm set,
+ * docs/semantics.md §6): each reducing step first QUANTIZEs the piece it sends
+ * into QSEND (scratch after the plan's own), sends the codes with their
+ * metadata (one stripe), receives the predecessor's codes into the plan's
+ * landing slot, then COPYs its own input into the reduction's target and
+ * DEQUANTIZEs the codes onto it (dst = own op value(codes)), then FINALIZE.
+ * The reduce's gather to the root moves reduced chunks unquantized.
  */
 #include <string.h>
 
 #include "ccoip_coll.h"
+#include "ccoip_quant.h"
 #include "peer_internal.h"
 
 /* The op's plan (recomputed: the slot keeps only its arguments, epoch, world and rank). */
@@ -25,6 +34,30 @@ static bool coll_plan(const p_op *o, ccoip_coll_plan *pl)
 static bool coll_premul(const p_op *o)
 {
     return o->a.op == pcclPremulSum && ccoip_coll_reduces(o->a.kind);
+}
+
+/* A quantized op: only the kinds that reduce reach here with quantization (submit, master). */
+static bool coll_quantized(const p_op *o)
+{
+    return o->a.quant_algorithm != pcclQuantNone && ccoip_coll_reduces(o->a.kind);
+}
+
+/* A step whose transfer is quantized: a quantized op's reducing step. */
+static bool coll_qstep(const p_op *o, const ccoip_coll_step *st)
+{
+    return coll_quantized(o) && st->reduce;
+}
+
+/* QSEND, the codes of the piece a quantized step sends: after the plan's scratch, room for the
+ * largest piece (a reduce-scatter's block, a reduce's largest chunk); none unquantized. */
+static uint64_t coll_qsend_bytes(const p_op *o, const ccoip_coll_plan *pl)
+{
+    if (!coll_quantized(o) || pl->world < 2) return 0;
+    const uint64_t n = pl->world;
+    const uint64_t elems = pl->kind == CCOIP_COLL_REDUCE_SCATTER
+                               ? pl->count
+                               : pl->count / n + (pl->count % n != 0 ? 1u : 0u);
+    return elems * o->wsize;
 }
 
 static ccoip_coll_xfer coll_fix(const p_op *o, const ccoip_coll_plan *pl, ccoip_coll_xfer x)
@@ -83,6 +116,51 @@ static void coll_step_at(const p_op *o, const ccoip_coll_plan *pl, uint32_t t, c
     }
     st->red_dst = coll_fix(o, pl, st->red_dst);
     st->red_base = coll_fix(o, pl, st->red_base);
+}
+
+/* A quantized step's I/O (contract v5: the codes travel with send_meta in their frames, and
+ * IO_DONE reports the received metadata in done.quant): QSEND's codes to the successor, the
+ * predecessor's codes into the landing slot (recv[0], whose elements are at least as wide as
+ * the codes), one stripe each, nothing announced (a driver fuses plain REDUCEs only). */
+static void coll_qio(ccoip_peer *p, uint32_t i, const ccoip_coll_plan *pl,
+                     const ccoip_coll_step *st)
+{
+    p_op *o = &p->ops[i];
+    const uint64_t sn = st->send[0].bytes / o->esize * o->wsize;
+    const uint64_t rn = st->red_count * o->wsize;
+    o->sub = POS_C_IO;
+    o->io_send = p->next_io++;
+    o->send_left = 1u;
+    o->io_recv = p->next_io++;
+    o->recv_left = 1u;
+    ccoip_action *a =
+        p_ring_io_push(p, i, CCOIP_ACT_RING_SEND, o->io_send, o->tx_conn, st->send[0].chunk);
+    if (a == NULL) return; /* overflow: the step fails */
+    a->src = p_ring_span(i, CCOIP_REGION_SCRATCH, pl->scratch_bytes, sn);
+    a->quant = o->send_meta;
+    a = p_ring_io_push(p, i, CCOIP_ACT_RING_RECV, o->io_recv, o->rx_conn, st->recv[0].chunk);
+    if (a == NULL) return;
+    a->dst = p_ring_span(i, st->recv[0].region, st->recv[0].offset, rn);
+    o->tx_bytes += sn;
+    o->rx_bytes += rn;
+}
+
+/* A quantized step's QUANTIZE of the piece it sends into QSEND (its metadata comes back in
+ * KERNEL_DONE's quant_out; POS_RS_QUANT: a non-finite element fails the op with
+ * pcclInvalidArgument for every member, as the all-reduce's). */
+static void coll_quantize(ccoip_peer *p, uint32_t i, const ccoip_coll_plan *pl,
+                          const ccoip_coll_step *st)
+{
+    p_op *o = &p->ops[i];
+    ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_QUANTIZE, POS_RS_QUANT);
+    if (a == NULL) return; /* overflow: the step fails */
+    const uint64_t count = st->send[0].bytes / o->esize;
+    a->src = p_ring_span(i, st->send[0].region, st->send[0].offset, st->send[0].bytes);
+    a->dst = p_ring_span(i, CCOIP_REGION_SCRATCH, pl->scratch_bytes, count * o->wsize);
+    a->count = count;
+    a->quant.algorithm = o->a.quant_algorithm;
+    a->quant.src_type = o->a.dtype;
+    a->quant.quant_type = o->a.quant_dtype;
 }
 
 /* Posts step st's I/O: every piece, striped; the first receive of a reducing step announces
@@ -158,7 +236,11 @@ static void coll_from_step(ccoip_peer *p, uint32_t i, const ccoip_coll_plan *pl,
         coll_step_at(o, pl, t, &st);
         if (coll_step_empty(&st)) continue; /* this rank has nothing to move in step t */
         o->step = t;
-        coll_io(p, i, &st);
+        if (coll_qstep(o, &st)) {
+            coll_quantize(p, i, pl, &st);
+        } else {
+            coll_io(p, i, &st);
+        }
         return;
     }
     o->step = pl->nsteps;
@@ -199,7 +281,8 @@ void p_coll_begin(ccoip_peer *p, uint32_t i)
     if (b == NULL) return;
     b->cmd_id = o->cmd;
     b->op_slot = i;
-    b->scratch_bytes = pl.scratch_bytes + (coll_premul(o) ? pl.send_bytes : 0);
+    b->scratch_bytes =
+        pl.scratch_bytes + (coll_premul(o) ? pl.send_bytes : 0) + coll_qsend_bytes(o, &pl);
     b->backup_bytes = pl.backup_bytes;
     o->backup_bytes = pl.backup_bytes;
     o->begun = true;
@@ -208,6 +291,47 @@ void p_coll_begin(ccoip_peer *p, uint32_t i)
         return;
     }
     coll_from_step(p, i, &pl, 0);
+}
+
+/* A quantized step's reduction: red_dst = red_base (COPY), then red_dst = red_dst op
+ * value(codes) (DEQUANTIZE with reduce), then the AVG division of a finished chunk; the kernels
+ * of a slot run in order. Metadata that does not match the agreed quantization is the
+ * predecessor breaking the protocol: the op aborts (docs/core.md §3.4). */
+static void coll_qreduce(ccoip_peer *p, uint32_t i, const ccoip_coll_step *st)
+{
+    p_op *o = &p->ops[i];
+    const ccoip_quant_meta *m = &o->recv_meta;
+    if (ccoip_quant_meta_check(m) != pcclSuccess || m->algorithm != o->a.quant_algorithm ||
+        m->src_type != o->a.dtype || m->quant_type != o->a.quant_dtype) {
+        p_ring_abort(p, i, pcclRankConnectionLost,
+                     "invalid quantization metadata from predecessor");
+        return;
+    }
+    const uint64_t bytes = st->red_count * o->esize;
+    ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_COPY, POS_C_RED);
+    if (a == NULL) return; /* overflow: the step fails */
+    const uint64_t first = o->io_kernel;
+    a->src = p_ring_span(i, st->red_base.region, st->red_base.offset, bytes);
+    a->dst = p_ring_span(i, st->red_dst.region, st->red_dst.offset, bytes);
+    a->count = st->red_count;
+    a = p_ring_kernel(p, i, CCOIP_ACT_DEQUANTIZE, POS_C_RED);
+    if (a == NULL) return;
+    a->src = p_ring_span(i, st->recv[0].region, st->recv[0].offset, st->red_count * o->wsize);
+    a->dst = p_ring_span(i, st->red_dst.region, st->red_dst.offset, bytes);
+    a->count = st->red_count;
+    a->quant = *m;
+    a->reduce = true;
+    uint32_t nk = 2u;
+    if (st->finalize) {
+        a = p_ring_kernel(p, i, CCOIP_ACT_FINALIZE, POS_C_RED);
+        if (a == NULL) return;
+        a->dst = p_ring_span(i, st->red_dst.region, st->red_dst.offset, bytes);
+        a->count = st->red_count;
+        a->divisor = o->world;
+        nk++;
+    }
+    o->io_kernel = first; /* p_ring_kernel gave ids first .. first + nk - 1 */
+    o->kern_left = (1u << nk) - 1u;
 }
 
 void p_coll_after_io(ccoip_peer *p, uint32_t i)
@@ -222,6 +346,10 @@ void p_coll_after_io(ccoip_peer *p, uint32_t i)
     coll_step_at(o, &pl, o->step, &st);
     if (!st.reduce) {
         coll_from_step(p, i, &pl, o->step + 1u);
+        return;
+    }
+    if (coll_qstep(o, &st)) {
+        coll_qreduce(p, i, &st);
         return;
     }
     /* One REDUCE per stripe received, each the one its RING_RECV announced; then the AVG
@@ -252,7 +380,7 @@ void p_coll_after_io(ccoip_peer *p, uint32_t i)
     o->kern_left = (1u << nk) - 1u;
 }
 
-void p_coll_after_kernel(ccoip_peer *p, uint32_t i)
+void p_coll_after_kernel(ccoip_peer *p, uint32_t i, const ccoip_done *d)
 {
     p_op *o = &p->ops[i];
     ccoip_coll_plan pl;
@@ -267,6 +395,14 @@ void p_coll_after_kernel(ccoip_peer *p, uint32_t i)
     case POS_C_RED:
         coll_from_step(p, i, &pl, o->step + 1u);
         return;
+    case POS_RS_QUANT: {
+        /* A quantized step's codes are ready: post its I/O with their metadata. */
+        ccoip_coll_step st;
+        coll_step_at(o, &pl, o->step, &st);
+        o->send_meta = d->quant_out;
+        coll_qio(p, i, &pl, &st);
+        return;
+    }
     case POS_C_EPI:
         p_ring_done(p, i);
         return;

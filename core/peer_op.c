@@ -207,13 +207,15 @@ static bool ring_can_start(const ccoip_peer *p)
            !p->ring.opt_off && p->ring.n >= 2 && ring_links_up(p);
 }
 
-/* The checks of a command of another kind than all-reduce (§6.8.3): pinned to an epoch, not
- * quantized, a known dtype (the op of the kinds that reduce is checked with the all-reduce's). */
+/* The checks of a command of another kind than all-reduce (§6.8.3): pinned to an epoch,
+ * quantized only if it reduces (reduce, reduce-scatter), a known dtype (the op of the kinds that
+ * reduce and the quantization are checked with the all-reduce's). */
 static bool ring_kind_ok(const ccoip_allreduce_args *a)
 {
     if ((uint32_t)a->kind >= CCOIP_COLL_KINDS_ALL) return false;
     if (a->kind == CCOIP_COLL_ALL_REDUCE) return true;
-    if (a->pinned_epoch == 0 || a->quant_algorithm != pcclQuantNone) return false;
+    if (a->pinned_epoch == 0) return false;
+    if (a->quant_algorithm != pcclQuantNone && !ccoip_coll_reduces(a->kind)) return false;
     return ccoip_dtype_valid(a->dtype);
 }
 
@@ -273,7 +275,7 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
         a->kind == CCOIP_COLL_ALL_REDUCE
             ? ccoip_relay_use(bytes, p->ring.relay_max,
                               a->quant_algorithm != pcclQuantNone || a->op == pcclPremulSum)
-            : a->op != pcclPremulSum &&
+            : a->op != pcclPremulSum && a->quant_algorithm == pcclQuantNone &&
                   ccoip_coll_relay_use(a->kind, a->count, es, a->world, p->ring.relay_max);
     if (relay) {
         /* Master relay (§6.8.2, §6.8.3): the input goes with the initiate, the answer brings

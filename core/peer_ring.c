@@ -366,7 +366,7 @@ static void ring_after_kernel(ccoip_peer *p, uint32_t i, const ccoip_done *d)
         return;
     }
     if (o->a.kind != CCOIP_COLL_ALL_REDUCE) {
-        p_coll_after_kernel(p, i);
+        p_coll_after_kernel(p, i, d);
         return;
     }
     switch (o->sub) {

@@ -461,6 +461,20 @@ typedef struct pcclCollectiveOptions_t {
      * its own. Ignored by the other ops.
      */
     double premul_scalar;
+    /**
+     * Quantization of the traffic of pcclReduce and pcclReduceScatter (and
+     * their Async and List forms), as pcclReduceDescriptor_t's for an
+     * all-reduce (docs/semantics.md §3, §6). Default: algorithm pcclQuantNone
+     * (quantized_datatype is then ignored). Every member must pass the same
+     * algorithm and type (else pcclInvalidUsage for all). pcclInvalidArgument:
+     * an algorithm other than pcclQuantNone on any other collective
+     * (pcclAllReduceEx takes its quantization from its descriptor), with
+     * pcclPremulSum, or an (algorithm, datatype, quantized_datatype) the
+     * all-reduce refuses too. Added after the struct's first version: a
+     * caller compiled with that header passes struct_size 32 (the fields up
+     * to premul_scalar), which is still accepted, and gets no quantization.
+     */
+    pcclQuantizationOptions_t quantization_options;
 } pcclCollectiveOptions_t;
 
 /**
@@ -475,7 +489,10 @@ typedef struct pcclCollectiveOptions_t {
 /** An initializer of pcclCollectiveOptions_t: every option at its default. */
 #define PCCL_COLLECTIVE_OPTIONS_INIT                                                               \
     {                                                                                              \
-        (uint32_t)sizeof(pcclCollectiveOptions_t), 0u, 0u, 0u, 0u, 1.0                             \
+        (uint32_t)sizeof(pcclCollectiveOptions_t), 0u, 0u, 0u, 0u, 1.0,                            \
+        {                                                                                          \
+            pcclUint8, pcclQuantNone                                                               \
+        }                                                                                          \
     }
 
 /** Statistics of one finished collective. */
@@ -496,7 +513,9 @@ typedef struct pcclCollectiveInfo_t {
  * pcclAllReduce (descriptor->tag is the tag; options' tag is ignored), plus
  * the options' timeout (cancelled on every member: pcclTimeout), abort on
  * error, and pcclPremulSum with options->premul_scalar (pcclAllReduce refuses
- * pcclPremulSum: it has no place for the factor). Info: world_size, tx and rx
+ * pcclPremulSum: it has no place for the factor). Its quantization is the
+ * descriptor's: options->quantization_options must be pcclQuantNone (else
+ * pcclInvalidArgument). Info: world_size, tx and rx
  * bytes of the op; rank and epoch as the call read them (an all-reduce is not
  * pinned to an epoch: its result does not depend on ranks).
  */
@@ -532,7 +551,12 @@ PCCL_EXPORT pcclResult_t pcclBroadcastAsync(void *buf, size_t count, pcclDataTyp
  * root's recvbuf (sendbuf == recvbuf: in place). recvbuf is not used on the
  * other members (may be NULL there); their sendbuf is only read.
  * Returns as pcclBroadcast, and pcclInvalidArgument for an op the dtype has
- * no kernel for (bitwise on floats).
+ * no kernel for (bitwise on floats) or a quantization it cannot take
+ * (options->quantization_options: float dtypes into 8- or 16-bit codes, not
+ * with pcclPremulSum); quantized, pcclInvalidArgument also for every member
+ * when an input holds NaN or inf, and pcclInvalidUsage when the members
+ * disagree on the quantization. Quantized results are deterministic but
+ * lossy (docs/semantics.md §6).
  */
 PCCL_EXPORT pcclResult_t pcclReduce(const void *sendbuf, void *recvbuf, size_t count,
                                     pcclDataType_t dtype, pcclRedOp_t op, int root,

@@ -5,12 +5,14 @@
  * op, and its work object (wait, wait with a timeout, poll, free).
  */
 #define _POSIX_C_SOURCE 200809L
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ccoip_coll.h"
 #include "ccoip_dtype.h"
+#include "ccoip_quant.h"
 #include "ccoip_reduce.h"
 #include "pccl.h"
 #include "pccl_internal.h"
@@ -75,17 +77,21 @@ static const char *kind_name(ccoip_coll_kind k)
     return (uint32_t)k < CCOIP_COLL_KINDS_ALL ? names[k] : "collective";
 }
 
-/* The options, checked; NULL: every default. */
-static pcclResult_t opts_read(const pcclCollectiveOptions_t *o, pcclCollectiveOptions_t *out)
+/* The first version of pcclCollectiveOptions_t ended with premul_scalar (32 bytes): callers
+ * compiled with it get no quantization. */
+#define PCCL_COLLECTIVE_OPTIONS_V1_SIZE offsetof(pcclCollectiveOptions_t, quantization_options)
+
+pcclResult_t pccl_coll_options_read(const pcclCollectiveOptions_t *o, pcclCollectiveOptions_t *out)
 {
     const pcclCollectiveOptions_t defaults = PCCL_COLLECTIVE_OPTIONS_INIT;
     *out = defaults;
     if (o == NULL) return pcclSuccess;
-    if (o->struct_size != sizeof *o) {
+    if (o->struct_size != sizeof *o && o->struct_size != PCCL_COLLECTIVE_OPTIONS_V1_SIZE) {
         pt_log(CCOIP_LOG_ERROR, "pccl",
-               "collective options: struct_size %u, this library's is %u (use "
-               "PCCL_COLLECTIVE_OPTIONS_INIT)",
-               (unsigned)o->struct_size, (unsigned)sizeof *o);
+               "collective options: struct_size %u, this library's is %u (or %u without "
+               "quantization_options; use PCCL_COLLECTIVE_OPTIONS_INIT)",
+               (unsigned)o->struct_size, (unsigned)sizeof *o,
+               (unsigned)PCCL_COLLECTIVE_OPTIONS_V1_SIZE);
         return pcclInvalidArgument;
     }
     if (o->reserved != 0 || (o->flags & ~PCCL_COLLECTIVE_ABORT_ON_ERROR) != 0) {
@@ -93,7 +99,41 @@ static pcclResult_t opts_read(const pcclCollectiveOptions_t *o, pcclCollectiveOp
                "collective options: reserved must be 0 and flags only PCCL_COLLECTIVE_*");
         return pcclInvalidArgument;
     }
-    *out = *o;
+    /* Only the caller's bytes are read: the fields beyond its struct_size keep the defaults. */
+    memcpy(out, o, o->struct_size);
+    out->struct_size = (uint32_t)sizeof *out;
+    if ((uint32_t)out->quantization_options.algorithm > (uint32_t)pcclQuantZeroPointScale) {
+        pt_log(CCOIP_LOG_ERROR, "pccl", "collective options: unknown quantization algorithm %d",
+               (int)out->quantization_options.algorithm);
+        return pcclInvalidArgument;
+    }
+    return pcclSuccess;
+}
+
+/* The quantization of an op of `kind` (docs/semantics.md §6): only reduce and reduce-scatter
+ * take one, not with PREMUL_SUM, and only a combination the all-reduce takes too. */
+static pcclResult_t quant_check(ccoip_coll_kind kind, pcclDataType_t dtype, pcclRedOp_t op,
+                                const pcclQuantizationOptions_t *q)
+{
+    if (q->algorithm == pcclQuantNone) return pcclSuccess;
+    if (kind != CCOIP_COLL_REDUCE && kind != CCOIP_COLL_REDUCE_SCATTER) {
+        pt_log(CCOIP_LOG_ERROR, "pccl",
+               "%s: quantization applies to reduce and reduce-scatter only (the all-reduce "
+               "takes it from its descriptor)",
+               kind_name(kind));
+        return pcclInvalidArgument;
+    }
+    if (op == pcclPremulSum) {
+        pt_log(CCOIP_LOG_ERROR, "pccl", "%s: pcclPremulSum cannot be quantized", kind_name(kind));
+        return pcclInvalidArgument;
+    }
+    if (!ccoip_dtype_valid(q->quantized_datatype) ||
+        !ccoip_quant_supported(q->algorithm, dtype, q->quantized_datatype)) {
+        pt_log(CCOIP_LOG_ERROR, "pccl",
+               "%s: quantization algorithm %d cannot quantize data type %d into %d",
+               kind_name(kind), (int)q->algorithm, (int)dtype, (int)q->quantized_datatype);
+        return pcclInvalidArgument;
+    }
     return pcclSuccess;
 }
 
@@ -270,7 +310,7 @@ static pcclResult_t start_prelude(const pcclComm_t *comm, ccoip_coll_kind kind,
     *abort_on_error = false;
     pcclResult_t r = pccl_comm_check(comm);
     if (r != pcclSuccess) return r;
-    r = opts_read(options, o);
+    r = pccl_coll_options_read(options, o);
     *abort_on_error = comm->abort_on_error ||
                       (r == pcclSuccess && (o->flags & PCCL_COLLECTIVE_ABORT_ON_ERROR) != 0);
     if (r != pcclSuccess || work_out == NULL) {
@@ -311,6 +351,9 @@ static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, con
     if (!ccoip_dtype_valid(dtype) || (reduces && !ccoip_reduce_supported(op, dtype))) {
         pt_log(CCOIP_LOG_ERROR, "pccl", "%s: unknown data type %d or an op it has no kernel for",
                kind_name(kind), (int)dtype);
+        return stage_drop(stage, refuse(abort_on_error, kind, pcclInvalidArgument));
+    }
+    if (quant_check(kind, dtype, op, &o.quantization_options) != pcclSuccess) {
         return stage_drop(stage, refuse(abort_on_error, kind, pcclInvalidArgument));
     }
     pt_peer_info info;
@@ -375,8 +418,9 @@ static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, con
     a->count = (uint64_t)count;
     a->dtype = dtype;
     a->op = reduces ? op : pcclSum;
-    a->quant_algorithm = pcclQuantNone;
-    a->quant_dtype = dtype;
+    a->quant_algorithm = o.quantization_options.algorithm;
+    a->quant_dtype =
+        a->quant_algorithm != pcclQuantNone ? o.quantization_options.quantized_datatype : dtype;
     a->in_place = in_place;
     a->kind = kind;
     a->root = rt;
@@ -502,6 +546,10 @@ static pcclResult_t allreduce_start(const void *sendbuff, void *recvbuff,
     pcclResult_t r =
         start_prelude(communicator, CCOIP_COLL_ALL_REDUCE, options, work_out, &o, &abort_on_error);
     if (r != pcclSuccess) return r;
+    if (quant_check(CCOIP_COLL_ALL_REDUCE, pcclFloat, pcclSum, &o.quantization_options) !=
+        pcclSuccess) {
+        return refuse(abort_on_error, CCOIP_COLL_ALL_REDUCE, pcclInvalidArgument);
+    }
     pcclComm_t *c = (pcclComm_t *)(uintptr_t)communicator;
     ccoip_cmd cmd;
     memset(&cmd, 0, sizeof cmd);

@@ -154,8 +154,11 @@ PCCL_EXPORT pcclResult_t pcclAllToAllVAsync(const void *sendbuf, const size_t *s
     v->esize = es;
     v->send = sendbuf;
     v->recv = recvbuf;
-    const pcclCollectiveOptions_t defaults = PCCL_COLLECTIVE_OPTIONS_INIT;
-    v->opts = options != NULL ? *options : defaults;
+    /* The caller's struct may be the shorter first version: copied by its size. */
+    if (pccl_coll_options_read(options, &v->opts) != pcclSuccess) {
+        a2av_free(v);
+        return pcclInvalidArgument;
+    }
     v->counts = malloc(2u * n * sizeof(uint64_t));
     v->matrix = malloc((size_t)2u * n * n * sizeof(uint64_t));
     if (v->counts == NULL || v->matrix == NULL) {

@@ -65,6 +65,15 @@ typedef struct pccl_stage {
 } pccl_stage;
 
 /**
+ * The caller's collective options (pccl_coll.c; NULL: every default) into *out, a struct of
+ * this library's size: struct_size may be this header's or the first version's (without
+ * quantization_options, which then keeps its default); only the caller's bytes are read.
+ * pcclSuccess, or pcclInvalidArgument with a log line (another size, reserved not 0, unknown
+ * flags or quantization algorithm).
+ */
+pcclResult_t pccl_coll_options_read(const pcclCollectiveOptions_t *o, pcclCollectiveOptions_t *out);
+
+/**
  * Starts one op of the collective set (pccl_coll.c); stage may be NULL. require_epoch != 0: the
  * op starts only in that epoch (else pcclUpdateTopologyFailed, nothing started): the buffers of
  * a composite's later phase were sized for it.

@@ -578,7 +578,7 @@ void p_ring_begin(ccoip_peer *p, uint32_t i);
  * epoch, world, rank and connections ring_begin set. */
 void p_coll_begin(ccoip_peer *p, uint32_t i);
 void p_coll_after_io(ccoip_peer *p, uint32_t i);
-void p_coll_after_kernel(ccoip_peer *p, uint32_t i);
+void p_coll_after_kernel(ccoip_peer *p, uint32_t i, const ccoip_done *d);
 
 /* peer_pair.c: send / recv over a pair link (docs/protocol.md §6.8.4, §8.5). */
 /** Starts op i (commenced, epoch and seq set) with the commence's other member and key. */

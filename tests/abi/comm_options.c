@@ -2,7 +2,9 @@
  * comm_options.c — pcclCommCreateOptions_t and pcclCreateCommunicatorEx
  * (include/pccl.h, docs/pccl10.md): the results of bad options, and the
  * environment variables through which a program built for PCCL 1.0 (plain
- * pcclCreateCommunicator) reaches pccl's options.
+ * pcclCreateCommunicator) reaches pccl's options. Also pcclCollectiveOptions_t's
+ * versions (struct_size of the first version, 32 bytes, or this header's) and the
+ * quantization checks a collective makes before it looks at the group.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -29,6 +31,63 @@ static pcclCommCreateParams_t bad_address(void)
     memset(&p, 0, sizeof p);
     p.master_address.inet.protocol = (ccoip_inet_protocol_t)7; /* neither IPv4 nor IPv6 */
     return p;
+}
+
+/* The collective options on a connected communicator alone in its group: accepted options get
+ * pcclTooFewPeers (the next check), refused ones pcclInvalidArgument. */
+static void collective_options(const pcclComm_t *c)
+{
+    float in[8] = {0}, out[8] = {0};
+    pcclCollectiveOptions_t o = PCCL_COLLECTIVE_OPTIONS_INIT;
+    CHECK_RESULT(pcclReduceScatter(in, out, 1, pcclFloat, pcclSum, &o, c, NULL), pcclTooFewPeers);
+    /* The first version of the struct, in a buffer of exactly its 32 bytes (ASan sees a read
+     * beyond it). */
+    unsigned char *mem = malloc(32);
+    if (mem == NULL) return;
+    uint32_t size = 32;
+    memcpy(mem, &o, 32);
+    memcpy(mem, &size, sizeof size); /* struct_size is the first field */
+    const pcclCollectiveOptions_t *v1 = (const void *)mem;
+    CHECK_RESULT(pcclReduceScatter(in, out, 1, pcclFloat, pcclSum, v1, c, NULL), pcclTooFewPeers);
+    CHECK_RESULT(pcclBroadcast(in, 1, pcclFloat, 0, v1, c, NULL), pcclTooFewPeers);
+    size = 36;
+    memcpy(mem, &size, sizeof size);
+    CHECK_RESULT(pcclReduceScatter(in, out, 1, pcclFloat, pcclSum, v1, c, NULL),
+                 pcclInvalidArgument);
+    free(mem);
+    o.struct_size = (uint32_t)sizeof o + 8u;
+    CHECK_RESULT(pcclReduceScatter(in, out, 1, pcclFloat, pcclSum, &o, c, NULL),
+                 pcclInvalidArgument);
+    o.struct_size = (uint32_t)sizeof o;
+    /* Quantization: reduce and reduce-scatter take a combination the all-reduce takes. */
+    o.quantization_options.algorithm = pcclQuantMinMax;
+    o.quantization_options.quantized_datatype = pcclUint8;
+    CHECK_RESULT(pcclReduceScatter(in, out, 1, pcclFloat, pcclSum, &o, c, NULL), pcclTooFewPeers);
+    CHECK_RESULT(pcclReduce(in, out, 8, pcclFloat, pcclAvg, 0, &o, c, NULL), pcclTooFewPeers);
+    CHECK_RESULT(pcclReduceScatter(in, out, 1, pcclInt32, pcclSum, &o, c, NULL),
+                 pcclInvalidArgument);
+    CHECK_RESULT(pcclReduce(in, out, 8, pcclFloat, pcclPremulSum, 0, &o, c, NULL),
+                 pcclInvalidArgument);
+    o.quantization_options.quantized_datatype = pcclFloat16;
+    CHECK_RESULT(pcclReduce(in, out, 8, pcclFloat, pcclSum, 0, &o, c, NULL), pcclInvalidArgument);
+    o.quantization_options.quantized_datatype = pcclUint8;
+    o.quantization_options.algorithm = (pcclQuantizationAlgorithm_t)3;
+    CHECK_RESULT(pcclReduce(in, out, 8, pcclFloat, pcclSum, 0, &o, c, NULL), pcclInvalidArgument);
+    o.quantization_options.algorithm = pcclQuantZeroPointScale;
+    /* ... and no other collective (the all-reduce has it in its descriptor). */
+    CHECK_RESULT(pcclBroadcast(in, 8, pcclFloat, 0, &o, c, NULL), pcclInvalidArgument);
+    CHECK_RESULT(pcclAllGather(in, out, 1, pcclFloat, &o, c, NULL), pcclInvalidArgument);
+    CHECK_RESULT(pcclAllToAll(in, out, 1, pcclFloat, &o, c, NULL), pcclInvalidArgument);
+    CHECK_RESULT(pcclGather(in, out, 1, pcclFloat, 0, &o, c, NULL), pcclInvalidArgument);
+    CHECK_RESULT(pcclScatter(in, out, 1, pcclFloat, 0, &o, c, NULL), pcclInvalidArgument);
+    CHECK_RESULT(pcclBarrier(&o, c, NULL), pcclInvalidArgument);
+    pcclReduceDescriptor_t d;
+    memset(&d, 0, sizeof d);
+    d.count = 8;
+    d.op = pcclSum;
+    d.src_descriptor.datatype = pcclFloat;
+    d.quantization_options.algorithm = pcclQuantNone;
+    CHECK_RESULT(pcclAllReduceEx(in, out, &d, &o, c, NULL), pcclInvalidArgument);
 }
 
 static void destroy(pcclComm_t **c)
@@ -128,6 +187,7 @@ int main(void)
             fprintf(stderr, "comm_options: FAILED: world size %d, expected 1\n", ws);
             g_failed++;
         }
+        collective_options(c);
         destroy(&c);
     }
     /* An option the caller sets wins over the environment: this URL has no master. */

@@ -4,6 +4,7 @@
  * programs rely on. Exit status 0 = pass.
  */
 #include <pccl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -88,6 +89,11 @@ int main(void)
         CHECK(params.p2p_connection_pool_size == 0 && sizeof params == 36);
         pcclCommCreateOptions_t opts = PCCL_COMM_CREATE_OPTIONS_INIT;
         CHECK(opts.struct_size == sizeof opts && opts.master_url == NULL && opts.timeout_ms == 0);
+        /* The collective options: quantization appended after the first version's 32 bytes. */
+        pcclCollectiveOptions_t co = PCCL_COLLECTIVE_OPTIONS_INIT;
+        CHECK(co.struct_size == sizeof co && sizeof co == 40 && co.premul_scalar == 1.0);
+        CHECK(offsetof(pcclCollectiveOptions_t, quantization_options) == 32);
+        CHECK(co.quantization_options.algorithm == pcclQuantNone && co.tag == 0 && co.flags == 0);
     }
     {
         float w[8] = {0};

@@ -73,6 +73,8 @@ int main()
     pcclResult_t r = pcclOptimizeTopologyFailed;
     bad += r != pcclTopologyOptimizationFailed;
     bad += PCCL_ATTRIBUTE_CURRENT_WORLD_SIZE != 2;
+    const pcclCollectiveOptions_t co = PCCL_COLLECTIVE_OPTIONS_INIT;
+    bad += co.struct_size != sizeof co || co.quantization_options.algorithm != pcclQuantNone;
     if (bad == 0) std::printf("header test (C++%d): 1 passed, 0 failed\n", PCCL_TEST_CXX_STD);
     return bad == 0 ? 0 : 1;
 }

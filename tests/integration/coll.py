@@ -5,8 +5,9 @@ A ccoip_master (heartbeat 100 ms, eviction 1,000 ms) and N itest_coll_peer
 processes on 127.0.0.1:
 
   --scenario exact     every peer runs mode exact (every kind, exact results,
-                       in and out of place, concurrent work objects, barrier,
-                       bad arguments); all must exit 0.
+                       in and out of place, concurrent work objects, quantized
+                       reduce-scatter and reduce, barrier, bad arguments); all
+                       must exit 0.
   --scenario kill      peer N-1 runs mode victim (SIGKILLs itself mid-op), the
                        others mode survivor: they must fail that op
                        (pcclRankConnectionLost / pcclTimeout /

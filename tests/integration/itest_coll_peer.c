@@ -14,7 +14,9 @@
  *            in place (the aliasing of pccl.h); then every kind at once as work
  *            objects on distinct tags, issued in opposite orders by even and
  *            odd indices, waited with pcclWorkWaitTimeout and polled with
- *            pcclWorkIsCompleted; then a barrier; bad arguments get their codes.
+ *            pcclWorkIsCompleted; PREMUL_SUM; quantized reduce-scatter and reduce
+ *            (float inputs the 8-bit codes carry exactly); the list and v variants;
+ *            then a barrier; bad arguments get their codes.
  * victim:    grows to N, prints RUNNING, starts a large all-gather and SIGKILLs
  *            itself while it runs.
  * survivor:  grows to N, prints RUNNING, runs large all-gathers (timeout
@@ -339,6 +341,14 @@ static int bad_arguments(pcclComm_t *c)
     bad = (pcclCollectiveOptions_t)PCCL_COLLECTIVE_OPTIONS_INIT;
     bad.flags = 0x80u;
     EXPECT(pcclBarrier(&bad, c, NULL), pcclInvalidArgument);
+    /* Quantization: only reduce and reduce-scatter, of a float type into an 8- or 16-bit one. */
+    bad = (pcclCollectiveOptions_t)PCCL_COLLECTIVE_OPTIONS_INIT;
+    bad.quantization_options.algorithm = pcclQuantMinMax;
+    bad.quantization_options.quantized_datatype = pcclUint8;
+    EXPECT(pcclBroadcast(buf, 2, pcclFloat, 0, &bad, c, NULL), pcclInvalidArgument);
+    EXPECT(pcclAllGather(buf, buf + 4, 1, pcclFloat, &bad, c, NULL), pcclInvalidArgument);
+    EXPECT(pcclReduceScatter(buf, buf + 4, 1, pcclInt32, pcclSum, &bad, c, NULL),
+           pcclInvalidArgument);
     EXPECT(pcclWorkWait(NULL, NULL), pcclInvalidArgument);
     EXPECT(pcclBarrier(NULL, NULL, NULL), pcclInvalidArgument);
     pcclWorkFree(NULL);
@@ -399,6 +409,95 @@ static int premul_round(pcclComm_t *c)
                     g_index, (int)r, (unsigned long long)k, (double)y[k], (double)want);
             rc = 1;
         }
+    }
+    free(x);
+    free(y);
+    return rc;
+}
+
+/* Quantized reduce-scatter and reduce (docs/semantics.md §6) with inputs the codes carry
+ * exactly: rank r's element e is v(e) (r + 1) with v(e) = e mod 256, so every partial the ring
+ * quantizes is v(e) S for one S per chunk, spanning 0 .. 255 S (chunks of at least 256
+ * elements): MinMax and ZeroPointScale 8-bit codes are then exactly v(e). The reduce-scatter
+ * (MinMax, uint8, SUM; a large block and one small enough for the master relay) must give
+ * v(e) T, T = N (N + 1) / 2, and move one byte per element (tx_bytes (N - 1) count: the ring,
+ * not the relay); the reduce (ZeroPointScale, int8, AVG) v(e) T / N at the root. */
+static int quant_round(pcclComm_t *c)
+{
+    uint32_t rank = 0, world = 0;
+    if (attrs(c, &rank, &world) != 0) return 2;
+    const uint64_t counts[2] = {3000, 512};
+    const float t = (float)(world * (world + 1u) / 2u);
+    int rc = 0;
+    for (int i = 0; i < 2 && rc == 0; i++) {
+        const uint64_t n = counts[i];
+        float *x = malloc((size_t)(world * n) * sizeof(float)), *y = malloc(n * sizeof(float));
+        if (x == NULL || y == NULL) return 2;
+        for (uint64_t e = 0; e < world * n; e++)
+            x[e] = (float)(e % 256u) * (float)(rank + 1u);
+        pcclCollectiveOptions_t opt = PCCL_COLLECTIVE_OPTIONS_INIT;
+        opt.tag = 40u + (uint64_t)i;
+        opt.quantization_options.algorithm = pcclQuantMinMax;
+        opt.quantization_options.quantized_datatype = pcclUint8;
+        pcclCollectiveInfo_t info;
+        memset(&info, 0, sizeof info);
+        const pcclResult_t r =
+            pcclReduceScatter(x, y, (size_t)n, pcclFloat, pcclSum, &opt, c, &info);
+        if (r != pcclSuccess || info.tx_bytes != (uint64_t)(world - 1u) * n) {
+            fprintf(stderr, "itest_coll_peer %d: quantized reduce-scatter r=%d tx_bytes %llu\n",
+                    g_index, (int)r, (unsigned long long)info.tx_bytes);
+            rc = 1;
+        }
+        for (uint64_t k = 0; rc == 0 && k < n; k++) {
+            const float want = (float)(((uint64_t)rank * n + k) % 256u) * t;
+            if (y[k] != want) {
+                fprintf(stderr, "itest_coll_peer %d: quantized reduce-scatter [%llu] %g != %g\n",
+                        g_index, (unsigned long long)k, (double)y[k], (double)want);
+                rc = 1;
+            }
+        }
+        free(x);
+        free(y);
+    }
+    enum { C = 5000 };
+    float *x = malloc(C * sizeof(float)), *y = malloc(C * sizeof(float));
+    if (x == NULL || y == NULL) return 2;
+    for (uint64_t e = 0; e < C; e++) {
+        x[e] = (float)(e % 256u) * (float)(rank + 1u);
+        y[e] = -1.0f;
+    }
+    const uint32_t root = world - 1u;
+    pcclCollectiveOptions_t opt = PCCL_COLLECTIVE_OPTIONS_INIT;
+    opt.tag = 42;
+    opt.quantization_options.algorithm = pcclQuantZeroPointScale;
+    opt.quantization_options.quantized_datatype = pcclInt8;
+    const pcclResult_t r =
+        rc == 0 ? pcclReduce(x, y, C, pcclFloat, pcclAvg, (int)root, &opt, c, NULL) : pcclSuccess;
+    if (r != pcclSuccess) {
+        fprintf(stderr, "itest_coll_peer %d: quantized reduce r=%d\n", g_index, (int)r);
+        rc = 1;
+    }
+    for (uint64_t k = 0; rc == 0 && rank == root && k < C; k++) {
+        const float want = (float)(k % 256u) * t / (float)world;
+        if (y[k] != want) {
+            fprintf(stderr, "itest_coll_peer %d: quantized reduce [%llu] %g != %g\n", g_index,
+                    (unsigned long long)k, (double)y[k], (double)want);
+            rc = 1;
+        }
+    }
+    /* Two elements over N chunks: pieces of one element (constant: carried exactly) and, for
+     * N > 2, empty ones, whose frames carry only metadata. */
+    float tiny[2] = {3.0f * (float)(rank + 1u), -5.0f}, out[2] = {0, 0};
+    opt.tag = 43;
+    opt.quantization_options.algorithm = pcclQuantMinMax;
+    opt.quantization_options.quantized_datatype = pcclUint8;
+    const pcclResult_t r2 =
+        rc == 0 ? pcclReduce(tiny, out, 2, pcclFloat, pcclSum, 0, &opt, c, NULL) : pcclSuccess;
+    if (rc == 0 && (r2 != pcclSuccess ||
+                    (rank == 0 && (out[0] != 3.0f * t || out[1] != -5.0f * (float)world)))) {
+        fprintf(stderr, "itest_coll_peer %d: quantized reduce of 2: r=%d %g %g\n", g_index, (int)r2,
+                (double)out[0], (double)out[1]);
+        rc = 1;
     }
     free(x);
     free(y);
@@ -547,6 +646,7 @@ static int mode_exact(pcclComm_t *c)
     }
     int rc = concurrent_round(c);
     if (rc == 0) rc = premul_round(c);
+    if (rc == 0) rc = quant_round(c);
     if (rc == 0) rc = list_round(c);
     if (rc == 0) rc = v_round(c);
     if (rc != 0) return rc;

@@ -149,19 +149,23 @@ def test_collective_options_init_matches_header(tmp_path):
         pytest.skip("no C compiler")
     src = tmp_path / "init.c"
     src.write_text(
-        '#include <stdio.h>\n#include "pccl.h"\nint main(void) {\n'
+        '#include <stddef.h>\n#include <stdio.h>\n#include "pccl.h"\nint main(void) {\n'
         "const pcclCollectiveOptions_t o = PCCL_COLLECTIVE_OPTIONS_INIT;\n"
-        'printf("%u %u %llu %u %u %.17g %u\\n", (unsigned)o.struct_size, (unsigned)o.timeout_ms,\n'
-        "(unsigned long long)o.tag, (unsigned)o.flags, (unsigned)o.reserved, o.premul_scalar,\n"
-        "(unsigned)PCCL_COLLECTIVE_ABORT_ON_ERROR);\nreturn 0; }\n")
+        'printf("%u %u %llu %u %u %.17g %u %d %d %u\\n", (unsigned)o.struct_size,\n'
+        "(unsigned)o.timeout_ms, (unsigned long long)o.tag, (unsigned)o.flags,\n"
+        "(unsigned)o.reserved, o.premul_scalar, (unsigned)PCCL_COLLECTIVE_ABORT_ON_ERROR,\n"
+        "(int)o.quantization_options.quantized_datatype, (int)o.quantization_options.algorithm,\n"
+        "(unsigned)offsetof(pcclCollectiveOptions_t, quantization_options));\nreturn 0; }\n")
     exe = tmp_path / "init"
     subprocess.run([cc, "-std=c11", "-I", str(harness.REPO / "include"), str(src), "-o", str(exe)],
                    check=True, timeout=60)
     out = subprocess.run([str(exe)], check=True, capture_output=True, text=True, timeout=10).stdout
     o = _lib.CollectiveOptions.init()
     fields = [o.struct_size, o.timeout_ms, o.tag, o.flags, o.reserved, o.premul_scalar]
-    assert out.split() == [str(v) for v in fields[:5]] + ["%.17g" % fields[5],
-                                                         str(_lib.COLLECTIVE_ABORT_ON_ERROR)]
+    q = o.quantization_options
+    assert out.split() == [str(v) for v in fields[:5]] + [
+        "%.17g" % fields[5], str(_lib.COLLECTIVE_ABORT_ON_ERROR), str(q.quantized_datatype),
+        str(q.algorithm), str(_lib.CollectiveOptions.quantization_options.offset)]
 
 
 # ---------------------------------------------------------------- library lookup

@@ -8,7 +8,8 @@
  * mid-op (pcclRankConnectionLost for the survivors, in-place inputs
  * restored, the retry on the shrunken ring exact); timeouts (a member that
  * never initiates, a member frozen mid-op: pcclTimeout for everyone alive);
- * the barrier.
+ * the barrier; quantized reduce-scatter and reduce against a reference
+ * built from the same quantize/dequantize kernels (bit for bit).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,9 @@
 #include "ccoip_coll.h"
 #include "ccoip_master.h"
 #include "ccoip_peer.h"
+#include "ccoip_quant.h"
+#include "ccoip_reduce.h"
+#include "ccoip_ring.h"
 #include "ptest.h"
 #include "sm_harness.h"
 
@@ -606,4 +610,276 @@ PTEST(coll_peers, master_relay_every_kind_exact_and_bit_identical_to_the_ring)
                   "kind %d: relayed bits differ from the ring's", (int)fk[kk]);
     }
     g_relay_max = 0;
+}
+
+/* Quantized reduce-scatter and reduce (docs/semantics.md §6). Float inputs that do not survive
+ * 8-bit codes exactly, so the quantization shows. */
+static float q_in(uint32_t rank, uint64_t e)
+{
+    return (float)((rank * 7919u + (uint32_t)e * 31u + 5u) % 2003u) / 97.0f - 10.0f;
+}
+
+/* The reference of one reduced piece: elements [off, off + cnt) of every rank's input, reduced
+ * for owner rank k as the schedule does — the partial starts at rank k + 1; each next rank
+ * (k + 2, ..., k) quantizes nothing of its own but receives value(codes of the partial) and
+ * computes own op value; AVG divides at the owner. Built from the kernels themselves. */
+static void q_ref(float *const *in, uint32_t n, uint32_t k, uint64_t off, uint64_t cnt,
+                  pcclRedOp_t op, pcclQuantizationAlgorithm_t alg, pcclDataType_t qd, float *out)
+{
+    float *tmp = calloc((size_t)cnt + 1u, sizeof(float));
+    uint8_t *codes = calloc((size_t)cnt * 2u + 1u, 1);
+    memcpy(out, in[(k + 1u) % n] + off, (size_t)cnt * sizeof(float));
+    for (uint32_t j = 2; j <= n; j++) {
+        ccoip_quant_meta m;
+        PT_ASSERT(ccoip_quant_compute_meta(alg, pcclFloat, qd, out, cnt, &m) == pcclSuccess,
+                  "meta");
+        PT_ASSERT(ccoip_quantize(&m, codes, out, cnt) == pcclSuccess, "quantize");
+        PT_ASSERT(ccoip_dequantize(&m, tmp, codes, cnt) == pcclSuccess, "dequantize");
+        memcpy(out, in[(k + j) % n] + off, (size_t)cnt * sizeof(float));
+        PT_ASSERT(ccoip_reduce_inplace(op, pcclFloat, out, tmp, cnt) == pcclSuccess, "reduce");
+    }
+    if (op == pcclAvg) {
+        PT_ASSERT(ccoip_reduce_finalize_avg(pcclFloat, out, cnt, n) == pcclSuccess, "avg");
+    }
+    free(tmp);
+    free(codes);
+}
+
+typedef struct q_case {
+    pcclRedOp_t op;
+    pcclQuantizationAlgorithm_t alg;
+    pcclDataType_t qd;
+} q_case;
+
+static void q_round_pool(ccoip_coll_kind kind, uint32_t n, uint32_t pool, uint64_t count,
+                         uint32_t root, bool in_place, q_case qc)
+{
+    smh *h = world_of(n, pool);
+    PT_ASSERT(h != NULL, "ring of %u", n);
+    float *send[NMAX], *recv[NMAX], *by_rank[NMAX];
+    uint64_t cmd[NMAX], rn[NMAX];
+    uint32_t rank[NMAX];
+    for (uint32_t i = 0; i < n; i++) {
+        ccoip_peer *p = smh_peer(h, i);
+        rank[i] = (uint32_t)ccoip_peer_rank(p);
+        uint64_t sb = 0, rb = 0;
+        PT_ASSERT(ccoip_coll_sizes(kind, count, 4, n, rank[i], root, &sb, &rb) == pcclSuccess,
+                  "sizes");
+        rn[i] = rb / 4u;
+        send[i] = calloc((size_t)(sb / 4u) + 1u, 4);
+        for (uint64_t e = 0; e < sb / 4u; e++)
+            send[i][e] = q_in(rank[i], e);
+        by_rank[rank[i]] = malloc((size_t)sb + 4u);
+        memcpy(by_rank[rank[i]], send[i], (size_t)sb);
+        if (!in_place) {
+            recv[i] = calloc((size_t)rn[i] + 1u, 4);
+        } else {
+            recv[i] =
+                kind == CCOIP_COLL_REDUCE_SCATTER ? send[i] + (uint64_t)rank[i] * count : send[i];
+        }
+        ccoip_allreduce_args a;
+        memset(&a, 0, sizeof a);
+        a.tag = 21;
+        a.count = count;
+        a.dtype = pcclFloat;
+        a.op = qc.op;
+        a.quant_algorithm = qc.alg;
+        a.quant_dtype = qc.qd;
+        a.in_place = in_place;
+        a.kind = kind;
+        a.root = root;
+        a.pinned_epoch = ccoip_peer_epoch(p);
+        a.world = n;
+        a.send_bytes = sb;
+        a.recv_bytes = rb;
+        cmd[i] = smh_allreduce(h, i, &a, send[i], rb > 0 ? recv[i] : NULL);
+    }
+    smh_run(h);
+    float *want = calloc((size_t)count + 1u, sizeof(float));
+    uint64_t lossy = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, cmd[i], &r) && r == pcclSuccess,
+                  "kind %d n %u op %d alg %d qd %d: peer %u r=%d", (int)kind, n, (int)qc.op,
+                  (int)qc.alg, (int)qc.qd, i, (int)r);
+        PT_ASSERT(ccoip_peer_relayed_ops(smh_peer(h, i)) == 0, "a quantized op never relays");
+        if (kind == CCOIP_COLL_REDUCE_SCATTER) {
+            q_ref(by_rank, n, rank[i], (uint64_t)rank[i] * count, count, qc.op, qc.alg, qc.qd,
+                  want);
+        } else if (rn[i] > 0) {
+            for (uint32_t k = 0; k < n; k++) {
+                const ccoip_span c = ccoip_ring_chunk(count, n, k);
+                q_ref(by_rank, n, k, c.offset, c.count, qc.op, qc.alg, qc.qd, want + c.offset);
+            }
+        }
+        for (uint64_t e = 0; e < rn[i]; e++) {
+            PT_ASSERT(memcmp(&recv[i][e], &want[e], 4) == 0,
+                      "kind %d n %u root %u in_place %d op %d alg %d qd %d: rank %u [%llu] "
+                      "%.9g != %.9g",
+                      (int)kind, n, root, (int)in_place, (int)qc.op, (int)qc.alg, (int)qc.qd,
+                      rank[i], (unsigned long long)e, (double)recv[i][e], (double)want[e]);
+            const uint64_t at = kind == CCOIP_COLL_REDUCE_SCATTER ? rank[i] * count + e : e;
+            float exact = 0;
+            for (uint32_t q = 0; q < n; q++)
+                exact += by_rank[q][at];
+            if (qc.op == pcclSum && recv[i][e] != exact) lossy++;
+        }
+    }
+    /* Chunks of one element are constant: they round-trip exactly. */
+    PT_ASSERT(qc.op != pcclSum || count <= 2u * n || lossy > 0,
+              "kind %d n %u: the codes lost nothing: not quantized?", (int)kind, n);
+    PT_ASSERT(smh_step_errors(h) == 0, "no step errors");
+    free(want);
+    for (uint32_t i = 0; i < n; i++) {
+        if (!in_place) free(recv[i]);
+        free(send[i]);
+        free(by_rank[rank[i]]);
+    }
+    smh_destroy(h);
+}
+
+static void q_round(ccoip_coll_kind kind, uint32_t n, uint64_t count, uint32_t root, bool in_place,
+                    q_case qc)
+{
+    q_round_pool(kind, n, 1, count, root, in_place, qc);
+}
+
+static const q_case QCASES[] = {
+    {pcclSum, pcclQuantMinMax, pcclUint8},
+    {pcclAvg, pcclQuantZeroPointScale, pcclInt8},
+    {pcclMax, pcclQuantMinMax, pcclInt16},
+};
+
+PTEST(coll_peers, quantized_reduce_scatter_and_reduce_match_the_kernels_bit_for_bit)
+{
+    for (size_t c = 0; c < sizeof QCASES / sizeof QCASES[0]; c++) {
+        for (uint32_t n = 2; n <= NMAX; n++) {
+            q_round(CCOIP_COLL_REDUCE_SCATTER, n, 301, 0, false, QCASES[c]);
+            q_round(CCOIP_COLL_REDUCE_SCATTER, n, 301, 0, true, QCASES[c]);
+            for (uint32_t root = 0; root < n; root++)
+                q_round(CCOIP_COLL_REDUCE, n, 1001, root, false, QCASES[c]);
+            q_round(CCOIP_COLL_REDUCE, n, 1001, n - 1u, true, QCASES[c]);
+            q_round(CCOIP_COLL_REDUCE, n, 2, 0, false, QCASES[c]); /* empty chunks */
+        }
+    }
+    /* Over a pool of two with 1.25 MiB chunks: the quantized steps take one connection (the
+     * op's, alike at both ends), the reduce's unquantized gather stripes over both. */
+    q_round_pool(CCOIP_COLL_REDUCE_SCATTER, 3, 2, (5u << 18) / 4u + 1u, 0, false, QCASES[1]);
+    q_round_pool(CCOIP_COLL_REDUCE, 3, 2, 3u * ((5u << 18) / 4u + 1u), 2, false, QCASES[0]);
+    /* Small enough for the master relay: quantized ops still take the ring (checked in q_round). */
+    g_relay_max = 32u << 10;
+    q_round(CCOIP_COLL_REDUCE_SCATTER, 3, 37, 0, false, QCASES[0]);
+    q_round(CCOIP_COLL_REDUCE, 3, 37, 1, false, QCASES[0]);
+    g_relay_max = 0;
+}
+
+/* Submits a float op of `kind` at peer i with the given quantization; returns its command. */
+static uint64_t q_submit(smh *h, uint32_t i, ccoip_coll_kind kind, pcclRedOp_t op,
+                         pcclQuantizationAlgorithm_t alg, pcclDataType_t qd, float *send,
+                         float *recv)
+{
+    ccoip_peer *p = smh_peer(h, i);
+    const uint32_t n = ccoip_peer_world_size(p);
+    const uint32_t rank = (uint32_t)ccoip_peer_rank(p);
+    uint64_t sb = 0, rb = 0;
+    PT_ASSERT(ccoip_coll_sizes(kind, 8, 4, n, rank, 0, &sb, &rb) == pcclSuccess, "sizes");
+    ccoip_allreduce_args a;
+    memset(&a, 0, sizeof a);
+    a.tag = 23;
+    a.count = kind == CCOIP_COLL_BARRIER ? 0 : 8;
+    a.dtype = pcclFloat;
+    a.op = op;
+    a.quant_algorithm = alg;
+    a.quant_dtype = qd;
+    a.kind = kind;
+    a.pinned_epoch = ccoip_peer_epoch(p);
+    a.world = n;
+    a.send_bytes = kind == CCOIP_COLL_BARRIER ? 0 : sb;
+    a.recv_bytes = kind == CCOIP_COLL_BARRIER ? 0 : rb;
+    a.premul = 1.0;
+    return smh_allreduce(h, i, &a, send, recv);
+}
+
+PTEST(coll_peers, members_disagreeing_on_quantization_are_invalid_usage_for_everyone)
+{
+    const ccoip_coll_kind kinds[2] = {CCOIP_COLL_REDUCE_SCATTER, CCOIP_COLL_REDUCE};
+    for (int k = 0; k < 2; k++) {
+        for (int variant = 0; variant < 2; variant++) {
+            smh *h = world_of(3, 1);
+            PT_ASSERT(h != NULL, "ring of 3");
+            float send[3][24], recv[3][24];
+            uint64_t cmd[3];
+            for (uint32_t i = 0; i < 3; i++) {
+                for (int e = 0; e < 24; e++)
+                    send[i][e] = (float)e;
+                /* Peer 2 differs: unquantized (variant 0) or another code type (variant 1). */
+                pcclQuantizationAlgorithm_t alg = pcclQuantMinMax;
+                pcclDataType_t qd = pcclUint8;
+                if (i == 2 && variant == 0) alg = pcclQuantNone;
+                if (i == 2 && variant == 1) qd = pcclUint16;
+                cmd[i] = q_submit(h, i, kinds[k], pcclSum, alg, qd, send[i], recv[i]);
+            }
+            smh_run(h);
+            for (uint32_t i = 0; i < 3; i++) {
+                pcclResult_t r;
+                PT_ASSERT(smh_done(h, i, cmd[i], &r) && r == pcclInvalidUsage,
+                          "kind %d variant %d: peer %u r=%d", (int)kinds[k], variant, i, (int)r);
+            }
+            smh_destroy(h);
+        }
+    }
+}
+
+PTEST(coll_peers, quantizing_a_kind_that_does_not_reduce_is_an_invalid_argument)
+{
+    const ccoip_coll_kind kinds[] = {CCOIP_COLL_BROADCAST,  CCOIP_COLL_ALL_GATHER,
+                                     CCOIP_COLL_ALL_TO_ALL, CCOIP_COLL_GATHER,
+                                     CCOIP_COLL_SCATTER,    CCOIP_COLL_BARRIER};
+    smh *h = world_of(2, 1);
+    PT_ASSERT(h != NULL, "ring of 2");
+    float send[16] = {0}, recv[16] = {0};
+    pcclResult_t r;
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        const uint64_t c =
+            q_submit(h, 0, kinds[k], pcclSum, pcclQuantMinMax, pcclUint8, send, recv);
+        smh_run(h);
+        PT_ASSERT(smh_done(h, 0, c, &r) && r == pcclInvalidArgument, "kind %d: r=%d", (int)kinds[k],
+                  (int)r);
+    }
+    /* Combinations the all-reduce refuses too: PREMUL_SUM, a float code type, an unknown
+     * algorithm. */
+    uint64_t c = q_submit(h, 0, CCOIP_COLL_REDUCE_SCATTER, pcclPremulSum, pcclQuantMinMax,
+                          pcclUint8, send, recv);
+    smh_run(h);
+    PT_ASSERT(smh_done(h, 0, c, &r) && r == pcclInvalidArgument, "premul: r=%d", (int)r);
+    c = q_submit(h, 0, CCOIP_COLL_REDUCE, pcclSum, pcclQuantMinMax, pcclFloat16, send, recv);
+    smh_run(h);
+    PT_ASSERT(smh_done(h, 0, c, &r) && r == pcclInvalidArgument, "fp16 codes: r=%d", (int)r);
+    c = q_submit(h, 0, CCOIP_COLL_REDUCE, pcclSum, (pcclQuantizationAlgorithm_t)7, pcclUint8, send,
+                 recv);
+    smh_run(h);
+    PT_ASSERT(smh_done(h, 0, c, &r) && r == pcclInvalidArgument, "algorithm 7: r=%d", (int)r);
+    smh_destroy(h);
+}
+
+PTEST(coll_peers, a_quantized_reduce_scatter_of_non_finite_data_is_invalid_for_everyone)
+{
+    smh *h = world_of(3, 1);
+    PT_ASSERT(h != NULL, "ring of 3");
+    float send[3][24], recv[3][8];
+    uint64_t cmd[3];
+    for (uint32_t i = 0; i < 3; i++) {
+        for (int e = 0; e < 24; e++)
+            send[i][e] = (float)e;
+        if (i == 1) send[i][5] = 1.0f / 0.0f;
+        cmd[i] = q_submit(h, i, CCOIP_COLL_REDUCE_SCATTER, pcclSum, pcclQuantMinMax, pcclUint8,
+                          send[i], recv[i]);
+    }
+    smh_run(h);
+    for (uint32_t i = 0; i < 3; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, cmd[i], &r) && r == pcclInvalidArgument, "peer %u r=%d", i,
+                  (int)r);
+    }
+    smh_destroy(h);
 }

@@ -143,7 +143,9 @@ class MasterCreateParams(ctypes.Structure):
 class CollectiveOptions(ctypes.Structure):
     """pcclCollectiveOptions_t: options of one collective, versioned by struct_size.
 
-    CollectiveOptions.init() is PCCL_COLLECTIVE_OPTIONS_INIT (every default)."""
+    CollectiveOptions.init() is PCCL_COLLECTIVE_OPTIONS_INIT (every default).
+    quantization_options applies to pcclReduce and pcclReduceScatter only; the
+    library also accepts the first version of the struct (struct_size 32, without it)."""
 
     _fields_ = [
         ("struct_size", ctypes.c_uint32),
@@ -152,11 +154,13 @@ class CollectiveOptions(ctypes.Structure):
         ("flags", ctypes.c_uint32),
         ("reserved", ctypes.c_uint32),
         ("premul_scalar", ctypes.c_double),
+        ("quantization_options", CQuantizationOptions),
     ]
 
     @classmethod
     def init(cls):
-        return cls(ctypes.sizeof(cls), 0, 0, 0, 0, 1.0)
+        # quantized_datatype pcclUint8 (0), algorithm pcclQuantNone (0)
+        return cls(ctypes.sizeof(cls), 0, 0, 0, 0, 1.0, CQuantizationOptions(0, 0))
 
 
 # pcclCollectiveOptions_t.flags

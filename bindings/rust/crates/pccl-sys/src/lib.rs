@@ -442,7 +442,10 @@ pub struct pcclMasterCreateParams_t {
 /// means every default). Versioned by `struct_size` as [`pcclCommCreateOptions_t`]: start from
 /// [`PCCL_COLLECTIVE_OPTIONS_INIT`] (or `Default`). `timeout_ms` 0: the communicator's default;
 /// `flags`: `PCCL_COLLECTIVE_*`; `reserved` must be 0; `premul_scalar`: this member's factor
-/// for [`pcclPremulSum`] (default 1.0).
+/// for [`pcclPremulSum`] (default 1.0); `quantization_options`: quantization of
+/// [`pcclReduce`] and [`pcclReduceScatter`] only (default `pcclQuantNone`; any other
+/// collective refuses it). The library also accepts the first version of the struct
+/// (`struct_size` 32, without `quantization_options`).
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq)]
 pub struct pcclCollectiveOptions_t {
@@ -452,6 +455,7 @@ pub struct pcclCollectiveOptions_t {
     pub flags: u32,
     pub reserved: u32,
     pub premul_scalar: f64,
+    pub quantization_options: pcclQuantizationOptions_t,
 }
 
 /// Flag of [`pcclCollectiveOptions_t::flags`]: abort() the process when the op fails or times
@@ -466,6 +470,10 @@ pub const PCCL_COLLECTIVE_OPTIONS_INIT: pcclCollectiveOptions_t = pcclCollective
     flags: 0,
     reserved: 0,
     premul_scalar: 1.0,
+    quantization_options: pcclQuantizationOptions_t {
+        quantized_datatype: pcclUint8,
+        algorithm: pcclQuantNone,
+    },
 };
 
 impl Default for pcclCollectiveOptions_t {

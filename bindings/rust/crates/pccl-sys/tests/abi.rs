@@ -83,7 +83,7 @@ fn struct_table() -> Vec<StructLayout> {
             listen_url, heartbeat_ms, evict_ms, vote_timeout_ms, max_peers
         }
         "pcclCollectiveOptions_t" => pcclCollectiveOptions_t {
-            struct_size, timeout_ms, tag, flags, reserved, premul_scalar
+            struct_size, timeout_ms, tag, flags, reserved, premul_scalar, quantization_options
         }
         "pcclCollectiveInfo_t" => pcclCollectiveInfo_t {
             world_size, rank, epoch, tx_bytes, rx_bytes
@@ -436,9 +436,11 @@ fn c_program() -> String {
     c.push_str(
         "{ const pcclCollectiveOptions_t o = PCCL_COLLECTIVE_OPTIONS_INIT;\n\
          union { double d; unsigned long long u; } b; b.d = o.premul_scalar;\n\
-         printf(\"init PCCL_COLLECTIVE_OPTIONS_INIT %u %u %llu %u %u %llx\\n\", \
+         printf(\"init PCCL_COLLECTIVE_OPTIONS_INIT %u %u %llu %u %u %llx %d %d\\n\", \
          (unsigned)o.struct_size, (unsigned)o.timeout_ms, (unsigned long long)o.tag, \
-         (unsigned)o.flags, (unsigned)o.reserved, b.u); }\n",
+         (unsigned)o.flags, (unsigned)o.reserved, b.u, \
+         (int)o.quantization_options.quantized_datatype, \
+         (int)o.quantization_options.algorithm); }\n",
     );
     c.push_str("PCCL_RESULT_MAP(PRINT_RESULT)\nreturn 0;\n}\n");
     c
@@ -471,13 +473,15 @@ fn rust_lines() -> Vec<String> {
     ));
     let o = PCCL_COLLECTIVE_OPTIONS_INIT;
     v.push(format!(
-        "init PCCL_COLLECTIVE_OPTIONS_INIT {} {} {} {} {} {:x}",
+        "init PCCL_COLLECTIVE_OPTIONS_INIT {} {} {} {} {} {:x} {} {}",
         o.struct_size,
         o.timeout_ms,
         o.tag,
         o.flags,
         o.reserved,
-        o.premul_scalar.to_bits()
+        o.premul_scalar.to_bits(),
+        o.quantization_options.quantized_datatype,
+        o.quantization_options.algorithm
     ));
     for (value, name, message) in PCCL_RESULT_MAP.iter() {
         v.push(format!("resultmap {} {} {}", value, name, message));
@@ -559,10 +563,13 @@ fn comm_create_params_have_pccl_1_0_layout() {
         pcclCommCreateParams_t::default().p2p_connection_pool_size,
         0
     );
-    // The collective options: two uint32_t, the tag at 8, flags and reserved, the factor at 24.
-    assert_eq!(size_of::<pcclCollectiveOptions_t>(), 32);
+    // The collective options: two uint32_t, the tag at 8, flags and reserved, the factor at 24,
+    // the quantization at 32 (where the first version of the struct ended: struct_size 32 is
+    // still accepted).
+    assert_eq!(size_of::<pcclCollectiveOptions_t>(), 40);
     assert_eq!(offset!(pcclCollectiveOptions_t, tag), 8);
     assert_eq!(offset!(pcclCollectiveOptions_t, premul_scalar), 24);
+    assert_eq!(offset!(pcclCollectiveOptions_t, quantization_options), 32);
     let o = pcclCollectiveOptions_t::default();
     assert_eq!(o, PCCL_COLLECTIVE_OPTIONS_INIT);
     assert_eq!(o.struct_size as usize, size_of::<pcclCollectiveOptions_t>());
