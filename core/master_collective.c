@@ -194,6 +194,7 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
     }
     mm->flags = MOM_VOTED;
     mm->p2p_send = ci->kind == CCOIP_PB_COLLECTIVE_KIND_SEND;
+    mm->p2p_root = ci->root;
     mm->call = call;
     mm->opt_epoch = ci->optimistic_epoch;
     mm->pin_epoch = ci->pinned_epoch;
@@ -467,7 +468,7 @@ static bool coll_progress_one(ccoip_master *m, uint32_t i, int *can_commence)
         status = CCOIP_PB_STATUS_UPDATE_TOPOLOGY_FAILED;
         reason = CCOIP_PB_REASON_EPOCH_CHANGED;
         why = "the group's epoch changed: update the topology, read rank and world again";
-    } else if (o->mismatch) {
+    } else if (o->mismatch || !m_p2p_ranks_ok(m, o)) {
         status = CCOIP_PB_STATUS_INVALID_USAGE;
         reason = CCOIP_PB_REASON_COLLECTIVE_MISMATCH;
         why = "members disagree on the collective's parameters";

@@ -24,6 +24,25 @@ bool m_p2p_agree(const m_op *o, const ccoip_pb_collective_initiate *ci)
     return m_p2p_kind(o->kind) && m_p2p_kind(ci->kind) && o->kind != ci->kind && o->n_voted == 1;
 }
 
+bool m_p2p_ranks_ok(const ccoip_master *m, const m_op *o)
+{
+    if (!m_p2p_kind(o->kind)) return true;
+    /* The tag mixes both ranks, but a collision of two pairs' tags must not pair a send with
+     * another pair's receive: each names the other's rank, checked against the ring. */
+    uint32_t voters = 0;
+    for (uint32_t k = 0; k < o->mem_n; k++) {
+        const m_op_member *mm = &o->mem[k];
+        if (!(mm->flags & MOM_VOTED)) continue;
+        voters++;
+        for (uint32_t j = 0; j < o->mem_n; j++) {
+            const m_op_member *other = &o->mem[j];
+            if (j == k || !(other->flags & MOM_VOTED)) continue;
+            if (mm->p2p_root != m->sess.peers[other->slot].rank) return false;
+        }
+    }
+    return voters == 2;
+}
+
 uint32_t m_p2p_ballots(const m_op *o, uint32_t group_size)
 {
     return m_p2p_kind(o->kind) ? 2u : group_size;

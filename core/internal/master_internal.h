@@ -132,7 +132,8 @@ typedef struct m_op_member {
     uint64_t relay_len; /**< bytes of relay (0 also for an empty input, §6.8.3) */
     uint32_t slot;
     uint8_t flags;
-    bool p2p_send; /**< send / recv (§6.8.4): its ballot is the SEND */
+    bool p2p_send;     /**< send / recv (§6.8.4): its ballot is the SEND */
+    uint32_t p2p_root; /**< send / recv: the rank its ballot names (the other member's) */
 } m_op_member;
 
 #define MOM_MEMBER    0x01u /**< part of the running op */
@@ -618,6 +619,9 @@ int m_relay_answer(ccoip_master *m, m_op *o, uint32_t world);
 bool m_p2p_kind(int32_t kind);
 /** The voting op o (one ballot so far) of a send / recv and ballot ci are its two roles. */
 bool m_p2p_agree(const m_op *o, const ccoip_pb_collective_initiate *ci);
+/** A send / recv's two voters name each other's rank in the group's current ring (true for
+ *  the other kinds). */
+bool m_p2p_ranks_ok(const ccoip_master *m, const m_op *o);
 /** Ballots op o needs to commence: 2 for a send / recv, else every member of the group. */
 uint32_t m_p2p_ballots(const m_op *o, uint32_t group_size);
 /** After a failed op: the group re-wires, unless the op is a send / recv (no ring link). */

@@ -618,3 +618,70 @@ PTEST(hostile, silent_connections_make_room_for_new_ones)
         ccoip_peer_destroy(p);
     }
 }
+
+/* A stranger's pair HELLO (send / recv, docs/protocol.md §8.5) for no receive of ours: held like
+ * a ring HELLO for a coming plan, closed at accept + evict_ms; one naming another peer or a
+ * chunk other than 0 is closed at once; held ones give way to newcomers when every slot is
+ * taken (admission). */
+PTEST(hostile, stray_pair_hellos_are_bounded)
+{
+    ccoip_peer *p = bare_peer();
+    ccoip_data_header h;
+    ccoip_data_header_init(&h, CCOIP_DATA_HELLO);
+    h.epoch = 1;
+    h.tag = 77;
+    h.seq = 0; /* our id before hello: 0 */
+    h.step = CCOIP_DATA_PAIR_STEP;
+    h.offset = 12345;
+    uint8_t buf[CCOIP_DATA_HEADER_BYTES];
+    ccoip_event ev;
+    /* Another peer named, then a chunk other than 0: closed at once. */
+    for (int k = 0; k < 2; k++) {
+        ev = accepted(2000, 950 + (uint64_t)k);
+        PT_ASSERT(!peer_closes(p, &ev, 950 + (uint64_t)k), "accepted");
+        ccoip_data_header bad = h;
+        if (k == 0) bad.seq = 99;
+        if (k == 1) bad.chunk = 1;
+        PT_ASSERT(ccoip_data_header_encode(&bad, NULL, buf, sizeof(buf)) == pcclSuccess, "encode");
+        memset(&ev, 0, sizeof(ev));
+        ev.type = CCOIP_EV_RECV;
+        ev.now_ns = 3000;
+        ev.conn = 950 + (uint64_t)k;
+        ev.data = buf;
+        ev.len = sizeof(buf);
+        PT_ASSERT(peer_closes(p, &ev, 950 + (uint64_t)k), "bad pair HELLO %d closed at once", k);
+    }
+    /* Every slot (8 + 16) filled with held pair HELLOs. */
+    const uint32_t slots = 8u + 16u;
+    PT_ASSERT(ccoip_data_header_encode(&h, NULL, buf, sizeof(buf)) == pcclSuccess, "encode");
+    for (uint32_t i = 0; i < slots; i++) {
+        ev = accepted(4000 + i, 1000 + i);
+        PT_ASSERT(!peer_closes(p, &ev, 1000 + i), "slot %u accepted", i);
+        memset(&ev, 0, sizeof(ev));
+        ev.type = CCOIP_EV_RECV;
+        ev.now_ns = 4000 + i;
+        ev.conn = 1000 + i;
+        ev.data = buf;
+        ev.len = sizeof(buf);
+        PT_ASSERT(!peer_closes(p, &ev, 1000 + i), "pair HELLO %u held", i);
+    }
+    /* A newcomer makes room: the oldest held one goes, not the newcomer. */
+    ev = accepted(6000, 2000);
+    PT_ASSERT(ccoip_peer_step(p, &ev) == pcclSuccess, "step");
+    bool closed_oldest = false, closed_new = false;
+    ccoip_action a;
+    while (ccoip_peer_poll(p, &a)) {
+        if (a.type != CCOIP_ACT_CLOSE) continue;
+        closed_oldest = closed_oldest || a.conn == 1000;
+        closed_new = closed_new || a.conn == 2000;
+    }
+    PT_ASSERT(closed_oldest && !closed_new, "the oldest held pair HELLO made room");
+    /* The rest are closed at their accept + evict_ms. */
+    memset(&ev, 0, sizeof(ev));
+    ev.type = CCOIP_EV_TIMER;
+    ev.now_ns = 4001 + 1999 * MS;
+    PT_ASSERT(!peer_closes(p, &ev, 1001), "held before its deadline");
+    ev.now_ns = 4001 + 2000 * MS;
+    PT_ASSERT(peer_closes(p, &ev, 1001), "closed at accept + evict_ms");
+    ccoip_peer_destroy(p);
+}

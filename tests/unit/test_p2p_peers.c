@@ -304,3 +304,37 @@ PTEST(p2p_peers, an_authenticated_pair_link_is_exact)
     free(r.buf);
     smh_destroy(h);
 }
+
+PTEST(p2p_peers, a_receive_of_another_pair_under_the_same_tag_is_a_mismatch)
+{
+    /* Two pairs' tags colliding (a 2^-64 chance, forced here): rank 0 sends to rank 1, rank 2
+     * receives from rank 0 under that very tag. The master checks each names the other's rank:
+     * both get pcclInvalidUsage, no byte lands. */
+    smh *h = world_of(3, 1, 0);
+    PT_ASSERT(h != NULL, "ring of 3");
+    const uint32_t p0 = peer_of(h, 3, 0), p2 = peer_of(h, 3, 2);
+    p2p_op s, r;
+    p2p_submit(h, p0, CCOIP_COLL_SEND, 1, 64, 9, 0, &s);
+    r.bytes = 64;
+    r.buf = malloc(65);
+    memset(r.buf, 0xA5, 64);
+    ccoip_allreduce_args a;
+    memset(&a, 0, sizeof a);
+    a.tag = ccoip_p2p_tag(9, 0, 1); /* the send's tag, not ccoip_p2p_tag(9, 0, 2) */
+    a.count = 64;
+    a.dtype = pcclUint8;
+    a.kind = CCOIP_COLL_RECV;
+    a.root = 0;
+    a.pinned_epoch = ccoip_peer_epoch(smh_peer(h, p2));
+    a.world = 3;
+    a.recv_bytes = 64;
+    r.cmd = smh_allreduce(h, p2, &a, NULL, r.buf);
+    smh_run(h);
+    expect_result(h, p0, &s, pcclInvalidUsage);
+    expect_result(h, p2, &r, pcclInvalidUsage);
+    for (uint32_t k = 0; k < 64; k++)
+        PT_ASSERT(r.buf[k] == 0xA5, "no byte landed");
+    free(s.buf);
+    free(r.buf);
+    smh_destroy(h);
+}
