@@ -41,6 +41,9 @@ typedef struct ccoip_peer_config {
     uint32_t master_port;
     /** Peer group (collectives and shared state are scoped to it). */
     uint32_t peer_group;
+    /** Join.ring_key (docs/protocol.md §6.3): the group's ring lists its members by (ring_key,
+     *  peer id); 0 (default) everywhere is the order by peer id. */
+    uint32_t ring_key;
     /**
      * Connections per ring neighbour, 1 .. CCOIP_P2P_POOL_MAX (default 1). Each
      * directed link uses min(dialer's, acceptor's) (agreed in the HELLO); an op
@@ -165,6 +168,8 @@ uint64_t ccoip_peer_epoch(const ccoip_peer *p);
 int32_t ccoip_peer_rank(const ccoip_peer *p);
 /** True once admitted and not failed. */
 bool ccoip_peer_is_accepted(const ccoip_peer *p);
+/** True between its JoinResult and its admission: joined, its admission vote sent. */
+bool ccoip_peer_is_pending(const ccoip_peer *p);
 /** True after the master was lost or evicted this peer. */
 bool ccoip_peer_is_failed(const ccoip_peer *p);
 /** Group world size as last told by the master. */

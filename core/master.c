@@ -323,6 +323,7 @@ static void master_on_join(ccoip_master *m, uint32_t slot, const ccoip_pb_peer_t
         return;
     }
     p->group = j->peer_group;
+    p->ring_key = j->ring_key;
     m_peer_set_state(m, p, MP_PENDING);
     ccoip_pb_master_to_peer env;
     memset(&env, 0, sizeof(env));

@@ -183,8 +183,21 @@ static uint32_t topo_build_rings(ccoip_master *m)
     for (uint32_t at = 0; at < nk;) {
         const uint32_t group = (uint32_t)(keys[at] >> 32);
         uint32_t n = 0;
-        while (at < nk && (uint32_t)(keys[at] >> 32) == group)
-            mem[n++] = m->sess.order[(uint32_t)keys[at++]];
+        bool keyed = false;
+        while (at < nk && (uint32_t)(keys[at] >> 32) == group) {
+            mem[n] = m->sess.order[(uint32_t)keys[at++]];
+            keyed = keyed || m->sess.peers[mem[n]].ring_key != 0;
+            n++;
+        }
+        /* Ring keys (Join.ring_key, a split's parent ranks): members by (key, id). Only groups
+         * that use them pay for the (stable, insertion) sort; they are a split's few. */
+        for (uint32_t i = 1; keyed && i < n; i++) {
+            const uint32_t s = mem[i], key = m->sess.peers[s].ring_key;
+            uint32_t j = i;
+            for (; j > 0 && m->sess.peers[mem[j - 1u]].ring_key > key; j--)
+                mem[j] = mem[j - 1u];
+            mem[j] = s;
+        }
         if (!topo_find_cycle(m, mem, n, cyc)) {
             uint32_t victim = M_SLOT_NONE, best = UINT32_MAX;
             for (uint32_t i = 0; i < n; i++) {

@@ -373,6 +373,7 @@ static void peer_on_hello(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
     out.body.join.endpoints = ep;
     out.body.join.endpoints_count = nep;
     out.body.join.p2p_pool_size = p->cfg.p2p_pool_size;
+    out.body.join.ring_key = p->cfg.ring_key;
     if (ccoip_auth_on(&p->cfg.auth)) {
         out.body.join.proof.data = proof;
         out.body.join.proof.len = CCOIP_AUTH_MAC_BYTES;
@@ -925,6 +926,11 @@ int32_t ccoip_peer_rank(const ccoip_peer *p)
 bool ccoip_peer_is_accepted(const ccoip_peer *p)
 {
     return p->state == PS_ACCEPTED;
+}
+
+bool ccoip_peer_is_pending(const ccoip_peer *p)
+{
+    return p != NULL && p->state == PS_PENDING;
 }
 
 bool ccoip_peer_is_failed(const ccoip_peer *p)

@@ -789,6 +789,30 @@ PCCL_EXPORT pcclResult_t pcclRecvAsync(void *recvbuf, size_t count, pcclDataType
                                        const pcclComm_t *communicator, pcclWork_t **work_out);
 
 /**
+ * Split (TorchComms split(ranks)): a new communicator over the ranks listed
+ * (ranks of the caller's group in the epoch of its last completed call), for
+ * every collective, send / recv and shared state among them, with the same
+ * fault tolerance as any communicator; its ranks 0 .. n - 1 follow the
+ * parent ranks' order. Called by every listed rank with the same set (any
+ * order); n = 0 gives *child_out = NULL and pcclSuccess. The children join the
+ * run as new peers of their own peer group (bit 31 set): every accepted peer of
+ * the run must admit them — this call votes for its own parent; the group's
+ * other ranks and other groups do so at their next pcclUpdateTopology, as for
+ * any joining peer (pcclArePeersPending is true meanwhile). Bounded by the
+ * communicator's timeout (60 s without one). Free the child with
+ * pcclDestroyCommunicator (it leaves the run).
+ *
+ * Returns pcclSuccess with *child_out set; pcclInvalidArgument for NULL
+ * arguments, a rank out of range or listed twice, or a list without the
+ * caller's rank; pcclUpdateTopologyFailed when the caller is in no ring or
+ * the membership changed during the split (update the topology, retry);
+ * pcclTimeout when the children were not all admitted in time; the errors of
+ * pcclConnect. On failure *child_out is NULL and nothing is left joined.
+ */
+PCCL_EXPORT pcclResult_t pcclCommSplit(pcclComm_t *communicator, const int *ranks, size_t n,
+                                       pcclComm_t **child_out);
+
+/**
  * Waits for a work object's op and returns its result; info_out (may be
  * NULL) gets its statistics on success. With a timeout (the op's, else the
  * communicator's timeout_ms) the wait is bounded by that timeout plus 5 s:

@@ -487,6 +487,7 @@ static void act_notify(pt_driver *d, const ccoip_action *a)
     d->pinfo.world_size = a->world_size;
     d->pinfo.id = ccoip_peer_id(d->p);
     d->pinfo.accepted = ccoip_peer_is_accepted(d->p);
+    d->pinfo.pending = ccoip_peer_is_pending(d->p);
     d->pinfo.failed = ccoip_peer_is_failed(d->p);
     ccoip_peer_world_info(d->p, &d->pinfo.world);
     d->pinfo.world.peer_group = a->world_size;

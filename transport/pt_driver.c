@@ -36,6 +36,7 @@ static void snapshot(pt_driver *d)
          * meanwhile (docs/core.md §3.6). */
         d->pinfo.id = ccoip_peer_id(d->p);
         d->pinfo.accepted = ccoip_peer_is_accepted(d->p);
+        d->pinfo.pending = ccoip_peer_is_pending(d->p);
         d->pinfo.failed = ccoip_peer_is_failed(d->p);
     }
     pthread_mutex_unlock(&d->mu);

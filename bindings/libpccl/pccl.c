@@ -262,6 +262,14 @@ static pcclResult_t comm_call(const pcclComm_t *c, ccoip_cmd *cmd, void *send, v
 
 PCCL_EXPORT pcclResult_t pcclConnect(pcclComm_t *communicator)
 {
+    uint32_t h = 0;
+    const pcclResult_t r = pccl_connect_start(communicator, &h);
+    if (r != pcclSuccess) return r;
+    return pccl_connect_finish(communicator, h, communicator->timeout_ms);
+}
+
+pcclResult_t pccl_connect_start(pcclComm_t *communicator, uint32_t *handle)
+{
     if (!atomic_load(&g_initialized)) return pcclNotInitialized;
     if (communicator == NULL) return pcclInvalidArgument;
     pcclComm_t *c = communicator;
@@ -288,6 +296,7 @@ PCCL_EXPORT pcclResult_t pcclConnect(pcclComm_t *communicator)
     c->abort_on_error = (abort_env != NULL && strcmp(abort_env, "1") == 0) ||
                         (tc_abort_env != NULL && strcmp(tc_abort_env, "1") == 0);
     cfg.peer_group = c->params.peer_group;
+    cfg.ring_key = c->ring_key;
     cfg.p2p_pool_size = c->params.p2p_connection_pool_size != 0 ? c->params.p2p_connection_pool_size
                                                                 : PCCL_POOL_DEFAULT;
     cfg.heartbeat_ms = c->heartbeat_ms;
@@ -297,13 +306,37 @@ PCCL_EXPORT pcclResult_t pcclConnect(pcclComm_t *communicator)
     ccoip_cmd cmd;
     memset(&cmd, 0, sizeof cmd);
     cmd.type = CCOIP_CMD_CONNECT;
-    r = comm_call(c, &cmd, NULL, NULL, 0, NULL);
+    r = pt_cmd_submit(c->d, &cmd, NULL, NULL, 0, handle);
+    if (r != pcclSuccess) comm_teardown(c);
+    return r;
+}
+
+pcclResult_t pccl_connect_finish(pcclComm_t *c, uint32_t handle, uint32_t timeout_ms)
+{
+    const pcclResult_t r = pt_cmd_wait(c->d, handle, timeout_ms, false, NULL);
     if (r == pcclSuccess) {
         c->connected = true;
     } else {
         comm_teardown(c);
     }
     return r;
+}
+
+pcclResult_t pccl_comm_clone(const pcclComm_t *parent, uint32_t peer_group, uint32_t ring_key,
+                             pcclComm_t **out)
+{
+    pcclComm_t *c = calloc(1, sizeof *c);
+    if (c == NULL) return pcclSystemError;
+    c->params = parent->params;
+    c->params.peer_group = peer_group;
+    c->ring_key = ring_key;
+    c->timeout_ms = parent->timeout_ms;
+    c->heartbeat_ms = parent->heartbeat_ms;
+    memcpy(c->url, parent->url, sizeof c->url);
+    c->has_url = parent->has_url;
+    pthread_mutex_init(&c->mu, NULL);
+    *out = c;
+    return pcclSuccess;
 }
 
 pcclResult_t pccl_comm_check(const pcclComm_t *c)

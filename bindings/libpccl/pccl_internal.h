@@ -25,6 +25,14 @@ struct pcclComm_t {
     bool abort_on_error;   /* PCCL_ABORT_ON_ERROR / TORCHCOMM_ABORT_ON_ERROR at pcclConnect */
     char url[CCOIP_URL_MAX];
     bool has_url;
+    uint32_t ring_key; /* Join.ring_key: a split's child joins with its parent rank + 1 */
+    /* Splits made from this communicator (pccl_split.c): how many per (epoch, ranks) key, so
+     * that a second split of one subset in one epoch makes another group. */
+    struct {
+        uint64_t key;
+        uint32_t count;
+    } splits[32];
+    uint32_t splits_n;
     pthread_mutex_t mu; /* guards driver, connected and async */
     pt_driver *d;
     bool connected;
@@ -35,6 +43,16 @@ struct pcclComm_t {
         uint32_t handle;
     } async[PCCL_MAX_ASYNC];
 };
+
+/** pcclConnect in two halves (pccl.c): start (the driver, the CONNECT command submitted:
+ *  *handle), then wait for the admission (bounded by timeout_ms, 0: none); a failed start or
+ *  wait tears the driver down. */
+pcclResult_t pccl_connect_start(pcclComm_t *c, uint32_t *handle);
+pcclResult_t pccl_connect_finish(pcclComm_t *c, uint32_t handle, uint32_t timeout_ms);
+/** A new, unconnected communicator with parent's master, options and parameters, in peer
+ *  group peer_group, joining with ring_key (pccl_split.c). */
+pcclResult_t pccl_comm_clone(const pcclComm_t *parent, uint32_t peer_group, uint32_t ring_key,
+                             pcclComm_t **out);
 
 /** pcclInit was called. */
 bool pccl_initialized(void);

@@ -58,6 +58,7 @@ typedef struct m_peer {
     uint32_t succ;       /**< slot index */
     uint32_t n_ops;      /**< collective ops it has a member record in (limit max_ops) */
     uint64_t ring_epoch; /**< epoch of the last ring it was admitted to (its group's epoch) */
+    uint32_t ring_key;   /**< Join.ring_key: rings list a group by (ring_key, id) */
     uint64_t conn;
     uint64_t up_ns;        /**< CONN_UP: the session must have joined by up_ns + evict_ms */
     uint64_t last_recv_ns; /**< the last frame legal in its state (docs/protocol.md §6.10) */

@@ -2195,6 +2195,10 @@ static pcclResult_t size_join(const ccoip_pb_join *m, uint64_t *out)
     /* 4: proof */
     PB_TRY(pb_check_bytes(m->proof, false));
     if (m->proof.len != 0) PB_TRY(pb_add_len_field(&s, 4u, m->proof.len));
+    /* 5: ring_key */
+    if (m->ring_key != 0) {
+        PB_TRY(pb_add(&s, pb_tag_size(5u) + pb_varint_size(m->ring_key)));
+    }
     *out = s;
     return pcclSuccess;
 }
@@ -2217,6 +2221,11 @@ static pcclResult_t write_join(const ccoip_pb_join *m, pb_enc *e)
     }
     /* 4: proof */
     if (m->proof.len != 0) PB_TRY(pb_put_bytes_field(e, 4u, m->proof));
+    /* 5: ring_key */
+    if (m->ring_key != 0) {
+        PB_TRY(pb_put_tag(e, 5u, PB_WT_VARINT));
+        PB_TRY(pb_put_varint(e, m->ring_key));
+    }
     return pcclSuccess;
 }
 
@@ -2278,6 +2287,11 @@ static pcclResult_t dec_join(pb_dec *d, const uint8_t *p, uint64_t n, uint32_t d
         case 4u: { /* proof */
             PB_TRY(pb_mark(&seen, 2u));
             PB_TRY(pb_bytes_field(d, p, n, &pos, wt, false, &out->proof));
+            break;
+        }
+        case 5u: { /* ring_key */
+            PB_TRY(pb_mark(&seen, 3u));
+            PB_TRY(pb_scalar_u32(p, n, &pos, wt, &out->ring_key));
             break;
         }
         default:

@@ -446,6 +446,12 @@ struct ccoip_pb_join {
     uint32_t p2p_pool_size;
     /* authenticated runs: the peer's run-token proof (§6.1.1) */
     ccoip_pb_bytes proof;
+    /*
+     * Ring order (§6.3): a group's ring lists its members by (ring_key, peer id) ascending; 0 for
+     * every peer keeps the order by peer id. A split's communicators (docs/collectives-split.md)
+     * join with their parent rank + 1.
+     */
+    uint32_t ring_key;
 };
 
 /* JoinResult (ccoip.proto). */

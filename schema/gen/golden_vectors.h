@@ -54,7 +54,7 @@ static const uint8_t golden_bytes_4[] = {
 /* Join */
 static const uint8_t golden_bytes_5[] = {
     0x08, 0x05, 0x12, 0x04, 0x18, 0x96, 0xf8, 0x02, 0x12, 0x06, 0x08, 0x01, 0x18, 0x95, 0xf8, 0x02,
-    0x12, 0x06, 0x08, 0x02, 0x18, 0x97, 0xf8, 0x02, 0x18, 0x04,
+    0x12, 0x06, 0x08, 0x02, 0x18, 0x97, 0xf8, 0x02, 0x18, 0x04, 0x28, 0x03,
 };
 
 /* JoinResult */
@@ -263,9 +263,9 @@ static const uint8_t golden_bytes_39[] = {
 
 /* PeerToMaster.join */
 static const uint8_t golden_bytes_40[] = {
-    0x08, 0x02, 0x10, 0xd0, 0x0f, 0x8a, 0x01, 0x1a, 0x08, 0x05, 0x12, 0x04, 0x18, 0x96, 0xf8, 0x02,
+    0x08, 0x02, 0x10, 0xd0, 0x0f, 0x8a, 0x01, 0x1c, 0x08, 0x05, 0x12, 0x04, 0x18, 0x96, 0xf8, 0x02,
     0x12, 0x06, 0x08, 0x01, 0x18, 0x95, 0xf8, 0x02, 0x12, 0x06, 0x08, 0x02, 0x18, 0x97, 0xf8, 0x02,
-    0x18, 0x04,
+    0x18, 0x04, 0x28, 0x03,
 };
 
 /* PeerToMaster.update_topology */
@@ -438,7 +438,7 @@ static const golden_vector golden_vectors[] = {
     {"PeerInfo", "ccoip.PeerInfo", golden_bytes_2, 46u},
     {"Hello", "ccoip.Hello", golden_bytes_3, 36u},
     {"HelloResult", "ccoip.HelloResult", golden_bytes_4, 51u},
-    {"Join", "ccoip.Join", golden_bytes_5, 26u},
+    {"Join", "ccoip.Join", golden_bytes_5, 28u},
     {"JoinResult", "ccoip.JoinResult", golden_bytes_6, 12u},
     {"UpdateTopologyVote", "ccoip.UpdateTopologyVote", golden_bytes_7, 2u},
     {"TopologyPlan", "ccoip.TopologyPlan", golden_bytes_8, 96u},
@@ -473,7 +473,7 @@ static const golden_vector golden_vectors[] = {
     {"SharedStateEntry", "ccoip.SharedStateEntry", golden_bytes_37, 15u},
     {"SharedStateResponse", "ccoip.SharedStateResponse", golden_bytes_38, 37u},
     {"PeerToMaster.hello", "ccoip.PeerToMaster", golden_bytes_39, 44u},
-    {"PeerToMaster.join", "ccoip.PeerToMaster", golden_bytes_40, 34u},
+    {"PeerToMaster.join", "ccoip.PeerToMaster", golden_bytes_40, 36u},
     {"PeerToMaster.update_topology", "ccoip.PeerToMaster", golden_bytes_41, 10u},
     {"PeerToMaster.p2p_established", "ccoip.PeerToMaster", golden_bytes_42, 17u},
     {"PeerToMaster.pending_peers", "ccoip.PeerToMaster", golden_bytes_43, 8u},
