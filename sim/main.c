@@ -12,7 +12,7 @@
  *            [--vote-timeout-ms T] [--evict-ms T] [--heartbeat-ms T] [--liveness-ms T]
  *            [--relay-max-bytes N] (master relay, docs/protocol.md §6.8.2; 0 off)
  *            [--max-events N]
- *            [--kind NAME|mix|swarm] [--op-timeout-ms T] (the collective set; all-reduce default)
+ *            [--kind NAME|mix|p2p|swarm] [--op-timeout-ms T] (the collective set)
  *            [--record-trace DIR]
  *   pccl-sim --replay FILE
  *
@@ -143,7 +143,7 @@ static void usage(FILE *f)
                "                [--vote-timeout-ms T] [--evict-ms T] [--heartbeat-ms T]\n"
                "                [--liveness-ms T] [--max-events N] [--relay-max-bytes N]\n"
                "                [--kind all-reduce|broadcast|reduce|all-gather|reduce-scatter|\n"
-               "                        all-to-all|gather|scatter|barrier|mix|swarm]\n"
+               "                        all-to-all|gather|scatter|barrier|mix|p2p|swarm]\n"
                "                [--op-timeout-ms T] [--record-trace DIR]\n"
                "       pccl-sim --replay FILE   (exit 0 match, 3 mismatch, 65 malformed)\n"
                "rates: mean events per simulated minute during the churn phase\n"

@@ -63,6 +63,10 @@ typedef enum sim_canary {
 
 /** sim_config.coll_kind: each op draws its kind (sim_app.c); below it, a ccoip_coll_kind. */
 #define SIM_KIND_MIX 9u
+/** sim_config.coll_kind: send / recv (docs/collectives-p2p.md): each round every member sends to
+ *  rank + k and receives from rank - k, or one pair exchanges while the others idle (sim_app.c).
+ *  Needs tags <= SIM_MAX_TAGS / 2 (a send and a receive per tag). */
+#define SIM_KIND_P2P 10u
 
 /** Scripted events (scenarios). peer is the index of a peer process in creation order. */
 typedef enum sim_script_kind {
@@ -266,9 +270,11 @@ void sim_config_swarm(sim_config *cfg, uint64_t seed);
 /** A bitwise op (pcclBand/pcclBor/pcclBxor, e.g. from --op) takes integer types only: a float
  * dtype becomes an integer type of its width, unquantized. Other ops: no change. */
 void sim_config_fit_op(sim_config *cfg);
-/** --kind NAME: "all-reduce", "broadcast", ..., "barrier" (ccoip_coll_kind) or "mix". */
+/** --kind NAME: "all-reduce", "broadcast", ..., "barrier" (ccoip_coll_kind), "mix" or "p2p". */
 bool sim_kind_from_name(const char *name, uint32_t *out);
 const char *sim_kind_name(uint32_t kind);
+/** The name of an op's kind (a ccoip_coll_kind, send and recv included). */
+const char *sim_op_kind_name(uint32_t kind);
 /** Swarm with --kind swarm: draws coll_kind, op_timeout_ms and relay_max_bytes from the seed
  *  (own stream). */
 void sim_config_swarm_kinds(sim_config *cfg);

@@ -3,6 +3,7 @@
  */
 #include <string.h>
 
+#include "ccoip_sm.h"
 #include "sim.h"
 #include "sim_rng.h"
 
@@ -99,11 +100,11 @@ void sim_config_swarm(sim_config *cfg, uint64_t seed)
 
 static const char *const kind_names[] = {"all-reduce",     "broadcast",  "reduce", "all-gather",
                                          "reduce-scatter", "all-to-all", "gather", "scatter",
-                                         "barrier",        "mix"};
+                                         "barrier",        "mix",        "p2p"};
 
 bool sim_kind_from_name(const char *name, uint32_t *out)
 {
-    for (uint32_t k = 0; k <= SIM_KIND_MIX; k++) {
+    for (uint32_t k = 0; k <= SIM_KIND_P2P; k++) {
         if (strcmp(name, kind_names[k]) == 0) {
             *out = k;
             return true;
@@ -114,7 +115,14 @@ bool sim_kind_from_name(const char *name, uint32_t *out)
 
 const char *sim_kind_name(uint32_t kind)
 {
-    return kind <= SIM_KIND_MIX ? kind_names[kind] : "?";
+    return kind <= SIM_KIND_P2P ? kind_names[kind] : "?";
+}
+
+const char *sim_op_kind_name(uint32_t kind)
+{
+    if (kind == CCOIP_COLL_SEND) return "send";
+    if (kind == CCOIP_COLL_RECV) return "recv";
+    return kind < CCOIP_COLL_KINDS ? kind_names[kind] : "?";
 }
 
 void sim_config_swarm_kinds(sim_config *cfg)
