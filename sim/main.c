@@ -53,7 +53,7 @@ typedef struct cli {
     uint32_t groups;
     const char *record_dir;
     const char *replay;
-    bool kind_swarm; /* --kind swarm: kind, op timeout and relay bound drawn per seed */
+    bool kind_swarm; /* --kind swarm: kind (send / recv too), op timeout, relay bound per seed */
 } cli;
 
 static void record_sink(void *ctx, uint32_t node, bool is_master, const uint8_t *bytes,

@@ -275,8 +275,8 @@ bool sim_kind_from_name(const char *name, uint32_t *out);
 const char *sim_kind_name(uint32_t kind);
 /** The name of an op's kind (a ccoip_coll_kind, send and recv included). */
 const char *sim_op_kind_name(uint32_t kind);
-/** Swarm with --kind swarm: draws coll_kind, op_timeout_ms and relay_max_bytes from the seed
- *  (own stream). */
+/** Swarm with --kind swarm: draws coll_kind, op_timeout_ms, relay_max_bytes and whether the run
+ *  is a send / recv one (SIM_KIND_P2P) from the seed (own stream). */
 void sim_config_swarm_kinds(sim_config *cfg);
 /** Applies a named scenario; false for an unknown name. */
 bool sim_config_scenario(sim_config *cfg, const char *name);

@@ -137,6 +137,10 @@ void sim_config_swarm_kinds(sim_config *cfg)
      * runs, 1, 2 or 4 KiB, so that with the swarm's counts, worlds and kinds some ops are
      * relayed (docs/protocol.md §6.8.3) and others, above the bound, run on the ring. */
     cfg->relay_max_bytes = sim_rng_chance(&r, 400) ? 1024u << sim_rng_below(&r, 3) : 0;
+    /* Drawn after it (the draws above keep their values; only the kind of the seeds drawn here
+     * changes): send / recv in about a fifth of the runs, with the op timeout and relay bound
+     * drawn above (send / recv never relays: the bound then relays nothing). */
+    if (sim_rng_chance(&r, 200)) cfg->coll_kind = SIM_KIND_P2P;
 }
 
 void sim_config_fit_op(sim_config *cfg)
