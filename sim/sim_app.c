@@ -572,6 +572,11 @@ static void app_p2p_phase(sim_workload *wl, uint32_t node)
             app_p2p_submit(wl, node, t, false, from, &rd, &pin);
         }
     }
+    if (a->rogue_next && 2u * w->cfg.tags < SIM_MAX_TAGS && !w->failed) {
+        /* As app_reduce_phase: an all-reduce on a tag nobody else uses (a free slot). */
+        a->rogue_next = false;
+        app_start_allreduce(wl, node, SIM_MAX_TAGS - 1u);
+    }
     if (a->outstanding == 0 && !w->failed) {
         /* Idle this round: a step done. */
         a->successes++;
