@@ -444,6 +444,11 @@ static int run_one(cli *c, int argc, char **argv, uint64_t seed, bool line_only)
                    " of them relayed by the master\n",
                    sim_kind_name(cfg->coll_kind), r.coll_checked, r.coll_relayed);
         }
+        if (cfg->coll_kind == SIM_KIND_P2P) {
+            printf("send / recv: %" PRIu64
+                   " halves succeeded after their member saw a newer epoch\n",
+                   r.p2p_outlived);
+        }
     }
     if (st != SIM_OK) {
         printf("FAILED (%s): %s\n", sim_status_name(st), r.message);

@@ -258,6 +258,9 @@ typedef struct sim_result {
     uint64_t epochs;
     uint64_t coll_checked; /**< --kind: outputs compared with the checker's reference. */
     uint64_t coll_relayed; /**< ... of them, outputs of ops the master relayed (§6.8.3). */
+    /** --kind p2p: send / recv halves that succeeded after their member saw a newer epoch (the
+     *  op outlived a membership change that spared its two members). */
+    uint64_t p2p_outlived;
     uint64_t net_frames;
     uint64_t net_bytes;
     uint32_t live_peers_end;

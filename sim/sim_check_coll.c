@@ -371,6 +371,7 @@ static void p2p_check_output(sim_checker *ck, uint32_t node, const sim_appcmd *c
                    (unsigned long long)dst_id);
         return;
     }
+    if (chk_node(ck, node)->max_epoch_seen > c->epoch) w->res->p2p_outlived++;
     if (send) return;
     ck->coll_checked++;
     w->res->coll_checked++;
