@@ -151,7 +151,8 @@ static void usage(FILE *f)
     for (const char *const *s = sim_scenario_names; *s != NULL; s++)
         fprintf(f, " %s", *s);
     fprintf(f, "\ncanaries: skip_restore skip_abort_verdict corrupt_reduce drop_restore_copy "
-               "double_notify corrupt_adopt swap_probe corrupt_recv flip_verdict corrupt_relay\n"
+               "double_notify corrupt_adopt swap_probe corrupt_recv flip_verdict corrupt_relay "
+               "short_p2p\n"
                "exit codes: 0 ok, 1 crash, 2 liveness, 3 correctness, 64 usage, 69 no state "
                "machines\n");
 }

@@ -58,7 +58,10 @@ typedef enum sim_canary {
     SIM_CANARY_FLIP_VERDICT = 1u << 8,
     /** sim: the driver flips one bit of the first relayed result it writes (the master's
      *  answer, docs/protocol.md §6.8.2, §6.8.3), as it lands in RECV. */
-    SIM_CANARY_CORRUPT_RELAY = 1u << 9
+    SIM_CANARY_CORRUPT_RELAY = 1u << 9,
+    /** sim: with --kind p2p, the first successful NOTIFY of a send / recv that moved bytes
+     *  reports one byte fewer (rx_bytes at a receiver, tx_bytes at a sender). */
+    SIM_CANARY_SHORT_P2P = 1u << 10
 } sim_canary;
 
 /** sim_config.coll_kind: each op draws its kind (sim_app.c); below it, a ccoip_coll_kind. */

@@ -366,6 +366,7 @@ uint32_t sim_canary_from_name(const char *name)
     if (strcmp(name, "corrupt_recv") == 0) return SIM_CANARY_CORRUPT_RECV;
     if (strcmp(name, "flip_verdict") == 0) return SIM_CANARY_FLIP_VERDICT;
     if (strcmp(name, "corrupt_relay") == 0) return SIM_CANARY_CORRUPT_RELAY;
+    if (strcmp(name, "short_p2p") == 0) return SIM_CANARY_SHORT_P2P;
     return 0;
 }
 
