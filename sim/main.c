@@ -12,7 +12,7 @@
  *            [--vote-timeout-ms T] [--evict-ms T] [--heartbeat-ms T] [--liveness-ms T]
  *            [--relay-max-bytes N] (master relay, docs/protocol.md §6.8.2; 0 off)
  *            [--max-events N]
- *            [--kind NAME|mix|swarm] [--op-timeout-ms T] (the collective set; all-reduce default)
+ *            [--kind NAME|mix|p2p|swarm] [--op-timeout-ms T] (the collective set)
  *            [--record-trace DIR]
  *   pccl-sim --replay FILE
  *
@@ -53,7 +53,7 @@ typedef struct cli {
     uint32_t groups;
     const char *record_dir;
     const char *replay;
-    bool kind_swarm; /* --kind swarm: kind, op timeout and relay bound drawn per seed */
+    bool kind_swarm; /* --kind swarm: kind (send / recv too), op timeout, relay bound per seed */
 } cli;
 
 static void record_sink(void *ctx, uint32_t node, bool is_master, const uint8_t *bytes,
@@ -143,7 +143,7 @@ static void usage(FILE *f)
                "                [--vote-timeout-ms T] [--evict-ms T] [--heartbeat-ms T]\n"
                "                [--liveness-ms T] [--max-events N] [--relay-max-bytes N]\n"
                "                [--kind all-reduce|broadcast|reduce|all-gather|reduce-scatter|\n"
-               "                        all-to-all|gather|scatter|barrier|mix|swarm]\n"
+               "                        all-to-all|gather|scatter|barrier|mix|p2p|swarm]\n"
                "                [--op-timeout-ms T] [--record-trace DIR]\n"
                "       pccl-sim --replay FILE   (exit 0 match, 3 mismatch, 65 malformed)\n"
                "rates: mean events per simulated minute during the churn phase\n"
@@ -151,7 +151,8 @@ static void usage(FILE *f)
     for (const char *const *s = sim_scenario_names; *s != NULL; s++)
         fprintf(f, " %s", *s);
     fprintf(f, "\ncanaries: skip_restore skip_abort_verdict corrupt_reduce drop_restore_copy "
-               "double_notify corrupt_adopt swap_probe corrupt_recv flip_verdict corrupt_relay\n"
+               "double_notify corrupt_adopt swap_probe corrupt_recv flip_verdict corrupt_relay "
+               "short_p2p\n"
                "exit codes: 0 ok, 1 crash, 2 liveness, 3 correctness, 64 usage, 69 no state "
                "machines\n");
 }
@@ -443,6 +444,11 @@ static int run_one(cli *c, int argc, char **argv, uint64_t seed, bool line_only)
             printf("collectives (%s): %" PRIu64 " outputs checked against the reference, %" PRIu64
                    " of them relayed by the master\n",
                    sim_kind_name(cfg->coll_kind), r.coll_checked, r.coll_relayed);
+        }
+        if (cfg->coll_kind == SIM_KIND_P2P) {
+            printf("send / recv: %" PRIu64
+                   " halves succeeded after their member saw a newer epoch\n",
+                   r.p2p_outlived);
         }
     }
     if (st != SIM_OK) {

@@ -58,11 +58,18 @@ typedef enum sim_canary {
     SIM_CANARY_FLIP_VERDICT = 1u << 8,
     /** sim: the driver flips one bit of the first relayed result it writes (the master's
      *  answer, docs/protocol.md §6.8.2, §6.8.3), as it lands in RECV. */
-    SIM_CANARY_CORRUPT_RELAY = 1u << 9
+    SIM_CANARY_CORRUPT_RELAY = 1u << 9,
+    /** sim: with --kind p2p, the first successful NOTIFY of a send / recv that moved bytes
+     *  reports one byte fewer (rx_bytes at a receiver, tx_bytes at a sender). */
+    SIM_CANARY_SHORT_P2P = 1u << 10
 } sim_canary;
 
 /** sim_config.coll_kind: each op draws its kind (sim_app.c); below it, a ccoip_coll_kind. */
 #define SIM_KIND_MIX 9u
+/** sim_config.coll_kind: send / recv (docs/collectives-p2p.md): each round every member sends to
+ *  rank + k and receives from rank - k, or one pair exchanges while the others idle (sim_app.c).
+ *  Needs tags <= SIM_MAX_TAGS / 2 (a send and a receive per tag). */
+#define SIM_KIND_P2P 10u
 
 /** Scripted events (scenarios). peer is the index of a peer process in creation order. */
 typedef enum sim_script_kind {
@@ -254,6 +261,9 @@ typedef struct sim_result {
     uint64_t epochs;
     uint64_t coll_checked; /**< --kind: outputs compared with the checker's reference. */
     uint64_t coll_relayed; /**< ... of them, outputs of ops the master relayed (§6.8.3). */
+    /** --kind p2p: send / recv halves that succeeded after their member saw a newer epoch (the
+     *  op outlived a membership change that spared its two members). */
+    uint64_t p2p_outlived;
     uint64_t net_frames;
     uint64_t net_bytes;
     uint32_t live_peers_end;
@@ -266,11 +276,13 @@ void sim_config_swarm(sim_config *cfg, uint64_t seed);
 /** A bitwise op (pcclBand/pcclBor/pcclBxor, e.g. from --op) takes integer types only: a float
  * dtype becomes an integer type of its width, unquantized. Other ops: no change. */
 void sim_config_fit_op(sim_config *cfg);
-/** --kind NAME: "all-reduce", "broadcast", ..., "barrier" (ccoip_coll_kind) or "mix". */
+/** --kind NAME: "all-reduce", "broadcast", ..., "barrier" (ccoip_coll_kind), "mix" or "p2p". */
 bool sim_kind_from_name(const char *name, uint32_t *out);
 const char *sim_kind_name(uint32_t kind);
-/** Swarm with --kind swarm: draws coll_kind, op_timeout_ms and relay_max_bytes from the seed
- *  (own stream). */
+/** The name of an op's kind (a ccoip_coll_kind, send and recv included). */
+const char *sim_op_kind_name(uint32_t kind);
+/** Swarm with --kind swarm: draws coll_kind, op_timeout_ms, relay_max_bytes and whether the run
+ *  is a send / recv one (SIM_KIND_P2P) from the seed (own stream). */
 void sim_config_swarm_kinds(sim_config *cfg);
 /** Applies a named scenario; false for an unknown name. */
 bool sim_config_scenario(sim_config *cfg, const char *name);

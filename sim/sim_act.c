@@ -505,6 +505,7 @@ static void act_op_end(sim_world *w, uint32_t node, const ccoip_action *a)
     }
     w->flip_node = node; /* SIM_CANARY_FLIP_VERDICT: the NOTIFY that follows is an op's */
     w->flip_cmd = n->ops[a->op_slot].cmd_id;
+    w->flip_slot = a->op_slot;
     opbuf_release(n, a->op_slot);
 }
 
@@ -544,6 +545,21 @@ void act_run(sim_world *w, uint32_t node, const ccoip_action *a)
             flipped.result = pcclRankConnectionLost;
             w->flip_done = 1;
             obs_notify(w, node, &flipped);
+            break;
+        }
+        if ((w->cfg.canary & SIM_CANARY_SHORT_P2P) && w->cfg.coll_kind == SIM_KIND_P2P &&
+            !w->nodes[node].is_master && w->flip_done == 0 && a->result == pcclSuccess &&
+            w->flip_node == node && w->flip_cmd == a->cmd_id && w->flip_slot < SIM_MAX_OPS &&
+            (a->rx_bytes > 0 || a->tx_bytes > 0)) {
+            /* Canary (docs/simulator.md): a send / recv reports one byte fewer than it moved. */
+            ccoip_action shorted = *a;
+            if (shorted.rx_bytes > 0) {
+                shorted.rx_bytes--;
+            } else {
+                shorted.tx_bytes--;
+            }
+            w->flip_done = 1;
+            obs_notify(w, node, &shorted);
             break;
         }
         obs_notify(w, node, a);

@@ -20,6 +20,11 @@
  *   The compared tensors at revision r are a function of (group, r), the
  *   other one of (peer, r); a new process starts at revision 0 with junk.
  *
+ * With --kind p2p each step is a round of send / recv (app_p2p_phase): on
+ * every tag, a shift (every rank sends to rank + k and receives from
+ * rank - k, both submitted at once) or one pair while the others idle; a
+ * failure is retried after a topology update, as for the other kinds.
+ *
  * Inputs are real data derived from (peer, iteration, attempt, tag), kept
  * for the reference reduction; the pre-op receive buffer is kept for the
  * in-place restore check.
@@ -39,11 +44,11 @@ sim_appcmd *app_find_cmd(sim_app *a, uint64_t cmd_id)
     return NULL;
 }
 
-sim_appcmd *app_find_unbound_tag(sim_app *a, uint32_t tag)
+sim_appcmd *app_find_unbound_tag(sim_app *a, uint64_t tag)
 {
     for (uint32_t i = 0; i < SIM_MAX_TAGS; i++) {
         const sim_appcmd *c = &a->cmds[i];
-        if (c->used && !c->done && !c->commenced && c->tag == tag) return &a->cmds[i];
+        if (c->used && !c->done && !c->commenced && c->wire_tag == tag) return &a->cmds[i];
     }
     return NULL;
 }
@@ -51,6 +56,12 @@ sim_appcmd *app_find_unbound_tag(sim_app *a, uint32_t tag)
 static bool app_coll_mode(const sim_world *w)
 {
     return w->cfg.coll_kind != 0;
+}
+
+/* The command slots a step uses: one per tag, a send and a receive per tag with send / recv. */
+static uint32_t app_slots(const sim_world *w)
+{
+    return w->cfg.coll_kind == SIM_KIND_P2P ? 2u * w->cfg.tags : w->cfg.tags;
 }
 
 static void app_schedule(sim_workload *wl, uint32_t node, uint64_t delay_ns)
@@ -150,6 +161,7 @@ static void app_state_fill(sim_workload *wl, uint32_t node, bool junk)
 }
 
 static void app_reduce_phase(sim_workload *wl, uint32_t node);
+static void app_sleep(sim_workload *wl, uint32_t node, uint64_t ns);
 
 static void app_sync(sim_workload *wl, uint32_t node)
 {
@@ -235,6 +247,7 @@ static void app_start_allreduce(sim_workload *wl, uint32_t node, uint32_t tag)
     app_cmd_free(c);
     c->used = true;
     c->tag = tag;
+    c->wire_tag = tag;
     c->cmd_id = ++a->next_cmd_id;
     c->submitted_ns = w->now;
     c->count = w->cfg.count;
@@ -299,6 +312,16 @@ static uint64_t app_mix64(uint64_t x)
     return x;
 }
 
+/* What an op is pinned to: the ring as the application last read it (sim_app.info_*). */
+typedef struct app_pin {
+    uint64_t epoch;
+    uint32_t rank;
+    uint32_t world;
+} app_pin;
+
+static void app_submit_coll(sim_workload *wl, uint32_t node, uint32_t slot, uint64_t wire_tag,
+                            uint32_t kind, uint32_t root, uint64_t count, const app_pin *pin);
+
 /* The kind and root of tag's next op: a function of what every member of the pinned epoch's
  * ring knows alike (seed, group, epoch, tag, the tag's successes in that epoch), so all submit
  * the same kind and root; members that read different epochs may disagree, and the master
@@ -348,14 +371,32 @@ static bool app_start_coll(sim_workload *wl, uint32_t node, uint32_t tag)
         c->pin = epoch;
         return true;
     }
+    const app_pin pin = {epoch, (uint32_t)rank, world};
+    app_submit_coll(wl, node, tag, tag, kind, root, w->cfg.count, &pin);
+    return true;
+}
+
+/* Submits one op of the collective set (any kind but the all-reduce) in command slot `slot`:
+ * on the wire tag wire_tag, of count elements, pinned to pin; its buffers sized by
+ * ccoip_coll_sizes (aliased as ccoip_coll.h says when in place) and its input filled. */
+static void app_submit_coll(sim_workload *wl, uint32_t node, uint32_t slot, uint64_t wire_tag,
+                            uint32_t kind, uint32_t root, uint64_t count, const app_pin *pin)
+{
+    sim_world *w = wl->w;
+    sim_node *n = &w->nodes[node];
+    sim_app *a = app_of(wl, node);
+    const uint32_t tag = slot, world = pin->world;
+    const uint64_t epoch = pin->epoch;
+    const int32_t rank = (int32_t)pin->rank;
     sim_appcmd *c = &a->cmds[tag];
     app_cmd_free(c);
     c->used = true;
     c->coll = true;
     c->tag = tag;
+    c->wire_tag = wire_tag;
     c->cmd_id = ++a->next_cmd_id;
     c->submitted_ns = w->now;
-    c->count = w->cfg.count;
+    c->count = count;
     if (a->mismatch_next && tag == 0) {
         c->count++;
         a->mismatch_next = false;
@@ -371,7 +412,7 @@ static bool app_start_coll(sim_workload *wl, uint32_t node, uint32_t tag)
                          &rl) != pcclSuccess) {
         world_fail(w, SIM_CRASH, "node %u: ccoip_coll_sizes refused kind %u count %llu world %u",
                    node, kind, (unsigned long long)c->count, world);
-        return true;
+        return;
     }
     c->send_len = sl;
     c->recv_len = rl;
@@ -403,7 +444,7 @@ static bool app_start_coll(sim_workload *wl, uint32_t node, uint32_t tag)
     if (c->alloc[0] == NULL || (!c->aliased && c->alloc[1] == NULL) || c->input == NULL ||
         c->pre == NULL) {
         world_fail(w, SIM_CRASH, "out of memory (application buffers)");
-        return true;
+        return;
     }
     /* A recognizable pattern where no input goes, then the input. */
     memset(c->alloc[0], 0xa5, (size_t)(c->aliased ? one : sl) + 1u);
@@ -421,7 +462,7 @@ static bool app_start_coll(sim_workload *wl, uint32_t node, uint32_t tag)
     ev.type = CCOIP_EV_SUBMIT;
     ev.cmd.type = CCOIP_CMD_ALL_REDUCE;
     ev.cmd.cmd_id = c->cmd_id;
-    ev.cmd.allreduce.tag = tag;
+    ev.cmd.allreduce.tag = wire_tag;
     ev.cmd.allreduce.count = c->count;
     ev.cmd.allreduce.dtype = w->cfg.dtype;
     ev.cmd.allreduce.op = w->cfg.op;
@@ -436,7 +477,113 @@ static bool app_start_coll(sim_workload *wl, uint32_t node, uint32_t tag)
     ev.cmd.allreduce.recv_bytes = rl;
     ev.cmd.allreduce.timeout_ms = w->cfg.op_timeout_ms;
     world_feed(w, node, &ev);
-    return true;
+}
+
+/* Send / recv (SIM_KIND_P2P): round `round` of epoch `epoch` on tag t, as every member of the
+ * epoch's ring derives it alike (seed, group, epoch, round, t): in about a quarter of the rounds
+ * one pair (src sends to dst, the others idle on this tag), else a shift by k (every rank r
+ * sends to r + k and receives from r - k); the count (cfg.count, or in an eighth of the rounds
+ * 0 .. cfg.count elements), the caller's tag (distinct per round) and which half each member
+ * submits first. */
+typedef struct app_p2p_round {
+    bool single;
+    uint32_t src, dst; /* single */
+    uint32_t k;        /* shift */
+    uint64_t count;
+    uint64_t user_tag;
+    bool recv_first;
+} app_p2p_round;
+
+static void app_p2p_pick(const sim_world *w, uint32_t group, uint64_t epoch, uint64_t round,
+                         uint32_t t, uint32_t world, app_p2p_round *out)
+{
+    uint64_t h = app_mix64(w->cfg.seed ^ 0x7032702070327032ull);
+    h = app_mix64(h ^ epoch);
+    h = app_mix64(h ^ ((uint64_t)group << 32) ^ t);
+    h = app_mix64(h ^ round);
+    const uint64_t h2 = app_mix64(h);
+    out->single = h % 4u == 0;
+    out->src = (uint32_t)((h >> 8) % world);
+    out->dst = (out->src + 1u + (uint32_t)((h >> 24) % (world - 1u))) % world;
+    out->k = 1u + (uint32_t)((h >> 40) % (world - 1u));
+    out->count = h2 % 8u == 0 ? (h2 >> 8) % (w->cfg.count + 1u) : w->cfg.count;
+    out->user_tag = (round << 8) | t;
+    out->recv_first = ((h2 >> 4) & 1u) != 0;
+}
+
+/* Submits member `me`'s half of the round (slots 2t: its send, 2t + 1: its receive). */
+static void app_p2p_submit(sim_workload *wl, uint32_t node, uint32_t t, bool send, uint32_t other,
+                           const app_p2p_round *rd, const app_pin *pin)
+{
+    const uint32_t me = pin->rank;
+    const uint64_t wire =
+        send ? ccoip_p2p_tag(rd->user_tag, me, other) : ccoip_p2p_tag(rd->user_tag, other, me);
+    app_submit_coll(wl, node, 2u * t + (send ? 0u : 1u), wire,
+                    send ? CCOIP_COLL_SEND : CCOIP_COLL_RECV, other, rd->count, pin);
+}
+
+/* One round of send / recv on every tag (both halves of a member at once), pinned as
+ * app_start_coll pins. A member with nothing to do in the round (another pair's) counts it as
+ * a step and goes on to the next (the update waits for the pair). */
+static void app_p2p_phase(sim_workload *wl, uint32_t node)
+{
+    sim_world *w = wl->w;
+    sim_node *n = &w->nodes[node];
+    sim_app *a = app_of(wl, node);
+    if (w->vt->peer_ring == NULL) {
+        world_fail(w, SIM_CRASH, "--kind: these state machines do not report their ring");
+        return;
+    }
+    const app_pin pin = {a->info_epoch, (uint32_t)a->info_rank, a->info_world};
+    if (a->info_rank < 0 || pin.world < 2u || pin.rank >= pin.world || pin.epoch == 0) {
+        /* No ring installed: update the topology first. */
+        a->iter = a->iter > 0 ? a->iter : 1u;
+        a->state = APP_SLEEPING;
+        app_schedule(wl, node, 10u * SIM_MS);
+        return;
+    }
+    if (pin.epoch != a->p2p_epoch) {
+        a->p2p_epoch = pin.epoch;
+        a->p2p_round = 0;
+    }
+    const uint64_t round = a->p2p_round++;
+    for (uint32_t s = 0; s < SIM_MAX_TAGS; s++)
+        app_cmd_free(&a->cmds[s]);
+    for (uint32_t t = 0; t < w->cfg.tags && !w->failed; t++) {
+        if (n->state != NODE_ALIVE) return;
+        app_p2p_round rd;
+        app_p2p_pick(w, n->group, pin.epoch, round, t, pin.world, &rd);
+        const uint32_t me = pin.rank;
+        bool do_send, do_recv;
+        uint32_t to, from;
+        if (rd.single) {
+            do_send = me == rd.src;
+            do_recv = me == rd.dst;
+            to = rd.dst;
+            from = rd.src;
+        } else {
+            do_send = do_recv = true;
+            to = (me + rd.k) % pin.world;
+            from = (me + pin.world - rd.k) % pin.world;
+        }
+        if (do_recv && rd.recv_first) app_p2p_submit(wl, node, t, false, from, &rd, &pin);
+        if (do_send && !w->failed) app_p2p_submit(wl, node, t, true, to, &rd, &pin);
+        if (do_recv && !rd.recv_first && !w->failed) {
+            app_p2p_submit(wl, node, t, false, from, &rd, &pin);
+        }
+    }
+    if (a->rogue_next && 2u * w->cfg.tags < SIM_MAX_TAGS && !w->failed) {
+        /* As app_reduce_phase: an all-reduce on a tag nobody else uses (a free slot). */
+        a->rogue_next = false;
+        app_start_allreduce(wl, node, SIM_MAX_TAGS - 1u);
+    }
+    if (a->outstanding == 0 && !w->failed) {
+        /* Idle this round: a step done. */
+        a->successes++;
+        n->steps_quiet++;
+        a->iter++;
+        app_sleep(wl, node, sim_rng_below(&n->rng, w->cfg.think_max_ns + 1u));
+    }
 }
 
 static void app_reduce_phase(sim_workload *wl, uint32_t node)
@@ -452,6 +599,10 @@ static void app_reduce_phase(sim_workload *wl, uint32_t node)
     }
     a->state = APP_REDUCING;
     a->outstanding = 0;
+    if (w->cfg.coll_kind == SIM_KIND_P2P) {
+        app_p2p_phase(wl, node);
+        return;
+    }
     const bool reverse = w->cfg.reverse_tags && (node & 1u) != 0;
     for (uint32_t t = 0; t < w->cfg.tags && !w->failed; t++) {
         if (w->nodes[node].state != NODE_ALIVE) return;
@@ -586,7 +737,8 @@ static void app_allreduce_done(sim_workload *wl, uint32_t node, sim_appcmd *c,
     bool all_ok = true;
     bool lost = false;
     bool master_gone = false;
-    for (uint32_t t = 0; t < w->cfg.tags; t++) {
+    for (uint32_t t = 0; t < app_slots(w); t++) {
+        if (!a->cmds[t].used) continue; /* send / recv: no op of this member in the slot */
         const pcclResult_t r = a->cmds[t].result;
         if (r != pcclSuccess) all_ok = false;
         if (r == pcclRankConnectionLost || r == pcclTimeout) lost = true;
@@ -600,7 +752,7 @@ static void app_allreduce_done(sim_workload *wl, uint32_t node, sim_appcmd *c,
     if (app_coll_mode(w)) {
         /* Every member of an op got its one verdict: the successes of the epoch the ops were
          * pinned to count alike everywhere (the next ops' kinds and roots). */
-        for (uint32_t t = 0; t < w->cfg.tags; t++) {
+        for (uint32_t t = 0; t < app_slots(w); t++) {
             const sim_appcmd *ct = &a->cmds[t];
             if (ct->coll && ct->result == pcclSuccess && ct->pin == a->coll_epoch) {
                 a->coll_n[t]++;

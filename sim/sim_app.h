@@ -25,7 +25,9 @@ typedef enum sim_app_state {
 typedef struct sim_appcmd {
     bool used;
     uint64_t cmd_id;
-    uint32_t tag;
+    uint32_t tag;      /* the command's slot in sim_app.cmds (the tag but for send / recv) */
+    uint64_t wire_tag; /* the tag its frames and the master's messages carry (send / recv:
+                        * ccoip_p2p_tag of the round's tag and the pair; else tag) */
     bool done;
     pcclResult_t result;
     uint64_t count; /* elements (count + 1 for a deliberate mismatch) */
@@ -41,7 +43,7 @@ typedef struct sim_appcmd {
      * and submitted. kind 0 (an all-reduce of the mix) keeps the buffers above. */
     bool coll;               /* submitted by the collective workload (any kind, 0 included) */
     uint32_t kind;           /* ccoip_coll_kind */
-    uint32_t root;           /* rooted kinds; else 0 */
+    uint32_t root;           /* rooted kinds, send / recv (the other member); else 0 */
     uint32_t rank;           /* ccoip_peer_rank at submission */
     uint32_t world;          /* ccoip_peer_world_size at submission */
     uint64_t pin;            /* ccoip_peer_epoch at submission (pinned for every kind but 0) */
@@ -94,7 +96,11 @@ typedef struct sim_app {
     uint64_t info_epoch;
     int32_t info_rank;
     uint32_t info_world;
-
+    /* Send / recv (SIM_KIND_P2P): the rounds submitted in epoch p2p_epoch. Every member of the
+     * epoch runs its rounds between the same unanimous topology updates, so the count, with
+     * the epoch, names each round's pairs, sizes and tags alike on every member. */
+    uint64_t p2p_epoch;
+    uint64_t p2p_round;
 } sim_app;
 
 /* The workload of a run: one sim_app per node of the world. */
@@ -118,7 +124,8 @@ static inline sim_app *app_of(const sim_workload *wl, uint32_t node)
 
 /** The all-reduce command cmd_id in flight, or NULL. */
 sim_appcmd *app_find_cmd(sim_app *a, uint64_t cmd_id);
-/** The all-reduce of tag in flight that no ring bound yet (a relayed one), or NULL. */
-sim_appcmd *app_find_unbound_tag(sim_app *a, uint32_t tag);
+/** The command of wire tag (sim_appcmd.wire_tag) in flight that no ring bound yet (a relayed
+ *  one, or one of the collective set before its commence), or NULL. */
+sim_appcmd *app_find_unbound_tag(sim_app *a, uint64_t tag);
 
 #endif /* SIM_APP_H */

@@ -21,8 +21,14 @@
  *   and bitwise ops alike: the reference reduces in the schedule's order). The member's rank
  *   as its application read it must be its index in that ring, the commence's world the ring's
  *   size, and every member of the ring must have been commenced;
+ * - send / recv (--kind p2p; docs/collectives-p2p.md): a successful receive holds, bit for
+ *   bit, the input of the member that was rank src in the op's pinned epoch (recorded at its
+ *   commence), of the same byte count, and nothing past it; both NOTIFYs report count * size
+ *   bytes; the op's commenced members are exactly its two ranks (p2p_check_output). A send /
+ *   recv may outlive an epoch change that spares its two members: its verdict is exempt from
+ *   the epoch rule of sim_check_ops.c;
  * - one verdict: the members of one commenced op agree on success or failure (a member that
- *   lost its master is not counted);
+ *   lost its master is not counted; the two halves of a send / recv are one op);
  * - restore: a failed op leaves SEND as the application filled it (the kinds with a backup,
  *   reduce-scatter and all-to-all in place and reduce at the root in place, restore it; the
  *   others never write it), except a broadcast's non-root buffer, which is RECV too; an
@@ -40,7 +46,7 @@ void check_coll_commence(sim_checker *ck, uint32_t dst, const ccoip_pb_collectiv
 {
     sim_world *w = ck->w;
     if (w->nodes[dst].m == NULL || w->nodes[dst].state != NODE_ALIVE) return;
-    sim_appcmd *c = app_find_unbound_tag(app_of(ck->wl, dst), (uint32_t)cc->tag);
+    sim_appcmd *c = app_find_unbound_tag(app_of(ck->wl, dst), cc->tag);
     if (c == NULL || !c->coll || c->kind == 0) return;
     if (cc->seq == 0) {
         world_fail(w, SIM_CORRECTNESS,
@@ -58,7 +64,7 @@ void check_coll_commence(sim_checker *ck, uint32_t dst, const ccoip_pb_collectiv
 void check_coll_bound(sim_checker *ck, uint32_t node, const sim_appcmd *c, const ccoip_action *act)
 {
     sim_world *w = ck->w;
-    if (!c->commenced || act->epoch != c->epoch || act->seq != c->seq || act->tag != c->tag) {
+    if (!c->commenced || act->epoch != c->epoch || act->seq != c->seq || act->tag != c->wire_tag) {
         world_fail(w, SIM_CORRECTNESS,
                    "node %u: collective kind %u tag %u runs ring frames (epoch %llu, seq %llu, "
                    "tag %llu) it was not commenced with (epoch %llu, seq %llu)",
@@ -91,15 +97,14 @@ void check_coll_relay_verdict(sim_checker *ck, uint32_t dst, const ccoip_pb_coll
     dn->relay_in[t] = NULL;
     dn->relay_in_len[t] = 0;
     dn->relay_coll[t] = false;
-    sim_appcmd *c = w->nodes[dst].m != NULL
-                        ? app_find_unbound_tag(app_of(ck->wl, dst), (uint32_t)v->tag)
-                        : NULL;
+    sim_appcmd *c =
+        w->nodes[dst].m != NULL ? app_find_unbound_tag(app_of(ck->wl, dst), v->tag) : NULL;
     if (c == NULL || !c->coll || c->kind == 0) return;
     if (v->relay_result.len != c->recv_len) {
         world_fail(w, SIM_CORRECTNESS,
                    "node %u: relayed %s (tag %u) answered with %llu bytes for its %llu-byte "
                    "receive buffer",
-                   dst, sim_kind_name(c->kind), c->tag, (unsigned long long)v->relay_result.len,
+                   dst, sim_op_kind_name(c->kind), c->tag, (unsigned long long)v->relay_result.len,
                    (unsigned long long)c->recv_len);
         return;
     }
@@ -110,6 +115,21 @@ void check_coll_relay_verdict(sim_checker *ck, uint32_t dst, const ccoip_pb_coll
     c->epoch = pin;
     c->seq = v->seq;
     c->commence_world = c->world;
+}
+
+/* What every member of an op agrees on, besides (epoch, seq): its kind and root; for send /
+ * recv, whose two members hold complementary kinds and roots, the pair (src << 16 | dst) under
+ * kind SEND. */
+static void coll_key(const sim_appcmd *c, uint32_t *kind, uint32_t *root)
+{
+    if (ccoip_coll_p2p((ccoip_coll_kind)c->kind)) {
+        const bool send = c->kind == CCOIP_COLL_SEND;
+        *kind = CCOIP_COLL_SEND;
+        *root = ((send ? c->rank : c->root) << 16) | (send ? c->root : c->rank);
+        return;
+    }
+    *kind = c->kind;
+    *root = c->root;
 }
 
 /* The record of (epoch, seq), made on first use; NULL when out of memory. */
@@ -127,8 +147,7 @@ static sim_collrec *collrec_get(sim_checker *ck, const sim_appcmd *c, uint32_t n
     memset(x, 0, sizeof *x);
     x->epoch = c->epoch;
     x->seq = c->seq;
-    x->kind = c->kind;
-    x->root = c->root;
+    coll_key(c, &x->kind, &x->root);
     x->world = c->commence_world;
     x->first_node = node;
     uint32_t none;
@@ -199,7 +218,7 @@ static bool coll_reference(const sim_world *w, const sim_appcmd *c, const uint8_
         return true;
     case CCOIP_COLL_BARRIER:
     case CCOIP_COLL_ALL_REDUCE:
-    case CCOIP_COLL_SEND: /* the workload issues no send / recv */
+    case CCOIP_COLL_SEND: /* p2p_check_output */
     case CCOIP_COLL_RECV:
         return true;
     }
@@ -280,7 +299,7 @@ static void coll_check_output(sim_checker *ck, uint32_t node, const sim_appcmd *
         world_fail(w, SIM_CORRECTNESS,
                    "node %u: %s%s (epoch %llu, seq %llu, tag %u, rank %u of %u, root %u) differs "
                    "from the reference at byte %llu of %llu",
-                   node, c->relayed ? "relayed " : "", sim_kind_name(c->kind),
+                   node, c->relayed ? "relayed " : "", sim_op_kind_name(c->kind),
                    (unsigned long long)c->epoch, (unsigned long long)c->seq, c->tag, c->rank, n,
                    c->root, (unsigned long long)first_diff(ref, c->recvbuf, c->recv_len),
                    (unsigned long long)c->recv_len);
@@ -288,6 +307,91 @@ static void coll_check_output(sim_checker *ck, uint32_t node, const sim_appcmd *
 out:
     free(in);
     free(ref);
+}
+
+/* A successful send / recv (docs/collectives-p2p.md): pinned to the epoch it ran in, as the
+ * ranks of that epoch's ring; both members commenced, and no one else; the byte counts the
+ * NOTIFY reports count * size; at the receiver RECV holds, bit for bit, the input of the member
+ * that was rank src (its sender) in that epoch, and not a byte beyond it was written. */
+static void p2p_check_output(sim_checker *ck, uint32_t node, const sim_appcmd *c,
+                             const ccoip_action *act)
+{
+    sim_world *w = ck->w;
+    const bool send = c->kind == CCOIP_COLL_SEND;
+    const sim_epochrec *er = epoch_find(ck, c->epoch, w->nodes[node].group);
+    if (er == NULL) {
+        world_fail(w, SIM_CORRECTNESS, "node %u: %s (epoch %llu, seq %llu) of no ring", node,
+                   send ? "send" : "recv", (unsigned long long)c->epoch,
+                   (unsigned long long)c->seq);
+        return;
+    }
+    const uint32_t n = er->ring_len;
+    const uint64_t me = w->nodes[node].peer_id;
+    if (c->pin != c->epoch || c->world != n || c->commence_world != n || c->rank >= n ||
+        er->ring[c->rank] != me || c->root >= n || c->root == c->rank) {
+        world_fail(w, SIM_CORRECTNESS,
+                   "node %u: %s (epoch %llu, seq %llu, tag %u) succeeded pinned to epoch %llu as "
+                   "rank %u of %u with the other member rank %u (commence world %u), but the "
+                   "epoch's ring has %u members and that is not its rank",
+                   node, send ? "send" : "recv", (unsigned long long)c->epoch,
+                   (unsigned long long)c->seq, c->tag, (unsigned long long)c->pin, c->rank,
+                   c->world, c->root, c->commence_world, n);
+        return;
+    }
+    const uint64_t bytes = send ? c->send_len : c->recv_len;
+    const uint64_t told = send ? act->tx_bytes : act->rx_bytes;
+    if (bytes != c->count * w->elem_bytes || told != bytes) {
+        world_fail(w, SIM_CORRECTNESS,
+                   "node %u: %s (epoch %llu, seq %llu, tag %u) of %llu elements succeeded with "
+                   "%llu bytes %s (buffer %llu bytes)",
+                   node, send ? "send" : "recv", (unsigned long long)c->epoch,
+                   (unsigned long long)c->seq, c->tag, (unsigned long long)c->count,
+                   (unsigned long long)told, send ? "sent" : "received", (unsigned long long)bytes);
+        return;
+    }
+    const uint64_t src_id = er->ring[send ? c->rank : c->root];
+    const uint64_t dst_id = er->ring[send ? c->root : c->rank];
+    const sim_inrec *in = NULL;
+    uint32_t members = 0;
+    for (uint32_t i = inrec_latest(ck, c->epoch, c->seq); i != SIM_NONE32; i = ck->inrecs[i].prev) {
+        const sim_inrec *x = &ck->inrecs[i];
+        members++;
+        if (x->peer_id == src_id) {
+            in = x;
+        } else if (x->peer_id != dst_id) {
+            members = 3u; /* a third member */
+        }
+    }
+    if (members != 2u || in == NULL) {
+        world_fail(w, SIM_CORRECTNESS,
+                   "node %u: %s (epoch %llu, seq %llu) succeeded, but its commenced members are "
+                   "not exactly its sender (peer %llu) and receiver (peer %llu)",
+                   node, send ? "send" : "recv", (unsigned long long)c->epoch,
+                   (unsigned long long)c->seq, (unsigned long long)src_id,
+                   (unsigned long long)dst_id);
+        return;
+    }
+    if (chk_node(ck, node)->max_epoch_seen > c->epoch) w->res->p2p_outlived++;
+    if (send) return;
+    ck->coll_checked++;
+    w->res->coll_checked++;
+    if (in->input == NULL || in->len != c->recv_len) {
+        world_fail(w, SIM_CORRECTNESS,
+                   "node %u: recv (epoch %llu, seq %llu) of %llu bytes succeeded, but its sender "
+                   "sent %llu",
+                   node, (unsigned long long)c->epoch, (unsigned long long)c->seq,
+                   (unsigned long long)c->recv_len, (unsigned long long)in->len);
+        return;
+    }
+    if (memcmp(in->input, c->recvbuf, (size_t)c->recv_len) != 0 ||
+        c->recvbuf[c->recv_len] != 0xa5u) {
+        world_fail(w, SIM_CORRECTNESS,
+                   "node %u: recv (epoch %llu, seq %llu, tag %u, rank %u from rank %u of %u) "
+                   "differs from the sender's input at byte %llu of %llu",
+                   node, (unsigned long long)c->epoch, (unsigned long long)c->seq, c->tag, c->rank,
+                   c->root, n, (unsigned long long)first_diff(in->input, c->recvbuf, c->recv_len),
+                   (unsigned long long)c->recv_len);
+    }
 }
 
 void check_coll_notify(sim_checker *ck, uint32_t node, sim_appcmd *c, const ccoip_action *act)
@@ -306,7 +410,7 @@ void check_coll_notify(sim_checker *ck, uint32_t node, sim_appcmd *c, const ccoi
         break;
     default:
         world_fail(w, SIM_CORRECTNESS, "node %u: %s (tag %u) returned unexpected result %d", node,
-                   sim_kind_name(c->kind), c->tag, (int)res);
+                   sim_op_kind_name(c->kind), c->tag, (int)res);
         return;
     }
     if (res == pcclRankConnectionLost) w->seen_expect |= SIM_EXPECT_ABORT;
@@ -318,14 +422,15 @@ void check_coll_notify(sim_checker *ck, uint32_t node, sim_appcmd *c, const ccoi
     if (send_kept && memcmp(c->sendbuf, c->input, (size_t)c->send_len) != 0) {
         world_fail(w, SIM_CORRECTNESS,
                    "node %u: %s (tag %u, %s, result %d) %s its send buffer (byte %llu differs)",
-                   node, sim_kind_name(c->kind), c->tag, c->aliased ? "in place" : "out of place",
-                   (int)res, c->aliased ? "did not restore" : "wrote",
+                   node, sim_op_kind_name(c->kind), c->tag,
+                   c->aliased ? "in place" : "out of place", (int)res,
+                   c->aliased ? "did not restore" : "wrote",
                    (unsigned long long)first_diff(c->sendbuf, c->input, c->send_len));
         return;
     }
     if (res == pcclSuccess && !c->commenced) {
         world_fail(w, SIM_CORRECTNESS, "node %u: %s (tag %u) succeeded without a commence", node,
-                   sim_kind_name(c->kind), c->tag);
+                   sim_op_kind_name(c->kind), c->tag);
         return;
     }
     if (!c->commenced || res == pcclMasterConnectionFailed) return;
@@ -342,19 +447,26 @@ void check_coll_notify(sim_checker *ck, uint32_t node, sim_appcmd *c, const ccoi
         world_fail(w, SIM_CORRECTNESS,
                    "%s (epoch %llu, seq %llu): %u member(s) succeeded and %u failed (first "
                    "failure %d; node %u now got %d)",
-                   sim_kind_name(c->kind), (unsigned long long)c->epoch, (unsigned long long)c->seq,
-                   x->ok, x->failed, (int)x->first_failure, node, (int)res);
+                   sim_op_kind_name(c->kind), (unsigned long long)c->epoch,
+                   (unsigned long long)c->seq, x->ok, x->failed, (int)x->first_failure, node,
+                   (int)res);
         return;
     }
-    if (x->kind != c->kind || x->root != c->root) {
+    uint32_t kind, root;
+    coll_key(c, &kind, &root);
+    if (x->kind != kind || x->root != root) {
         world_fail(w, SIM_CORRECTNESS,
                    "op (epoch %llu, seq %llu) ran as kind %u root %u and kind %u root %u",
-                   (unsigned long long)c->epoch, (unsigned long long)c->seq, x->kind, x->root,
-                   c->kind, c->root);
+                   (unsigned long long)c->epoch, (unsigned long long)c->seq, x->kind, x->root, kind,
+                   root);
         return;
     }
     if (res != pcclSuccess) return;
-    coll_check_output(ck, node, c);
+    if (ccoip_coll_p2p((ccoip_coll_kind)c->kind)) {
+        p2p_check_output(ck, node, c, act);
+    } else {
+        coll_check_output(ck, node, c);
+    }
     if (x->ok == x->world) {
         /* Every member's output checked: the inputs are no longer needed. */
         for (uint32_t i = inrec_latest(ck, c->epoch, c->seq); i != SIM_NONE32;

@@ -56,13 +56,14 @@ typedef struct sim_inrec {
     uint32_t node;
     uint32_t prev; /**< the previous record of the same (epoch, seq), or SIM_NONE32 */
     uint8_t *input;
+    uint64_t len; /**< bytes of input */
 } sim_inrec;
 
 /* One commenced op of the collective set (by (epoch, seq)): the verdicts its members got. */
 typedef struct sim_collrec {
     uint64_t epoch, seq;
-    uint32_t kind, root, world;
-    uint32_t ok, failed; /* members that got success / a failure (master loss not counted) */
+    uint32_t kind, root, world; /* send / recv: kind SEND, root src << 16 | dst, world 2 */
+    uint32_t ok, failed;        /* members that got success / a failure (master loss not counted) */
     pcclResult_t first_failure;
     uint32_t first_node; /* the first member that got a verdict */
 } sim_collrec;

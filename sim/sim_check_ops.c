@@ -58,6 +58,11 @@ void check_commence(sim_checker *ck, const ccoip_pb_collective_commence *c)
 void check_collective_verdict(sim_checker *ck, uint32_t dst, const ccoip_pb_collective_verdict *v)
 {
     sim_world *w = ck->w;
+    /* A send / recv (its tag has the top bit, ccoip_p2p_tag) never relays, and the membership
+     * may change under it without ending it when it spares its two members
+     * (docs/collectives-p2p.md): its epoch is checked at the members' NOTIFY
+     * (sim_check_coll.c). */
+    if ((v->tag >> 63) != 0) return;
     if (!v->aborted && chk_node(ck, dst)->relay_coll[v->tag % SIM_MAX_TAGS]) {
         /* The answer to a relayed op of the collective set (§6.8.3): its result may be empty
          * (a barrier, a non-root's reduce or gather), so the op, not the length, says so. */
@@ -81,9 +86,8 @@ void check_collective_verdict(sim_checker *ck, uint32_t dst, const ccoip_pb_coll
         inrec_add_bytes(ck, dst, SIM_RELAY_EPOCH, v->seq, dn->relay_in[t], dn->relay_in_len[t]);
         free(dn->relay_in[t]);
         dn->relay_in[t] = NULL;
-        sim_appcmd *c = w->nodes[dst].m != NULL
-                            ? app_find_unbound_tag(app_of(ck->wl, dst), (uint32_t)v->tag)
-                            : NULL;
+        sim_appcmd *c =
+            w->nodes[dst].m != NULL ? app_find_unbound_tag(app_of(ck->wl, dst), v->tag) : NULL;
         if (c != NULL) {
             c->commenced = true;
             c->epoch = SIM_RELAY_EPOCH;
@@ -260,6 +264,7 @@ void inrec_add_bytes(sim_checker *ck, uint32_t node, uint64_t epoch, uint64_t se
     r->node = node;
     r->peer_id = w->nodes[node].peer_id;
     r->input = NULL;
+    r->len = bytes;
     if (!seqidx_put(&ck->inrec_idx, ck->inrecs, sizeof *ck->inrecs, ck->inrecs_len - 1u,
                     &r->prev)) {
         world_fail(w, SIM_CRASH, "out of memory (input index)");

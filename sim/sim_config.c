@@ -3,6 +3,7 @@
  */
 #include <string.h>
 
+#include "ccoip_sm.h"
 #include "sim.h"
 #include "sim_rng.h"
 
@@ -99,11 +100,11 @@ void sim_config_swarm(sim_config *cfg, uint64_t seed)
 
 static const char *const kind_names[] = {"all-reduce",     "broadcast",  "reduce", "all-gather",
                                          "reduce-scatter", "all-to-all", "gather", "scatter",
-                                         "barrier",        "mix"};
+                                         "barrier",        "mix",        "p2p"};
 
 bool sim_kind_from_name(const char *name, uint32_t *out)
 {
-    for (uint32_t k = 0; k <= SIM_KIND_MIX; k++) {
+    for (uint32_t k = 0; k <= SIM_KIND_P2P; k++) {
         if (strcmp(name, kind_names[k]) == 0) {
             *out = k;
             return true;
@@ -114,7 +115,14 @@ bool sim_kind_from_name(const char *name, uint32_t *out)
 
 const char *sim_kind_name(uint32_t kind)
 {
-    return kind <= SIM_KIND_MIX ? kind_names[kind] : "?";
+    return kind <= SIM_KIND_P2P ? kind_names[kind] : "?";
+}
+
+const char *sim_op_kind_name(uint32_t kind)
+{
+    if (kind == CCOIP_COLL_SEND) return "send";
+    if (kind == CCOIP_COLL_RECV) return "recv";
+    return kind < CCOIP_COLL_KINDS ? kind_names[kind] : "?";
 }
 
 void sim_config_swarm_kinds(sim_config *cfg)
@@ -129,6 +137,10 @@ void sim_config_swarm_kinds(sim_config *cfg)
      * runs, 1, 2 or 4 KiB, so that with the swarm's counts, worlds and kinds some ops are
      * relayed (docs/protocol.md §6.8.3) and others, above the bound, run on the ring. */
     cfg->relay_max_bytes = sim_rng_chance(&r, 400) ? 1024u << sim_rng_below(&r, 3) : 0;
+    /* Drawn after it (the draws above keep their values; only the kind of the seeds drawn here
+     * changes): send / recv in about a fifth of the runs, with the op timeout and relay bound
+     * drawn above (send / recv never relays: the bound then relays nothing). */
+    if (sim_rng_chance(&r, 200)) cfg->coll_kind = SIM_KIND_P2P;
 }
 
 void sim_config_fit_op(sim_config *cfg)
@@ -354,6 +366,7 @@ uint32_t sim_canary_from_name(const char *name)
     if (strcmp(name, "corrupt_recv") == 0) return SIM_CANARY_CORRUPT_RECV;
     if (strcmp(name, "flip_verdict") == 0) return SIM_CANARY_FLIP_VERDICT;
     if (strcmp(name, "corrupt_relay") == 0) return SIM_CANARY_CORRUPT_RELAY;
+    if (strcmp(name, "short_p2p") == 0) return SIM_CANARY_SHORT_P2P;
     return 0;
 }
 

@@ -22,7 +22,8 @@ sim_status sim_run(const sim_config *cfg, sim_result *out)
         return out->status;
     }
     if (!ccoip_dtype_valid(cfg->dtype) || cfg->peers == 0 || cfg->tags == 0 ||
-        cfg->tags > SIM_MAX_TAGS || cfg->p2p_pool_size > 8u /* CCOIP_P2P_POOL_MAX */) {
+        cfg->tags > SIM_MAX_TAGS || cfg->p2p_pool_size > 8u /* CCOIP_P2P_POOL_MAX */ ||
+        (cfg->coll_kind == SIM_KIND_P2P && cfg->tags > SIM_MAX_TAGS / 2u)) {
         out->status = SIM_CRASH;
         snprintf(out->message, sizeof out->message, "invalid configuration");
         return out->status;

@@ -339,6 +339,7 @@ typedef struct sim_world {
     uint32_t flip_done; /* SIM_CANARY_FLIP_VERDICT fired */
     uint32_t flip_node; /* ... and the node and command of the last OP_END */
     uint64_t flip_cmd;
+    uint32_t flip_slot; /* ... and its op slot (SIM_CANARY_SHORT_P2P: an application op's) */
     uint8_t *dec_arena; /* the decode arena of master frames for the observers, grown on demand */
     uint64_t dec_arena_cap;
     uint64_t protocol_violations;

@@ -39,3 +39,9 @@ echo "collective relay swarm 1..24: $(wc -l < "$gold/coll_relay_1_24.txt") seeds
 "$sim" --scenario kill_mid_ring --seed 1 --quiet --kind mix --count 200 --relay-max-bytes 1024 \
     | grep -E '^(seed=|trace_hash=)' > "$gold/kill_mid_ring_relay.txt"
 echo "kill_mid_ring --kind mix, relayed: $(tail -1 "$gold/kill_mid_ring_relay.txt")"
+# Send / recv under the swarm's churn, and kill_mid_ring with send / recv rounds.
+"$sim" --swarm --seeds 1:24 --kind p2p | grep -E '^seed=' > "$gold/coll_p2p_1_24.txt"
+echo "send / recv swarm 1..24: $(wc -l < "$gold/coll_p2p_1_24.txt") seeds"
+"$sim" --scenario kill_mid_ring --seed 1 --quiet --kind p2p | grep -E '^(seed=|trace_hash=)' \
+    > "$gold/kill_mid_ring_p2p.txt"
+echo "kill_mid_ring --kind p2p: $(tail -1 "$gold/kill_mid_ring_p2p.txt")"
