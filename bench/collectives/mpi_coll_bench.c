@@ -13,15 +13,19 @@
  *
  * NAME: broadcast reduce allgather reducescatter alltoall gather scatter
  * sendrecv barrier. sendrecv: each rank posts MPI_Irecv from rank - 1 and
- * MPI_Isend to rank + 1 (tag 0), then MPI_Waitall on both. Root (broadcast, reduce, gather,
- * scatter): rank 0. Per size: W warm-ups, K timed operations (K = clamp(iter-bytes / size, A, B);
- * barrier: B), one more untimed operation; the output is NaN-poisoned before the last warm-up and
- * the last operation and checked exactly after them. Out of place (broadcast works on one buffer,
- * as MPI_Bcast does). Every operation starts after an untimed MPI_Barrier (not for the barrier
- * benchmark) and its time is the slowest rank's wall time around the call (coll_common.h,
- * "Timing"). Rank 0 prints size count iters time_us min_us max_us algbw busbw tx_bytes with time_us
- * the median of those times, count = size / 4 and tx_bytes "-" (MPI does not report it). Barrier
- * prints one row, size 0. Built by scripts/bench-collectives.sh with mpicc.
+ * MPI_Isend to rank + 1 (tag 0), then MPI_Waitall on both. Root (broadcast,
+ * reduce, gather, scatter): rank 0. Per size: W warm-ups, K timed operations
+ * (K = clamp(iter-bytes / size, A, B); barrier: B), one more untimed
+ * operation; the output is NaN-poisoned before the last warm-up and the last
+ * operation and checked exactly after them. Out of place (broadcast works on
+ * one buffer, as MPI_Bcast does). Every operation starts after an untimed
+ * MPI_Barrier (not for the barrier benchmark) and its time is the slowest
+ * rank's wall time around the call (coll_common.h, "Timing"). Rank 0 prints
+ *   size count iters time_us min_us max_us algbw busbw tx_bytes
+ * with time_us the median of those times, count = size / 4 and tx_bytes "-"
+ * (MPI does not report it). Barrier prints one row, size 0. Built by
+ * scripts/bench-collectives.sh, and by ref_smoke.sh for its smoke test, with
+ * mpicc.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>

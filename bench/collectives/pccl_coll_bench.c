@@ -2,9 +2,10 @@
  * pccl_coll_bench.c — the collective benchmark over libpccl's collective set
  * beyond all-reduce (include/pccl.h: pcclBroadcast, pcclReduce, pcclAllGather,
  * pcclReduceScatter, pcclAllToAll, pcclGather, pcclScatter, pcclBarrier) and
- * of point-to-point transfers (pcclSendAsync / pcclRecvAsync), in the style of nccl-tests and of
- * bench/allreduce/pccl_allreduce_bench.c. One process per peer; bench/collectives/launch.sh starts
- * a ccoip_master and N of these on 127.0.0.1.
+ * of point-to-point transfers (pcclSendAsync / pcclRecvAsync), in the style
+ * of nccl-tests and of bench/allreduce/pccl_allreduce_bench.c. One process
+ * per peer; bench/collectives/launch.sh starts a ccoip_master and N of these
+ * on 127.0.0.1.
  *
  *   pccl_coll_bench --url tcp://127.0.0.1:PORT --index I --world N --coll NAME
  *       [--min BYTES] [--max BYTES] [--step 2|4] [--warmup W]
@@ -15,8 +16,9 @@
  * sendrecv barrier. sendrecv is a ring shift (coll_common.h): each rank
  * posts pcclSendAsync of its tensor to rank + 1 and pcclRecvAsync from
  * rank - 1 on one tag (two ops: their pairs differ), then waits for the send
- * and the receive; the timed region covers both posts and both waits. Each peer connects and
- * updates the topology until the group holds N peers (as pccl_allreduce_bench), then reads its rank
+ * and the receive; the timed region covers both posts and both waits. Each
+ * peer connects and updates the topology until the group holds N peers (as
+ * pccl_allreduce_bench), then reads its rank
  * (PCCL_ATTRIBUTE_RANK); the root of the rooted collectives is rank 0, and
  * rank 0 prints (so launch.sh passes every peer's stdout through). Sizes,
  * data, exact checks, busbw factors and timing: coll_common.h (the same as
