@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark of the collectives beyond all-reduce (broadcast, reduce, all-gather,
-# reduce-scatter, all-to-all, gather, scatter, barrier) of pccl beside Open MPI
+# reduce-scatter, all-to-all, gather, scatter, barrier) and of send/recv (a
+# ring shift: sendrecv) of pccl beside Open MPI
 # and Gloo, in the same run on the same machine (docs/benchmarks.md,
 # "Collectives beyond all-reduce").
 #
@@ -40,7 +41,7 @@ MIN=4K
 MAX=256M
 MAX_SET=
 STEP=4
-COLLS="broadcast reduce allgather reducescatter alltoall gather scatter barrier"
+COLLS="broadcast reduce allgather reducescatter alltoall gather scatter sendrecv barrier"
 WANT_SYSTEMS="pccl ompi gloo"
 BUILD=build/bench-collectives
 OUT=
@@ -67,7 +68,7 @@ while [[ $# -gt 0 ]]; do
     --iter-bytes) ITER_BYTES=$2; shift 2 ;;
     --budget) BUDGET=$2; shift 2 ;;
     --jobs) JOBS=$2; shift 2 ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "bench-collectives: unknown argument $1" >&2; exit 2 ;;
   esac
 done

@@ -8,23 +8,32 @@
  *
  * Sizes (the `size` column), as nccl-tests: the bytes of the largest buffer of
  * the operation on one rank. For broadcast and reduce that is the tensor
- * (count elements); for all-gather and gather the receive buffer (N blocks of
+ * (count elements), also for sendrecv (the tensor each rank sends, and
+ * receives); for all-gather and gather the receive buffer (N blocks of
  * count elements), for reduce-scatter, scatter and all-to-all the send buffer
  * (N blocks). So a swept size S gives count = S / 4 (broadcast, reduce) or
  * S / (4N) per block (the others), rounded down: at N = 3 a 4096-byte sweep
- * point is a 4092-byte row.
+ * point is a 4092-byte row. sendrecv: count = S / 4.
+ *
+ * sendrecv is a ring shift of point-to-point transfers: every rank sends its
+ * tensor to rank + 1 and receives rank - 1's, both posted before either is
+ * waited for (at N = 2 the two ranks swap tensors); the operation ends when
+ * both halves have. Each rank's link carries size bytes each way.
  *
  * busbw = algbw * factor, algbw = size / time (GB/s, 1e9):
- *   broadcast, reduce:                              1
+ *   broadcast, reduce, sendrecv:                    1
  *   all-gather, reduce-scatter, all-to-all,
  *   gather, scatter:                                (N - 1) / N
  * (nccl-tests' factors; for gather and scatter the root's link carries
- * (N - 1)/N of size, the blocks of the other ranks.) Barrier moves no data:
+ * (N - 1)/N of size, the blocks of the other ranks. sendrecv as nccl-tests'
+ * sendrecv_perf: busbw = algbw = size / time, the bytes one rank sends, not
+ * the sum over ranks.) Barrier moves no data:
  * its row has size 0, count 0 and algbw = busbw = 0; only its time counts.
  *
  * Data (float32, small integers, so every value and every sum is exact):
  *   data-movement collectives (broadcast, all-gather, all-to-all, gather,
- *   scatter): the element e of the block rank src destines to block b is
+ *   scatter, sendrecv: one block, b = 0): the element e of the block rank src
+ *   destines to block b is
  *       val(src, b, e) = src * 65536 + b * 256 + 1 + e % 251     (< 2^24 for N <= 255)
  *   so a wrong source, a wrong block and a shifted element all show;
  *   reductions (reduce, reduce-scatter; SUM): rank i contributes
@@ -61,12 +70,14 @@ typedef enum coll_kind {
     COLL_ALLTOALL,
     COLL_GATHER,
     COLL_SCATTER,
+    COLL_SENDRECV,
     COLL_BARRIER,
     COLL_COUNT
 } coll_kind;
 
 static const char *const coll_names[COLL_COUNT] = {
-    "broadcast", "reduce", "allgather", "reducescatter", "alltoall", "gather", "scatter", "barrier",
+    "broadcast", "reduce",  "allgather", "reducescatter", "alltoall",
+    "gather",    "scatter", "sendrecv",  "barrier",
 };
 
 static inline int coll_parse(const char *s)
@@ -98,9 +109,20 @@ static inline uint64_t coll_size(coll_kind k, uint64_t count, uint32_t world)
 
 static inline double coll_busbw_factor(coll_kind k, uint32_t world)
 {
-    if (k == COLL_BROADCAST || k == COLL_REDUCE) return 1.0;
+    if (k == COLL_BROADCAST || k == COLL_REDUCE || k == COLL_SENDRECV) return 1.0;
     if (k == COLL_BARRIER) return 0.0;
     return (double)(world - 1u) / (double)world;
+}
+
+/* The ring shift of the sendrecv kind: rank r sends to rank + 1 and receives from rank - 1. */
+static inline uint32_t coll_ring_to(uint32_t rank, uint32_t world)
+{
+    return (rank + 1u) % world;
+}
+
+static inline uint32_t coll_ring_from(uint32_t rank, uint32_t world)
+{
+    return (rank + world - 1u) % world;
 }
 
 static inline float coll_val(uint32_t src, uint32_t blk, uint64_t e)
@@ -136,6 +158,7 @@ static inline void coll_fill(coll_kind k, uint32_t rank, uint32_t world, uint64_
         break;
     case COLL_ALLGATHER:
     case COLL_GATHER:
+    case COLL_SENDRECV:
         for (uint64_t e = 0; e < count; e++)
             send[e] = coll_val(rank, 0u, e);
         break;
@@ -155,6 +178,7 @@ static inline uint64_t coll_out_elems(coll_kind k, uint32_t rank, uint32_t world
 {
     switch (k) {
     case COLL_BROADCAST:
+    case COLL_SENDRECV:
         return count;
     case COLL_REDUCE:
         return rank == 0u ? count : 0u;
@@ -192,6 +216,8 @@ static inline float coll_want(coll_kind k, uint32_t rank, uint32_t world, uint64
         return coll_val(b, rank, e); /* block b came from rank b, its block `rank` */
     case COLL_SCATTER:
         return coll_val(0u, rank, i);
+    case COLL_SENDRECV:
+        return coll_val(coll_ring_from(rank, world), 0u, i); /* rank - 1's tensor */
     default:
         return 0.0f;
     }

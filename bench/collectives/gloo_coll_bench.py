@@ -22,6 +22,8 @@ NAME and the torch call it times:
     alltoall       dist.all_to_all_single(out, send)
     gather         dist.gather(send, views of one output tensor at the root, dst=0)
     scatter        dist.scatter(out, views of the send tensor at the root, src=0)
+    sendrecv       a ring shift: dist.irecv(out, src=rank - 1) and
+                   dist.isend(send, dst=rank + 1), then wait() on both
     barrier        dist.barrier()
 
 Without --rank it is the launcher: it picks a free port on 127.0.0.1, starts N
@@ -42,7 +44,7 @@ import sys
 import time
 
 COLLS = ["broadcast", "reduce", "allgather", "reducescatter", "alltoall", "gather", "scatter",
-         "barrier"]
+         "sendrecv", "barrier"]
 BLOCKED = {"allgather", "reducescatter", "alltoall", "gather", "scatter"}
 
 
@@ -143,7 +145,8 @@ def run(a):
         print("# %10s %11s %6s %11s %11s %11s %8s %8s %12s" % (
             "size", "count", "iters", "time_us", "min_us", "max_us", "algbw", "busbw",
             "tx_bytes"), flush=True)
-    factor = {"broadcast": 1.0, "reduce": 1.0, "barrier": 0.0}.get(coll, (n - 1) / n)
+    factor = {"broadcast": 1.0, "reduce": 1.0, "sendrecv": 1.0, "barrier": 0.0}.get(
+        coll, (n - 1) / n)
     nbytes_sweep = a.min
     while nbytes_sweep <= a.max:
         if coll == "barrier":
@@ -248,6 +251,15 @@ def run(a):
 
             def op():
                 dist.scatter(out, views, src=0)
+        elif coll == "sendrecv":
+            send = val(torch, r, 0, count)
+            out = torch.empty(count, dtype=torch.float32)
+            want = val(torch, (r + n - 1) % n, 0, count)
+
+            def op():
+                works = [dist.irecv(out, src=(r + n - 1) % n), dist.isend(send, dst=(r + 1) % n)]
+                for w in works:
+                    w.wait()
         else:
             def op():
                 dist.barrier()

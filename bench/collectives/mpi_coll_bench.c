@@ -1,7 +1,8 @@
 /*
  * mpi_coll_bench.c — the Open MPI reference of the collective benchmark:
  * MPI_Bcast, MPI_Reduce (MPI_SUM), MPI_Allgather, MPI_Reduce_scatter_block
- * (MPI_SUM), MPI_Alltoall, MPI_Gather, MPI_Scatter and MPI_Barrier on float32,
+ * (MPI_SUM), MPI_Alltoall, MPI_Gather, MPI_Scatter, MPI_Barrier and a ring shift
+ * of MPI_Irecv + MPI_Isend + MPI_Waitall (sendrecv) on float32,
  * measured exactly as pccl_coll_bench measures pccl (same sizes, warm-ups,
  * iteration counts, data, exact check and output rows; coll_common.h).
  *
@@ -11,18 +12,20 @@
  *          [--iters-min A] [--iters-max B] [--iter-bytes BYTES]
  *
  * NAME: broadcast reduce allgather reducescatter alltoall gather scatter
- * barrier. Root (broadcast, reduce, gather, scatter): rank 0. Per size: W
- * warm-ups, K timed operations (K = clamp(iter-bytes / size, A, B); barrier:
- * B), one more untimed operation; the output is NaN-poisoned before the last
- * warm-up and the last operation and checked exactly after them. Out of place
- * (broadcast works on one buffer, as MPI_Bcast does). Every operation starts
- * after an untimed MPI_Barrier (not for the barrier benchmark) and its time is
- * the slowest rank's wall time around the call (coll_common.h, "Timing").
- * Rank 0 prints
+ * sendrecv barrier. sendrecv: each rank posts MPI_Irecv from rank - 1 and
+ * MPI_Isend to rank + 1 (tag 0), then MPI_Waitall on both. Root (broadcast,
+ * reduce, gather, scatter): rank 0. Per size: W warm-ups, K timed operations
+ * (K = clamp(iter-bytes / size, A, B); barrier: B), one more untimed
+ * operation; the output is NaN-poisoned before the last warm-up and the last
+ * operation and checked exactly after them. Out of place (broadcast works on
+ * one buffer, as MPI_Bcast does). Every operation starts after an untimed
+ * MPI_Barrier (not for the barrier benchmark) and its time is the slowest
+ * rank's wall time around the call (coll_common.h, "Timing"). Rank 0 prints
  *   size count iters time_us min_us max_us algbw busbw tx_bytes
  * with time_us the median of those times, count = size / 4 and tx_bytes "-"
- * (MPI does not report it). Barrier prints one row, size 0.
- * Built by scripts/bench-collectives.sh with mpicc.
+ * (MPI does not report it). Barrier prints one row, size 0. Built by
+ * scripts/bench-collectives.sh, and by ref_smoke.sh for its smoke test, with
+ * mpicc.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
@@ -34,9 +37,8 @@
 
 #include "coll_common.h"
 
-static void run_op(coll_kind k, float *send, float *recv, int count, int world)
+static void run_op(coll_kind k, float *send, float *recv, int count, int rank, int world)
 {
-    (void)world;
     switch (k) {
     case COLL_BROADCAST:
         MPI_Bcast(send, count, MPI_FLOAT, 0, MPI_COMM_WORLD);
@@ -59,6 +61,15 @@ static void run_op(coll_kind k, float *send, float *recv, int count, int world)
     case COLL_SCATTER:
         MPI_Scatter(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, 0, MPI_COMM_WORLD);
         break;
+    case COLL_SENDRECV: {
+        MPI_Request req[2];
+        MPI_Irecv(recv, count, MPI_FLOAT, (int)coll_ring_from((uint32_t)rank, (uint32_t)world), 0,
+                  MPI_COMM_WORLD, &req[0]);
+        MPI_Isend(send, count, MPI_FLOAT, (int)coll_ring_to((uint32_t)rank, (uint32_t)world), 0,
+                  MPI_COMM_WORLD, &req[1]);
+        MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+        break;
+    }
     case COLL_BARRIER:
     default:
         MPI_Barrier(MPI_COMM_WORLD);
@@ -107,7 +118,7 @@ int main(int argc, char **argv)
         max_bytes / 4u > (uint64_t)INT32_MAX) {
         if (rank == 0)
             fprintf(stderr, "mpi_coll_bench: bad arguments (--coll broadcast|reduce|allgather|"
-                            "reducescatter|alltoall|gather|scatter|barrier)\n");
+                            "reducescatter|alltoall|gather|scatter|sendrecv|barrier)\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     const coll_kind k = (coll_kind)kind;
@@ -144,7 +155,7 @@ int main(int argc, char **argv)
             /* A common start (untimed); the barrier benchmark times barriers back to back. */
             if (k != COLL_BARRIER) MPI_Barrier(MPI_COMM_WORLD);
             const double t0 = MPI_Wtime();
-            run_op(k, send, recv, (int)count, world);
+            run_op(k, send, recv, (int)count, rank, world);
             const double dt = (MPI_Wtime() - t0) * 1e6;
             if (it >= warmup && it < warmup + iters) times[it - warmup] = dt;
             if (checked) {

@@ -1,10 +1,11 @@
 /*
  * pccl_coll_bench.c — the collective benchmark over libpccl's collective set
  * beyond all-reduce (include/pccl.h: pcclBroadcast, pcclReduce, pcclAllGather,
- * pcclReduceScatter, pcclAllToAll, pcclGather, pcclScatter, pcclBarrier), in
- * the style of nccl-tests and of bench/allreduce/pccl_allreduce_bench.c. One
- * process per peer; bench/collectives/launch.sh starts a ccoip_master and N
- * of these on 127.0.0.1.
+ * pcclReduceScatter, pcclAllToAll, pcclGather, pcclScatter, pcclBarrier) and
+ * of point-to-point transfers (pcclSendAsync / pcclRecvAsync), in the style
+ * of nccl-tests and of bench/allreduce/pccl_allreduce_bench.c. One process
+ * per peer; bench/collectives/launch.sh starts a ccoip_master and N of these
+ * on 127.0.0.1.
  *
  *   pccl_coll_bench --url tcp://127.0.0.1:PORT --index I --world N --coll NAME
  *       [--min BYTES] [--max BYTES] [--step 2|4] [--warmup W]
@@ -12,8 +13,12 @@
  *       [--timeout-ms T] [--pool K]
  *
  * NAME: broadcast reduce allgather reducescatter alltoall gather scatter
- * barrier. Each peer connects and updates the topology until the group holds
- * N peers (as pccl_allreduce_bench), then reads its rank
+ * sendrecv barrier. sendrecv is a ring shift (coll_common.h): each rank
+ * posts pcclSendAsync of its tensor to rank + 1 and pcclRecvAsync from
+ * rank - 1 on one tag (two ops: their pairs differ), then waits for the send
+ * and the receive; the timed region covers both posts and both waits. Each
+ * peer connects and updates the topology until the group holds N peers (as
+ * pccl_allreduce_bench), then reads its rank
  * (PCCL_ATTRIBUTE_RANK); the root of the rooted collectives is rank 0, and
  * rank 0 prints (so launch.sh passes every peer's stdout through). Sizes,
  * data, exact checks, busbw factors and timing: coll_common.h (the same as
@@ -34,6 +39,11 @@
  * (pcclCollectiveInfo_t.tx_bytes), copied_bytes = the tensor bytes its
  * runtime copied in memory during it (PCCL_ATTRIBUTE_COPIED_BYTES read
  * before and after, outside the timed region).
+ *
+ * sendrecv also prints, after each size's row, a comment line with rank 0's
+ * phases (medians over the timed operations, µs from the start of the
+ * operation): '# phases post P send S recv R' — P when both async calls have
+ * returned, S when the send's wait returned, R when the receive's did.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
@@ -69,7 +79,7 @@ static void usage(void)
                     "  [--min BYTES] [--max BYTES] [--step 2|4] [--warmup W] [--iters-min A]\n"
                     "  [--iters-max B] [--iter-bytes BYTES] [--timeout-ms T] [--pool K]\n"
                     "  NAME: broadcast reduce allgather reducescatter alltoall gather scatter "
-                    "barrier\n");
+                    "sendrecv barrier\n");
 }
 
 static bool parse_args(int argc, char **argv, options *o)
@@ -137,9 +147,51 @@ static bool parse_args(int argc, char **argv, options *o)
     return true;
 }
 
+/* Rank 0's phases of one sendrecv (µs from its start); see the header. */
+typedef struct phases {
+    double post;
+    double send;
+    double recv;
+} phases;
+
+/*
+ * The sendrecv ring shift: both halves posted on one tag, then the send and
+ * the receive waited for. info gets the send's statistics (tx_bytes), and
+ * the receive's world and rank are checked against the send's.
+ */
+static pcclResult_t run_sendrecv(pcclComm_t *comm, uint32_t rank, uint32_t world, float *send,
+                                 float *recv, size_t c, const pcclCollectiveOptions_t *opts,
+                                 pcclCollectiveInfo_t *info, double t0, phases *ph)
+{
+    pcclWork_t *ws = NULL;
+    pcclWork_t *wr = NULL;
+    pcclCollectiveInfo_t ri;
+    memset(&ri, 0, sizeof ri);
+    pcclResult_t rs =
+        pcclSendAsync(send, c, pcclFloat, (int)coll_ring_to(rank, world), opts, comm, &ws);
+    pcclResult_t rr =
+        pcclRecvAsync(recv, c, pcclFloat, (int)coll_ring_from(rank, world), opts, comm, &wr);
+    ph->post = pccl_bench_now_us() - t0;
+    if (rs == pcclSuccess) rs = pcclWorkWait(ws, info);
+    ph->send = pccl_bench_now_us() - t0;
+    if (rr == pcclSuccess) rr = pcclWorkWait(wr, &ri);
+    ph->recv = pccl_bench_now_us() - t0;
+    pcclWorkFree(ws);
+    pcclWorkFree(wr);
+    if (rs != pcclSuccess) return rs;
+    if (rr != pcclSuccess) return rr;
+    if (ri.world_size != info->world_size || ri.rank != info->rank) {
+        info->world_size = ri.world_size; /* the caller reports the mismatch */
+        info->rank = ri.rank;
+    }
+    return pcclSuccess;
+}
+
 /* One collective of kind k; count per block (blocked kinds) or of the tensor. */
-static pcclResult_t run_op(coll_kind k, pcclComm_t *comm, float *send, float *recv, uint64_t count,
-                           const pcclCollectiveOptions_t *opts, pcclCollectiveInfo_t *info)
+static pcclResult_t run_op(coll_kind k, pcclComm_t *comm, uint32_t rank, uint32_t world,
+                           float *send, float *recv, uint64_t count,
+                           const pcclCollectiveOptions_t *opts, pcclCollectiveInfo_t *info,
+                           double t0, phases *ph)
 {
     const size_t c = (size_t)count;
     switch (k) {
@@ -157,6 +209,8 @@ static pcclResult_t run_op(coll_kind k, pcclComm_t *comm, float *send, float *re
         return pcclGather(send, recv, c, pcclFloat, 0, opts, comm, info);
     case COLL_SCATTER:
         return pcclScatter(send, recv, c, pcclFloat, 0, opts, comm, info);
+    case COLL_SENDRECV:
+        return run_sendrecv(comm, rank, world, send, recv, c, opts, info, t0, ph);
     case COLL_BARRIER:
     default:
         return pcclBarrier(opts, comm, info);
@@ -184,7 +238,7 @@ static int max_over_peers(pcclComm_t *comm, double *times, uint64_t n, uint64_t 
 }
 
 static int run_size(pcclComm_t *comm, const options *o, uint32_t rank, uint64_t bytes, float *send,
-                    float *recv, double *times, uint64_t *tag)
+                    float *recv, double *times, double *ph_times, uint64_t *tag)
 {
     const coll_kind k = o->coll;
     const uint32_t n = o->world;
@@ -224,8 +278,9 @@ static int run_size(pcclComm_t *comm, const options *o, uint32_t rank, uint64_t 
         memset(&info, 0, sizeof info);
         uint32_t c0 = 0;
         if (timed && pccl_bench_copied_low(comm, &c0) != 0) return 1;
+        phases ph = {0.0, 0.0, 0.0};
         const double t0 = pccl_bench_now_us();
-        const pcclResult_t r = run_op(k, comm, send, recv, count, &opts, &info);
+        const pcclResult_t r = run_op(k, comm, rank, n, send, recv, count, &opts, &info, t0, &ph);
         const double dt = pccl_bench_now_us() - t0;
         if (r != pcclSuccess) {
             fprintf(stderr, "pccl_coll_bench %u: %s of %" PRIu64 " bytes: %d\n", o->index,
@@ -241,6 +296,9 @@ static int run_size(pcclComm_t *comm, const options *o, uint32_t rank, uint64_t 
         }
         if (timed) {
             times[it - o->warmup] = dt;
+            ph_times[3u * (it - o->warmup)] = ph.post;
+            ph_times[3u * (it - o->warmup) + 1u] = ph.send;
+            ph_times[3u * (it - o->warmup) + 2u] = ph.recv;
             uint32_t c1 = 0;
             if (pccl_bench_copied_low(comm, &c1) != 0) return 1;
             copied = (c1 - c0) & 0x7fffffffu;
@@ -266,6 +324,15 @@ static int run_size(pcclComm_t *comm, const options *o, uint32_t rank, uint64_t 
         printf("%12" PRIu64 " %11" PRIu64 " %6" PRIu64 " %11.1f %11.1f %11.1f %8.3f %8.3f "
                "%12" PRIu64 " %12" PRIu32 "\n",
                size, size / 4u, iters, med, times[0], times[iters - 1u], algbw, busbw, tx, copied);
+        if (k == COLL_SENDRECV) {
+            double m[3];
+            for (uint32_t j = 0; j < 3u; j++) {
+                for (uint64_t i = 0; i < iters; i++)
+                    times[i] = ph_times[3u * i + j]; /* times is free again */
+                m[j] = coll_median(times, iters);
+            }
+            printf("# phases post %.1f send %.1f recv %.1f\n", m[0], m[1], m[2]);
+        }
     }
     return 0;
 }
@@ -295,7 +362,8 @@ int main(int argc, char **argv)
     float *send = malloc((size_t)o.max_bytes);
     float *recv = malloc((size_t)o.max_bytes);
     double *times = calloc((size_t)o.iters_max, sizeof *times);
-    if (send == NULL || recv == NULL || times == NULL) return 2;
+    double *ph_times = calloc(3u * (size_t)o.iters_max, sizeof *ph_times);
+    if (send == NULL || recv == NULL || times == NULL || ph_times == NULL) return 2;
 
     if (rank == 0) {
         printf("# system pccl N %u coll %s warmup %u\n", o.world, coll_names[o.coll], o.warmup);
@@ -304,13 +372,14 @@ int main(int argc, char **argv)
     }
     uint64_t tag = 1;
     for (uint64_t bytes = o.min_bytes; bytes <= o.max_bytes && rc == 0; bytes *= o.step) {
-        rc = run_size(comm, &o, (uint32_t)rank, bytes, send, recv, times, &tag);
+        rc = run_size(comm, &o, (uint32_t)rank, bytes, send, recv, times, ph_times, &tag);
         if (o.coll == COLL_BARRIER) break;
     }
     if (rc == 0 && rank == 0) printf("# done, results verified exactly\n");
     free(send);
     free(recv);
     free(times);
+    free(ph_times);
     if (pcclDestroyCommunicator(comm) != pcclSuccess && rc == 0) rc = 1;
     return rc;
 }

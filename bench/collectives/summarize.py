@@ -5,7 +5,7 @@
 
 RAW_DIR holds one file per run, named N<n>_<coll>_<system>_r<round>.txt, where
 <coll> is broadcast, reduce, allgather, reducescatter, alltoall, gather,
-scatter or barrier and <system> pccl, ompi or gloo; each holds the rows the
+scatter, sendrecv or barrier and <system> pccl, ompi or gloo; each holds the rows the
 benchmarks print (size count iters time_us min_us max_us algbw busbw tx_bytes,
 and pccl adds copied_bytes) and '#' comment lines: '# load <1-min loadavg>'
 records the load when the run started, '# done, ...' ends a complete run and
@@ -26,7 +26,7 @@ import statistics
 import sys
 
 COLLS = ["broadcast", "reduce", "allgather", "reducescatter", "alltoall", "gather", "scatter",
-         "barrier"]
+         "sendrecv", "barrier"]
 SYSTEMS = ["pccl", "ompi", "gloo"]
 TARGET_SIZES = [64 << 20, 256 << 20]
 OMPI_TARGET = 1.2
@@ -34,7 +34,7 @@ GLOO_TARGET = 1.0
 LATENCY_SIZE = 4096
 LATENCY_TARGET = 2.5
 FACTORS = {"broadcast": "1", "reduce": "1", "allgather": "(N−1)/N", "reducescatter": "(N−1)/N",
-           "alltoall": "(N−1)/N", "gather": "(N−1)/N", "scatter": "(N−1)/N"}
+           "alltoall": "(N−1)/N", "gather": "(N−1)/N", "scatter": "(N−1)/N", "sendrecv": "1"}
 
 
 def nominal(size, n):
@@ -147,8 +147,10 @@ def main():
         return unsupported.get((coll, n, system))
 
     print(f"Rounds per system: up to {rounds}. busbw in GB/s (1e9 B/s), nccl-tests conventions "
-          "(size = the largest buffer on one rank; busbw = size/time × 1 for broadcast and "
-          "reduce, × (N−1)/N for all-gather, reduce-scatter, all-to-all, gather and scatter); "
+          "(size = the largest buffer on one rank; busbw = size/time × 1 for broadcast, "
+          "reduce and sendrecv (a ring shift: each rank sends size bytes to rank + 1 and "
+          "receives size from rank − 1), × (N−1)/N for all-gather, reduce-scatter, all-to-all, "
+          "gather and scatter); "
           "each operation starts after an untimed barrier and counts the slowest rank's time; "
           "cells are the median over rounds (min–max over rounds) of each run's median time.")
     if loads:
