@@ -119,7 +119,7 @@ typedef struct pt_peer_info {
     uint32_t world_size;
     bool accepted;
     bool failed;
-    bool pending; /**< ccoip_peer_is_pending: joined, waiting to be admitted */
+    bool pending;           /**< ccoip_peer_is_pending: joined, waiting to be admitted */
     ccoip_world_info world; /**< Membership counts of the last verdict (ccoip_peer_world_info). */
     /** Tensor bytes copied in memory (COPY kernels) since creation, as of the last NOTIFY. */
     uint64_t copied_bytes;

@@ -157,8 +157,7 @@ PCCL_EXPORT pcclResult_t pcclCommSplit(pcclComm_t *communicator, const int *rank
         mine = mine || sorted[i] == info.rank;
     }
     if (bad || !mine) {
-        pt_log(CCOIP_LOG_ERROR, "pccl",
-               "pcclCommSplit: %s (rank %d of %u)",
+        pt_log(CCOIP_LOG_ERROR, "pccl", "pcclCommSplit: %s (rank %d of %u)",
                bad ? "a rank out of range or listed twice" : "the list does not hold this rank",
                (int)info.rank, (unsigned)info.world_size);
         free(sorted);
@@ -214,10 +213,10 @@ PCCL_EXPORT pcclResult_t pcclCommSplit(pcclComm_t *communicator, const int *rank
     }
     if (started) {
         const uint64_t now = split_now_ms();
-        const pcclResult_t rc =
-            pccl_connect_finish(child, h, r != pcclSuccess ? 1u
-                                          : now < deadline ? (uint32_t)(deadline - now)
-                                                           : 1u);
+        const pcclResult_t rc = pccl_connect_finish(child, h,
+                                                    r != pcclSuccess ? 1u
+                                                    : now < deadline ? (uint32_t)(deadline - now)
+                                                                     : 1u);
         if (r == pcclSuccess) r = rc;
     }
     /* 5. Every member in: the child's group holds the whole subset. */

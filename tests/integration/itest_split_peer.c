@@ -156,8 +156,8 @@ static int mode_exact(pcclComm_t *c, int n)
     if (r != pcclSuccess || child2 == NULL) FAIL(1, "second split: %d", (int)r);
     if (attr(child2, PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE) != n ||
         attr(child2, PCCL_ATTRIBUTE_RANK) != attr(c, PCCL_ATTRIBUTE_RANK)) {
-        FAIL(1, "second child: world %d rank %d", attr(child2, PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE),
-             attr(child2, PCCL_ATTRIBUTE_RANK));
+        FAIL(1, "second child: world %d rank %d",
+             attr(child2, PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE), attr(child2, PCCL_ATTRIBUTE_RANK));
     }
     int rc = allreduce_exact(child2, n);
     if (rc != 0) return rc;

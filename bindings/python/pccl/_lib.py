@@ -276,6 +276,7 @@ PROTOTYPES = {
     "pcclSendAsync": [_vp, _sz, c_enum, _int, _Opt, _vp, _Work],
     "pcclRecv": [_vp, _sz, c_enum, _int, _Opt, _vp, _Info],
     "pcclRecvAsync": [_vp, _sz, c_enum, _int, _Opt, _vp, _Work],
+    "pcclCommSplit": [_vp, _P(_int), _sz, _P(_vp)],
     "pcclWorkWait": [_vp, _Info],
     "pcclWorkWaitTimeout": [_vp, ctypes.c_uint32, _Info],
     "pcclWorkIsCompleted": [_vp, _P(ctypes.c_bool)],

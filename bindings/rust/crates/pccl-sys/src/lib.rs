@@ -826,6 +826,14 @@ extern "C" {
         communicator: *const pcclComm_t,
         work_out: *mut *mut pcclWork_t,
     ) -> pcclResult_t;
+    /// A communicator over the listed ranks of the caller's group (TorchComms `split`):
+    /// docs/collectives-split.md. `n == 0` gives a null `child_out`.
+    pub fn pcclCommSplit(
+        communicator: *mut pcclComm_t,
+        ranks: *const c_int,
+        n: usize,
+        child_out: *mut *mut pcclComm_t,
+    ) -> pcclResult_t;
     /// Receives `count` elements from rank `peer`: the other half of [`pcclSend`].
     pub fn pcclRecv(
         recvbuf: *mut c_void,
