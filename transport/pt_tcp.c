@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -134,64 +135,14 @@ static bool fd_matches(int fd, const struct sockaddr_storage *loc,
     return addr_same(&a, loc) && addr_same(&b, rem);
 }
 
-/* Parses "HEX:PORT" of /proc/net/tcp{,6} into the words of the address as
- * stored (network order read as host words) and the port (host order). */
-static bool proc_addr(const char *f, uint32_t *words, unsigned nwords, unsigned *port)
-{
-    for (unsigned w = 0; w < nwords; w++) {
-        char hex[9];
-        memcpy(hex, f + 8 * w, 8);
-        hex[8] = '\0';
-        char *end = NULL;
-        words[w] = (uint32_t)strtoul(hex, &end, 16);
-        if (end != hex + 8) return false;
-    }
-    if (f[8 * nwords] != ':') return false;
-    char *end = NULL;
-    *port = (unsigned)strtoul(f + 8 * nwords + 1, &end, 16);
-    return end != f + 8 * nwords + 1;
-}
-
-static bool proc_addr_is(const char *f, const struct sockaddr_storage *ss)
-{
-    uint32_t words[4];
-    unsigned port = 0;
-    if (ss->ss_family == AF_INET) {
-        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
-        return proc_addr(f, words, 1, &port) && words[0] == a->sin_addr.s_addr &&
-               port == ntohs(a->sin_port);
-    }
-    const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
-    uint32_t want[4];
-    memcpy(want, &a->sin6_addr, sizeof want);
-    return proc_addr(f, words, 4, &port) && memcmp(words, want, sizeof want) == 0 &&
-           port == ntohs(a->sin6_port);
-}
-
-/* The inode of the TCP socket (loc, rem) from /proc/net/tcp{,6}; 0: not found. */
-static unsigned long socket_inode(const struct sockaddr_storage *loc,
-                                  const struct sockaddr_storage *rem)
-{
-    FILE *f = fopen(loc->ss_family == AF_INET ? "/proc/net/tcp" : "/proc/net/tcp6", "re");
-    if (f == NULL) return 0;
-    char line[512];
-    unsigned long ino = 0;
-    while (ino == 0 && fgets(line, sizeof line, f) != NULL) {
-        char l[80], r[80];
-        unsigned long inode = 0;
-        if (sscanf(line, " %*s %79s %79s %*s %*s %*s %*s %*s %*s %lu", l, r, &inode) != 3) {
-            continue;
-        }
-        if (proc_addr_is(l, loc) && proc_addr_is(r, rem)) ino = inode;
-    }
-    fclose(f);
-    return ino;
-}
-
 /* nng 1.5.2 exposes no descriptor. The (local, remote) address pair of a
- * connected TCP socket names it uniquely: /proc/net/tcp gives its inode and
- * the /proc/self/fd link that names that inode gives the descriptor. Only
- * that descriptor is used (no other thread's descriptors are touched). */
+ * connected TCP socket names it uniquely among the live ones: the one socket
+ * of /proc/self/fd whose getsockname / getpeername give that pair is the
+ * stream's. Only read-only calls touch the other descriptors; the match is
+ * duplicated and checked again on the duplicate (a descriptor closed and
+ * reused meanwhile cannot carry the same live pair). This process's
+ * descriptors are few; /proc/net/tcp, read before, lists every socket of the
+ * host and cost milliseconds per connection on a busy one. */
 static int stream_fd_dup(nng_stream *s)
 {
     bool tls = false;
@@ -202,31 +153,26 @@ static int stream_fd_dup(nng_stream *s)
     struct sockaddr_storage loc, rem;
     socklen_t ll, lr;
     if (!addr_from_nng(&nl, &loc, &ll) || !addr_from_nng(&nr, &rem, &lr)) return -1;
-    const unsigned long ino = socket_inode(&loc, &rem);
-    if (ino == 0) return -1;
-    char want[64];
-    snprintf(want, sizeof want, "socket:[%lu]", ino);
     DIR *dir = opendir("/proc/self/fd");
     if (dir == NULL) return -1;
     int found = -1;
     const struct dirent *e;
-    while ((e = readdir(dir)) != NULL) {
+    while (found < 0 && (e = readdir(dir)) != NULL) {
         char *end = NULL;
         const long fd = strtol(e->d_name, &end, 10);
-        if (end == e->d_name || *end != '\0' || fd < 0) continue;
+        if (end == e->d_name || *end != '\0' || fd < 0 || fd > INT_MAX) continue;
         char path[64], link[64];
         snprintf(path, sizeof path, "/proc/self/fd/%ld", fd);
         const ssize_t n = readlink(path, link, sizeof link - 1);
         if (n <= 0) continue;
         link[n] = '\0';
-        if (strcmp(link, want) != 0) continue;
+        if (strncmp(link, "socket:[", 8) != 0 || !fd_matches((int)fd, &loc, &rem)) continue;
         const int dup_fd = fcntl((int)fd, F_DUPFD_CLOEXEC, 0);
         if (dup_fd >= 0 && fd_matches(dup_fd, &loc, &rem)) {
             found = dup_fd;
         } else if (dup_fd >= 0) {
             close(dup_fd);
         }
-        break;
     }
     closedir(dir);
     return found;
