@@ -256,6 +256,7 @@ static void p_fail_at(ccoip_peer *p, ccoip_log_level level, const char *why)
         if (a != NULL) a->conn = CCOIP_PEER_MASTER_CONN;
     }
     p_wire_close_all(p);
+    p_pair_close_idle(p);
     p_state_fail_all(p, pcclMasterConnectionFailed);
     p_opt_fail_all(p, pcclMasterConnectionFailed);
     if (p->ctl.connect_pending) {
@@ -728,6 +729,7 @@ static void peer_timers(ccoip_peer *p)
         p_send(p, &env);
     }
     p_ring_timers(p);
+    p_pair_timers(p);
 }
 
 uint64_t ccoip_peer_deadline_ns(const ccoip_peer *p)

@@ -7,7 +7,12 @@
  * binds it to its receive of that (sender, epoch, seq), posts one RING_RECV
  * of its whole buffer and answers HELLO_ACK; the sender then writes one
  * RING_SEND. Each member completes when its transfer did; the master's one
- * verdict ends the op, which closes the link at both ends. Everything else —
+ * verdict ends the op. After a success the link stays: the sender keeps it
+ * (P_PAIR_CACHE per peer, closed after P_PAIR_IDLE_MS idle) and its next send
+ * to that receiver sends the next pair HELLO on it (no dial); the receiver
+ * keeps the accepted entry idle until that HELLO or the close. A kept link that
+ * closes before its HELLO_ACK is dialled again once. A failed op closes its
+ * link at both ends. Everything else —
  * initiate, commence, verdict, abort, timeout — is peer_op.c's, as for every
  * kind. docs/core.md §3.4.
  */
@@ -57,6 +62,51 @@ static void pair_send_hello(ccoip_peer *p, uint32_t i, const uint8_t *challenge)
     o->pair = PP_HELLO_SENT;
 }
 
+/* The sender's kept link to peer at (ip, port), or NULL. */
+static p_pair_link *pair_cached(ccoip_peer *p, uint64_t peer, const uint8_t *ip, uint32_t ip_len,
+                                uint32_t port)
+{
+    for (uint32_t k = 0; k < P_PAIR_CACHE; k++) {
+        p_pair_link *l = &p->pairs[k];
+        if (l->used && !l->busy && l->peer == peer && l->ip_len == ip_len && l->port == port &&
+            memcmp(l->ip, ip, ip_len) == 0)
+            return l;
+    }
+    return NULL;
+}
+
+static p_pair_link *pair_link_of(ccoip_peer *p, uint64_t conn)
+{
+    for (uint32_t k = 0; k < P_PAIR_CACHE; k++) {
+        if (p->pairs[k].used && p->pairs[k].conn == conn) return &p->pairs[k];
+    }
+    return NULL;
+}
+
+static void pair_close(ccoip_peer *p, uint64_t conn)
+{
+    ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
+    if (a != NULL) a->conn = conn;
+}
+
+/* Dials a new pair link for send op i. */
+static void pair_dial(ccoip_peer *p, uint32_t i)
+{
+    p_op *o = &p->ops[i];
+    ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CONNECT);
+    if (a == NULL) return;
+    o->pair_conn = p->next_conn++;
+    o->pair = PP_DIALING;
+    o->pair_reused = false;
+    o->pair_has_challenge = false;
+    a->conn = o->pair_conn;
+    memcpy(a->ip, o->pair_ip, (size_t)o->pair_ip_len);
+    a->ip_len = o->pair_ip_len;
+    a->port = o->pair_port;
+    o->ptx = 1u;
+    o->stx[0] = o->pair_conn;
+}
+
 void p_pair_begin(ccoip_peer *p, uint32_t i, const ccoip_pb_collective_commence *cc)
 {
     p_op *o = &p->ops[i];
@@ -91,16 +141,26 @@ void p_pair_begin(ccoip_peer *p, uint32_t i, const ccoip_pb_collective_commence 
         o->pair_ip_len = (uint32_t)ep->ip.len;
         memcpy(o->pair_ip, ep->ip.data, (size_t)ep->ip.len);
         o->pair_port = ep->port;
-        ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CONNECT);
-        if (a == NULL) return;
-        o->pair_conn = p->next_conn++;
-        o->pair = PP_DIALING;
-        a->conn = o->pair_conn;
-        memcpy(a->ip, o->pair_ip, (size_t)o->pair_ip_len);
-        a->ip_len = o->pair_ip_len;
-        a->port = o->pair_port;
+        p_pair_link *l = pair_cached(p, o->pair_peer, o->pair_ip, o->pair_ip_len, o->pair_port);
+        if (l == NULL) {
+            pair_dial(p, i);
+            return;
+        }
+        /* A link kept from an earlier send to this peer: the next pair HELLO goes on it. */
+        l->busy = true;
+        o->pair_conn = l->conn;
+        o->pair_reused = true;
+        o->pair_has_challenge = l->has_challenge;
+        memcpy(o->pair_challenge, l->challenge, sizeof o->pair_challenge);
         o->ptx = 1u;
         o->stx[0] = o->pair_conn;
+        if (auth && !l->has_challenge) {
+            /* Kept without the receiver's CHALLENGE (cannot happen): dial afresh. */
+            l->busy = false;
+            pair_dial(p, i);
+            return;
+        }
+        pair_send_hello(p, i, auth ? o->pair_challenge : NULL);
         return;
     }
     o->pair = PP_WAIT_HELLO;
@@ -188,9 +248,9 @@ bool p_pair_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t 
     const pcclResult_t r = ccoip_data_header_decode(data, len, &p->lim, &h);
     if (r == pcclSuccess && len == CCOIP_DATA_HEADER_BYTES && o->pair == PP_CHALLENGED &&
         h.kind == CCOIP_DATA_CHALLENGE) {
-        uint8_t challenge[CCOIP_AUTH_NONCE_BYTES];
-        ccoip_auth_nonce_from_u64(h.tag, h.seq, challenge);
-        pair_send_hello(p, i, challenge);
+        ccoip_auth_nonce_from_u64(h.tag, h.seq, o->pair_challenge);
+        o->pair_has_challenge = true; /* kept with the link: its next HELLOs answer it too */
+        pair_send_hello(p, i, o->pair_challenge);
         return true;
     }
     pair_hello_of(p, o, CCOIP_DATA_HELLO_ACK, true, &want);
@@ -213,11 +273,21 @@ bool p_pair_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t 
 
 bool p_pair_on_conn_closed(ccoip_peer *p, uint64_t conn)
 {
+    p_pair_link *l = pair_link_of(p, conn);
+    if (l != NULL) memset(l, 0, sizeof *l); /* reported closed: no CLOSE for it */
     const uint32_t i = pair_op_of_conn(p, conn);
-    if (i == UINT32_MAX || p->ops[i].a.kind != CCOIP_COLL_SEND) return false;
+    if (i == UINT32_MAX || p->ops[i].a.kind != CCOIP_COLL_SEND) return l != NULL;
     p_op *o = &p->ops[i];
-    o->pair_conn = CCOIP_CONN_NONE; /* reported closed: no CLOSE for it */
+    o->pair_conn = CCOIP_CONN_NONE;
     o->stx[0] = CCOIP_CONN_NONE;
+    if (o->state == PO_RUNNING && o->pair_reused && o->pair == PP_HELLO_SENT) {
+        /* The receiver closed the kept link (its admission made room, it restarted) before
+         * it saw our HELLO: nothing of the op was on it. Dial afresh, once. */
+        sm_log(&p->out, CCOIP_LOG_INFO, "peer %U: kept pair link to %U closed: dialling again",
+               p->id, o->pair_peer);
+        pair_dial(p, i);
+        return true;
+    }
     if (o->state == PO_RUNNING && o->pair != PP_DONE) {
         p_ring_abort(p, i, pcclRankConnectionLost, "pair link lost");
     }
@@ -236,20 +306,87 @@ void p_pair_after_io(ccoip_peer *p, uint32_t i)
     p_ring_done(p, i);
 }
 
+/* The sender keeps op i's link (a success: the stream is clean, every frame was read). */
+static void pair_keep(ccoip_peer *p, const p_op *o)
+{
+    p_pair_link *l = pair_link_of(p, o->pair_conn);
+    if (l == NULL) {
+        /* A free entry, else the one idle longest makes room (a busy one is never taken). */
+        for (uint32_t k = 0; k < P_PAIR_CACHE && l == NULL; k++) {
+            if (!p->pairs[k].used) l = &p->pairs[k];
+        }
+        for (uint32_t k = 0; k < P_PAIR_CACHE && l == NULL; k++) {
+            p_pair_link *c = &p->pairs[k];
+            if (!c->busy) l = c;
+        }
+        for (uint32_t k = 0; k < P_PAIR_CACHE && l != NULL && l->used; k++) {
+            p_pair_link *c = &p->pairs[k];
+            if (!c->busy && c->since_ns < l->since_ns) l = c;
+        }
+        if (l == NULL) {
+            pair_close(p, o->pair_conn);
+            return;
+        }
+        if (l->used) pair_close(p, l->conn);
+        memset(l, 0, sizeof *l);
+        l->used = true;
+        l->conn = o->pair_conn;
+        l->peer = o->pair_peer;
+        memcpy(l->ip, o->pair_ip, sizeof l->ip);
+        l->ip_len = o->pair_ip_len;
+        l->port = o->pair_port;
+    }
+    l->busy = false;
+    l->since_ns = p->now;
+    l->has_challenge = o->pair_has_challenge;
+    memcpy(l->challenge, o->pair_challenge, sizeof l->challenge);
+}
+
 void p_pair_release(ccoip_peer *p, uint32_t i)
 {
     p_op *o = &p->ops[i];
     if (o->pair == PP_NONE || o->pair_conn == CCOIP_CONN_NONE) return;
+    const bool keep = o->pair == PP_DONE && o->result == pcclSuccess && !o->verdict_aborted &&
+                      p->state == PS_ACCEPTED;
     if (o->a.kind == CCOIP_COLL_RECV) {
         for (uint32_t k = 0; k < p->wire.acc_cap; k++) {
             if (p->wire.acc[k].state == PA_PAIR && p->wire.acc[k].conn == o->pair_conn) {
-                p_wire_acc_close(p, k);
+                if (keep) {
+                    p->wire.acc[k].state = PA_PAIR_IDLE;
+                    p->wire.acc[k].since_ns = p->now;
+                } else {
+                    p_wire_acc_close(p, k);
+                }
                 break;
             }
         }
+    } else if (keep) {
+        pair_keep(p, o);
     } else {
-        ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
-        if (a != NULL) a->conn = o->pair_conn;
+        p_pair_link *l = pair_link_of(p, o->pair_conn);
+        if (l != NULL) memset(l, 0, sizeof *l);
+        pair_close(p, o->pair_conn);
     }
     o->pair_conn = CCOIP_CONN_NONE;
+}
+
+void p_pair_timers(ccoip_peer *p)
+{
+    for (uint32_t k = 0; k < P_PAIR_CACHE; k++) {
+        p_pair_link *l = &p->pairs[k];
+        if (!l->used || l->busy || p->now < sm_add_sat(l->since_ns, sm_ms(P_PAIR_IDLE_MS)))
+            continue;
+        pair_close(p, l->conn);
+        memset(l, 0, sizeof *l);
+    }
+}
+
+void p_pair_close_idle(ccoip_peer *p)
+{
+    for (uint32_t k = 0; k < P_PAIR_CACHE; k++) {
+        p_pair_link *l = &p->pairs[k];
+        if (!l->used || l->busy) continue;
+        pair_close(p, l->conn);
+        memset(l, 0, sizeof *l);
+    }
 }

@@ -334,7 +334,7 @@ static void wire_acc_make_room(ccoip_peer *p)
     for (uint32_t i = 0; i < p->wire.acc_cap; i++) {
         const p_acc *a = &p->wire.acc[i];
         if (a->state == PA_FREE) return;
-        if ((a->state == PA_WAIT_HELLO || a->state == PA_PAIR_HELD) &&
+        if ((a->state == PA_WAIT_HELLO || a->state == PA_PAIR_HELD || a->state == PA_PAIR_IDLE) &&
             (oldest == UINT32_MAX || a->since_ns < p->wire.acc[oldest].since_ns)) {
             oldest = i;
         }
@@ -466,8 +466,11 @@ bool p_wire_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t 
         pcclResult_t r = ccoip_data_header_decode(data, len, &p->lim, &h);
         /* Authenticated runs: exactly a HELLO with its proof; otherwise a bare header. */
         const uint64_t proof_len = ccoip_auth_on(&p->cfg.auth) ? CCOIP_DATA_PROOF_BYTES : 0;
+        /* A kept pair link (PA_PAIR_IDLE) takes its sender's next pair HELLO (§8.5). */
+        const bool next_pair = a->state == PA_PAIR_IDLE && r == pcclSuccess &&
+                               h.kind == CCOIP_DATA_HELLO && h.step == CCOIP_DATA_PAIR_STEP;
         if (r != pcclSuccess || len != CCOIP_DATA_HEADER_BYTES + proof_len ||
-            h.length != proof_len || a->state != PA_WAIT_HELLO) {
+            h.length != proof_len || (a->state != PA_WAIT_HELLO && !next_pair)) {
             sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: bad frame on incoming conn %U, closing",
                    p->id, conn);
             const bool was_link = wire_rx_forget(p, conn) || a->state == PA_PAIR;
@@ -476,6 +479,7 @@ bool p_wire_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t 
             return true;
         }
         a->hello = h;
+        if (next_pair) a->since_ns = p->now; /* a held HELLO's deadline counts from now */
         if (proof_len > 0) memcpy(a->proof, data + CCOIP_DATA_HEADER_BYTES, CCOIP_DATA_PROOF_BYTES);
         wire_acc_check(p, i);
         return true;

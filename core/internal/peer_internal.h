@@ -55,14 +55,16 @@ typedef struct p_call {
 /* PT_CHALLENGED: authenticated runs, connected and waiting for the acceptor's CHALLENGE. */
 typedef enum p_tx_state { PT_NONE = 0, PT_DIALING, PT_CHALLENGED, PT_HELLO_SENT, PT_UP } p_tx_state;
 /* PA_PAIR_HELD: a pair HELLO (§8.5) for a receive whose commence has not come yet; PA_PAIR: the
- * pair link of a running receive (its op owns it, peer_pair.c). */
+ * pair link of a running receive (its op owns it, peer_pair.c); PA_PAIR_IDLE: a pair link
+ * between receives, waiting for the sender's next pair HELLO (the sender closes it). */
 typedef enum p_acc_state {
     PA_FREE = 0,
     PA_WAIT_HELLO,
     PA_HELD,
     PA_UP,
     PA_PAIR_HELD,
-    PA_PAIR
+    PA_PAIR,
+    PA_PAIR_IDLE
 } p_acc_state;
 
 /** A HELLO for an epoch more than this beyond the newest the peer knows (its plan's, its
@@ -87,6 +89,25 @@ typedef enum p_op_state {
     PO_RESTORING,  /**< aborted: restoring RECV from BACKUP */
     PO_COMPLETING  /**< complete sent, waiting for the verdict */
 } p_op_state;
+
+/** Pair links a sender keeps open between its sends (per receiving peer), and how long an idle
+ *  one stays (docs/protocol.md §8.5). */
+#define P_PAIR_CACHE   8u
+#define P_PAIR_IDLE_MS 30000u
+
+/** A pair link the sender dialled, kept for reuse (peer_pair.c). */
+typedef struct p_pair_link {
+    bool used;
+    bool busy; /**< an op runs on it now */
+    uint64_t conn;
+    uint64_t peer;     /**< the receiver's peer id */
+    uint64_t since_ns; /**< idle since */
+    uint8_t ip[16];    /**< the receiver's p2p endpoint it was dialled to */
+    uint32_t ip_len;
+    uint32_t port;
+    bool has_challenge; /**< authenticated runs: the receiver's CHALLENGE on this link */
+    uint8_t challenge[CCOIP_AUTH_NONCE_BYTES];
+} p_pair_link;
 
 /** Where a send / recv's pair link is (peer_pair.c). */
 typedef enum p_pair_state {
@@ -181,6 +202,9 @@ typedef struct p_op {
     uint8_t pair_ip[16]; /**< send: the receiver's p2p endpoint */
     uint32_t pair_ip_len;
     uint32_t pair_port;
+    bool pair_reused; /**< send: on a kept link (redialled once if it closes before the ACK) */
+    bool pair_has_challenge;
+    uint8_t pair_challenge[CCOIP_AUTH_NONCE_BYTES]; /**< send: the receiver's CHALLENGE */
 } p_op;
 
 /** Shared-state connections served at once (distributor side). */
@@ -403,6 +427,9 @@ struct ccoip_peer {
     p_control ctl;
     p_ring_state ring;
     p_wiring wire;
+    /** Send / recv: the sender's idle pair links, kept for the next send to the same peer
+     *  (peer_pair.c). */
+    p_pair_link pairs[P_PAIR_CACHE];
     p_optimization opt;
     p_shared_state ss;
 };
@@ -592,8 +619,13 @@ void p_pair_on_hello(ccoip_peer *p, uint32_t k);
 bool p_pair_on_conn_up(ccoip_peer *p, const ccoip_event *ev);
 bool p_pair_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t len);
 bool p_pair_on_conn_closed(ccoip_peer *p, uint64_t conn);
-/** Op i ends: its pair link is closed (both ends). */
+/** Op i ends: after a success its pair link is kept for the next op of the pair (the sender's
+ *  cache, the receiver's idle entry); else it is closed (both ends). */
 void p_pair_release(ccoip_peer *p, uint32_t i);
+/** The sender closes pair links idle for P_PAIR_IDLE_MS. */
+void p_pair_timers(ccoip_peer *p);
+/** Closes every idle kept pair link (the peer fails or leaves). */
+void p_pair_close_idle(ccoip_peer *p);
 /** The proof of a HELLO (peer_wire.c, §8.0): key over the acceptor's challenge and the
  *  HELLO's fields. */
 void p_wire_hello_proof(const ccoip_peer *p, const uint8_t key[CCOIP_AUTH_KEY_BYTES],

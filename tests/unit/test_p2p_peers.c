@@ -338,3 +338,47 @@ PTEST(p2p_peers, a_receive_of_another_pair_under_the_same_tag_is_a_mismatch)
     free(r.buf);
     smh_destroy(h);
 }
+
+PTEST(p2p_peers, the_pair_link_is_kept_for_the_next_send_and_dialled_again_when_lost)
+{
+    /* Ranks 0 and 2 of 4 are no ring neighbours: every link between them is a pair link. */
+    smh *h = world_of(4, 1, 0);
+    PT_ASSERT(h != NULL, "ring of 4");
+    const uint32_t ps = peer_of(h, 4, 0), pd = peer_of(h, 4, 2);
+    PT_ASSERT(smh_p2p_links(h, ps, pd) == 0, "no link before");
+    for (uint32_t round = 0; round < 3; round++) {
+        p2p_op s, r;
+        p2p_submit(h, ps, CCOIP_COLL_SEND, 2, 2000 + round, round, 0, &s);
+        p2p_submit(h, pd, CCOIP_COLL_RECV, 0, 2000 + round, round, 0, &r);
+        smh_run(h);
+        expect_result(h, ps, &s, pcclSuccess);
+        expect_result(h, pd, &r, pcclSuccess);
+        expect_received(&r, 0, 2);
+        PT_ASSERT(smh_p2p_links(h, ps, pd) == 1, "round %u: one pair link, kept", round);
+        free(s.buf);
+        free(r.buf);
+    }
+    /* A send refused for want of its receive (it never commenced) leaves the kept link alone;
+     * the next send uses it. */
+    p2p_op a;
+    p2p_submit(h, ps, CCOIP_COLL_SEND, 2, 64, 50, 200, &a);
+    smh_run(h);
+    smh_advance(h, 300ull * 1000000ull);
+    expect_result(h, ps, &a, pcclTimeout);
+    p2p_op s, r;
+    p2p_submit(h, ps, CCOIP_COLL_SEND, 2, 777, 51, 0, &s);
+    p2p_submit(h, pd, CCOIP_COLL_RECV, 0, 777, 51, 0, &r);
+    smh_run(h);
+    expect_result(h, ps, &s, pcclSuccess);
+    expect_result(h, pd, &r, pcclSuccess);
+    expect_received(&r, 0, 2);
+    PT_ASSERT(smh_p2p_links(h, ps, pd) == 1, "still the one pair link");
+    /* Idle for P_PAIR_IDLE_MS (30 s): the sender closes it. */
+    smh_advance(h, 31000ull * 1000000ull);
+    PT_ASSERT(smh_p2p_links(h, ps, pd) == 0, "the idle link closed");
+    PT_ASSERT(smh_step_errors(h) == 0, "no step errors");
+    free(a.buf);
+    free(s.buf);
+    free(r.buf);
+    smh_destroy(h);
+}
