@@ -49,6 +49,7 @@ type Communicator struct {
 	h       *C.pcclComm_t
 	timeout time.Duration
 	ops     map[*AsyncOp]struct{} // started and not finished
+	works   map[*Work]struct{}    // collectives started and not collected
 	leaked  []unsafe.Pointer      // C memory a timed-out C call may still use: freed by Close
 	// afterClose releases Buffers a timed-out C call may still use.
 	afterClose []func()
@@ -89,7 +90,7 @@ func NewCommunicator(cfg Config) (*Communicator, error) {
 	o.timeout_ms = durMs(cfg.Timeout)
 	o.heartbeat_ms = durMs(cfg.Heartbeat)
 	c := &Communicator{timeout: time.Duration(o.timeout_ms) * time.Millisecond,
-		ops: make(map[*AsyncOp]struct{})}
+		ops: make(map[*AsyncOp]struct{}), works: make(map[*Work]struct{})}
 	if r := Code(C.pcclCreateCommunicatorEx(&p, &o, &c.h)); r != Success {
 		return nil, newErr("NewCommunicator", r)
 	}
@@ -177,7 +178,7 @@ func (c *Communicator) Attribute(a Attribute) (int, error) {
 func (c *Communicator) WorldSize() (int, error) { return c.Attribute(PeerGroupWorldSize) }
 
 // Close leaves the run gracefully, waits for the asynchronous all-reduces
-// still in flight (each bounded by Config.Timeout) and frees the
+// and Works still in flight (each bounded by its timeout) and frees the
 // communicator. Closing twice is a no-op. It is safe to call while other
 // goroutines use the communicator: their later calls fail with
 // InvalidUsage (cause ErrClosed).
@@ -196,6 +197,11 @@ func (c *Communicator) Close() error {
 		x := &res{}
 		x.r = Code(C.pcclAwaitAsyncReduce(&o.h, &x.info))
 		results[o] = x
+	}
+	for w := range c.works {
+		var info C.pcclCollectiveInfo_t
+		r := Code(C.pcclWorkWait(w.h, &info))
+		c.finishWork(w, r, &info)
 	}
 	r := Code(C.pcclDestroyCommunicator(c.h))
 	c.h = nil
