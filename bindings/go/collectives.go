@@ -268,7 +268,13 @@ func startPair[T Element](c *Communicator, name string, opts *CollectiveOptions,
 			h.release()
 			return nil, err
 		}
-		k.after = func(bool) { h.release() }
+		own := k.after // the build's own memory (AllReduceExAsync's descriptor)
+		k.after = func(ok bool) {
+			if own != nil {
+				own(ok)
+			}
+			h.release()
+		}
 		return k, nil
 	})
 }
@@ -778,4 +784,50 @@ func (c *Communicator) Split(ranks []int) (*Communicator, error) {
 	}
 	return &Communicator{h: child, timeout: c.timeout, ops: make(map[*AsyncOp]struct{}),
 		works: make(map[*Work]struct{})}, nil
+}
+
+// ---- All-reduce with the collective set's options ----
+
+func allReduceColl(name string, c *Communicator, send, recv mem, dt DataType, ropts *ReduceOptions,
+	inC bool) (*coll, error) {
+	if send.n != recv.n {
+		return nil, badArg(name)
+	}
+	d := c.descriptor(send.n, dt, ropts)
+	k := &coll{kind: kAllReduce, send: send.p, recv: recv.p, desc: &d}
+	if inC { // the operation may read its descriptor after the call returns
+		k.desc = (*C.pcclReduceDescriptor_t)(cAlloc(unsafe.Sizeof(d)))
+		*k.desc = d
+	}
+	return k, nil
+}
+
+// AllReduceEx is the all-reduce with the collective set's options and
+// result (pcclAllReduceEx): ropts gives the operator, the tag and the
+// quantization (opts.Tag is ignored, opts.Quantization must be the zero
+// value); opts gives the timeout, the flags and this member's PremulSum
+// factor (AllReduce refuses PremulSum). send and recv have the same length
+// (the same slice: in place). The context works as for Broadcast; Go memory
+// is passed directly (libpccl never touches it after the call returns).
+func AllReduceEx[T Element](ctx context.Context, c *Communicator, send, recv []T, ropts ReduceOptions,
+	opts CollectiveOptions) (CollectiveInfo, error) {
+	return c.runColl(ctx, "AllReduceEx", &opts, func(geom) (*coll, error) {
+		return allReduceColl("AllReduceEx", c, memOf(send), memOf(recv), DataTypeOf[T](), &ropts, false)
+	})
+}
+
+// AllReduceExAsync starts an AllReduceEx over Buffers (pcclAllReduceExAsync);
+// send == recv reduces in place. The Work's tag is ropts.Tag.
+func AllReduceExAsync[T Element](c *Communicator, send, recv *Buffer[T], ropts ReduceOptions,
+	opts CollectiveOptions) (*Work, error) {
+	opts.Tag = ropts.Tag
+	return startPair(c, "AllReduceExAsync", &opts, send, recv,
+		func(name string, g geom, s, r mem, dt DataType) (*coll, error) {
+			k, err := allReduceColl(name, c, s, r, dt, &ropts, true)
+			if err == nil {
+				desc := k.desc
+				k.after = func(bool) { cFree(unsafe.Pointer(desc)) } // startPair chains the Buffers' release
+			}
+			return k, err
+		})
 }

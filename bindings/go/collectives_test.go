@@ -572,6 +572,37 @@ func collectiveSuite(c *Communicator, n int) error {
 		return fmt.Errorf("send to self: %v", err)
 	}
 
+	// AllReduceEx: PremulSum with each member's factor, blocking and async.
+	px := []float32{1, -0.25, 8}
+	if _, err := AllReduceEx(ctx, c, px, px, ReduceOptions{Op: PremulSum, Tag: 50},
+		CollectiveOptions{PremulScalar: float64(rank + 1)}); err != nil {
+		return err
+	}
+	if err := same("all-reduce premul", px, []float32{float32(S), -0.25 * float32(S), 8 * float32(S)}); err != nil {
+		return err
+	}
+	pb := bufOf([]float64{float64(rank), 1})
+	if w, err = AllReduceExAsync(c, pb, pb, ReduceOptions{Op: PremulSum, Tag: 51},
+		CollectiveOptions{PremulScalar: 2}); err != nil {
+		return err
+	}
+	if w.Tag() != 51 {
+		return fmt.Errorf("work tag %d", w.Tag())
+	}
+	if info, err = w.Wait(ctx); err != nil {
+		return err
+	}
+	if err := same("all-reduce premul async", copyOut(pb), []float64{float64(n * (n - 1)), float64(2 * n)}); err != nil {
+		return err
+	}
+	if info.WorldSize != n || info.TxBytes == 0 {
+		return fmt.Errorf("all-reduce info %+v", info)
+	}
+	freeAll(pb)
+	if _, err := AllReduce(ctx, c, px, px, ReduceOptions{Op: PremulSum}); !errors.Is(err, ErrInvalidArgument) {
+		return fmt.Errorf("AllReduce with PremulSum: %v", err)
+	}
+
 	// Three operations in flight, started in an order that depends on the
 	// rank, waited for in another; IsCompleted and Free.
 	b1, b2 := bufOf([]int32{int32(rank)}), newBuf[int32](n)
@@ -798,4 +829,52 @@ func TestSplit(t *testing.T) {
 	if len(childWorlds) != 2 {
 		t.Fatalf("children %v", childWorlds)
 	}
+}
+
+// TestCollectivesRefused: before Connect, alone in a group and after Close,
+// libpccl's refusal comes back and no Buffer stays bound.
+func TestCollectivesRefused(t *testing.T) {
+	m := startMaster(t)
+	url := fmt.Sprintf("127.0.0.1:%d", m.Port())
+	c, err := NewCommunicator(Config{MasterURL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg := context.Background()
+	_, err = AllGather(bg, c, []int32{1}, make([]int32, 1), CollectiveOptions{})
+	expectCode(t, "AllGather before Connect", err, ErrInvalidUsage)
+	_, err = c.BarrierAsync(CollectiveOptions{})
+	expectCode(t, "BarrierAsync before Connect", err, ErrInvalidUsage)
+	_, err = c.Split([]int{0, 1})
+	expectCode(t, "Split before Connect", err, ErrInvalidUsage)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Broadcast(bg, c, []int32{1}, 0, CollectiveOptions{})
+	expectCode(t, "Broadcast after Close", err, ErrInvalidUsage)
+	if !errors.Is(err, ErrClosed) {
+		t.Fatalf("after Close: %v", err)
+	}
+
+	alone, err := NewCommunicator(Config{MasterURL: url, PeerGroup: 9, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alone.Close()
+	if err := alone.Connect(); err != nil {
+		t.Fatal(err)
+	}
+	b := bufOf([]int32{4, 5})
+	w, err := AllGatherAsync(alone, b, b, CollectiveOptions{Tag: 1})
+	expectCode(t, "AllGatherAsync alone", err, ErrTooFewPeers)
+	if w != nil {
+		t.Fatal("a work was returned")
+	}
+	if err := b.Free(); err != nil {
+		t.Fatalf("Free after the refused call: %v", err)
+	}
+	_, err = Reduce(bg, alone, []int32{1}, nil, Sum, 0, CollectiveOptions{})
+	expectCode(t, "Reduce alone", err, ErrTooFewPeers)
+	_, err = Broadcast(bg, alone, []int32{1}, 0, CollectiveOptions{Timeout: -1})
+	expectCode(t, "negative timeout", err, ErrInvalidArgument)
 }

@@ -96,9 +96,10 @@ type ReduceOp int32
 // toward zero (docs/semantics.md). Band, Bor and Bxor (pccl additions) are
 // the bitwise AND, OR and XOR of integer types; with a float type an
 // all-reduce fails with InvalidArgument. PremulSum (pcclPremulSum) multiplies
-// every member's input by its own factor before summing; the factor travels
-// in the collective-set options (pcclAllReduceEx), which this package does not
-// expose yet, so AllReduce refuses it (InvalidArgument, from libpccl).
+// every member's input by its own factor (CollectiveOptions.PremulScalar)
+// before summing, float types only: Reduce, ReduceScatter and AllReduceEx
+// take it; AllReduce has no place for the factor and refuses it
+// (InvalidArgument, from libpccl).
 const (
 	Sum  ReduceOp = 0
 	Avg  ReduceOp = 1

@@ -8,15 +8,16 @@ package pccl
 enum {
 	GK_BROADCAST, GK_REDUCE, GK_ALLGATHER, GK_REDUCESCATTER, GK_ALLTOALL, GK_GATHER,
 	GK_SCATTER, GK_BARRIER, GK_SEND, GK_RECV, GK_ALLGATHER_LIST, GK_REDUCESCATTER_LIST,
-	GK_ALLTOALL_LIST, GK_GATHER_LIST, GK_SCATTER_LIST, GK_ALLTOALLV
+	GK_ALLTOALL_LIST, GK_GATHER_LIST, GK_SCATTER_LIST, GK_ALLTOALLV, GK_ALLREDUCE
 };
 
 // gopccl_coll calls the blocking form of one collective (work == NULL) or its
-// ...Async form. sends and recvs are C arrays of n pointers (list forms).
+// ...Async form. sends and recvs are C arrays of n pointers (list forms);
+// desc is the all-reduce's descriptor.
 static pcclResult_t gopccl_coll(int kind, void *send, void *recv, void **sends, void **recvs,
 	size_t n, size_t count, int dtype, int op, int root, const size_t *scounts,
-	const size_t *rcounts, const pcclCollectiveOptions_t *o, const pcclComm_t *comm,
-	pcclCollectiveInfo_t *info, pcclWork_t **work)
+	const size_t *rcounts, const pcclReduceDescriptor_t *desc, const pcclCollectiveOptions_t *o,
+	const pcclComm_t *comm, pcclCollectiveInfo_t *info, pcclWork_t **work)
 {
 	pcclDataType_t dt = (pcclDataType_t)dtype;
 	pcclRedOp_t rop = (pcclRedOp_t)op;
@@ -70,6 +71,9 @@ static pcclResult_t gopccl_coll(int kind, void *send, void *recv, void **sends, 
 	case GK_ALLTOALLV:
 		return work ? pcclAllToAllVAsync(send, scounts, recv, rcounts, dt, o, comm, work)
 			    : pcclAllToAllV(send, scounts, recv, rcounts, dt, o, comm, info);
+	case GK_ALLREDUCE:
+		return work ? pcclAllReduceExAsync(send, recv, desc, o, comm, work)
+			    : pcclAllReduceEx(send, recv, desc, o, comm, info);
 	}
 	return pcclInvalidArgument;
 }
@@ -162,6 +166,7 @@ const (
 	kGatherList
 	kScatterList
 	kAllToAllV
+	kAllReduce
 )
 
 // coll is one prepared call of gopccl_coll.
@@ -174,6 +179,7 @@ type coll struct {
 	op           ReduceOp
 	root         int // the peer for send / recv
 	sc, rc       []C.size_t
+	desc         *C.pcclReduceDescriptor_t // kAllReduce
 	// after runs once the C memory is no longer the operation's: ok is the
 	// operation's success (copy outputs back, free staging, release Buffers).
 	after func(ok bool)
@@ -190,7 +196,7 @@ func (k *coll) call(o *C.pcclCollectiveOptions_t, h *C.pcclComm_t, info *C.pcclC
 	}
 	return Code(C.gopccl_coll(C.int(k.kind), k.send, k.recv, (*unsafe.Pointer)(k.sends),
 		(*unsafe.Pointer)(k.recvs), C.size_t(k.n), C.size_t(k.count), C.int(k.dt), C.int(k.op),
-		C.int(k.root), sc, rc, o, h, info, work))
+		C.int(k.root), sc, rc, k.desc, o, h, info, work))
 }
 
 // geom is the world and rank a collective started now runs in (ok false
