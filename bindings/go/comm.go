@@ -28,7 +28,8 @@ type Config struct {
 	// PeerGroup scopes collectives and shared state (default 0).
 	PeerGroup uint32
 	// Timeout bounds every blocking call (Connect, UpdateTopology,
-	// PeersPending, OptimizeTopology, SyncSharedState, AllReduce); 0 means
+	// PeersPending, OptimizeTopology, SyncSharedState, AllReduce, Split) and
+	// is the default timeout of the collective set's operations; 0 means
 	// no bound. Millisecond resolution. AsyncOp.Wait is bounded by its
 	// context only.
 	Timeout time.Duration

@@ -6,14 +6,20 @@
 // pcclResult_t code; errors.Is(err, pccl.ErrRankConnectionLost) and the
 // other Err* sentinels match by code, CodeOf(err) returns it.
 //
-// Memory: synchronous calls (AllReduce, SyncSharedState) take Go slices.
-// Asynchronous all-reduces take Buffers, element arrays in C memory,
-// because libpccl keeps using their memory after the call returns, which
-// the cgo rules forbid for Go memory (docs/go.md explains when data is
+// Memory: synchronous calls (AllReduce, SyncSharedState and the blocking
+// collective set: Broadcast, Reduce, AllGather, ..., Send, Recv) take Go
+// slices. Asynchronous operations (AllReduceAsync and the ...Async
+// collectives, which return a *Work) take Buffers, element arrays in C
+// memory, because libpccl keeps using their memory after the call returns,
+// which the cgo rules forbid for Go memory (docs/go.md explains when data is
 // copied).
 //
-// Concurrency: Communicator, Master, AsyncOp and Buffer are safe for use by
-// multiple goroutines; a Communicator serializes its calls into the library.
+// Deadlines: a blocking collective's context deadline becomes the
+// operation's timeout, which cancels it on every member (docs/go.md).
+//
+// Concurrency: Communicator, Master, AsyncOp, Work and Buffer are safe for
+// use by multiple goroutines; a Communicator serializes its calls into the
+// library.
 //
 // Building: cgo finds pccl.h through the repository's include/ directory;
 // the linker finds libpccl through the environment, e.g.
