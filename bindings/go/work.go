@@ -228,6 +228,12 @@ func (c *Communicator) runColl(ctx context.Context, name string, opts *Collectiv
 	if opts.Timeout < 0 {
 		return CollectiveInfo{}, &Error{Code: InvalidArgument, Op: name}
 	}
+	if err := c.lock(name); err != nil {
+		return CollectiveInfo{}, err
+	}
+	defer c.mu.Unlock()
+	// The time left is measured once the mutex is ours: waiting for another
+	// goroutine's call must not stretch the op past ctx's deadline.
 	if err := ctx.Err(); err != nil {
 		return CollectiveInfo{}, &Error{Code: Timeout, Op: name, Err: err}
 	}
@@ -246,10 +252,6 @@ func (c *Communicator) runColl(ctx context.Context, name string, opts *Collectiv
 		}
 	}
 	o := opts.cOptions(timeout)
-	if err := c.lock(name); err != nil {
-		return CollectiveInfo{}, err
-	}
-	defer c.mu.Unlock()
 	k, err := prep(c.geometry())
 	if err != nil {
 		return CollectiveInfo{}, err
