@@ -745,8 +745,26 @@ func TestCollectiveTimeout(t *testing.T) {
 			return errors.New("completed without its partner")
 		}
 		step <- struct{}{}
-		_, err = w.Wait(context.Background())
-		return err
+		if _, err = w.Wait(context.Background()); err != nil {
+			return err
+		}
+		// Close waits for a Work nobody waited for (its own timeout ends it)
+		// and releases its Buffer; the Work keeps the result.
+		b := bufOf([]int32{1, 2})
+		w, err = BroadcastAsync(c, b, 0, CollectiveOptions{Tag: 4, Timeout: 200 * time.Millisecond})
+		if err != nil {
+			return err
+		}
+		if err := c.Close(); err != nil {
+			return err
+		}
+		if err := b.Free(); err != nil {
+			return fmt.Errorf("Free after Close: %v", err)
+		}
+		if _, err := w.Wait(context.Background()); !errors.Is(err, ErrTimeout) || !w.IsCompleted() {
+			return fmt.Errorf("work after Close: %v", err)
+		}
+		return nil
 	})
 }
 
