@@ -75,7 +75,9 @@ pub struct CommOptions {
 /// communicator returns [`Error::InvalidUsage`] (as the library does for one that is not
 /// connected): create and connect a new one. Calls that borrow nothing (connect, topology,
 /// attributes) keep the library's semantics. [`AsyncReduce::wait_timeout`] is the way to wait
-/// for a bounded time without closing anything.
+/// for a bounded time without closing anything. The collective set (broadcast, reduce, ...,
+/// send / recv: `coll.rs`) is the exception: its timeout cancels the operation on every member
+/// and the library touches no buffer after the call returned, so it closes nothing.
 #[derive(Debug)]
 pub struct Communicator {
     pub(crate) raw: Cell<*mut sys::pcclComm_t>,
@@ -355,7 +357,8 @@ impl Communicator {
         Ok(info.into())
     }
 
-    /// Runs `f` with a scope in which asynchronous all-reduces can be started. The buffers of
+    /// Runs `f` with a scope in which asynchronous all-reduces (and the collective set's
+    /// operations, [`crate::Work`]) can be started. The buffers of
     /// an operation stay borrowed until the scope ends (so the compiler rejects any use of them
     /// before) unless [`AsyncReduce::wait_with_buffer`] hands the result buffer back earlier.
     /// When `f` returns (or panics), every operation not awaited yet is awaited, so leaking a
@@ -477,8 +480,8 @@ impl Drop for Communicator {
     }
 }
 
-/// A scope for asynchronous all-reduces on one communicator; see
-/// [`Communicator::async_scope`].
+/// A scope for asynchronous operations on one communicator (all-reduces, and the collective
+/// set as [`crate::Work`]); see [`Communicator::async_scope`].
 #[derive(Debug)]
 pub struct AsyncScope<'scope, 'env: 'scope> {
     pub(crate) comm: &'env Communicator,
