@@ -4,7 +4,8 @@
 # BUILD_DIR holds bindings/libpccl/libpccl.so and master/ccoip_master (cmake targets pccl and
 # ccoip_master). Cargo builds into BUILD_DIR/rust-target, offline (no crates.io). Runs
 #   1. cargo test: pccl-sys's ABI check against include/pccl.h, the safe crate's in-process
-#      master + peers tests, and its doctests (including compile_fail ones);
+#      master + peers tests (all-reduce, shared state, the collective set, split), and its
+#      doctests (including compile_fail ones);
 #   2. the hello example (a master and three peers in one process);
 #   3. three `peer` example processes against the ccoip_master executable (the cross-language
 #      protocol of tests/crosslang, one peer starting with a divergent state): exact sums per

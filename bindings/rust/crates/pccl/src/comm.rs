@@ -75,11 +75,17 @@ pub struct CommOptions {
 /// communicator returns [`Error::InvalidUsage`] (as the library does for one that is not
 /// connected): create and connect a new one. Calls that borrow nothing (connect, topology,
 /// attributes) keep the library's semantics. [`AsyncReduce::wait_timeout`] is the way to wait
-/// for a bounded time without closing anything.
+/// for a bounded time without closing anything. The collective set (broadcast, reduce, ...,
+/// send / recv: `coll.rs`) is the exception: its timeout cancels the operation on every member
+/// and the library touches no buffer after the call returned, so it closes nothing.
 #[derive(Debug)]
 pub struct Communicator {
-    raw: Cell<*mut sys::pcclComm_t>,
-    timeout_ms: u32,
+    pub(crate) raw: Cell<*mut sys::pcclComm_t>,
+    pub(crate) timeout_ms: u32,
+    /// Work objects of the collective set not freed yet, by id (see `coll.rs`): `close` frees
+    /// them before it destroys the C communicator they point into.
+    pub(crate) works: RefCell<Vec<(u64, *mut sys::pcclWork_t)>>,
+    pub(crate) next_work: Cell<u64>,
 }
 
 // SAFETY: pccl.h: "a communicator may be called from any thread, one call at a time".
@@ -126,13 +132,19 @@ impl Communicator {
         let mut raw = ptr::null_mut();
         // SAFETY: params, options and the URL live across the call (the library copies them).
         check(unsafe { sys::pcclCreateCommunicatorEx(&params, &opts, &mut raw) })?;
-        Ok(Communicator {
-            raw: Cell::new(raw),
-            timeout_ms,
-        })
+        Ok(Communicator::from_raw(raw, timeout_ms))
     }
 
-    fn ptr(&self) -> Result<*mut sys::pcclComm_t> {
+    pub(crate) fn from_raw(raw: *mut sys::pcclComm_t, timeout_ms: u32) -> Communicator {
+        Communicator {
+            raw: Cell::new(raw),
+            timeout_ms,
+            works: RefCell::new(Vec::new()),
+            next_work: Cell::new(0),
+        }
+    }
+
+    pub(crate) fn ptr(&self) -> Result<*mut sys::pcclComm_t> {
         let p = self.raw.get();
         if p.is_null() {
             Err(Error::InvalidUsage)
@@ -146,8 +158,16 @@ impl Communicator {
         self.raw.get().is_null()
     }
 
-    /// Destroys the C communicator (joining its threads) and marks this one closed.
-    fn close(&self) {
+    /// Destroys the C communicator (joining its threads) and marks this one closed. Work
+    /// objects still alive are waited for and freed first (they point into the communicator);
+    /// their handles then report [`Error::InvalidUsage`].
+    pub(crate) fn close(&self) {
+        let works = std::mem::take(&mut *self.works.borrow_mut());
+        for (_, w) in works {
+            // SAFETY: w is a live work object of this communicator, removed from the registry
+            // so nothing frees it again; pcclWorkFree waits for a running op first.
+            unsafe { sys::pcclWorkFree(w) };
+        }
         let p = self.raw.replace(ptr::null_mut());
         if !p.is_null() {
             // SAFETY: p was live; nothing uses it after this (every call checks for null).
@@ -337,7 +357,8 @@ impl Communicator {
         Ok(info.into())
     }
 
-    /// Runs `f` with a scope in which asynchronous all-reduces can be started. The buffers of
+    /// Runs `f` with a scope in which asynchronous all-reduces (and the collective set's
+    /// operations, [`crate::Work`]) can be started. The buffers of
     /// an operation stay borrowed until the scope ends (so the compiler rejects any use of them
     /// before) unless [`AsyncReduce::wait_with_buffer`] hands the result buffer back earlier.
     /// When `f` returns (or panics), every operation not awaited yet is awaited, so leaking a
@@ -405,6 +426,7 @@ impl Communicator {
         let scope = AsyncScope {
             comm: self,
             in_flight: RefCell::new(Vec::new()),
+            works: RefCell::new(Vec::new()),
             _scope: PhantomData,
             _env: PhantomData,
         };
@@ -458,13 +480,15 @@ impl Drop for Communicator {
     }
 }
 
-/// A scope for asynchronous all-reduces on one communicator; see
-/// [`Communicator::async_scope`].
+/// A scope for asynchronous operations on one communicator (all-reduces, and the collective
+/// set as [`crate::Work`]); see [`Communicator::async_scope`].
 #[derive(Debug)]
 pub struct AsyncScope<'scope, 'env: 'scope> {
-    comm: &'env Communicator,
+    pub(crate) comm: &'env Communicator,
     /// Tags started in this scope whose verdict nobody has taken yet.
     in_flight: RefCell<Vec<u64>>,
+    /// Ids of the work objects started in this scope (freed at its end when still alive).
+    pub(crate) works: RefCell<Vec<u64>>,
     _scope: PhantomData<&'scope mut &'scope ()>,
     _env: PhantomData<&'env mut &'env ()>,
 }
@@ -482,6 +506,10 @@ impl<'a, 'scope, 'env> Drop for ScopeGuard<'a, 'scope, 'env> {
                 tag,
             };
             let _ = self.scope.comm.finish(&h);
+        }
+        let ids = std::mem::take(&mut *self.scope.works.borrow_mut());
+        for id in ids {
+            self.scope.comm.free_work(id);
         }
     }
 }

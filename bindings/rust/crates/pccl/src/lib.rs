@@ -2,8 +2,11 @@
 //! `include/pccl.h`), over the raw declarations of [`pccl_sys`].
 //!
 //! * [`Communicator`] — one peer: connect, update/optimize the topology, attributes, blocking
-//!   and asynchronous all-reduces over slices, shared-state synchronization. RAII: drop
-//!   destroys it. `Send`, not `Sync` (one call at a time, from any thread).
+//!   and asynchronous all-reduces over slices, the collective set (broadcast, reduce,
+//!   all-gather, reduce-scatter, all-to-all(v), gather, scatter and their list forms,
+//!   barrier, send / recv, split; blocking, or asynchronous as a [`Work`] in an
+//!   [`AsyncScope`]), shared-state synchronization. RAII: drop destroys it. `Send`, not
+//!   `Sync` (one call at a time, from any thread).
 //! * [`Master`] — a master node in this process. `Send + Sync`; `interrupt` from any thread.
 //! * [`Error`] — one variant per `pcclResult_t` code; every call returns [`Result`].
 //! * [`Element`] — the Rust types pccl reduces (`u8`..`u64`, `i8`..`i64`, `f32`, `f64`,
@@ -27,12 +30,14 @@
 //! ```
 #![deny(missing_debug_implementations)]
 
+mod coll;
 mod comm;
 mod error;
 mod master;
 mod state;
 mod types;
 
+pub use coll::{CollectiveInfo, CollectiveOptions, Work};
 pub use comm::{AsyncReduce, AsyncScope, CommOptions, Communicator};
 pub use error::{Error, Result};
 pub use master::{Master, MasterOptions};

@@ -140,9 +140,11 @@ pub enum ReduceOp {
     Bor,
     /// Bitwise XOR (pccl addition): integer types only.
     Bxor,
-    /// Premultiplied sum (`pcclPremulSum`): each member's input times its own factor, then
-    /// summed. The factor travels in the collective-set options, which this crate does not
-    /// expose yet; the all-reduce here refuses it (`InvalidArgument`, from libpccl).
+    /// Premultiplied sum (`pcclPremulSum`): each member's input times its own factor
+    /// ([`crate::CollectiveOptions::premul_scalar`]), then summed; float types only. Only
+    /// the collective set takes it ([`crate::Communicator::all_reduce_with`], `reduce`,
+    /// `reduce_scatter`); the plain all-reduce has no place for the factor and libpccl
+    /// refuses it there (`InvalidArgument`).
     PremulSum,
 }
 
