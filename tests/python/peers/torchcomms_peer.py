@@ -266,7 +266,7 @@ def run_timeout(comm):
         except TimeoutError:
             print(f"ASYNC TIMEOUT {time.monotonic() - t0:.2f}", flush=True)
     else:
-        time.sleep(3)  # never calls those ops
+        time.sleep(2)  # never calls those ops
     t = torch.ones(4)
     retry(comm, lambda: comm.all_reduce(t, tc.ReduceOp.SUM, async_op=False))
     print(f"AFTER {int(t[0])}", flush=True)

@@ -1,0 +1,171 @@
+"""pccl.torchcomms: the TorchComms API on pccl, with real processes (FileStore rendezvous).
+
+* the seed's "Basic Usage" and "Asynchronous Operations" examples (reference/, verbatim
+  copies of /work/shared/reference/torchcomms-api.md) with the import, the backend and the
+  device changed only -- plus the store path (one per test) and, for 3 processes, the
+  store's worker count; the 3-process async run sends to every other rank (the verbatim
+  example sends to rank 1 only, and a third rank would wait for a send that never comes);
+* every op and dtype exact against numpy (peers/torchcomms_peer.py ops), 2 and 3 processes;
+* a process killed mid-op: the survivors retry after update_topology and go on with 2;
+* op timeouts (blocking and async) and the recovery after them; split.
+"""
+
+import re
+import signal
+import time
+
+import pytest
+
+import harness
+
+PEER = harness.HERE / "peers" / "torchcomms_peer.py"
+
+
+def spawn_peers(procs, tmp_path, n, args, script=PEER, **env):
+    return [procs.python(f"peer{i}", script, args,
+                         env=harness.child_env(RANK=i, WORLD_SIZE=n, **env)) for i in range(n)]
+
+
+def edits_for(tmp_path, n, async_example):
+    edits = [("import torchcomms\n", "from pccl import torchcomms  # edit: pccl's module\n"),
+             ('"/tmp/torchcomm_test", 2)', f'"{tmp_path}/store", {n})  # edit: test store'),
+             ('torch.device("cuda:0")', 'torch.device("cpu")  # edit: device'),
+             ('new_comm("nccl"', 'new_comm("pccl"  # edit: backend\n    ')]
+    if async_example:
+        if n > 2:
+            edits.append(("work = comm.send(send_tensor, dst=1, async_op=True)",
+                          "works = [comm.send(send_tensor, dst=d, async_op=True)"
+                          " for d in range(1, world_size)]  # edit: every rank receives\n"
+                          "    work = works[-1]; [w.wait() for w in works]"))
+        edits.append(("work.wait()\n", "work.wait()\nprint(f'Rank {rank}: got {recv_tensor}')"
+                                       "  # edit: show it\n"))
+    return edits
+
+
+@pytest.mark.timeout_s(60)
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("example", ["torchcomms_basic_usage.py", "torchcomms_async_ops.py"])
+def test_seed_examples(procs, tmp_path, n, example):
+    src = (harness.HERE / "reference" / example).read_text()
+    path = tmp_path / example
+    path.write_text(harness.apply_edits(src, edits_for(tmp_path, n, "async" in example)))
+    peers = spawn_peers(procs, tmp_path, n, [], script=path)
+    assert harness.wait_all(peers, 60) == [0] * n, procs.dump()
+    outs = [p.output() for p in peers]
+    ranks = sorted(int(re.search(r"Rank (\d+):", o).group(1)) for o in outs)
+    assert ranks == list(range(n)), procs.dump()
+    for o in outs:
+        rank = int(re.search(r"Rank (\d+):", o).group(1))
+        if "basic" in example:
+            s = float(sum(range(n)))
+            assert f"Rank {rank}: tensor([{s:.0f}., " in o, procs.dump()
+        else:
+            # the example sends rank 0's ones * 0: every receiver gets zeros (and rank 0 keeps them)
+            assert f"Rank {rank}: got tensor([0., 0., " in o, procs.dump()
+
+
+@pytest.mark.timeout_s(60)
+@pytest.mark.parametrize("n", [2, 3])
+def test_every_op_and_dtype_exact(procs, tmp_path, n):
+    peers = spawn_peers(procs, tmp_path, n, [tmp_path / "store", "ops"])
+    assert harness.wait_all(peers, 60) == [0] * n, procs.dump()
+    for p in peers:
+        assert re.search(r"OK rank \d+/%d: \d+ checks" % n, p.output()), procs.dump()
+
+
+@pytest.mark.timeout_s(60)
+def test_killed_mid_op_survivors_retry(procs, tmp_path):
+    peers = spawn_peers(procs, tmp_path, 3, [tmp_path / "store", "kill", 40])
+    assert harness.wait_for(lambda: all("STEP 5 " in p.output() for p in peers), 40), procs.dump()
+    # kill a process that does not run the embedded master, while the group all-reduces
+    victim = next(p for p in peers if "master False" in p.output())
+    victim.kill(signal.SIGKILL)
+    survivors = [p for p in peers if p is not victim]
+    assert harness.wait_all(survivors, 45) == [0, 0], procs.dump()
+    for p in survivors:
+        out = p.output()
+        assert "DONE" in out and "RETRY" in out, procs.dump()
+        steps = [int(v) for v in re.findall(r"STEP \d+ (\d+) ", out)]
+        assert len(steps) == 40 and steps[0] == 3 and steps[-1] == 2, procs.dump()
+        assert set(steps) <= {2, 3}, procs.dump()
+
+
+@pytest.mark.timeout_s(40)
+def test_timeouts(procs, tmp_path):
+    peers = spawn_peers(procs, tmp_path, 2, [tmp_path / "store", "timeout"])
+    assert harness.wait_all(peers, 40) == [0, 0], procs.dump()
+    out = "".join(p.output() for p in peers)
+    t = float(re.search(r"^TIMEOUT (\S+)", out, re.M).group(1))
+    ta = float(re.search(r"^ASYNC TIMEOUT (\S+)", out, re.M).group(1))
+    assert 0.9 <= t < 3 and 0.4 <= ta < 3, procs.dump()
+    assert out.count("AFTER 2") == 2, procs.dump()
+
+
+@pytest.mark.timeout_s(40)
+def test_split(procs, tmp_path):
+    peers = spawn_peers(procs, tmp_path, 3, [tmp_path / "store", "split"])
+    assert harness.wait_all(peers, 40) == [0, 0, 0], procs.dump()
+    out = "".join(p.output() for p in peers)
+    assert re.search(r"^CHILD \d 0/2 sum 1 recv 0$", out, re.M), procs.dump()
+    assert re.search(r"^CHILD \d 1/2 sum 1 recv 42$", out, re.M), procs.dump()
+    assert re.search(r"^ADMITTED 2$", out, re.M), procs.dump()
+    assert out.count(" 3\n") >= 3 and len(re.findall(r"^PARENT \d 3$", out, re.M)) == 3, procs.dump()
+
+
+# -- in this process: arguments refused before anything is sent --
+
+
+@pytest.fixture
+def comm1(monkeypatch):
+    torch = pytest.importorskip("torch")
+    from pccl import torchcomms as tc
+
+    for k in ("WORLD_SIZE", "RANK", "PCCL_MASTER_ADDR", "MASTER_ADDR"):
+        monkeypatch.delenv(k, raising=False)
+    c = tc.new_comm("pccl", torch.device("cpu"), store=torch.distributed.HashStore(),
+                    abort_process_on_timeout_or_error=False, name=f"unit{time.monotonic_ns()}")
+    yield c
+    c.finalize()
+
+
+def test_backend_device_and_reduce_ops():
+    torch = pytest.importorskip("torch")
+    from pccl import torchcomms as tc
+
+    with pytest.raises(ValueError, match="backend"):
+        tc.new_comm("nccl", torch.device("cpu"))
+    with pytest.raises(ValueError, match="cuda"):
+        tc.new_comm("pccl", torch.device("cuda:0"))
+    for name in ("SUM", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "PREMUL_SUM", "AVG"):
+        assert isinstance(getattr(tc.ReduceOp, name), tc.ReduceOp)
+    assert tc.ReduceOp.PREMUL_SUM(2.5).factor == 2.5
+    with pytest.raises(TypeError):
+        tc.ReduceOp.SUM(2.0)
+
+
+def test_argument_checks(comm1):
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    from pccl import torchcomms as tc
+
+    assert comm1.get_rank() == 0 and comm1.get_size() == 1
+    with pytest.raises(ValueError, match="contiguous"):
+        comm1.all_reduce(torch.ones(4, 4).t(), tc.ReduceOp.SUM)
+    with pytest.raises(TypeError, match="dtype"):
+        comm1.all_gather_single(torch.zeros(4, dtype=torch.int32), torch.ones(4))
+    with pytest.raises(ValueError, match="elements"):
+        comm1.all_gather_single(torch.zeros(3), torch.ones(4))
+    with pytest.raises(TypeError, match="dtype"):
+        comm1.all_reduce(torch.ones(2, dtype=torch.complex64), tc.ReduceOp.SUM)
+    with pytest.raises(TypeError):
+        comm1.all_reduce([1, 2], tc.ReduceOp.SUM)
+    with pytest.raises(TypeError, match="ReduceOp"):
+        comm1.all_reduce(np.ones(3), object())
+    with pytest.raises(ValueError, match="tensors"):
+        comm1.all_gather([torch.zeros(2), torch.zeros(2)], torch.ones(2))
+    with pytest.raises(ValueError, match="split_sizes"):
+        comm1.all_to_all_v_single(torch.zeros(4), torch.ones(4), [3], [4])
+    with pytest.raises(ValueError, match="not in"):
+        comm1.split([5])
+    assert comm1.split([], hints={"pccl::split_size": 0}) is None
