@@ -56,9 +56,12 @@ def worker(store_path, steps):
     w = torch.zeros(DIM)
     state = pccl.SharedState([pccl.TensorInfo("w", w)], revision=0)
 
+    joined = True  # new_comm returned admitted: the others are past their update_topology
     while True:
         try:
-            comm.update_topology()
+            if not joined:
+                comm.update_topology()
+            joined = False
             rank, world = comm.get_rank(), comm.get_size()
             if world < 2 or rank < 0:
                 time.sleep(0.05)

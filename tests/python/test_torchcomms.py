@@ -169,3 +169,16 @@ def test_argument_checks(comm1):
     with pytest.raises(ValueError, match="not in"):
         comm1.split([5])
     assert comm1.split([], hints={"pccl::split_size": 0}) is None
+
+
+@pytest.mark.timeout_s(90)
+def test_example_train_kill_and_restart(procs, tmp_path):
+    """examples/torchcomms_train.py demo: a worker killed mid-training and restarted; every
+    worker ends with the same model."""
+    demo = procs.python("demo", harness.REPO / "examples" / "torchcomms_train.py",
+                        ["demo", "--workers", "3", "--steps", "60"], cwd=tmp_path)
+    assert demo.wait(90) == 0, procs.dump()
+    out = demo.output()
+    assert "demo: ok, every worker holds the same model" in out, procs.dump()
+    assert re.search(r"demo: killed worker \d after its step \d+", out), procs.dump()
+    assert len(re.findall(r"^demo: worker\S+: step 60 ", out, re.M)) == 3, procs.dump()
