@@ -26,6 +26,7 @@ new rank and size. A step that did not complete changes nothing, so retrying it 
 import hashlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -108,6 +109,7 @@ def demo(n, steps):
         return out.read()
 
     workers = [start(i, "") for i in range(n)]
+    ok = False
     try:
         # wait until training is under way, then kill a worker that does not host the master
         deadline = time.monotonic() + 60
@@ -140,12 +142,17 @@ def demo(n, steps):
         if len({m.group(3) for m in done}) != 1 or len({m.group(1) for m in done}) != 1:
             raise SystemExit("demo: the workers disagree on the model")
         print("demo: ok, every worker holds the same model")
+        ok = True
     finally:
         for p, o in workers:
             if p.poll() is None:
                 p.kill()
                 p.wait()
             o.close()
+        if ok:
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            print(f"demo: the workers' logs are in {tmp}")
 
 
 def main(argv):
