@@ -112,6 +112,28 @@ def test_split(procs, tmp_path):
     assert out.count(" 3\n") >= 3 and len(re.findall(r"^PARENT \d 3$", out, re.M)) == 3, procs.dump()
 
 
+def free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.timeout_s(30)
+@pytest.mark.parametrize("how", ["torchrun_env", "pccl_master_addr"])
+def test_rendezvous_without_store(procs, tmp_path, how):
+    if how == "torchrun_env":
+        env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": free_port()}
+    else:
+        env = {"PCCL_MASTER_ADDR": f"127.0.0.1:{harness.start_master(procs)}"}
+    peers = spawn_peers(procs, tmp_path, 2, [], script=harness.HERE / "peers" /
+                        "torchcomms_env_peer.py", **env)
+    assert harness.wait_all(peers, 30) == [0, 0], procs.dump()
+    out = "".join(p.output() for p in peers)
+    assert sorted(re.findall(r"^rank (\d) size 2 max 2$", out, re.M)) == ["0", "1"], procs.dump()
+
+
 # -- in this process: arguments refused before anything is sent --
 
 
@@ -169,6 +191,18 @@ def test_argument_checks(comm1):
     with pytest.raises(ValueError, match="not in"):
         comm1.split([5])
     assert comm1.split([], hints={"pccl::split_size": 0}) is None
+
+
+def test_unknown_hints_ignored_with_debug_log(comm1, caplog):
+    torch = pytest.importorskip("torch")
+
+    import pccl
+    from pccl import torchcomms as tc
+
+    caplog.set_level("DEBUG", logger="pccl.torchcomms")
+    with pytest.raises(pccl.TooFewPeers):  # world 1: the call itself is refused
+        comm1.all_reduce(torch.ones(2), tc.ReduceOp.SUM, hints={"torchcomm::ncclx::x": "true"})
+    assert "torchcomm::ncclx::x" in caplog.text and "ignored" in caplog.text
 
 
 @pytest.mark.timeout_s(90)
