@@ -305,10 +305,15 @@ class TorchComm:
     # -- identity --
 
     def get_rank(self):
-        return self._comm.get_attribute(Attribute.RANK)
+        return self._live().get_attribute(Attribute.RANK)
 
     def get_size(self):
-        return self._comm.get_attribute(Attribute.PEER_GROUP_WORLD_SIZE)
+        return self._live().get_attribute(Attribute.PEER_GROUP_WORLD_SIZE)
+
+    def _live(self):
+        if self._comm is None:
+            raise RuntimeError("the communicator was finalized")
+        return self._comm
 
     def get_name(self):
         return self._name
@@ -332,10 +337,10 @@ class TorchComm:
         """Admits joining peers and re-wires after a loss (pcclUpdateTopology); read
         get_rank / get_size again afterwards."""
         self._reset_tags()
-        self._comm.update_topology()
+        self._live().update_topology()
 
     def are_peers_pending(self):
-        return self._comm.are_peers_pending()
+        return self._live().are_peers_pending()
 
     def finalize(self):
         """Leaves the run and frees the communicator. A process that runs the embedded master
@@ -416,9 +421,7 @@ class TorchComm:
         return o
 
     def _h(self):
-        if self._comm is None:
-            raise RuntimeError("the communicator was finalized")
-        return self._comm._handle()
+        return self._live()._handle()
 
     def _run(self, name, async_op, args_sync, args_async, keep):
         lib = L.lib()
