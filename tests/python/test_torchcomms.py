@@ -216,3 +216,14 @@ def test_example_train_kill_and_restart(procs, tmp_path):
     assert "demo: ok, every worker holds the same model" in out, procs.dump()
     assert re.search(r"demo: killed worker \d after its step \d+", out), procs.dump()
     assert len(re.findall(r"^demo: worker\S+: step 60 ", out, re.M)) == 3, procs.dump()
+
+
+@pytest.mark.timeout_s(30)
+def test_exit_without_finalize(procs, tmp_path):
+    """A program that never calls finalize() still exits (its embedded master stops)."""
+    script = tmp_path / "nofin.py"
+    script.write_text("import torch\nfrom pccl import torchcomms\n"
+                      "c = torchcomms.new_comm('pccl', 'cpu', store=torch.distributed.HashStore())\n"
+                      "print('size', c.get_size(), flush=True)\n")
+    p = procs.python("nofin", script)
+    assert p.wait(30) == 0 and "size 1" in p.output(), procs.dump()

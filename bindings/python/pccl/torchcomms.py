@@ -6,6 +6,7 @@ installed `torchcomms` package. docs/python.md ("TorchComms") has the method tab
 rendezvous and the fault-tolerant mode.
 """
 
+import atexit
 import ctypes
 import datetime
 import logging
@@ -13,12 +14,13 @@ import os
 import socket
 import threading
 import time
+import weakref
 
+from . import _core
 from . import _lib as L
 from ._core import Communicator, MasterNode, _buffer_of, _is_torch
 from ._errors import (
     DTypeMismatchError,
-    InvalidArgument,
     OverlappingBuffersError,
     SizeMismatchError,
     UnsupportedDeviceError,
@@ -348,6 +350,7 @@ class TorchComm:
         c = self._comm
         if c is None:
             return
+        _unfinalized.discard(self)
         try:
             size = self.get_size()
         except Exception:
@@ -691,6 +694,17 @@ class TorchComm:
 # --------------------------------------------------------------------------
 
 
+class _EmbeddedMaster(MasterNode):
+    """The master new_comm runs for a store rendezvous: stopped by finalize(), or when it is
+    dropped or the interpreter exits (a plain MasterNode that runs keeps serving then)."""
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
 def _store_from_env(rank, world):
     addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
     if not addr or not port:
@@ -747,10 +761,11 @@ def new_comm(backend, device, *, store=None, timeout=None, abort_process_on_time
         prefix = f"pccl/torchcomms/{name}"
         if store.add(prefix + "/arrivals", 1) == 1:
             # the first process to arrive runs the master for the whole run
-            master = MasterNode("0.0.0.0:0",
-                                heartbeat_ms=int(hints.get("pccl::master_heartbeat_ms", 0)),
-                                evict_ms=int(hints.get("pccl::master_evict_ms", 0)))
+            master = _EmbeddedMaster("0.0.0.0:0",
+                                     heartbeat_ms=int(hints.get("pccl::master_heartbeat_ms", 0)),
+                                     evict_ms=int(hints.get("pccl::master_evict_ms", 0)))
             master.run()
+            _core._masters.discard(master)  # not served at exit: it ends with this process
             store.set(prefix + "/master", f"{_local_host()}:{master.port}")
         address = store.get(prefix + "/master").decode()
     if world is None:
@@ -763,5 +778,21 @@ def new_comm(backend, device, *, store=None, timeout=None, abort_process_on_time
         comm.connect(n_attempts=20, retry_delay=0.25)
     join_s = float(hints.get("pccl::join_timeout_s", ts))
     _join(comm, world, time.monotonic() + join_s)
-    return TorchComm(comm, timeout_s=ts, abort=abort, name=name, store=store, prefix=prefix,
-                     master=master)
+    tc = TorchComm(comm, timeout_s=ts, abort=abort, name=name, store=store, prefix=prefix,
+                   master=master)
+    _unfinalized.add(tc)
+    return tc
+
+
+# Communicators not finalized when the interpreter exits are finalized then (while threads
+# can still start: an embedded master's shutdown needs one).
+_unfinalized = weakref.WeakSet()
+
+
+@atexit.register
+def _finalize_at_exit():
+    for c in list(_unfinalized):
+        try:
+            c.finalize()
+        except Exception:
+            pass
