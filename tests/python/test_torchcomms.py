@@ -22,7 +22,8 @@ PEER = harness.HERE / "peers" / "torchcomms_peer.py"
 
 
 def spawn_peers(procs, tmp_path, n, args, script=PEER, **env):
-    return [procs.python(f"peer{i}", script, args,
+    # cwd: the test's directory (a process that aborts may leave a core file there)
+    return [procs.python(f"peer{i}", script, args, cwd=tmp_path,
                          env=harness.child_env(RANK=i, WORLD_SIZE=n, **env)) for i in range(n)]
 
 
@@ -99,6 +100,26 @@ def test_timeouts(procs, tmp_path):
     ta = float(re.search(r"^ASYNC TIMEOUT (\S+)", out, re.M).group(1))
     assert 0.9 <= t < 3 and 0.4 <= ta < 3, procs.dump()
     assert out.count("AFTER 2") == 2, procs.dump()
+
+
+@pytest.mark.timeout_s(30)
+@pytest.mark.parametrize("abort", [None, "false"])
+def test_torchcomm_environment(procs, tmp_path, abort):
+    """TORCHCOMM_TIMEOUT_SECONDS=1 bounds an op given no timeout; TORCHCOMM_ABORT_ON_ERROR unset
+    (TorchComms' default: true) aborts the process on it, "false" raises pccl.Timeout."""
+    env = {"TORCHCOMM_TIMEOUT_SECONDS": "1"}
+    if abort:
+        env["TORCHCOMM_ABORT_ON_ERROR"] = abort
+    peers = spawn_peers(procs, tmp_path, 2, [tmp_path / "store", "envtimeout"], **env)
+    rcs = harness.wait_all(peers, 30)
+    caller = next(i for i, p in enumerate(peers) if "CALLING" in p.output())
+    out = peers[caller].output()
+    if abort is None:
+        assert rcs[caller] == -signal.SIGABRT and "RAISED" not in out, procs.dump()
+    else:
+        assert rcs[caller] == 0, procs.dump()
+        t = float(re.search(r"^RAISED Timeout (\S+)", out, re.M).group(1))
+        assert 0.9 <= t < 3, procs.dump()
 
 
 @pytest.mark.timeout_s(40)

@@ -301,6 +301,22 @@ def run_split(comm):
     return 0
 
 
+def run_env_timeout(comm):
+    """TORCHCOMM_TIMEOUT_SECONDS bounds an op without a timeout; TORCHCOMM_ABORT_ON_ERROR decides
+    whether the failure aborts the process or raises."""
+    if comm.get_rank() == 0:
+        print("CALLING", flush=True)
+        t0 = time.monotonic()
+        try:
+            comm.all_reduce(torch.ones(4), tc.ReduceOp.SUM, async_op=False)
+            print("NO TIMEOUT", flush=True)
+        except pccl.Timeout:
+            print(f"RAISED Timeout {time.monotonic() - t0:.2f}", flush=True)
+    else:
+        time.sleep(2.5)  # never calls it
+    __import__("os")._exit(0)  # the peer may have aborted with the master: leave at once
+
+
 def main():
     path, mode = sys.argv[1], sys.argv[2]
     store = torch.distributed.FileStore(path, int(__import__("os").environ["WORLD_SIZE"]))
@@ -317,6 +333,8 @@ def main():
         rc = run_kill(comm, int(sys.argv[3]))
     elif mode == "timeout":
         rc = run_timeout(comm)
+    elif mode == "envtimeout":
+        rc = run_env_timeout(comm)
     else:
         rc = run_split(comm)
     comm.finalize()
