@@ -76,19 +76,21 @@ def test_every_op_and_dtype_exact(procs, tmp_path, n):
 
 @pytest.mark.timeout_s(60)
 def test_killed_mid_op_survivors_retry(procs, tmp_path):
-    peers = spawn_peers(procs, tmp_path, 3, [tmp_path / "store", "kill", 40])
-    assert harness.wait_for(lambda: all("STEP 5 " in p.output() for p in peers), 40), procs.dump()
-    # kill a process that does not run the embedded master, while the group all-reduces
-    victim = next(p for p in peers if "master False" in p.output())
-    victim.kill(signal.SIGKILL)
-    survivors = [p for p in peers if p is not victim]
-    assert harness.wait_all(survivors, 45) == [0, 0], procs.dump()
+    """A process (not the one running the embedded master) SIGKILLs itself while its part of an
+    all-reduce runs; the survivors get the failure, update the topology and go on with 2."""
+    peers = spawn_peers(procs, tmp_path, 3, [tmp_path / "store", "kill", 30])
+    rcs = harness.wait_all(peers, 50)
+    victims = [i for i, p in enumerate(peers) if "VICTIM True" in p.output()]
+    assert len(victims) == 1 and rcs[victims[0]] == -signal.SIGKILL, procs.dump()
+    assert "KILLING MYSELF" in peers[victims[0]].output(), procs.dump()
+    survivors = [p for i, p in enumerate(peers) if i != victims[0]]
+    assert [rcs[i] for i in range(3) if i != victims[0]] == [0, 0], procs.dump()
     for p in survivors:
         out = p.output()
-        assert "DONE" in out and "RETRY" in out, procs.dump()
+        assert "DONE" in out, procs.dump()
+        assert re.search(r"^RETRY (RankConnectionLost|UpdateTopologyFailed)", out, re.M), procs.dump()
         steps = [int(v) for v in re.findall(r"STEP \d+ (\d+) ", out)]
-        assert len(steps) == 40 and steps[0] == 3 and steps[-1] == 2, procs.dump()
-        assert set(steps) <= {2, 3}, procs.dump()
+        assert steps == [3] * 5 + [2] * 25, procs.dump()  # step 6 failed, and ran again with 2
 
 
 @pytest.mark.timeout_s(40)

@@ -8,6 +8,8 @@ computed here from every rank's (deterministic) input. Exits non-zero on a misma
 """
 
 import datetime
+import os
+import signal
 import sys
 import time
 
@@ -228,10 +230,26 @@ def retry(comm, fn):
                     time.sleep(0.05)
 
 
-def run_kill(comm, steps):
+def run_kill(comm, steps, store):
+    """All-reduces `steps` times, retrying after update_topology. The victim (the first process
+    that does not run the embedded master to claim it in the store) SIGKILLs itself while its
+    part of step 6's all-reduce runs: the others are in that op, and it fails for them."""
+    victim = comm._master is None and store.add("victim", 1) == 1
+    print(f"VICTIM {victim}", flush=True)
+    store.add("claimed", 1)
+    while store.add("claimed", 0) < comm.get_size():  # every process decided before step 1
+        time.sleep(0.01)
     i = 0
     while i < steps:
-        t = torch.ones(200_000)
+        # step 6 moves 16 MB: the victim dies while it is on the wire
+        t = torch.ones(4_000_000 if i == 5 else 100_000)
+        if victim and i == 5:
+            # the same op as the others' blocking one (tag 0), started, then the process dies
+            # (keep the work: dropping it would wait for the op, pcclWorkFree)
+            work = comm.all_reduce(t, tc.ReduceOp.SUM, async_op=True, hints={"pccl::tag": "0"})
+            assert work is not None
+            print("KILLING MYSELF", flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
 
         def step():
             comm.all_reduce(t, tc.ReduceOp.SUM, async_op=False)
@@ -314,12 +332,12 @@ def run_env_timeout(comm):
             print(f"RAISED Timeout {time.monotonic() - t0:.2f}", flush=True)
     else:
         time.sleep(2.5)  # never calls it
-    __import__("os")._exit(0)  # the peer may have aborted with the master: leave at once
+    os._exit(0)  # the peer may have aborted with the master: leave at once
 
 
 def main():
     path, mode = sys.argv[1], sys.argv[2]
-    store = torch.distributed.FileStore(path, int(__import__("os").environ["WORLD_SIZE"]))
+    store = torch.distributed.FileStore(path, int(os.environ["WORLD_SIZE"]))
     ft = mode in ("kill", "timeout", "split")
     comm = tc.new_comm("pccl", torch.device("cpu"), store=store,
                        abort_process_on_timeout_or_error=False if ft else None,
@@ -330,7 +348,7 @@ def main():
     if mode == "ops":
         rc = run_ops(comm)
     elif mode == "kill":
-        rc = run_kill(comm, int(sys.argv[3]))
+        rc = run_kill(comm, int(sys.argv[3]), store)
     elif mode == "timeout":
         rc = run_timeout(comm)
     elif mode == "envtimeout":
