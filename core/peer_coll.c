@@ -390,6 +390,8 @@ void p_coll_after_kernel(ccoip_peer *p, uint32_t i, const ccoip_done *d)
     }
     switch (o->sub) {
     case POS_C_PRO:
+        /* The prologue (its backup first) only reads RECV; the steps write it. */
+        o->backup_done = true;
         coll_from_step(p, i, &pl, 0);
         return;
     case POS_C_RED:

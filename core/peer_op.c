@@ -134,7 +134,8 @@ static void ring_start_restore(ccoip_peer *p, uint32_t i)
      * epoch (the master re-wires the group) before starting optimistically again (§6.8.1). */
     if (o->begun && o->epoch == p->ring.epoch) p->ring.opt_off = true;
     p_op_set_state(o, PO_RESTORING);
-    if (o->begun && o->backup_bytes > 0 && !p->cfg.canary_skip_restore) {
+    /* A backup not known complete: nothing wrote RECV yet, so nothing to restore. */
+    if (o->begun && o->backup_bytes > 0 && o->backup_done && !p->cfg.canary_skip_restore) {
         const uint64_t bytes = o->backup_bytes;
         ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_COPY, POS_RESTORE);
         if (a == NULL) return;

@@ -370,7 +370,12 @@ static void ring_after_kernel(ccoip_peer *p, uint32_t i, const ccoip_done *d)
         return;
     }
     switch (o->sub) {
+    case POS_BACKUP:
+        o->backup_done = true;
+        ring_premul(p, i, CCOIP_REGION_RECV, POS_INIT_COPY);
+        return;
     case POS_INIT_COPY:
+        if (o->a.in_place) o->backup_done = true;
         if (ring_gather(o)) {
             gather_step(p, i, 0);
         } else if (o->world == 1) {
@@ -551,7 +556,10 @@ void p_ring_begin(ccoip_peer *p, uint32_t i)
         ring_premul(p, i, CCOIP_REGION_SEND, POS_INIT_COPY); /* SEND * factor -> RECV */
         return;
     }
-    ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_COPY, POS_INIT_COPY);
+    /* In place, PREMUL_SUM: the backup first, alone; RECV *= factor once it is complete (a
+     * RECV written before the backup is known complete could not be restored: backup_done). */
+    const p_op_sub sub = o->a.in_place && o->a.op == pcclPremulSum ? POS_BACKUP : POS_INIT_COPY;
+    ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_COPY, sub);
     if (a == NULL) return;
     if (o->a.in_place) {
         a->src = p_ring_span(i, CCOIP_REGION_RECV, 0, bytes);
@@ -561,11 +569,4 @@ void p_ring_begin(ccoip_peer *p, uint32_t i)
         a->dst = p_ring_span(i, CCOIP_REGION_RECV, 0, bytes);
     }
     a->count = o->a.count;
-    if (o->a.op == pcclPremulSum) {
-        /* In place: after the backup, RECV *= factor (kernels of a slot run in order). */
-        const uint64_t first = o->io_kernel;
-        ring_premul(p, i, CCOIP_REGION_RECV, POS_INIT_COPY);
-        o->io_kernel = first;
-        o->kern_left = 3u;
-    }
 }

@@ -124,6 +124,7 @@ typedef enum p_pair_state {
 typedef enum p_op_sub {
     POS_NONE = 0,
     POS_INIT_COPY,
+    POS_BACKUP, /**< in place, PREMUL_SUM: the backup of RECV, before RECV is scaled */
     POS_RS_QUANT,
     POS_RS_IO,
     POS_RS_REDUCE,
@@ -180,6 +181,12 @@ typedef struct p_op {
     int32_t abort_reason;   /**< reported in CollectiveComplete (REASON_NON_FINITE or 0) */
     bool complete_sent;
     bool restored; /**< the abort path (restore) already ran */
+    /**
+     * The backup of an in-place op is complete (its KERNEL_DONE came). Until then nothing has
+     * written RECV (the op's first writes follow that completion), so an abort restores nothing:
+     * a backup cancelled half-way would write its unfilled part over RECV.
+     */
+    bool backup_done;
     /**
      * Started optimistically (docs/protocol.md §6.8.1): the ring runs since the initiate,
      * its frames carry seq 0, the completion seq 0; the master sends no commence.

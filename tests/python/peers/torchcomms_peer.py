@@ -258,9 +258,9 @@ def run_kill(comm, steps, store):
             return int(t[0])
 
         def check_restored():
-            # docs/semantics.md: a failed in-place all-reduce leaves the buffer as it was. Seen
-            # broken (zeros from a 2 MB boundary on) after a member died mid-op: reported, and
-            # test_killed_mid_op_survivors_retry checks it only with PCCL_TC_EXPECT_RESTORE=1.
+            # docs/semantics.md: a failed in-place all-reduce leaves the buffer as it was
+            # (test_killed_mid_op_survivors_retry fails on NOT RESTORED; it caught a backup
+            # cancelled half-way being copied back, fixed in the core: backup_done).
             if not bool((t == 1).all()):
                 u, c = torch.unique(t, return_counts=True)
                 print(f"NOT RESTORED: values {u.tolist()[:8]} counts {c.tolist()[:8]} first "
