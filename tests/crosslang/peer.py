@@ -25,8 +25,8 @@ Same protocol as peer_c.c, the Go pcclpeer and the Rust peer example:
 Uses the public API of bindings/python (pccl), except for step 3: the
 Communicator has no broadcast, all-gather or reduce-scatter, so the peer calls
 pcclBroadcast, pcclAllGather and pcclReduceScatter through the package's ctypes
-prototypes (pccl._lib) on the Communicator's handle, as pccl.torchcomms does. Exit status: 0 success,
-1 a pccl call failed, 2 bad usage or admission timeout.
+prototypes (pccl._lib) on the Communicator's handle, as pccl.torchcomms does.
+Exit status: 0 success, 1 a pccl call failed, 2 bad usage or admission timeout.
 """
 import argparse
 import ctypes

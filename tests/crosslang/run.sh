@@ -183,7 +183,8 @@ print(f"allgather rank {r} world {world} data "
 print(f"reducescatter rank {r} world {world} data "
       f"{csv(sum(values) * (r * count + j + 1) for j in range(count))}")
 PY
-    { head -n "$STEPS" "$WORK/want"; cat "$WORK/coll.$i"; tail -n 1 "$WORK/want"; } > "$WORK/want.$i"
+    { head -n "$STEPS" "$WORK/want"; cat "$WORK/coll.$i"; tail -n 1 "$WORK/want"; } \
+        > "$WORK/want.$i"
 done
 for i in 0 1 2 3; do
     n=${NAMES[$i]}
