@@ -11,19 +11,32 @@ Same protocol as peer_c.c, the Go pcclpeer and the Rust peer example:
    (one int32 tensor "state" of C elements, default 8, revision s, ENFORCE_POPULAR);
    all-reduces (SUM, tag 0) v[j] = V*(s+1)+j into a separate buffer; prints
    "step s world W sum a,b,..."; state[j] += sum[j] (wrapping int32).
-3. Synchronizes revision K and prints "hash H": FNV-1a 64 over the state's
+3. Runs three ops of the collective set on the epoch of the last completed call
+   (each retried after an update of the topology while it fails with
+   UpdateTopologyFailed), on int32 buffers, R the rank and W the world the op
+   reports: broadcast from rank 0 of C elements, the root's holding 1000*V+j
+   (the others' -1), printing "bcast rank R world W data a,b,..."; all-gather of
+   V*100+j (C elements each), printing "allgather rank R world W data ..." (all
+   W*C elements, block r from rank r); reduce-scatter SUM of W*C elements
+   V*(k+1), printing "reducescatter rank R world W data ..." (this rank's block).
+4. Synchronizes revision K and prints "hash H": FNV-1a 64 over the state's
    little-endian int32 bytes, 16 lowercase hex digits.
 
-Uses only the public API of bindings/python (pccl). Exit status: 0 success,
-1 a pccl call failed, 2 bad usage or admission timeout.
+Uses the public API of bindings/python (pccl), except for step 3: the
+Communicator has no broadcast, all-gather or reduce-scatter, so the peer calls
+pcclBroadcast, pcclAllGather and pcclReduceScatter through the package's ctypes
+prototypes (pccl._lib) on the Communicator's handle, as pccl.torchcomms does.
+Exit status: 0 success, 1 a pccl call failed, 2 bad usage or admission timeout.
 """
 import argparse
+import ctypes
 import sys
 import time
 
 import numpy as np
 
 import pccl
+from pccl import _lib
 
 
 def fnv1a64(data):
@@ -43,6 +56,44 @@ def update_topology(comm, deadline):
         except pccl.UpdateTopologyFailed:
             if time.monotonic() > deadline:
                 raise
+
+
+def collective(comm, name, v, count, deadline):
+    """One op of step 3 ("bcast", "allgather" or "reducescatter"), sized for the rank and
+    world of the last completed call; UpdateTopologyFailed (the membership changed before every
+    member started it) updates the topology and sizes and runs the op again."""
+    lib = _lib.lib()
+    i32 = int(pccl.DataType.INT32)
+    while True:
+        rank = comm.get_attribute(pccl.Attribute.RANK)
+        world = comm.get_attribute(pccl.Attribute.PEER_GROUP_WORLD_SIZE)
+        info = _lib.CCollectiveInfo()
+        h = comm._handle()
+        if name == "bcast":
+            out = (np.arange(count, dtype=np.int32) + v * 1000 if rank == 0
+                   else np.full(count, -1, dtype=np.int32))
+            rc = lib.pcclBroadcast(out.ctypes.data, count, i32, 0, None, h, ctypes.byref(info))
+            fn = "pcclBroadcast"
+        elif name == "allgather":
+            send = np.arange(count, dtype=np.int32) + v * 100
+            out = np.zeros(world * count, dtype=np.int32)
+            rc = lib.pcclAllGather(send.ctypes.data, out.ctypes.data, count, i32, None, h,
+                                   ctypes.byref(info))
+            fn = "pcclAllGather"
+        else:
+            send = (np.arange(1, world * count + 1, dtype=np.int64) * v).astype(np.int32)
+            out = np.zeros(count, dtype=np.int32)
+            rc = lib.pcclReduceScatter(send.ctypes.data, out.ctypes.data, count, i32,
+                                       int(pccl.ReduceOp.SUM), None, h, ctypes.byref(info))
+            fn = "pcclReduceScatter"
+        if rc == 0:
+            print(f"{name} rank {info.rank} world {info.world_size} data "
+                  f"{','.join(str(int(x)) for x in out)}", flush=True)
+            return
+        err = pccl.error_for(rc, fn)
+        if not isinstance(err, pccl.UpdateTopologyFailed) or time.monotonic() > deadline:
+            raise err
+        update_topology(comm, deadline)
 
 
 def run(args):
@@ -78,6 +129,8 @@ def run(args):
             print(f"step {s} world {info.world_size} sum {','.join(str(int(x)) for x in total)}",
                   flush=True)
             state += total  # in place (the shared state's memory), wrapping
+        for name in ("bcast", "allgather", "reducescatter"):
+            collective(comm, name, args.rank_value, args.count, time.monotonic() + timeout_s)
         shared.revision = args.steps
         comm.sync_shared_state(shared, pccl.SharedStateSyncStrategy.ENFORCE_POPULAR)
         print(f"hash {fnv1a64(state.astype('<i4').tobytes()):016x}", flush=True)

@@ -13,7 +13,17 @@
  *    ENFORCE_POPULAR); all-reduces (SUM, tag 0) v[j] = V*(s+1)+j into a
  *    separate buffer; prints "step s world W sum a,b,..."; state[j] += sum[j]
  *    (wrapping int32).
- * 3. Synchronizes revision K and prints "hash H": FNV-1a 64 over the state's
+ * 3. Runs three ops of the collective set on the epoch of the last completed
+ *    call (retried after an update of the topology while a call answers
+ *    pcclUpdateTopologyFailed), each on int32 buffers, R the rank and W the
+ *    world the op reports:
+ *    - broadcast from rank 0 of C elements, the root's holding 1000*V+j (the
+ *      others' -1): prints "bcast rank R world W data a,b,...";
+ *    - all-gather of V*100+j (C elements each): prints "allgather rank R world
+ *      W data ..." (all W*C elements, block r from rank r);
+ *    - reduce-scatter SUM of W*C elements V*(k+1), k = 0..W*C-1: prints
+ *      "reducescatter rank R world W data ..." (this rank's block of C).
+ * 4. Synchronizes revision K and prints "hash H": FNV-1a 64 over the state's
  *    little-endian int32 bytes, 16 lowercase hex digits.
  *
  * Exit status: 0 success, 1 a pccl call failed, 2 bad usage or admission
@@ -82,6 +92,94 @@ static uint64_t fnv1a64(const int32_t *v, size_t count)
         }
     }
     return h;
+}
+
+static void print_data(const char *op, const pcclCollectiveInfo_t *info, const int32_t *v, size_t n)
+{
+    printf("%s rank %u world %u data ", op, info->rank, info->world_size);
+    for (size_t j = 0; j < n; j++) {
+        printf(j == 0 ? "%" PRId32 : ",%" PRId32, v[j]);
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+/* Reads the rank and world of the communicator's last completed call. */
+static pcclResult_t rank_world(pcclComm_t *comm, int *rank, size_t *world)
+{
+    int ws = 0;
+    pcclResult_t r = pcclGetAttribute(comm, PCCL_ATTRIBUTE_RANK, rank);
+    if (r == pcclSuccess) {
+        r = pcclGetAttribute(comm, PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE, &ws);
+    }
+    *world = ws > 0 ? (size_t)ws : 1u;
+    return r;
+}
+
+enum { OP_BCAST, OP_ALLGATHER, OP_REDUCESCATTER };
+
+/*
+ * One op of step 3, sized for the rank and world of the last completed call;
+ * on pcclUpdateTopologyFailed (the membership changed before every member
+ * started it) the topology is updated and the op is sized and run again.
+ */
+static int collective(pcclComm_t *comm, int op, int32_t v, size_t count, uint64_t deadline_ms)
+{
+    for (;;) {
+        int rank = 0;
+        size_t world = 1;
+        pcclResult_t r = rank_world(comm, &rank, &world);
+        if (r != pcclSuccess) {
+            return failed("pcclGetAttribute", r);
+        }
+        int32_t *send = calloc(world * count, sizeof(int32_t));
+        int32_t *recv = calloc(world * count, sizeof(int32_t));
+        if (send == NULL || recv == NULL) {
+            free(send);
+            free(recv);
+            fprintf(stderr, "peer_c: out of memory\n");
+            return 1;
+        }
+        pcclCollectiveInfo_t info = {0};
+        const char *name = NULL;
+        size_t shown = count;
+        if (op == OP_BCAST) {
+            name = "bcast";
+            for (size_t j = 0; j < count; j++) {
+                recv[j] = rank == 0 ? (int32_t)((uint32_t)v * 1000u + (uint32_t)j) : -1;
+            }
+            r = pcclBroadcast(recv, count, pcclInt32, 0, NULL, comm, &info);
+        } else if (op == OP_ALLGATHER) {
+            name = "allgather";
+            for (size_t j = 0; j < count; j++) {
+                send[j] = (int32_t)((uint32_t)v * 100u + (uint32_t)j);
+            }
+            shown = world * count;
+            r = pcclAllGather(send, recv, count, pcclInt32, NULL, comm, &info);
+        } else {
+            name = "reducescatter";
+            for (size_t k = 0; k < world * count; k++) {
+                send[k] = (int32_t)((uint32_t)v * (uint32_t)(k + 1));
+            }
+            r = pcclReduceScatter(send, recv, count, pcclInt32, pcclSum, NULL, comm, &info);
+        }
+        if (r == pcclSuccess) {
+            print_data(name, &info, recv, shown);
+        }
+        free(send);
+        free(recv);
+        if (r == pcclSuccess) {
+            return 0;
+        }
+        if (r != pcclUpdateTopologyFailed || now_ms() >= deadline_ms) {
+            fprintf(stderr, "peer_c: %s failed: %d\n", name, (int)r);
+            return 1;
+        }
+        r = update_topology(comm, deadline_ms);
+        if (r != pcclSuccess) {
+            return failed("pcclUpdateTopology", r);
+        }
+    }
 }
 
 static int run(const char *url, long steps, int32_t v, long world, size_t count, long timeout_ms)
@@ -180,6 +278,11 @@ static int run(const char *url, long steps, int32_t v, long world, size_t count,
         }
         printf("\n");
         fflush(stdout);
+    }
+    for (int op = OP_BCAST; op <= OP_REDUCESCATTER; op++) {
+        if (collective(comm, op, v, count, now_ms() + (uint64_t)timeout_ms) != 0) {
+            goto out;
+        }
     }
     shared.revision = (uint64_t)steps;
     r = pcclSynchronizeSharedState(comm, &shared, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR,

@@ -11,10 +11,20 @@
 #   connect; update the topology until the world is 4; for s in 0..K-1: update_topology;
 #   sync the shared state (int32 "state" of C elements, revision s, ENFORCE_POPULAR);
 #   all-reduce SUM of v[j] = V*(s+1)+j; print "step s world W sum ..."; state += sum;
+#   then, on the epoch of the last completed call, three ops of the collective set on int32
+#   buffers, each printing "OP rank R world W data ..." with the rank R and world W it reports
+#   (a call failing with UpdateTopologyFailed updates the topology and is sized and run again):
+#     bcast          broadcast from rank 0 of C elements, the root's holding 1000*V+j;
+#     allgather      all-gather of V*100+j (C elements each): all W*C elements printed;
+#     reducescatter  SUM reduce-scatter of W*C elements V*(k+1): this rank's block printed;
 #   then sync revision K and print "hash H" (FNV-1a 64 of the state's little-endian bytes).
 # The Go peer starts with a divergent state (all 3) that the first synchronization repairs.
-# Passes when every peer printed exactly the sums and the hash this script computes itself, and
-# the Go peer received its whole state at revision 0 and nothing later.
+# Ranks are ring positions, not values: the script takes each peer's rank from its bcast line,
+# requires the four ranks to be 0..3 and the same on all three lines, and computes every line
+# from that rank -> value map (block r of the all-gather is rank r's V*100+j; the broadcast
+# carries rank 0's 1000*V+j; rank R's reduce-scatter block is sum(V)*(R*C+j+1)).
+# Passes when every peer printed exactly the sums, collective results and hash this script
+# computes itself, and the Go peer received its whole state at revision 0 and nothing later.
 # Exit status: 0 pass, 1 failure, 2 usage, 77 go or cargo missing (skip).
 # Environment: CROSSLANG_STEPS (default 5), CROSSLANG_COUNT (default 8), GO, CARGO, PYTHON.
 set -euo pipefail
@@ -147,8 +157,38 @@ for i in 0 1 2 3; do
         fail=1
     fi
 done
-for n in "${NAMES[@]}"; do
-    if ! diff -u "$WORK/want" "$WORK/$n.out" > "$WORK/$n.diff"; then
+# The collectives' lines: each peer's rank from its bcast line; the ranks must be 0..3.
+RANKS=()
+for i in 0 1 2 3; do
+    RANKS+=("$(awk '$1 == "bcast" && $2 == "rank" {print $3; exit}' "$WORK/${NAMES[$i]}.out")")
+done
+if [ "$(printf '%s\n' "${RANKS[@]}" | sort -n | tr '\n' ' ')" != "0 1 2 3 " ]; then
+    echo "crosslang: the peers' bcast ranks (c, python, go, rust) are '${RANKS[*]}', not 0..3" >&2
+    fail=1
+fi
+for i in 0 1 2 3; do
+    "$PYTHON" - "$COUNT" "$WORLD" "$i" "${VALUES[@]}" "${RANKS[@]}" > "$WORK/coll.$i" << 'PY'
+import sys
+count, world, me = (int(x) for x in sys.argv[1:4])
+values = [int(x) for x in sys.argv[4:4 + world]]
+ranks = [int(x) if x.lstrip("-").isdigit() else -1 for x in sys.argv[4 + world:4 + 2 * world]]
+by_rank = {r: v for r, v in zip(ranks, values)}
+val = lambda r: by_rank.get(r, 0)  # a missing rank: the check above already failed
+wrap = lambda x: (x + 2**31) % 2**32 - 2**31
+r = ranks[me]
+csv = lambda xs: ",".join(str(wrap(x)) for x in xs)
+print(f"bcast rank {r} world {world} data {csv(val(0) * 1000 + j for j in range(count))}")
+print(f"allgather rank {r} world {world} data "
+      f"{csv(val(b) * 100 + j for b in range(world) for j in range(count))}")
+print(f"reducescatter rank {r} world {world} data "
+      f"{csv(sum(values) * (r * count + j + 1) for j in range(count))}")
+PY
+    { head -n "$STEPS" "$WORK/want"; cat "$WORK/coll.$i"; tail -n 1 "$WORK/want"; } \
+        > "$WORK/want.$i"
+done
+for i in 0 1 2 3; do
+    n=${NAMES[$i]}
+    if ! diff -u "$WORK/want.$i" "$WORK/$n.out" > "$WORK/$n.diff"; then
         echo "crosslang: the $n peer's output differs from the expected one:" >&2
         cat "$WORK/$n.diff" >&2
         fail=1
@@ -174,4 +214,5 @@ if [ "$fail" -ne 0 ]; then
     exit 1
 fi
 echo "crosslang: c, python, go and rust peers: $STEPS steps, exact sums, world $WORLD, divergent go state repaired, $(tail -1 "$WORK/want")"
+echo "crosslang: broadcast, all-gather and reduce-scatter exact at ranks (c, python, go, rust) ${RANKS[*]}"
 echo "crosslang: ok in $(($(date +%s) - t0)) s"

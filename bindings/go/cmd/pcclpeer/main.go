@@ -10,6 +10,18 @@
 //     is --rank-value, and prints "step S world W sum s0,s1,...";
 //  4. adds the sum to the state: state[j] += sum[j] (wrapping int32).
 //
+// Then it runs three ops of the collective set on the epoch of the last
+// completed call (each retried after an update of the topology while it fails
+// with ErrUpdateTopologyFailed), on int32 buffers, R the rank and W the world
+// the op reports:
+//
+//   - Broadcast from rank 0 of --count elements, the root's holding 1000*V+j
+//     (the others' -1): prints "bcast rank R world W data d0,d1,...";
+//   - AllGather of V*100+j (--count elements each): prints "allgather rank R
+//     world W data ..." (all W*count elements, block r from rank r);
+//   - ReduceScatter (Sum) of W*count elements V*(k+1): prints
+//     "reducescatter rank R world W data ..." (this rank's block).
+//
 // Finally it synchronizes the state once more (revision K) and prints
 // "hash H": the FNV-1a 64-bit hash of the state's bytes (little-endian
 // int32), as 16 lowercase hex digits. The state starts as zeros, or filled
@@ -135,6 +147,9 @@ func run(master string, steps int, v int32, world, count int, diverge bool, time
 		}
 		fmt.Printf("step %d world %d sum %s\n", s, info.WorldSize, strings.Join(parts, ","))
 	}
+	if rc := collectives(c, v, count, timeout); rc != 0 {
+		return rc
+	}
 	st.Revision = uint64(steps)
 	if err := sync(); err != nil {
 		return fail("final sync shared state", err)
@@ -146,5 +161,86 @@ func run(master string, steps int, v int32, world, count int, diverge bool, time
 		h.Write(b[:])
 	}
 	fmt.Printf("hash %016x\n", h.Sum64())
+	return 0
+}
+
+func printData(op string, info pccl.CollectiveInfo, data []int32) {
+	parts := make([]string, len(data))
+	for j, x := range data {
+		parts[j] = strconv.Itoa(int(x))
+	}
+	fmt.Printf("%s rank %d world %d data %s\n", op, info.Rank, info.WorldSize, strings.Join(parts, ","))
+}
+
+// collectives runs the broadcast, all-gather and reduce-scatter, each sized
+// for the rank and world of the last completed call; ErrUpdateTopologyFailed
+// (the membership changed before every member started it) updates the
+// topology and sizes and runs the op again.
+func collectives(c *pccl.Communicator, v int32, count int, timeout time.Duration) int {
+	ctx := context.Background()
+	ops := []struct {
+		name string
+		run  func(rank, world int) (pccl.CollectiveInfo, []int32, error)
+	}{
+		{"bcast", func(rank, _ int) (pccl.CollectiveInfo, []int32, error) {
+			buf := make([]int32, count)
+			for j := range buf {
+				buf[j] = -1
+				if rank == 0 {
+					buf[j] = v*1000 + int32(j)
+				}
+			}
+			info, err := pccl.Broadcast(ctx, c, buf, 0, pccl.CollectiveOptions{})
+			return info, buf, err
+		}},
+		{"allgather", func(_, world int) (pccl.CollectiveInfo, []int32, error) {
+			send := make([]int32, count)
+			for j := range send {
+				send[j] = v*100 + int32(j)
+			}
+			recv := make([]int32, world*count)
+			info, err := pccl.AllGather(ctx, c, send, recv, pccl.CollectiveOptions{})
+			return info, recv, err
+		}},
+		{"reducescatter", func(_, world int) (pccl.CollectiveInfo, []int32, error) {
+			send := make([]int32, world*count)
+			for k := range send {
+				send[k] = v * int32(k+1)
+			}
+			recv := make([]int32, count)
+			info, err := pccl.ReduceScatter(ctx, c, send, recv, pccl.Sum, pccl.CollectiveOptions{})
+			return info, recv, err
+		}},
+	}
+	for _, op := range ops {
+		deadline := time.Now().Add(timeout)
+		for {
+			rank, err := c.Attribute(pccl.Rank)
+			if err != nil {
+				return fail("rank", err)
+			}
+			world, err := c.WorldSize()
+			if err != nil {
+				return fail("world size", err)
+			}
+			info, data, err := op.run(rank, world)
+			if err == nil {
+				printData(op.name, info, data)
+				break
+			}
+			if !errors.Is(err, pccl.ErrUpdateTopologyFailed) || time.Now().After(deadline) {
+				return fail(op.name, err)
+			}
+			for {
+				err := c.UpdateTopology()
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, pccl.ErrUpdateTopologyFailed) || time.Now().After(deadline) {
+					return fail("update topology before "+op.name, err)
+				}
+			}
+		}
+	}
 	return 0
 }

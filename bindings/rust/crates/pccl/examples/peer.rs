@@ -10,7 +10,15 @@
 //!    strategy ENFORCE_POPULAR); SUM-all-reduces (tag 0) v[j] = V * (s + 1) + j into a
 //!    separate buffer; prints `step S world W sum X0,X1,...` (W: peers that took part);
 //!    state[j] += sum[j] (wrapping).
-//! 3. Synchronizes revision K and prints `hash H`: FNV-1a 64 (offset 0xcbf29ce484222325,
+//! 3. Runs three operations of the collective set on the epoch of the last completed call (each
+//!    retried after an update of the topology while it fails with `UpdateTopologyFailed`), on
+//!    int32 buffers, R the rank and W the world the operation reports:
+//!    broadcast from rank 0 of C elements, the root's holding 1000 * V + j (the others' -1),
+//!    printing `bcast rank R world W data D0,D1,...`; all-gather of V * 100 + j (C elements
+//!    each), printing `allgather rank R world W data ...` (all W * C elements, block r from rank
+//!    r); SUM-reduce-scatter of W * C elements V * (k + 1), printing
+//!    `reducescatter rank R world W data ...` (this rank's block).
+//! 4. Synchronizes revision K and prints `hash H`: FNV-1a 64 (offset 0xcbf29ce484222325,
 //!    prime 0x100000001b3) over the state's little-endian int32 bytes, 16 lowercase hex digits.
 //!
 //! The state starts as zeros; with --diverge as all V (the first synchronization repairs it).
@@ -20,8 +28,8 @@ use std::process::exit;
 use std::time::{Duration, Instant};
 
 use pccl::{
-    CommOptions, Communicator, Error, ReduceOp, ReduceOptions, SharedState, SyncStrategy,
-    TensorInfo,
+    Attribute, CollectiveInfo, CollectiveOptions, CommOptions, Communicator, Error, ReduceOp,
+    ReduceOptions, SharedState, SyncStrategy, TensorInfo,
 };
 
 struct Args {
@@ -134,6 +142,77 @@ fn fnv1a64(v: &[i32]) -> u64 {
     h
 }
 
+fn print_data(op: &str, info: &CollectiveInfo, data: &[i32]) {
+    let csv: Vec<String> = data.iter().map(|x| x.to_string()).collect();
+    println!(
+        "{} rank {} world {} data {}",
+        op,
+        info.rank,
+        info.world_size,
+        csv.join(",")
+    );
+}
+
+/// One operation of step 3 (0 broadcast, 1 all-gather, 2 reduce-scatter), sized for the rank
+/// and world of the last completed call; `UpdateTopologyFailed` (the membership changed before
+/// every member started it) updates the topology and sizes and runs it again.
+fn collective(
+    comm: &mut Communicator,
+    op: u32,
+    v: i32,
+    count: usize,
+    timeout: Duration,
+) -> Result<(), Error> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let rank = comm.attribute(Attribute::Rank)?;
+        let world = comm.world_size()? as usize;
+        let opts = CollectiveOptions::default();
+        let (name, result) = match op {
+            0 => {
+                let mut buf: Vec<i32> = (0..count)
+                    .map(|j| {
+                        if rank == 0 {
+                            v.wrapping_mul(1000).wrapping_add(j as i32)
+                        } else {
+                            -1
+                        }
+                    })
+                    .collect();
+                ("bcast", comm.broadcast(&mut buf, 0, opts).map(|i| (i, buf)))
+            }
+            1 => {
+                let send: Vec<i32> = (0..count)
+                    .map(|j| v.wrapping_mul(100).wrapping_add(j as i32))
+                    .collect();
+                let mut recv = vec![0i32; world * count];
+                (
+                    "allgather",
+                    comm.all_gather(&send, &mut recv, opts).map(|i| (i, recv)),
+                )
+            }
+            _ => {
+                let send: Vec<i32> = (0..world * count)
+                    .map(|k| v.wrapping_mul(k as i32 + 1))
+                    .collect();
+                let mut recv = vec![0i32; count];
+                let r = comm.reduce_scatter(&send, &mut recv, ReduceOp::Sum, opts);
+                ("reducescatter", r.map(|i| (i, recv)))
+            }
+        };
+        match result {
+            Ok((info, data)) => {
+                print_data(name, &info, &data);
+                return Ok(());
+            }
+            Err(Error::UpdateTopologyFailed) if Instant::now() < deadline => {
+                update_topology(comm, deadline)?
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 fn run(a: &Args) -> Result<(), Error> {
     let timeout = Duration::from_millis(a.timeout_ms);
     let options = CommOptions {
@@ -178,6 +257,9 @@ fn run(a: &Args) -> Result<(), Error> {
         for (x, y) in state.iter_mut().zip(sum.iter()) {
             *x = x.wrapping_add(*y);
         }
+    }
+    for op in 0..3 {
+        collective(&mut comm, op, a.rank_value as i32, a.count, timeout)?;
     }
     sync(&comm, &mut state, a.steps as u64, a.verbose)?;
     println!("hash {:016x}", fnv1a64(&state));
