@@ -83,15 +83,50 @@ func TestPcclpeer(t *testing.T) {
 		binary.LittleEndian.PutUint32(b[:], uint32(x))
 		h.Write(b[:])
 	}
-	fmt.Fprintf(&want, "hash %016x\n", h.Sum64())
+	hash := fmt.Sprintf("hash %016x\n", h.Sum64())
+	got := make([]string, len(values))
 	for i := range values {
 		select {
-		case got := <-outs[i]:
-			if got != want.String() {
-				t.Errorf("peer %d printed:\n%s\nwant:\n%s", i, got, want.String())
-			}
+		case got[i] = <-outs[i]:
 		case <-ctx.Done():
 			t.Fatal("pcclpeer did not finish")
+		}
+	}
+	// Then a broadcast from rank 0, an all-gather and a reduce-scatter (tests/crosslang/run.sh):
+	// ranks are ring positions, read from each peer's bcast line.
+	rankOf := make([]int, len(values))
+	valueOf := make(map[int]int)
+	for i, out := range got {
+		rankOf[i] = -1
+		for _, line := range strings.Split(out, "\n") {
+			if _, err := fmt.Sscanf(line, "bcast rank %d world 3", &rankOf[i]); err == nil {
+				break
+			}
+		}
+		valueOf[rankOf[i]] = values[i]
+	}
+	if len(valueOf) != len(values) {
+		t.Fatalf("the peers' ranks are not distinct: %v\n%q", rankOf, got)
+	}
+	seq := func(n int, f func(j int) int) string {
+		parts := make([]string, n)
+		for j := range parts {
+			parts[j] = strconv.Itoa(f(j))
+		}
+		return strings.Join(parts, ",")
+	}
+	for i, out := range got {
+		r := rankOf[i]
+		w := want.String()
+		w += fmt.Sprintf("bcast rank %d world 3 data %s\n", r,
+			seq(count, func(j int) int { return 1000*valueOf[0] + j }))
+		w += fmt.Sprintf("allgather rank %d world 3 data %s\n", r,
+			seq(3*count, func(k int) int { return valueOf[k/count]*100 + k%count }))
+		w += fmt.Sprintf("reducescatter rank %d world 3 data %s\n", r,
+			seq(count, func(e int) int { return total * (r*count + e + 1) }))
+		w += hash
+		if out != w {
+			t.Errorf("peer %d printed:\n%s\nwant:\n%s", i, out, w)
 		}
 	}
 }

@@ -9,7 +9,8 @@
 #   2. the hello example (a master and three peers in one process);
 #   3. three `peer` example processes against the ccoip_master executable (the cross-language
 #      protocol of tests/crosslang, one peer starting with a divergent state): exact sums per
-#      step, one shared-state fingerprint, and the divergent peer repaired at revision 0.
+#      step, an exact broadcast, all-gather and reduce-scatter, one shared-state fingerprint, and
+#      the divergent peer repaired at revision 0.
 # Exits nonzero on any failure. CARGO selects the cargo binary (default: cargo on PATH).
 set -euo pipefail
 
@@ -76,14 +77,32 @@ for i in 1 2 3; do
     wait "${PIDS[$i]}" || { echo "rust: peer $i failed:" >&2; cat "$WORK"/peer*.err >&2; fail=1; }
 done
 [ "$fail" = 0 ] || exit 1
-cat > "$WORK/want" <<'WANT'
-step 0 world 3 sum 111,114,117,120,123,126,129,132
-step 1 world 3 sum 222,225,228,231,234,237,240,243
-step 2 world 3 sum 333,336,339,342,345,348,351,354
-hash 484dfb342d13cb7d
-WANT
+# After the steps, a broadcast from rank 0, an all-gather and a reduce-scatter (tests/crosslang):
+# ranks are ring positions, read from each peer's bcast line; C = 8 elements, values sum to 111.
+VAL_OF=()
 for v in 1 10 100; do
-    diff -u "$WORK/want" "$WORK/peer$v.out" || { echo "rust: peer $v output differs" >&2; exit 1; }
+    r=$(awk '/^bcast rank / {print $3}' "$WORK/peer$v.out")
+    [ -n "$r" ] || { echo "rust: peer $v printed no bcast line" >&2; cat "$WORK/peer$v.out" >&2; exit 1; }
+    VAL_OF[$r]=$v
+done
+[ -n "${VAL_OF[0]:-}" ] && [ -n "${VAL_OF[1]:-}" ] && [ -n "${VAL_OF[2]:-}" ] ||
+    { echo "rust: the peers' ranks are not 0, 1, 2" >&2; exit 1; }
+seq_join() { local IFS=,; echo "$*"; }
+for v in 1 10 100; do
+    r=$(awk '/^bcast rank / {print $3}' "$WORK/peer$v.out")
+    b=(); g=(); s=()
+    for j in $(seq 0 7); do b+=($((1000 * VAL_OF[0] + j))); s+=($((111 * (r * 8 + j + 1)))); done
+    for k in $(seq 0 23); do g+=($((VAL_OF[k / 8] * 100 + k % 8))); done
+    {
+        echo "step 0 world 3 sum 111,114,117,120,123,126,129,132"
+        echo "step 1 world 3 sum 222,225,228,231,234,237,240,243"
+        echo "step 2 world 3 sum 333,336,339,342,345,348,351,354"
+        echo "bcast rank $r world 3 data $(seq_join "${b[@]}")"
+        echo "allgather rank $r world 3 data $(seq_join "${g[@]}")"
+        echo "reducescatter rank $r world 3 data $(seq_join "${s[@]}")"
+        echo "hash 484dfb342d13cb7d"
+    } > "$WORK/want$v"
+    diff -u "$WORK/want$v" "$WORK/peer$v.out" || { echo "rust: peer $v output differs" >&2; exit 1; }
 done
 grep -q "^peer: revision 0 rx 32 tx 0$" "$WORK/peer100.err" || {
     echo "rust: the divergent peer did not receive its 32 bytes at revision 0:" >&2; cat "$WORK/peer100.err" >&2; exit 1; }
