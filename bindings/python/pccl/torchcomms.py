@@ -773,12 +773,8 @@ def new_comm(backend, device, *, store=None, timeout=None, abort_process_on_time
         log.debug("new_comm: no WORLD_SIZE; not waiting for other members")
 
     with _EnvWithout(() if abort else ("TORCHCOMM_ABORT_ON_ERROR", "PCCL_ABORT_ON_ERROR")):
-        # With RANK known, the ring orders the members by it (pcclCommCreateOptions_t.ring_key):
-        # get_rank() == RANK once the group holds every member.
-        ring_key = int(rank_env) + 1 if rank_env is not None and rank_env.isdigit() else 0
         comm = Communicator(address, int(hints.get("pccl::peer_group", 0)),
-                            timeout_ms=_ms(ts), heartbeat_ms=int(hints.get("pccl::heartbeat_ms", 0)),
-                            ring_key=ring_key)
+                            timeout_ms=_ms(ts), heartbeat_ms=int(hints.get("pccl::heartbeat_ms", 0)))
         comm.connect(n_attempts=20, retry_delay=0.25)
     join_s = float(hints.get("pccl::join_timeout_s", ts))
     _join(comm, world, time.monotonic() + join_s)

@@ -60,7 +60,7 @@ fn struct_table() -> Vec<StructLayout> {
             master_address, peer_group, p2p_connection_pool_size
         }
         "pcclCommCreateOptions_t" => pcclCommCreateOptions_t {
-            struct_size, timeout_ms, heartbeat_ms, reserved, master_url, ring_key, reserved2
+            struct_size, timeout_ms, heartbeat_ms, reserved, master_url
         }
         "pcclReduceInfo_t" => pcclReduceInfo_t { local_world_size, tx_bytes, rx_bytes }
         "pcclReduceOperandDescriptor_t" => pcclReduceOperandDescriptor_t {
