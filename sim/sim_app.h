@@ -117,6 +117,22 @@ sim_observer app_observer(sim_workload *wl);
 /** Frees the workload (after world_destroy, whose release hooks freed the buffers). */
 void app_destroy(sim_workload *wl);
 
+/* Shared by the training loop (sim_app.c) and the collective set (sim_app_coll.c). */
+/** Wakes node's application delay_ns from now. */
+void app_schedule(sim_workload *wl, uint32_t node, uint64_t delay_ns);
+/** Fills buf with count elements of the run's data, derived from salt. */
+void app_fill(sim_world *w, uint8_t *buf, uint64_t count, uint64_t salt);
+/** The application sleeps ns, then goes on with its loop. */
+void app_sleep(sim_workload *wl, uint32_t node, uint64_t ns);
+/** Frees a command's buffers and its slot. */
+void app_cmd_free(sim_appcmd *c);
+/** Starts the all-reduce of tag (the loop's op when no collective kind is set). */
+void app_start_allreduce(sim_workload *wl, uint32_t node, uint32_t tag);
+/** Starts tag's op of the collective set; false when it started none (sim_app_coll.c). */
+bool app_start_coll(sim_workload *wl, uint32_t node, uint32_t tag);
+/** One round of send / recv on every tag (sim_app_coll.c). */
+void app_p2p_phase(sim_workload *wl, uint32_t node);
+
 static inline sim_app *app_of(const sim_workload *wl, uint32_t node)
 {
     return &wl->apps[node];
