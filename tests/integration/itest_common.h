@@ -86,17 +86,25 @@ static inline int itest_grow_to(pcclComm_t *comm, uint32_t world)
     }
 }
 
-static inline int itest_connect_group(const char *url, uint32_t world, pcclComm_t **out)
+/* As itest_connect_group, with a connection pool size (0: the default) and a timeout. */
+static inline int itest_connect_group_ex(const char *url, uint32_t world, uint32_t pool,
+                                         uint32_t timeout_ms, pcclComm_t **out)
 {
     pcclCommCreateParams_t params;
     memset(&params, 0, sizeof params);
+    params.p2p_connection_pool_size = pool;
     pcclCommCreateOptions_t opts = PCCL_COMM_CREATE_OPTIONS_INIT;
     opts.master_url = url;
-    opts.timeout_ms = 20000;
+    opts.timeout_ms = timeout_ms;
     *out = NULL;
     if (pcclCreateCommunicatorEx(&params, &opts, out) != pcclSuccess) return 2;
     if (pcclConnect(*out) != pcclSuccess) return 2;
     return itest_grow_to(*out, world);
+}
+
+static inline int itest_connect_group(const char *url, uint32_t world, pcclComm_t **out)
+{
+    return itest_connect_group_ex(url, world, 0, 20000, out);
 }
 
 #endif /* ITEST_COMMON_H */

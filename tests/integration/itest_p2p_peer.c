@@ -340,17 +340,8 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--pool") == 0) pool = (uint32_t)atoi(argv[i + 1]);
     }
     if (url == NULL || n > 64 || pcclInit() != pcclSuccess) return 2;
-    pcclCommCreateParams_t params;
-    memset(&params, 0, sizeof params);
-    params.p2p_connection_pool_size = pool;
-    pcclCommCreateOptions_t opts = PCCL_COMM_CREATE_OPTIONS_INIT;
-    opts.master_url = url;
-    opts.timeout_ms = 30000;
     pcclComm_t *c = NULL;
-    if (pcclCreateCommunicatorEx(&params, &opts, &c) != pcclSuccess ||
-        pcclConnect(c) != pcclSuccess)
-        return 2;
-    if (itest_grow_to(c, n) != 0) return 2;
+    if (itest_connect_group_ex(url, n, pool, 30000, &c) != 0) return 2;
     printf("READY\n");
     int rc = 2;
     if (strcmp(mode, "exact") == 0) rc = mode_exact(c);

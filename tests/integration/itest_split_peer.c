@@ -180,16 +180,8 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--mode") == 0) mode = argv[i + 1];
     }
     if (url == NULL || n < 3 || n > 64 || pcclInit() != pcclSuccess) return 2;
-    pcclCommCreateParams_t params;
-    memset(&params, 0, sizeof params);
-    pcclCommCreateOptions_t opts = PCCL_COMM_CREATE_OPTIONS_INIT;
-    opts.master_url = url;
-    opts.timeout_ms = 30000;
     pcclComm_t *c = NULL;
-    if (pcclCreateCommunicatorEx(&params, &opts, &c) != pcclSuccess ||
-        pcclConnect(c) != pcclSuccess)
-        return 2;
-    if (itest_grow_to(c, n) != 0) return 2;
+    if (itest_connect_group_ex(url, n, 0, 30000, &c) != 0) return 2;
     printf("READY\n");
     int rc = strcmp(mode, "exact") == 0 ? mode_exact(c, (int)n) : 2;
     if (rc == 0) printf("DONE\n");
