@@ -118,12 +118,23 @@ typedef struct pcclCommCreateOptions_t {
      * Copied by pcclCreateCommunicatorEx.
      */
     const char *master_url;
+    /**
+     * Ring order: a group's ring lists its members by (ring_key, peer id)
+     * (docs/protocol.md §6.3). 0 (default) everywhere keeps the order of
+     * joining. Members that each set their intended rank + 1 get those ranks
+     * once the group holds all of them (pccl.torchcomms sets it from RANK; a
+     * split's children from their parent rank). Added after the first version:
+     * a struct_size without it means 0.
+     */
+    uint32_t ring_key;
+    /** Must be 0. */
+    uint32_t reserved2;
 } pcclCommCreateOptions_t;
 
 /** An initializer of pcclCommCreateOptions_t: every option at its default. */
 #define PCCL_COMM_CREATE_OPTIONS_INIT                                                              \
     {                                                                                              \
-        (uint32_t)sizeof(pcclCommCreateOptions_t), 0u, 0u, 0u, NULL                                \
+        (uint32_t)sizeof(pcclCommCreateOptions_t), 0u, 0u, 0u, NULL, 0u, 0u                        \
     }
 
 /** Statistics of one all-reduce. */

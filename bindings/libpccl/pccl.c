@@ -154,6 +154,11 @@ static pcclResult_t options_read(const pcclCommCreateOptions_t *o, pcclCommCreat
     if (given.timeout_ms != 0) out->timeout_ms = given.timeout_ms;
     if (given.heartbeat_ms != 0) out->heartbeat_ms = given.heartbeat_ms;
     if (given.master_url != NULL && given.master_url[0] != '\0') out->master_url = given.master_url;
+    out->ring_key = given.ring_key;
+    if (given.reserved2 != 0) {
+        pt_log(CCOIP_LOG_ERROR, "pccl", "pcclCreateCommunicatorEx: options.reserved2 must be 0");
+        return pcclInvalidArgument;
+    }
     if (out->master_url != NULL && strlen(out->master_url) >= CCOIP_URL_MAX) {
         pt_log(CCOIP_LOG_ERROR, "pccl",
                "pcclCreateCommunicatorEx: master_url is %u bytes or longer",
@@ -192,6 +197,7 @@ PCCL_EXPORT pcclResult_t pcclCreateCommunicatorEx(const pcclCommCreateParams_t *
     }
     c->timeout_ms = o.timeout_ms;
     c->heartbeat_ms = o.heartbeat_ms;
+    c->ring_key = o.ring_key;
     if (has_url) {
         snprintf(c->url, sizeof c->url, "%s", o.master_url);
         c->has_url = true;

@@ -7,6 +7,7 @@
  * quantization checks a collective makes before it looks at the group.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +134,19 @@ int main(void)
     o.struct_size = 16;
     CHECK_RESULT(pcclCreateCommunicatorEx(&params, &o, &c), pcclInvalidArgument);
     o.struct_size = (uint32_t)sizeof o;
+    /* ring_key (added later): any value; a struct of the version before it (24 bytes) is fine;
+     * reserved2 must be 0. */
+    o.ring_key = 7;
+    CHECK_RESULT(pcclCreateCommunicatorEx(&params, &o, &c), pcclSuccess);
+    destroy(&c);
+    o.struct_size = (uint32_t)offsetof(pcclCommCreateOptions_t, ring_key);
+    CHECK_RESULT(pcclCreateCommunicatorEx(&params, &o, &c), pcclSuccess);
+    destroy(&c);
+    o.struct_size = (uint32_t)sizeof o;
+    o.reserved2 = 1;
+    CHECK_RESULT(pcclCreateCommunicatorEx(&params, &o, &c), pcclInvalidArgument);
+    o.reserved2 = 0;
+    o.ring_key = 0;
 
     /* Any pool size is accepted (clamped to 8 connections). */
     params.p2p_connection_pool_size = 0xFFFFFFFFu;

@@ -156,7 +156,9 @@ def test_rendezvous_without_store(procs, tmp_path, how):
                         "torchcomms_env_peer.py", **env)
     assert harness.wait_all(peers, 30) == [0, 0], procs.dump()
     out = "".join(p.output() for p in peers)
-    assert sorted(re.findall(r"^rank (\d) size 2 max 2$", out, re.M)) == ["0", "1"], procs.dump()
+    pairs = re.findall(r"^rank (\d) env (\d) size 2 max 2$", out, re.M)
+    assert sorted(r for r, _ in pairs) == ["0", "1"], procs.dump()
+    assert all(r == e for r, e in pairs), procs.dump()  # get_rank() == RANK (ring_key)
 
 
 # -- in this process: arguments refused before anything is sent --

@@ -562,11 +562,13 @@ class Communicator:
     ("tcp://host:port", "tls+tcp://host:port", "ipc:///path").
     timeout_ms bounds every blocking call (0: unbounded); heartbeat_ms is the
     heartbeat period to the master (0: 250 ms). Any p2p_connection_pool_size
-    is accepted (0: the default, 2; the library opens at most 8).
+    is accepted (0: the default, 2; the library opens at most 8). ring_key
+    orders the group's ring (pcclCommCreateOptions_t.ring_key: members that
+    each pass their intended rank + 1 get those ranks; 0: order of joining).
     """
 
     def __init__(self, address="127.0.0.1:48148", peer_group=0, p2p_connection_pool_size=0, *,
-                 timeout_ms=0, heartbeat_ms=0):
+                 timeout_ms=0, heartbeat_ms=0, ring_key=0):
         lib = L.lib()
         params = L.CommCreateParams()
         options = L.CommCreateOptions()
@@ -590,6 +592,7 @@ class Communicator:
         params.p2p_connection_pool_size = u32("p2p_connection_pool_size", p2p_connection_pool_size)
         options.timeout_ms = u32("timeout_ms", timeout_ms)
         options.heartbeat_ms = u32("heartbeat_ms", heartbeat_ms)
+        options.ring_key = u32("ring_key", ring_key)
         self.address = address
         self.peer_group = params.peer_group
         self._in_flight = {}

@@ -58,6 +58,8 @@ class CommCreateOptions(ctypes.Structure):
         ("heartbeat_ms", ctypes.c_uint32),
         ("reserved", ctypes.c_uint32),
         ("master_url", ctypes.c_char_p),
+        ("ring_key", ctypes.c_uint32),
+        ("reserved2", ctypes.c_uint32),
     ]
 
 

@@ -33,6 +33,8 @@ log = logging.getLogger("pccl.torchcomms")
 
 BACKEND = "pccl"
 DEFAULT_TIMEOUT_S = 600.0  # TorchComms' TORCHCOMM_TIMEOUT_SECONDS default
+FINALIZE_WAIT_S = 60.0  # finalize waits at most this long for the other members
+_FINALIZE_TAG = (1 << 61) | 0x46494E  # the finalize barrier's tag (outside _next_tag's)
 _U32_MAX = 2**32 - 1
 
 __all__ = ["ReduceOp", "TorchComm", "TorchWork", "new_comm", "BACKEND"]
@@ -355,6 +357,8 @@ class TorchComm:
             size = self.get_size()
         except Exception:
             size = 1
+        if size > 1:
+            self._finalize_barrier()
         self._comm = None
         c.close()
         if self._store is not None and self._prefix is not None:
@@ -373,6 +377,19 @@ class TorchComm:
                 time.sleep(0.05)
             self._master.close()
             self._master = None
+
+    def _finalize_barrier(self):
+        """Leaving changes the group's epoch, which refuses the ops of the others still pinned
+        to it (a send to a third rank still waiting for its receiver). So a member leaves once
+        every member reached finalize: a barrier of its own tag (never matched by the ops of
+        the run), no abort, at most min(timeout, FINALIZE_WAIT_S). It fails at once when the
+        membership already changed (a member died or left): then there is nothing to wait for."""
+        o = L.CollectiveOptions.init()
+        o.tag = _FINALIZE_TAG
+        o.timeout_ms = _ms(min(self._timeout_s, FINALIZE_WAIT_S))
+        rc = L.lib().pcclBarrier(ctypes.byref(o), self._h(), None)
+        if rc != 0:
+            log.debug("finalize: the barrier with the other members ended with %d; leaving", rc)
 
     def __del__(self):
         try:
@@ -773,8 +790,12 @@ def new_comm(backend, device, *, store=None, timeout=None, abort_process_on_time
         log.debug("new_comm: no WORLD_SIZE; not waiting for other members")
 
     with _EnvWithout(() if abort else ("TORCHCOMM_ABORT_ON_ERROR", "PCCL_ABORT_ON_ERROR")):
+        # With RANK known, the ring orders the members by it (pcclCommCreateOptions_t.ring_key):
+        # get_rank() == RANK once the group holds every member.
+        ring_key = int(rank_env) + 1 if rank_env is not None and rank_env.isdigit() else 0
         comm = Communicator(address, int(hints.get("pccl::peer_group", 0)),
-                            timeout_ms=_ms(ts), heartbeat_ms=int(hints.get("pccl::heartbeat_ms", 0)))
+                            timeout_ms=_ms(ts), heartbeat_ms=int(hints.get("pccl::heartbeat_ms", 0)),
+                            ring_key=ring_key)
         comm.connect(n_attempts=20, retry_delay=0.25)
     join_s = float(hints.get("pccl::join_timeout_s", ts))
     _join(comm, world, time.monotonic() + join_s)

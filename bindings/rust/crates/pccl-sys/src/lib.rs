@@ -312,6 +312,9 @@ pub struct pcclCommCreateOptions_t {
     pub heartbeat_ms: u32,
     pub reserved: u32,
     pub master_url: *const c_char,
+    /// The group's ring lists its members by (`ring_key`, peer id); 0: order of joining.
+    pub ring_key: u32,
+    pub reserved2: u32,
 }
 
 /// `PCCL_COMM_CREATE_OPTIONS_INIT`: every option at its default.
@@ -321,6 +324,8 @@ pub const PCCL_COMM_CREATE_OPTIONS_INIT: pcclCommCreateOptions_t = pcclCommCreat
     heartbeat_ms: 0,
     reserved: 0,
     master_url: core::ptr::null(),
+    ring_key: 0,
+    reserved2: 0,
 };
 
 impl Default for pcclCommCreateOptions_t {

@@ -60,7 +60,7 @@ fn struct_table() -> Vec<StructLayout> {
             master_address, peer_group, p2p_connection_pool_size
         }
         "pcclCommCreateOptions_t" => pcclCommCreateOptions_t {
-            struct_size, timeout_ms, heartbeat_ms, reserved, master_url
+            struct_size, timeout_ms, heartbeat_ms, reserved, master_url, ring_key, reserved2
         }
         "pcclReduceInfo_t" => pcclReduceInfo_t { local_world_size, tx_bytes, rx_bytes }
         "pcclReduceOperandDescriptor_t" => pcclReduceOperandDescriptor_t {
@@ -546,15 +546,19 @@ fn comm_create_params_have_pccl_1_0_layout() {
         offset!(pcclCommCreateParams_t, p2p_connection_pool_size),
         32
     );
-    // pccl's options: four uint32_t, then the URL pointer at 16.
+    // pccl's options: four uint32_t, the URL pointer at 16, then ring_key and reserved2.
     assert_eq!(offset!(pcclCommCreateOptions_t, struct_size), 0);
     assert_eq!(offset!(pcclCommCreateOptions_t, timeout_ms), 4);
     assert_eq!(offset!(pcclCommCreateOptions_t, heartbeat_ms), 8);
     assert_eq!(offset!(pcclCommCreateOptions_t, reserved), 12);
     assert_eq!(offset!(pcclCommCreateOptions_t, master_url), 16);
+    let key_at = 16 + size_of::<*const u8>();
+    assert_eq!(offset!(pcclCommCreateOptions_t, ring_key), key_at);
+    assert_eq!(offset!(pcclCommCreateOptions_t, reserved2), key_at + 4);
+    let a = align_of::<pcclCommCreateOptions_t>();
     assert_eq!(
         size_of::<pcclCommCreateOptions_t>(),
-        16 + size_of::<*const u8>()
+        (key_at + 8 + a - 1) / a * a
     );
     let d = pcclCommCreateOptions_t::default();
     assert_eq!(d, PCCL_COMM_CREATE_OPTIONS_INIT);
