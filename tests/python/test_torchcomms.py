@@ -196,6 +196,7 @@ def test_argument_checks(comm1):
     torch = pytest.importorskip("torch")
     import numpy as np
 
+    import pccl
     from pccl import torchcomms as tc
 
     assert comm1.get_rank() == 0 and comm1.get_size() == 1
@@ -215,6 +216,25 @@ def test_argument_checks(comm1):
         comm1.all_gather([torch.zeros(2), torch.zeros(2)], torch.ones(2))
     with pytest.raises(ValueError, match="split_sizes"):
         comm1.all_to_all_v_single(torch.zeros(4), torch.ones(4), [3], [4])
+    # shapes: a list's tensors have the input's shape; a single tensor is the world's blocks
+    # concatenated along dim 0 or stacked (torch.distributed's rule)
+    with pytest.raises(ValueError, match="shape"):
+        comm1.all_gather([torch.zeros(2, 2)], torch.ones(4))
+    with pytest.raises(ValueError, match="shape"):
+        comm1.all_gather_single(torch.zeros(2, 3), torch.ones(3, 2))
+    with pytest.raises(ValueError, match="shape"):
+        comm1.reduce_scatter_single(torch.zeros(3, 2), torch.ones(6), tc.ReduceOp.SUM)
+    with pytest.raises(ValueError, match="shape"):
+        comm1.all_to_all_single(torch.zeros(2, 3), torch.ones(3, 2))
+    with pytest.raises(ValueError, match="shape"):
+        comm1.scatter(torch.zeros(4), [torch.ones(2, 2)], 0)
+    with pytest.raises(pccl.TooFewPeers):  # the stacked form passes the checks
+        comm1.all_gather_single(torch.zeros(1, 3, 2), torch.ones(3, 2))
+    with pytest.raises(ValueError, match="quantization"):
+        comm1.all_reduce(torch.ones(4), tc.ReduceOp.SUM, hints={"pccl::quantization": "x"})
+    with pytest.raises(ValueError, match="quantized_dtype"):
+        comm1.reduce(torch.ones(4), 0, tc.ReduceOp.SUM,
+                     hints={"pccl::quantization": "min_max", "pccl::quantized_dtype": "u7"})
     with pytest.raises(ValueError, match="not in"):
         comm1.split([5])
     assert comm1.split([], hints={"pccl::split_size": 0}) is None

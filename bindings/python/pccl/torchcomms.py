@@ -27,7 +27,7 @@ from ._errors import (
     UpdateTopologyFailed,
     error_for,
 )
-from ._types import Attribute
+from ._types import Attribute, DataType, QuantizationAlgorithm
 
 log = logging.getLogger("pccl.torchcomms")
 
@@ -129,9 +129,26 @@ def _ms(seconds):
 
 
 # hints this module reads; any other "pccl::" hint (and every other hint) is ignored
-_OP_HINTS = ("pccl::tag",)
+_OP_HINTS = ("pccl::tag", "pccl::quantization", "pccl::quantized_dtype")
+# Ops whose wire pccl may quantize (pccl::quantization); for the others the hint is ignored.
+_QUANTIZED_OPS = ("all_reduce", "reduce", "reduce_scatter", "reduce_scatter_single")
 _COMM_HINTS = ("pccl::master", "pccl::world_size", "pccl::heartbeat_ms", "pccl::master_evict_ms",
                "pccl::master_heartbeat_ms", "pccl::peer_group", "pccl::join_timeout_s")
+
+
+def _quantization(hints, where):
+    """pccl::quantization ("none", "min_max", "zero_point_scale") and pccl::quantized_dtype
+    (a pccl DataType name, default "uint8") -> (algorithm, dtype) of pcclQuantizationOptions_t."""
+    name = str(hints.get("pccl::quantization", "none")).strip().upper().replace("MINMAX", "MIN_MAX")
+    if name not in QuantizationAlgorithm.__members__:
+        raise ValueError(f"{where}: hint pccl::quantization must be one of "
+                         f"{[m.lower() for m in QuantizationAlgorithm.__members__]}, got "
+                         f"{hints['pccl::quantization']!r}")
+    dt = str(hints.get("pccl::quantized_dtype", "uint8")).strip().upper()
+    if dt not in DataType.__members__:
+        raise ValueError(f"{where}: hint pccl::quantized_dtype must be a pccl dtype name "
+                         f"({', '.join(m.lower() for m in DataType.__members__)}), got {dt.lower()!r}")
+    return int(QuantizationAlgorithm[name]), int(DataType[dt])
 
 
 def _check_hints(hints, known, where):
@@ -215,6 +232,20 @@ def _ptr_array(bufs):
     for i, b in enumerate(bufs):
         arr[i] = b.ptr
     return arr
+
+
+def _shape(t):
+    return tuple(int(d) for d in t.shape)
+
+
+def _check_world_shape(big, small, n, what):
+    """big holds n blocks of small's shape: their concatenation along dim 0, or their stack
+    (torch.distributed's rule for all_gather_into_tensor / reduce_scatter_tensor)."""
+    bs, ss = _shape(big), _shape(small)
+    cat = (n * ss[0],) + ss[1:] if ss else (n,)
+    if bs != cat and bs != (n,) + ss:
+        raise SizeMismatchError(f"{what}: shape {bs} is neither the concatenation {cat} nor the "
+                                f"stack {(n,) + ss} of the world's ({n}) blocks of shape {ss}")
 
 
 def _rows(t):
@@ -429,6 +460,12 @@ class TorchComm:
         o = L.CollectiveOptions.init()
         s = _seconds(timeout)
         o.timeout_ms = _ms(self._timeout_s if s is None else s)
+        if "pccl::quantization" in hints or "pccl::quantized_dtype" in hints:
+            if where in _QUANTIZED_OPS:
+                algo, qdt = _quantization(hints, where)
+                o.quantization_options = L.CQuantizationOptions(qdt, algo)
+            else:
+                log.debug("%s: quantization hints ignored (pccl quantizes reducing ops only)", where)
         if "pccl::tag" in hints:
             o.tag = int(hints["pccl::tag"])
         elif async_op:
@@ -495,8 +532,12 @@ class TorchComm:
         b = _buf(tensor, "all_reduce: tensor", True)
         code, factor = _op(op)
         o = self._options(timeout, hints, "all_reduce", factor, async_op=async_op)
+        q = L.CQuantizationOptions(o.quantization_options.quantized_datatype,
+                                   o.quantization_options.algorithm)
+        o.quantization_options = L.CQuantizationOptions(0, 0)  # the descriptor carries it
         d = L.CReduceDescriptor(b.count, code, o.tag, L.CReduceOperandDescriptor(int(b.dtype), 0),
-                                L.CQuantizationOptions(int(b.dtype), 0))
+                                L.CQuantizationOptions(q.quantized_datatype if q.algorithm
+                                                       else int(b.dtype), q.algorithm))
         return self._call("pcclAllReduceEx", async_op,
                           [b.ptr, b.ptr, ctypes.byref(d), ctypes.byref(o)], (tensor, o, d))
 
@@ -508,7 +549,9 @@ class TorchComm:
                           [b.ptr, b.ptr, b.count, int(b.dtype), code, self._peer(root, "root"),
                            ctypes.byref(o)], (tensor, o))
 
-    def _list(self, tensors, what, ref, writable, n=None):
+    def _list(self, tensors, what, ref, writable, n=None, ref_t=None):
+        """The list's buffers: one tensor per rank, each of ref's dtype and of ref_t's shape
+        (of ref's element count when ref_t is None)."""
         if not isinstance(tensors, (list, tuple)):
             raise TypeError(f"{what} must be a list of tensors, got {type(tensors).__name__}")
         n = self.get_size() if n is None else n
@@ -519,11 +562,14 @@ class TorchComm:
             _same_dtype(ref, bb, f"{what}[{i}]")
             if bb.count != ref.count:
                 raise SizeMismatchError(f"{what}[{i}] has {bb.count} elements, expected {ref.count}")
+            if ref_t is not None and _shape(tensors[i]) != _shape(ref_t):
+                raise SizeMismatchError(f"{what}[{i}] has shape {_shape(tensors[i])}, expected "
+                                        f"{_shape(ref_t)}")
         return bufs
 
     def all_gather(self, tensor_list, tensor, async_op=False, hints=None, timeout=None):
         b = _buf(tensor, "all_gather: tensor", False)
-        outs = self._list(tensor_list, "all_gather: tensor_list", b, True)
+        outs = self._list(tensor_list, "all_gather: tensor_list", b, True, ref_t=tensor)
         arr = _ptr_array(outs)
         o = self._options(timeout, hints, "all_gather", async_op=async_op)
         return self._call("pcclAllGatherList", async_op,
@@ -538,6 +584,7 @@ class TorchComm:
         if ob.count != n * ib.count:
             raise SizeMismatchError(f"all_gather_single: output has {ob.count} elements, expected "
                                     f"world ({n}) x input ({ib.count})")
+        _check_world_shape(output, input, n, "all_gather_single: output")
         o = self._options(timeout, hints, "all_gather_single", async_op=async_op)
         return self._call("pcclAllGather", async_op,
                           [ib.ptr, ob.ptr, ib.count, int(ib.dtype), ctypes.byref(o)],
@@ -545,7 +592,7 @@ class TorchComm:
 
     def reduce_scatter(self, output, input_list, op, async_op=False, hints=None, timeout=None):
         ob = _buf(output, "reduce_scatter: output", True)
-        ins = self._list(input_list, "reduce_scatter: input_list", ob, False)
+        ins = self._list(input_list, "reduce_scatter: input_list", ob, False, ref_t=output)
         arr = _ptr_array(ins)
         code, factor = _op(op)
         o = self._options(timeout, hints, "reduce_scatter", factor, async_op=async_op)
@@ -561,6 +608,7 @@ class TorchComm:
         if ib.count != n * ob.count:
             raise SizeMismatchError(f"reduce_scatter_single: input has {ib.count} elements, "
                                     f"expected world ({n}) x output ({ob.count})")
+        _check_world_shape(input, output, n, "reduce_scatter_single: input")
         code, factor = _op(op)
         o = self._options(timeout, hints, "reduce_scatter_single", factor, async_op=async_op)
         return self._call("pcclReduceScatter", async_op,
@@ -575,6 +623,10 @@ class TorchComm:
         if ib.count != ob.count or ib.count % n:
             raise SizeMismatchError(f"all_to_all_single: input ({ib.count}) and output "
                                     f"({ob.count}) must have equal sizes divisible by the world ({n})")
+        if _shape(input) != _shape(output) or not _shape(input) or _shape(input)[0] % n:
+            raise SizeMismatchError(f"all_to_all_single: input {_shape(input)} and output "
+                                    f"{_shape(output)} must have one shape whose dim 0 the world "
+                                    f"({n}) divides")
         o = self._options(timeout, hints, "all_to_all_single", async_op=async_op)
         return self._call("pcclAllToAll", async_op,
                           [ib.ptr, ob.ptr, ib.count // n, int(ib.dtype), ctypes.byref(o)],
@@ -585,8 +637,9 @@ class TorchComm:
         if not input_tensor_list:
             raise ValueError("all_to_all: input_tensor_list is empty")
         ref = _buf(input_tensor_list[0], "all_to_all: input_tensor_list[0]", False)
-        ins = self._list(input_tensor_list, "all_to_all: input_tensor_list", ref, False)
-        outs = self._list(output_tensor_list, "all_to_all: output_tensor_list", ref, True)
+        t0 = input_tensor_list[0]
+        ins = self._list(input_tensor_list, "all_to_all: input_tensor_list", ref, False, ref_t=t0)
+        outs = self._list(output_tensor_list, "all_to_all: output_tensor_list", ref, True, ref_t=t0)
         ia, oa = _ptr_array(ins), _ptr_array(outs)
         o = self._options(timeout, hints, "all_to_all", async_op=async_op)
         return self._call("pcclAllToAllList", async_op,
@@ -629,7 +682,8 @@ class TorchComm:
         root = self._peer(root, "root")
         ins = []
         if self.get_rank() == root:
-            ins = self._list(input_tensor_list, "scatter: input_tensor_list", ob, False)
+            ins = self._list(input_tensor_list, "scatter: input_tensor_list", ob, False,
+                             ref_t=output_tensor)
         arr = _ptr_array(ins) if ins else None
         o = self._options(timeout, hints, "scatter", async_op=async_op)
         return self._call("pcclScatterList", async_op,
@@ -642,7 +696,8 @@ class TorchComm:
         root = self._peer(root, "root")
         outs = []
         if self.get_rank() == root:
-            outs = self._list(output_tensor_list, "gather: output_tensor_list", ib, True)
+            outs = self._list(output_tensor_list, "gather: output_tensor_list", ib, True,
+                              ref_t=input_tensor)
         arr = _ptr_array(outs) if outs else None
         o = self._options(timeout, hints, "gather", async_op=async_op)
         return self._call("pcclGatherList", async_op,

@@ -119,6 +119,43 @@ class Checker:
             self.bad.append(f"{what}: got {got.tolist()} want {want.tolist()}")
 
 
+def quantized_checks(comm, ck):
+    """The pccl::quantization hint reaches the wire: a min-max uint8 all-reduce (and
+    reduce-scatter) of floats is within the quantization step of the exact sum, not equal to
+    it, and bit-identical on every rank."""
+    rank, world = comm.get_rank(), comm.get_size()
+    hints = {"pccl::quantization": "min_max", "pccl::quantized_dtype": "uint8"}
+    ins = [np.random.default_rng(100 + r).uniform(-1, 1, 4096).astype(np.float32)
+           for r in range(world)]
+    exact = np.sum(np.stack(ins).astype(np.float64), axis=0)
+    for name in ("all_reduce", "reduce_scatter_single"):
+        if name == "all_reduce":
+            t = torch.from_numpy(ins[rank].copy())
+            comm.all_reduce(t, tc.ReduceOp.SUM, hints=hints)
+            got, want = t.numpy(), exact
+        else:
+            n = 4096 // world
+            t = torch.zeros(n)
+            comm.reduce_scatter_single(t, torch.from_numpy(ins[rank][:n * world].copy()),
+                                       tc.ReduceOp.SUM, hints=hints)
+            got, want = t.numpy(), exact[rank * n:(rank + 1) * n]
+        ck.n += 1
+        err = np.max(np.abs(got.astype(np.float64) - want))
+        # one uint8 step of a [-world, world] range per reducing step
+        if not (0 < err <= world * 2.0 * world / 255):
+            ck.bad.append(f"quantized {name}: max error {err} (0 means not quantized)")
+        everyone = [torch.zeros(got.size) for _ in range(world)]
+        comm.all_gather(everyone, torch.from_numpy(got.copy()))
+        if name == "all_reduce" and any(not np.array_equal(e.numpy(), got) for e in everyone):
+            ck.bad.append("quantized all_reduce: ranks differ")
+    ck.n += 1
+    try:
+        comm.all_reduce(torch.zeros(4), tc.ReduceOp.SUM, hints={"pccl::quantization": "fancy"})
+        ck.bad.append("an unknown pccl::quantization was accepted")
+    except ValueError:
+        pass
+
+
 def run_ops(comm):
     rank, world = comm.get_rank(), comm.get_size()
     ck = Checker()
@@ -202,6 +239,7 @@ def run_ops(comm):
         for x in ws:
             x.wait()
         ck.eq(f"{dt} send/recv", w.np(got), mine[prv])
+    quantized_checks(comm, ck)
     comm.barrier(async_op=False)
     wk = comm.barrier(async_op=True)
     wk.wait()
