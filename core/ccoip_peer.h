@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ccoip_algo.h"
 #include "ccoip_auth.h"
 #include "ccoip_sm.h"
 #include "pccl_types.h"
@@ -160,6 +161,10 @@ pcclResult_t ccoip_peer_set_port(ccoip_peer *p, ccoip_listener listener, uint32_
 uint64_t ccoip_peer_id(const ccoip_peer *p);
 /** Epoch of the ring the peer runs collectives on (0 before admission). */
 uint64_t ccoip_peer_epoch(const ccoip_peer *p);
+/** The group's tuned all-reduce table as this peer holds it (§6.8.5; all AUTO: none). */
+void ccoip_peer_algo_table(const ccoip_peer *p, ccoip_algo_table *out);
+/** The master's relay limit (HelloResult.relay_max_bytes; 0: relay off). */
+uint64_t ccoip_peer_relay_max(const ccoip_peer *p);
 /**
  * This peer's rank: its index in the ring of the last successful TopologyVerdict
  * (ccoip_peer_epoch), or -1 while no ring is installed (before admission, from a

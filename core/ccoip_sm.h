@@ -248,13 +248,16 @@ typedef enum ccoip_coll_kind {
     /** Point to point (docs/protocol.md §6.8.4): root is the receiver's rank. */
     CCOIP_COLL_SEND = 9,
     /** Point to point: root is the sender's rank. */
-    CCOIP_COLL_RECV = 10
+    CCOIP_COLL_RECV = 10,
+    /** The tuner's round (docs/protocol.md §6.8.5): always relayed; SEND is this member's
+     *  timings (CCOIP_ALGO_TIMINGS float32), RECV the group's encoded algorithm table. */
+    CCOIP_COLL_TUNE = 11
 } ccoip_coll_kind;
 
 /** Number of the group-wide kinds (ALL_REDUCE .. BARRIER): every member of the group takes part. */
 #define CCOIP_COLL_KINDS 9u
-/** Number of ccoip_coll_kind values (the group-wide kinds, then SEND and RECV). */
-#define CCOIP_COLL_KINDS_ALL 11u
+/** Number of ccoip_coll_kind values (the group-wide kinds, SEND and RECV, then TUNE). */
+#define CCOIP_COLL_KINDS_ALL 12u
 
 typedef struct ccoip_allreduce_args {
     uint64_t tag;
@@ -296,6 +299,9 @@ typedef struct ccoip_allreduce_args {
     uint32_t timeout_ms;
     /** op pcclPremulSum: this member's factor (v12); every member may have its own. */
     double premul;
+    /** The algorithm the caller forces (ccoip_algo, docs/algorithms.md; v13); 0: AUTO, the
+     *  group's table or the rule. One that cannot run the op: pcclInvalidArgument. */
+    uint32_t algorithm;
 } ccoip_allreduce_args;
 
 /** A command from the application. */

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "ccoip_coll.h"
+
+#include "ccoip_algo.h"
 #include "ccoip_ring.h"
 
 /* Sizes are kept below 2^62 bytes: sums of a few of them cannot overflow. */
@@ -105,6 +107,12 @@ pcclResult_t ccoip_coll_sizes(ccoip_coll_kind kind, uint64_t count, uint64_t esi
     case CCOIP_COLL_RECV:
         r = b;
         break;
+    case CCOIP_COLL_TUNE:
+        /* count float32 timings in, the encoded table out (ccoip_algo.h) */
+        if (count != CCOIP_ALGO_TIMINGS || esize != 4u) return pcclInvalidArgument;
+        s = b;
+        r = CCOIP_ALGO_TABLE_BYTES;
+        break;
     }
     *send_bytes = s;
     *recv_bytes = r;
@@ -116,6 +124,7 @@ bool ccoip_coll_relay_use(ccoip_coll_kind kind, uint64_t count, uint64_t esize, 
 {
     if (kind == CCOIP_COLL_ALL_REDUCE || ccoip_coll_p2p(kind) || relay_max == 0 || world < 2)
         return false;
+    if (kind == CCOIP_COLL_TUNE) return true; /* always relayed: the master combines it */
     uint64_t most = 0;
     for (uint32_t r = 0; r < world && r < 2u; r++) {
         /* Rank 0 as the root and rank 1 as another member bound every rank's sizes. */
@@ -160,6 +169,7 @@ pcclResult_t ccoip_coll_plan_make(ccoip_coll_kind kind, uint64_t count, uint64_t
     case CCOIP_COLL_BARRIER:
     case CCOIP_COLL_SEND:
     case CCOIP_COLL_RECV:
+    case CCOIP_COLL_TUNE: /* relayed only */
         break;
     case CCOIP_COLL_BROADCAST: {
         uint64_t s = (b + CCOIP_COLL_BCAST_SLICE_BYTES - 1u) / CCOIP_COLL_BCAST_SLICE_BYTES;
@@ -424,6 +434,7 @@ void ccoip_coll_step_get(const ccoip_coll_plan *pl, uint32_t t, ccoip_coll_step 
     case CCOIP_COLL_BARRIER:
     case CCOIP_COLL_SEND:
     case CCOIP_COLL_RECV:
+    case CCOIP_COLL_TUNE:
         break;
     }
 }

@@ -88,6 +88,15 @@ static uint32_t coll_group_size(const ccoip_master *m, uint32_t slot)
 static bool coll_params_valid(const ccoip_master *m, const ccoip_pb_collective_initiate *ci)
 {
     if (!ccoip_pb_collective_kind_is_known(ci->kind)) return false;
+    /* A named algorithm (docs/algorithms.md), and none beside the relay's fields. */
+    if (ci->algorithm > CCOIP_ALGO_RING_STRIPED || (ci->relay && ci->algorithm != 0)) return false;
+    if (ci->kind == CCOIP_PB_COLLECTIVE_KIND_TUNE) {
+        /* §6.8.5: relayed, float32 timings of the fixed shape. */
+        return ci->relay && ci->pinned_epoch != 0 && ci->optimistic_epoch == 0 &&
+               ci->relay_data.len == 0 && ci->dtype == CCOIP_PB_DATA_TYPE_FLOAT &&
+               ci->count == CCOIP_ALGO_TIMINGS && ci->relay_input.len == CCOIP_ALGO_TIMINGS * 4u &&
+               ci->quant_algorithm == CCOIP_PB_QUANT_ALGORITHM_NONE;
+    }
     if (ci->kind != CCOIP_PB_COLLECTIVE_KIND_ALL_REDUCE) {
         /* §6.8.3: pinned to an epoch, never started optimistically; a relayed input fits the
          * relay; quantized only when it reduces (reduce, reduce-scatter), then never relayed
@@ -167,6 +176,7 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
         o->relay = ci->relay;
         o->kind = ci->kind;
         o->root = ci->root;
+        o->algorithm = ci->algorithm;
         o->mismatch = !coll_params_valid(m, ci);
         m_op_arm(m, op);
     } else {
@@ -181,7 +191,8 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
         if (o->count != ci->count || o->dtype != ci->dtype || o->op != ci->op ||
             o->quant_algorithm != ci->quant_algorithm || o->quant_dtype != qd ||
             o->relay != ci->relay || (p2p ? !m_p2p_agree(o, ci) : o->kind != ci->kind) ||
-            (!p2p && o->root != ci->root) || !coll_params_valid(m, ci)) {
+            (!p2p && (o->root != ci->root || o->algorithm != ci->algorithm)) ||
+            !coll_params_valid(m, ci)) {
             o->mismatch = true;
         }
     }

@@ -127,9 +127,49 @@ static pcclResult_t relay_output(const m_op *o, const uint8_t *const *in, uint32
     case CCOIP_COLL_ALL_REDUCE:
     case CCOIP_COLL_SEND: /* never relayed (ccoip_coll_relay_use) */
     case CCOIP_COLL_RECV:
+    case CCOIP_COLL_TUNE: /* m_relay_answer: the table */
         break;
     }
     return pcclInvalidArgument;
+}
+
+const ccoip_algo_table *m_algo_table_of(const ccoip_master *m, uint32_t group)
+{
+    for (uint32_t k = 0; k < m->coll.algo_n; k++)
+        if (m->coll.algo[k].group == group) return &m->coll.algo[k].t;
+    return NULL;
+}
+
+/* The tuning round (§6.8.5): every member's timings (in[rank]) combined into the group's
+ * table (its other worlds' rows kept), installed, and encoded into tbl for the answers. */
+static pcclResult_t tune_install(ccoip_master *m, const m_op *o, const uint8_t *const *in,
+                                 uint32_t world, uint8_t tbl[CCOIP_ALGO_TABLE_BYTES])
+{
+    ccoip_algo_table t;
+    const ccoip_algo_table *old = m_algo_table_of(m, o->group);
+    if (old != NULL)
+        t = *old;
+    else
+        ccoip_algo_table_clear(&t);
+    const pcclResult_t r = ccoip_algo_combine(&t, world, in, world);
+    if (r != pcclSuccess) return r;
+    uint32_t at = 0;
+    while (at < m->coll.algo_n && m->coll.algo[at].group != o->group)
+        at++;
+    if (at == m->coll.algo_n) {
+        if (m->coll.algo_n < M_ALGO_GROUPS) {
+            m->coll.algo_n++;
+        } else {
+            at = 0; /* full: the least recently installed gives way */
+            for (uint32_t k = 1; k < M_ALGO_GROUPS; k++)
+                if (m->coll.algo[k].installed < m->coll.algo[at].installed) at = k;
+        }
+    }
+    m->coll.algo[at].group = o->group;
+    m->coll.algo[at].installed = ++m->coll.algo_installs;
+    m->coll.algo[at].t = t;
+    ccoip_algo_table_encode(&t, tbl);
+    return pcclSuccess;
 }
 
 int m_relay_answer(ccoip_master *m, m_op *o, uint32_t world)
@@ -182,12 +222,17 @@ int m_relay_answer(ccoip_master *m, m_op *o, uint32_t world)
         out = malloc(biggest > 0 ? (size_t)biggest : 1u);
         if (out == NULL) bad = -1;
     }
+    uint8_t tbl[CCOIP_ALGO_TABLE_BYTES];
+    const bool tune = kind == CCOIP_COLL_TUNE;
+    const bool tune_ok = bad == 0 && tune && tune_install(m, o, in, world, tbl) == pcclSuccess;
     if (bad == 0) {
         o->seq = m->coll.next_seq++;
         for (uint32_t k = 0; k < o->mem_n; k++) {
             const m_op_member *mm = &o->mem[k];
             if (!(mm->flags & MOM_VOTED)) continue;
-            if (relay_output(o, in, world, rm[k].rank, out) != pcclSuccess) {
+            if (tune && tune_ok) {
+                memcpy(out, tbl, sizeof tbl);
+            } else if (tune || relay_output(o, in, world, rm[k].rank, out) != pcclSuccess) {
                 m_answer_status(m, mm->slot, mm->call, CCOIP_PB_STATUS_INVALID_USAGE,
                                 CCOIP_PB_REASON_COLLECTIVE_MISMATCH, "relay reduction failed");
                 continue;

@@ -305,6 +305,14 @@ static void topo_send_plan(ccoip_master *m, uint32_t slot, uint64_t call, bool o
         plan->succ_key.data = keys[1];
         plan->succ_key.len = CCOIP_AUTH_KEY_BYTES;
     }
+    uint8_t tbl[CCOIP_ALGO_TABLE_BYTES];
+    const ccoip_algo_table *tuned = m_algo_table_of(m, p->group);
+    if (tuned != NULL) {
+        /* The group's tuned table (§6.8.5): every member of the epoch holds the same. */
+        ccoip_algo_table_encode(tuned, tbl);
+        plan->algo_table.data = tbl;
+        plan->algo_table.len = sizeof tbl;
+    }
     plan->ring_count = topo_fill_ring(m, slot);
     plan->ring = m->ids;
     plan->has_world = true;

@@ -920,6 +920,16 @@ uint64_t ccoip_peer_epoch(const ccoip_peer *p)
     return p->ring.epoch;
 }
 
+void ccoip_peer_algo_table(const ccoip_peer *p, ccoip_algo_table *out)
+{
+    *out = p->ring.table;
+}
+
+uint64_t ccoip_peer_relay_max(const ccoip_peer *p)
+{
+    return p->ring.relay_max;
+}
+
 int32_t ccoip_peer_rank(const ccoip_peer *p)
 {
     return p->ring.ready ? (int32_t)p->ring.rank : -1;

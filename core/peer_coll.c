@@ -163,6 +163,12 @@ static void coll_quantize(ccoip_peer *p, uint32_t i, const ccoip_coll_plan *pl,
     a->quant.quant_type = o->a.quant_dtype;
 }
 
+/* The stripes of a step moving `bytes` over a pool (ccoip_ring_stripes); RING: never. */
+static uint32_t coll_stripes(const p_op *o, uint64_t bytes, uint32_t pool)
+{
+    return o->algo == CCOIP_ALGO_RING ? 1u : ccoip_ring_stripes(bytes, pool);
+}
+
 /* Posts step st's I/O: every piece, striped; the first receive of a reducing step announces
  * its REDUCE (contract v5, v6), stripe by stripe. */
 static void coll_io(ccoip_peer *p, uint32_t i, const ccoip_coll_step *st)
@@ -170,8 +176,8 @@ static void coll_io(ccoip_peer *p, uint32_t i, const ccoip_coll_step *st)
     p_op *o = &p->ops[i];
     uint32_t ns = 0, nr = 0;
     for (uint32_t k = 0; k < CCOIP_COLL_PIECES; k++) {
-        if (st->send[k].on) ns += ccoip_ring_stripes(st->send[k].bytes, o->ptx);
-        if (st->recv[k].on) nr += ccoip_ring_stripes(st->recv[k].bytes, o->prx);
+        if (st->send[k].on) ns += coll_stripes(o, st->send[k].bytes, o->ptx);
+        if (st->recv[k].on) nr += coll_stripes(o, st->recv[k].bytes, o->prx);
     }
     o->sub = POS_C_IO;
     o->io_send = ns > 0 ? p->next_io : 0;
@@ -184,7 +190,7 @@ static void coll_io(ccoip_peer *p, uint32_t i, const ccoip_coll_step *st)
     for (uint32_t k = 0; k < CCOIP_COLL_PIECES; k++) {
         const ccoip_coll_xfer *x = &st->send[k];
         if (!x->on) continue;
-        const uint32_t n = ccoip_ring_stripes(x->bytes, o->ptx);
+        const uint32_t n = coll_stripes(o, x->bytes, o->ptx);
         for (uint32_t j = 0; j < n; j++) {
             /* Stripes split at element boundaries, alike at both ends. */
             const ccoip_span c = ccoip_ring_chunk(x->bytes / o->esize, n, j);
@@ -199,7 +205,7 @@ static void coll_io(ccoip_peer *p, uint32_t i, const ccoip_coll_step *st)
     for (uint32_t k = 0; k < CCOIP_COLL_PIECES; k++) {
         const ccoip_coll_xfer *x = &st->recv[k];
         if (!x->on) continue;
-        const uint32_t n = ccoip_ring_stripes(x->bytes, o->prx);
+        const uint32_t n = coll_stripes(o, x->bytes, o->prx);
         for (uint32_t j = 0; j < n; j++) {
             const ccoip_span c = ccoip_ring_chunk(x->bytes / o->esize, n, j);
             const uint64_t off = c.offset * o->esize, len = c.count * o->esize;
@@ -354,7 +360,7 @@ void p_coll_after_io(ccoip_peer *p, uint32_t i)
     }
     /* One REDUCE per stripe received, each the one its RING_RECV announced; then the AVG
      * division of the finished chunk (kernels of a slot run in order). */
-    const uint32_t n = ccoip_ring_stripes(st.recv[0].bytes, o->prx);
+    const uint32_t n = coll_stripes(o, st.recv[0].bytes, o->prx);
     uint64_t first = 0;
     for (uint32_t j = 0; j < n; j++) {
         const ccoip_span c = ccoip_ring_chunk(st.red_count, n, j);

@@ -237,6 +237,23 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
     if (a->op == pcclPremulSum && a->quant_algorithm != pcclQuantNone) return pcclInvalidArgument;
     uint64_t es = ccoip_dtype_size(a->dtype);
     if (a->count > UINT64_MAX / 2u / es) return pcclInvalidArgument;
+    /* The algorithm (docs/algorithms.md): forced, or the group's table, or the rule; over the
+     * world of the pinned epoch (the all-reduce: of the current ring, which it runs in). */
+    if (a->algorithm > CCOIP_ALGO_RING_STRIPED) return pcclInvalidArgument;
+    const ccoip_algo_query q = {a->kind,
+                                a->count,
+                                es,
+                                a->kind == CCOIP_COLL_ALL_REDUCE ? p->ring.n : a->world,
+                                a->quant_algorithm != pcclQuantNone,
+                                a->op == pcclPremulSum,
+                                p->ring.relay_max};
+    const ccoip_algo algo =
+        a->kind == CCOIP_COLL_TUNE
+            ? (ccoip_coll_relay_use(a->kind, a->count, es, a->world, p->ring.relay_max)
+                   ? CCOIP_ALGO_RELAY
+                   : CCOIP_ALGO_AUTO)
+            : ccoip_algo_resolve((ccoip_algo)a->algorithm, &p->ring.table, &q);
+    if (algo == CCOIP_ALGO_AUTO) return pcclInvalidArgument; /* forced, and it cannot run it */
     uint32_t free_slot = UINT32_MAX;
     for (uint32_t i = 0; i < p->cfg.max_ops; i++) {
         if (p->ops[i].state == PO_FREE) {
@@ -272,13 +289,12 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
         ccoip_coll_rooted(a->kind) || ccoip_coll_p2p(a->kind) ? a->root : 0;
     env.body.collective_initiate.pinned_epoch = a->pinned_epoch;
     const uint64_t bytes = a->count * es;
-    const bool relay =
-        a->kind == CCOIP_COLL_ALL_REDUCE
-            ? ccoip_relay_use(bytes, p->ring.relay_max,
-                              a->quant_algorithm != pcclQuantNone || a->op == pcclPremulSum)
-            : a->op != pcclPremulSum && a->quant_algorithm == pcclQuantNone &&
-                  ccoip_coll_relay_use(a->kind, a->count, es, a->world, p->ring.relay_max);
-    if (relay) {
+    o->algo = (uint8_t)algo;
+    /* Not relayed: the ballot names the algorithm (the master checks that every member
+     * resolved the same); a relayed one says so by its relay fields, whose bytes end it. */
+    if (algo != CCOIP_ALGO_RELAY && !ccoip_coll_p2p(a->kind))
+        env.body.collective_initiate.algorithm = (uint32_t)algo;
+    if (algo == CCOIP_ALGO_RELAY) {
         /* Master relay (§6.8.2, §6.8.3): the input goes with the initiate, the answer brings
          * the output; no ring, nothing to restore (RECV is written only with the output). */
         o->relay = true;
@@ -306,7 +322,10 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
     }
     /* The other kinds wait for the commence (§6.8.3): small ones relay (one round trip), and
      * the commence's round trip is small beside a large one's data. */
-    const bool optimistic = ring_can_start(p) && a->kind == CCOIP_COLL_ALL_REDUCE;
+    /* A forced algorithm waits for the commence: members that disagree are refused before any
+     * data moves (an optimistic ring would already run its own schedule). */
+    const bool optimistic =
+        ring_can_start(p) && a->kind == CCOIP_COLL_ALL_REDUCE && a->algorithm == CCOIP_ALGO_AUTO;
     if (optimistic) env.body.collective_initiate.optimistic_epoch = p->ring.epoch;
     p_send(p, &env);
     if (optimistic) {
@@ -374,6 +393,14 @@ void p_ring_on_relay_answer(ccoip_peer *p, uint32_t i, const ccoip_pb_collective
     if (v->relay_result.len != bytes) {
         p_fail(p, "relay result of the wrong size");
         return;
+    }
+    if (o->a.kind == CCOIP_COLL_TUNE) {
+        /* The group's table (§6.8.5): in force from now on, as at every other member. */
+        if (ccoip_algo_table_decode(v->relay_result.data, (size_t)v->relay_result.len,
+                                    &p->ring.table) != pcclSuccess) {
+            p_fail(p, "tuning answer with a malformed algorithm table");
+            return;
+        }
     }
     if (bytes > 0) {
         uint8_t *buf = sm_out_alloc(&p->out, bytes);

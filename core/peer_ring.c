@@ -57,7 +57,7 @@ static ccoip_span_ref ring_rs_base(const p_op *o, uint32_t i, uint64_t off, uint
  * (ccoip_ring_stripes; 1: not striped). The quantized and the small all-reduce never stripe. */
 static uint32_t ring_stripes(const p_op *o, uint64_t count, uint32_t pool)
 {
-    if (ring_quantized(o) || ring_gather(o)) return 1u;
+    if (ring_quantized(o) || ring_gather(o) || o->algo == CCOIP_ALGO_RING) return 1u;
     return ccoip_ring_stripes(count * o->esize, pool);
 }
 
@@ -116,11 +116,11 @@ static void ring_io(ccoip_peer *p, uint32_t i, const ccoip_ring_step *st, ccoip_
     o->rx_bytes += dst.length;
 }
 
-/* The small all-reduce (ccoip_ring_use_gather). */
+/* The direct all-reduce (CCOIP_ALGO_DIRECT: an all-gather of whole inputs, reduced in rank
+ * order; the rule picks it for small ones, ccoip_ring_use_gather). */
 static bool ring_gather(const p_op *o)
 {
-    return ccoip_ring_use_gather(o->a.count * o->esize, o->world,
-                                 ring_quantized(o) || o->a.op == pcclPremulSum);
+    return o->algo == CCOIP_ALGO_DIRECT && o->world >= 2u;
 }
 
 /* Rank k's input: its SCRATCH slot, or our own input (BACKUP in place, else SEND). */

@@ -249,6 +249,14 @@ void p_wire_on_plan(ccoip_peer *p, const ccoip_pb_topology_plan *plan)
         p_fail(p, "topology plan without us (or with us twice)");
         return;
     }
+    /* The group's tuned table (§6.8.5): the plan's, or none. */
+    if (plan->algo_table.len == 0) {
+        ccoip_algo_table_clear(&p->ring.table);
+    } else if (ccoip_algo_table_decode(plan->algo_table.data, (size_t)plan->algo_table.len,
+                                       &p->ring.table) != pcclSuccess) {
+        p_fail(p, "topology plan with a malformed algorithm table");
+        return;
+    }
     uint64_t succ = plan->ring[(rank + 1u) % n], pred = plan->ring[(rank + n - 1u) % n];
     const ccoip_pb_endpoint *ep = NULL;
     if (n >= 2) {

@@ -486,7 +486,35 @@ typedef struct pcclCollectiveOptions_t {
      * to premul_scalar), which is still accepted, and gets no quantization.
      */
     pcclQuantizationOptions_t quantization_options;
+    /**
+     * The algorithm the op must run (a pcclAlgorithm_t; docs/algorithms.md).
+     * Default pcclAlgoAuto: the group's tuned table (pcclTune), else the
+     * built-in rule. Every member must pass the same (else pcclInvalidUsage
+     * for all, before any data moves); one that cannot run the op (the relay
+     * above the master's relay_max, direct on another kind than all-reduce or
+     * above 4 MiB, any but ring / ring-striped for a quantized or PREMUL_SUM
+     * op) is pcclInvalidArgument. Send / recv ignore it. Added after the
+     * struct's second version (struct_size 40, up to quantization_options),
+     * which is still accepted and means pcclAlgoAuto.
+     */
+    uint32_t algorithm;
+    /** Must be 0. */
+    uint32_t reserved2;
 } pcclCollectiveOptions_t;
+
+/** The algorithms of an op (docs/algorithms.md). */
+typedef enum pcclAlgorithm_t {
+    /** The group's tuned table for the op's size and world, else the built-in rule. */
+    pcclAlgoAuto = 0,
+    /** The master reduces / routes every member's input (one round trip; small ops). */
+    pcclAlgoRelay = 1,
+    /** All-reduce: every member gets every input and reduces them in rank order. */
+    pcclAlgoDirect = 2,
+    /** The ring schedule, one connection per step. */
+    pcclAlgoRing = 3,
+    /** The ring schedule, large steps striped over the link's connection pool. */
+    pcclAlgoRingStriped = 4
+} pcclAlgorithm_t;
 
 /**
  * Flag of pcclCollectiveOptions_t.flags: when the op fails or times out, the
@@ -501,9 +529,7 @@ typedef struct pcclCollectiveOptions_t {
 #define PCCL_COLLECTIVE_OPTIONS_INIT                                                               \
     {                                                                                              \
         (uint32_t)sizeof(pcclCollectiveOptions_t), 0u, 0u, 0u, 0u, 1.0,                            \
-        {                                                                                          \
-            pcclUint8, pcclQuantNone                                                               \
-        }                                                                                          \
+            {pcclUint8, pcclQuantNone}, 0u, 0u                                                     \
     }
 
 /** Statistics of one finished collective. */
@@ -822,6 +848,68 @@ PCCL_EXPORT pcclResult_t pcclRecvAsync(void *recvbuf, size_t count, pcclDataType
  */
 PCCL_EXPORT pcclResult_t pcclCommSplit(pcclComm_t *communicator, const int *ranks, size_t n,
                                        pcclComm_t **child_out);
+
+/*
+ * The auto-tuner (docs/algorithms.md, docs/protocol.md §6.8.5). A group's
+ * all-reduce algorithm table: per world size (2 .. 8) and size class (powers
+ * of two, 1 KiB .. 256 MiB) the algorithm pcclAlgoAuto runs. The master keeps
+ * it for the group and sends it with every plan, so every member — also one
+ * that joins later — chooses alike. A world size without a tuned row uses the
+ * built-in rule.
+ */
+typedef struct pcclTuneOptions_t {
+    /** sizeof(pcclTuneOptions_t) as the caller compiled it. */
+    uint32_t struct_size;
+    /** Timed runs per (size, algorithm), the median kept (0: 3). */
+    uint32_t iterations;
+    /** Untimed runs before them (0: 1). */
+    uint32_t warmup;
+    /** Must be 0. */
+    uint32_t reserved;
+    /** The smallest and largest sizes tuned, in bytes, rounded to size classes
+     *  (0: 1 KiB and 256 MiB). */
+    uint64_t min_bytes;
+    uint64_t max_bytes;
+} pcclTuneOptions_t;
+
+/** An initializer of pcclTuneOptions_t: every option at its default. */
+#define PCCL_TUNE_OPTIONS_INIT                                                                     \
+    {                                                                                              \
+        (uint32_t)sizeof(pcclTuneOptions_t), 0u, 0u, 0u, 0u, 0u                                    \
+    }
+
+/**
+ * Tunes the group's all-reduce: every member must call it with the same
+ * options, with no other op in flight. Each member times every algorithm that
+ * applies at each size class (float32 SUM, forced algorithms, warm-up first),
+ * then the master takes each (size, algorithm)'s median over the members,
+ * keeps the fastest and installs the row of the group's world size; every
+ * member's later pcclAlgoAuto ops use it. Returns pcclSuccess once the table
+ * is installed (identical at every member); pcclTooFewPeers below 2 members;
+ * pcclInvalidUsage above 8 members or with the master's relay off; the error
+ * of a failed op (a member lost: update the topology and tune again; the
+ * group keeps its previous table).
+ */
+PCCL_EXPORT pcclResult_t pcclTune(const pcclComm_t *communicator,
+                                  PCCL_NULLABLE const pcclTuneOptions_t *options);
+
+/** Writes the group's table as this member holds it to a text file (docs/algorithms.md). */
+PCCL_EXPORT pcclResult_t pcclTuneSave(const pcclComm_t *communicator, const char *path);
+
+/**
+ * Installs the row of the group's world size from a file pcclTuneSave wrote,
+ * without timing anything: every member calls it (a tuning round; members that
+ * load different files get the master's combination of them, still one table).
+ * pcclInvalidArgument: the file is missing or malformed.
+ */
+PCCL_EXPORT pcclResult_t pcclTuneLoad(const pcclComm_t *communicator, const char *path);
+
+/**
+ * The algorithm a pcclAlgoAuto all-reduce of count elements of dtype would run
+ * now, in the group's current world (unquantized, not PREMUL_SUM).
+ */
+PCCL_EXPORT pcclResult_t pcclGetAlgorithm(const pcclComm_t *communicator, size_t count,
+                                          pcclDataType_t dtype, pcclAlgorithm_t *algorithm_out);
 
 /**
  * Waits for a work object's op and returns its result; info_out (may be

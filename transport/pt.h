@@ -127,6 +127,9 @@ typedef struct pt_peer_info {
     int32_t rank;
     /** ccoip_peer_epoch: the epoch of the last installed ring, 0 before any. */
     uint64_t epoch;
+    /** ccoip_peer_algo_table and ccoip_peer_relay_max (the algorithm choice, pcclTune). */
+    ccoip_algo_table algo_table;
+    uint64_t relay_max;
 } pt_peer_info;
 
 /** Copies the latest peer snapshot. */

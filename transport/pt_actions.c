@@ -493,6 +493,8 @@ static void act_notify(pt_driver *d, const ccoip_action *a)
     d->pinfo.world.peer_group = a->world_size;
     d->pinfo.rank = ccoip_peer_rank(d->p);
     d->pinfo.epoch = ccoip_peer_epoch(d->p);
+    ccoip_peer_algo_table(d->p, &d->pinfo.algo_table);
+    d->pinfo.relay_max = ccoip_peer_relay_max(d->p);
     /* Every kernel of the op completed before the core notified (KERNEL_DONE is queued after
      * the kernel's bytes were counted). */
     d->pinfo.copied_bytes = atomic_load_explicit(&d->copied_bytes, memory_order_relaxed);

@@ -72,26 +72,30 @@ static const char *result_text(pcclResult_t r)
 static const char *kind_name(ccoip_coll_kind k)
 {
     static const char *const names[CCOIP_COLL_KINDS_ALL] = {
-        "all-reduce", "broadcast", "reduce", "all-gather", "reduce-scatter", "all-to-all", "gather",
-        "scatter",    "barrier",   "send",   "recv"};
+        "all-reduce", "broadcast", "reduce",  "all-gather", "reduce-scatter", "all-to-all",
+        "gather",     "scatter",   "barrier", "send",       "recv",           "tune"};
     return (uint32_t)k < CCOIP_COLL_KINDS_ALL ? names[k] : "collective";
 }
 
 /* The first version of pcclCollectiveOptions_t ended with premul_scalar (32 bytes): callers
  * compiled with it get no quantization. */
 #define PCCL_COLLECTIVE_OPTIONS_V1_SIZE offsetof(pcclCollectiveOptions_t, quantization_options)
+/* The second ended with quantization_options (40 bytes): no algorithm, pcclAlgoAuto. */
+#define PCCL_COLLECTIVE_OPTIONS_V2_SIZE offsetof(pcclCollectiveOptions_t, algorithm)
 
 pcclResult_t pccl_coll_options_read(const pcclCollectiveOptions_t *o, pcclCollectiveOptions_t *out)
 {
     const pcclCollectiveOptions_t defaults = PCCL_COLLECTIVE_OPTIONS_INIT;
     *out = defaults;
     if (o == NULL) return pcclSuccess;
-    if (o->struct_size != sizeof *o && o->struct_size != PCCL_COLLECTIVE_OPTIONS_V1_SIZE) {
+    if (o->struct_size != sizeof *o && o->struct_size != PCCL_COLLECTIVE_OPTIONS_V1_SIZE &&
+        o->struct_size != PCCL_COLLECTIVE_OPTIONS_V2_SIZE) {
         pt_log(CCOIP_LOG_ERROR, "pccl",
-               "collective options: struct_size %u, this library's is %u (or %u without "
-               "quantization_options; use PCCL_COLLECTIVE_OPTIONS_INIT)",
+               "collective options: struct_size %u, this library's is %u (or %u / %u of its "
+               "earlier versions; use PCCL_COLLECTIVE_OPTIONS_INIT)",
                (unsigned)o->struct_size, (unsigned)sizeof *o,
-               (unsigned)PCCL_COLLECTIVE_OPTIONS_V1_SIZE);
+               (unsigned)PCCL_COLLECTIVE_OPTIONS_V1_SIZE,
+               (unsigned)PCCL_COLLECTIVE_OPTIONS_V2_SIZE);
         return pcclInvalidArgument;
     }
     if (o->reserved != 0 || (o->flags & ~PCCL_COLLECTIVE_ABORT_ON_ERROR) != 0) {
@@ -102,6 +106,12 @@ pcclResult_t pccl_coll_options_read(const pcclCollectiveOptions_t *o, pcclCollec
     /* Only the caller's bytes are read: the fields beyond its struct_size keep the defaults. */
     memcpy(out, o, o->struct_size);
     out->struct_size = (uint32_t)sizeof *out;
+    if (out->algorithm > (uint32_t)pcclAlgoRingStriped || out->reserved2 != 0) {
+        pt_log(CCOIP_LOG_ERROR, "pccl",
+               "collective options: unknown algorithm %u (pcclAlgorithm_t), or reserved2 not 0",
+               (unsigned)out->algorithm);
+        return pcclInvalidArgument;
+    }
     if ((uint32_t)out->quantization_options.algorithm > (uint32_t)pcclQuantZeroPointScale) {
         pt_log(CCOIP_LOG_ERROR, "pccl", "collective options: unknown quantization algorithm %d",
                (int)out->quantization_options.algorithm);
@@ -155,6 +165,7 @@ static bool in_place_of(ccoip_coll_kind kind, const uint8_t *send, uint64_t sb, 
     case CCOIP_COLL_BARRIER:
     case CCOIP_COLL_SEND: /* one buffer each */
     case CCOIP_COLL_RECV:
+    case CCOIP_COLL_TUNE:
         return false;
     case CCOIP_COLL_ALL_GATHER:
         in_place = recv != NULL && send == recv + (uint64_t)rank * blk;
@@ -430,6 +441,7 @@ static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, con
     a->recv_bytes = rb;
     a->timeout_ms = o.timeout_ms != 0 ? o.timeout_ms : c->timeout_ms;
     a->premul = o.premul_scalar;
+    a->algorithm = o.algorithm;
     const pcclCollectiveInfo_t at = {world, rank, info.epoch, 0, 0};
     return work_submit(c, &cmd, send, recv, sb > rb ? sb : rb, abort_on_error, &at, stage,
                        work_out);
@@ -565,6 +577,7 @@ static pcclResult_t allreduce_start(const void *sendbuff, void *recvbuff,
     }
     cmd.allreduce.timeout_ms = o.timeout_ms != 0 ? o.timeout_ms : c->timeout_ms;
     cmd.allreduce.premul = o.premul_scalar;
+    cmd.allreduce.algorithm = o.algorithm;
     const pcclCollectiveInfo_t at = {info.world_size, info.rank > 0 ? (uint32_t)info.rank : 0u,
                                      info.epoch, 0, 0};
     return work_submit(c, &cmd, sendbuff, recvbuff, bytes, abort_on_error, &at, NULL, work_out);

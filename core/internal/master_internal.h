@@ -9,6 +9,7 @@
 
 #include <assert.h>
 
+#include "ccoip_algo.h"
 #include "ccoip_master.h"
 #include "ccoip_peer.h"
 #include "ccoip_ring.h"
@@ -160,8 +161,9 @@ typedef struct m_op {
     int32_t op;
     int32_t quant_algorithm;
     int32_t quant_dtype;
-    int32_t kind;  /**< CollectiveKind (§6.8.3) */
-    uint32_t root; /**< rooted kinds: the root's rank */
+    int32_t kind;       /**< CollectiveKind (§6.8.3) */
+    uint32_t root;      /**< rooted kinds: the root's rank */
+    uint32_t algorithm; /**< the resolved algorithm the ballots name (0: relayed) */
     bool mismatch;
     bool relay; /**< master relay (§6.8.2): answered with the result when the vote completes */
     bool has_first;
@@ -252,6 +254,9 @@ typedef struct m_topology {
 
 /** Collective ops (master_collective.c; m_coll_init/_deinit; docs/core.md §2.4). A pool grown on
  *  demand; a peer is in at most max_ops of them. (group, tag) -> op through an index. */
+/** Groups whose tuned algorithm table the master keeps (§6.8.5). */
+#define M_ALGO_GROUPS 64u
+
 typedef struct m_collectives {
     m_op *ops;
     uint32_t ops_cap;
@@ -269,6 +274,16 @@ typedef struct m_collectives {
     m_op_timer *op_timers; /**< FIFO ring of deadlines */
     uint32_t op_timers_cap, op_timers_head, op_timers_n;
     uint64_t next_seq;
+    /* The groups' tuned all-reduce tables (§6.8.5; master_relay.c): installed by a tuning
+     * round, sent with every plan of the group. Bounded: the least recently installed of
+     * M_ALGO_GROUPS gives way. */
+    struct {
+        uint32_t group;
+        uint64_t installed; /**< the install counter's value when installed */
+        ccoip_algo_table t;
+    } algo[M_ALGO_GROUPS];
+    uint32_t algo_n;
+    uint64_t algo_installs;
 } m_collectives;
 
 /** Shared-state sync (master_state.c; m_sync_init/_deinit; docs/core.md §2.5). */
@@ -614,6 +629,8 @@ void m_coll_on_initiate(ccoip_master *m, uint32_t slot, uint64_t call,
  * a wrong input size, an op the relay does not take): nothing sent, refuse it.
  */
 int m_relay_answer(ccoip_master *m, m_op *o, uint32_t world);
+/** The group's tuned all-reduce table (§6.8.5), or NULL when it has none. */
+const ccoip_algo_table *m_algo_table_of(const ccoip_master *m, uint32_t group);
 
 /* master_p2p.c: send / recv (§6.8.4) */
 /** True for COLLECTIVE_KIND_SEND and _RECV. */

@@ -8,6 +8,7 @@
 
 #include <assert.h>
 
+#include "ccoip_algo.h"
 #include "ccoip_peer.h"
 #include "ccoip_ring.h"
 #include "ccoip_sm_internal.h"
@@ -194,6 +195,7 @@ typedef struct p_op {
     bool optimistic;
     bool refused; /**< optimistic, and the master refused the initiate (o->result says why) */
     bool relay;   /**< relayed by the master (§6.8.2): no ring; the answer carries the result */
+    uint8_t algo; /**< the resolved ccoip_algo (docs/algorithms.md) */
     uint64_t tx_bytes;
     uint64_t rx_bytes;
     pcclResult_t result;   /**< what the NOTIFY will say */
@@ -315,6 +317,9 @@ typedef struct p_ring_state {
     uint64_t opt_joins;  /**< ccoip_peer_optimistic_joins */
     uint64_t relay_max;  /**< HelloResult.relay_max_bytes: master relay (§6.8.2); 0 off */
     uint64_t relay_ops;  /**< ccoip_peer_relayed_ops */
+    /** The group's tuned all-reduce table, as the master's last plan (or tuning round's
+     *  answer) gave it (§6.8.5); all AUTO: none, the rule. */
+    ccoip_algo_table table;
 } p_ring_state;
 
 /** The plan being wired and the p2p links (peer_wire.c; docs/core.md §3.3). */

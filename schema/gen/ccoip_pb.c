@@ -749,6 +749,7 @@ bool ccoip_pb_collective_kind_is_known(int32_t v)
     case CCOIP_PB_COLLECTIVE_KIND_BARRIER:
     case CCOIP_PB_COLLECTIVE_KIND_SEND:
     case CCOIP_PB_COLLECTIVE_KIND_RECV:
+    case CCOIP_PB_COLLECTIVE_KIND_TUNE:
         return true;
     default:
         return false;
@@ -780,6 +781,8 @@ const char *ccoip_pb_collective_kind_name(int32_t v)
         return "COLLECTIVE_KIND_SEND";
     case CCOIP_PB_COLLECTIVE_KIND_RECV:
         return "COLLECTIVE_KIND_RECV";
+    case CCOIP_PB_COLLECTIVE_KIND_TUNE:
+        return "COLLECTIVE_KIND_TUNE";
     default:
         return NULL;
     }
@@ -2541,6 +2544,9 @@ static pcclResult_t size_topology_plan(const ccoip_pb_topology_plan *m, uint64_t
     /* 8: group_key */
     PB_TRY(pb_check_bytes(m->group_key, false));
     if (m->group_key.len != 0) PB_TRY(pb_add_len_field(&s, 8u, m->group_key.len));
+    /* 9: algo_table */
+    PB_TRY(pb_check_bytes(m->algo_table, false));
+    if (m->algo_table.len != 0) PB_TRY(pb_add_len_field(&s, 9u, m->algo_table.len));
     *out = s;
     return pcclSuccess;
 }
@@ -2581,6 +2587,8 @@ static pcclResult_t write_topology_plan(const ccoip_pb_topology_plan *m, pb_enc 
     if (m->succ_key.len != 0) PB_TRY(pb_put_bytes_field(e, 7u, m->succ_key));
     /* 8: group_key */
     if (m->group_key.len != 0) PB_TRY(pb_put_bytes_field(e, 8u, m->group_key));
+    /* 9: algo_table */
+    if (m->algo_table.len != 0) PB_TRY(pb_put_bytes_field(e, 9u, m->algo_table));
     return pcclSuccess;
 }
 
@@ -2691,6 +2699,11 @@ static pcclResult_t dec_topology_plan(pb_dec *d, const uint8_t *p, uint64_t n, u
         case 8u: { /* group_key */
             PB_TRY(pb_mark(&seen, 5u));
             PB_TRY(pb_bytes_field(d, p, n, &pos, wt, false, &out->group_key));
+            break;
+        }
+        case 9u: { /* algo_table */
+            PB_TRY(pb_mark(&seen, 6u));
+            PB_TRY(pb_bytes_field(d, p, n, &pos, wt, false, &out->algo_table));
             break;
         }
         default:
@@ -4717,6 +4730,10 @@ static pcclResult_t size_collective_initiate(const ccoip_pb_collective_initiate 
     /* 13: relay_input */
     PB_TRY(pb_check_bytes(m->relay_input, false));
     if (m->relay_input.len != 0) PB_TRY(pb_add_len_field(&s, 13u, m->relay_input.len));
+    /* 14: algorithm */
+    if (m->algorithm != 0) {
+        PB_TRY(pb_add(&s, pb_tag_size(14u) + pb_varint_size(m->algorithm)));
+    }
     *out = s;
     return pcclSuccess;
 }
@@ -4782,6 +4799,11 @@ static pcclResult_t write_collective_initiate(const ccoip_pb_collective_initiate
     }
     /* 13: relay_input */
     if (m->relay_input.len != 0) PB_TRY(pb_put_bytes_field(e, 13u, m->relay_input));
+    /* 14: algorithm */
+    if (m->algorithm != 0) {
+        PB_TRY(pb_put_tag(e, 14u, PB_WT_VARINT));
+        PB_TRY(pb_put_varint(e, m->algorithm));
+    }
     return pcclSuccess;
 }
 
@@ -4859,6 +4881,11 @@ static pcclResult_t dec_collective_initiate(pb_dec *d, const uint8_t *p, uint64_
         case 13u: { /* relay_input */
             PB_TRY(pb_mark(&seen, 12u));
             PB_TRY(pb_bytes_field(d, p, n, &pos, wt, false, &out->relay_input));
+            break;
+        }
+        case 14u: { /* algorithm */
+            PB_TRY(pb_mark(&seen, 13u));
+            PB_TRY(pb_scalar_u32(p, n, &pos, wt, &out->algorithm));
             break;
         }
         default:

@@ -229,7 +229,12 @@ typedef enum ccoip_pb_collective_kind {
     CCOIP_PB_COLLECTIVE_KIND_BARRIER = 8,
     /* Point to point (§6.8.4): the two members of one op, matched by the master. */
     CCOIP_PB_COLLECTIVE_KIND_SEND = 9,
-    CCOIP_PB_COLLECTIVE_KIND_RECV = 10
+    CCOIP_PB_COLLECTIVE_KIND_RECV = 10,
+    /*
+     * The tuner's round (§6.8.5): always relayed; every member's timings in, the group's algorithm
+     * table out (installed by the master for the group).
+     */
+    CCOIP_PB_COLLECTIVE_KIND_TUNE = 11
 } ccoip_pb_collective_kind;
 
 /* True when v is a value of CollectiveKind this codec knows. */
@@ -497,6 +502,11 @@ struct ccoip_pb_topology_plan {
      * requests; empty otherwise.
      */
     ccoip_pb_bytes group_key;
+    /*
+     * The group's tuned all-reduce algorithm table (§6.8.5, ccoip_algo_table_encode); empty: none,
+     * the built-in rule.
+     */
+    ccoip_pb_bytes algo_table;
 };
 
 /*
@@ -698,6 +708,13 @@ struct ccoip_pb_collective_initiate {
      * tensor, so they end the frame.
      */
     ccoip_pb_bytes relay_input;
+    /*
+     * The algorithm the member resolved (pcclAlgorithm_t, docs/algorithms.md) when the op is not
+     * relayed (a relayed op is RELAY: relay or relay_input says so, and this field stays absent so
+     * the relayed bytes end the frame). Members that disagree are refused with
+     * STATUS_INVALID_USAGE. 0: not stated (a peer that predates the field); compared as is.
+     */
+    uint32_t algorithm;
 };
 
 /* CollectiveCommence (ccoip.proto). Answer to CollectiveInitiate: run the ring now. */

@@ -91,8 +91,12 @@ int main(void)
         CHECK(opts.struct_size == sizeof opts && opts.master_url == NULL && opts.timeout_ms == 0);
         /* The collective options: quantization appended after the first version's 32 bytes. */
         pcclCollectiveOptions_t co = PCCL_COLLECTIVE_OPTIONS_INIT;
-        CHECK(co.struct_size == sizeof co && sizeof co == 40 && co.premul_scalar == 1.0);
+        CHECK(co.struct_size == sizeof co && sizeof co == 48 && co.premul_scalar == 1.0);
         CHECK(offsetof(pcclCollectiveOptions_t, quantization_options) == 32);
+        /* ... and the algorithm after the second version's 40. */
+        CHECK(offsetof(pcclCollectiveOptions_t, algorithm) == 40 && co.algorithm == pcclAlgoAuto);
+        pcclTuneOptions_t to = PCCL_TUNE_OPTIONS_INIT;
+        CHECK(to.struct_size == sizeof to && sizeof to == 32 && to.iterations == 0);
         CHECK(co.quantization_options.algorithm == pcclQuantNone && co.tag == 0 && co.flags == 0);
     }
     {

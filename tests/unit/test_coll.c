@@ -373,7 +373,7 @@ PTEST(coll, sizes_per_kind_and_bad_arguments)
     CHECK(ccoip_coll_sizes(CCOIP_COLL_RECV, 10, 4, 2, 1, 0, &s, &r) == pcclSuccess);
     CHECK(s == 0 && r == 40);
     CHECK(ccoip_coll_sizes(CCOIP_COLL_SEND, 10, 4, 2, 0, 2, &s, &r) == pcclInvalidArgument);
-    CHECK(ccoip_coll_sizes((ccoip_coll_kind)11, 10, 4, 2, 0, 0, &s, &r) == pcclInvalidArgument);
+    CHECK(ccoip_coll_sizes((ccoip_coll_kind)12, 10, 4, 2, 0, 0, &s, &r) == pcclInvalidArgument);
     CHECK(!ccoip_coll_relay_use(CCOIP_COLL_SEND, 1, 4, 2, 1u << 20));
     CHECK(ccoip_p2p_tag(5, 0, 1) != ccoip_p2p_tag(5, 1, 0));
     CHECK(ccoip_p2p_tag(5, 0, 1) != ccoip_p2p_tag(6, 0, 1));

@@ -1,0 +1,253 @@
+/*
+ * algo.c — the algorithm collection's selection and the tuned table (ccoip_algo.h,
+ * docs/algorithms.md).
+ */
+#include "ccoip_algo.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ccoip_ring.h"
+
+static const char *const g_names[] = {"auto", "relay", "direct", "ring", "ring_striped"};
+
+const char *ccoip_algo_name(uint32_t algo)
+{
+    return algo < sizeof g_names / sizeof g_names[0] ? g_names[algo] : NULL;
+}
+
+bool ccoip_algo_parse(const char *name, size_t len, ccoip_algo *out)
+{
+    for (uint32_t a = 0; a < sizeof g_names / sizeof g_names[0]; a++) {
+        if (strlen(g_names[a]) == len && memcmp(g_names[a], name, len) == 0) {
+            *out = (ccoip_algo)a;
+            return true;
+        }
+    }
+    return false;
+}
+
+uint32_t ccoip_algo_size_class(uint64_t bytes)
+{
+    uint32_t k = 0;
+    while (k + 1u < CCOIP_ALGO_SIZES && bytes > ((uint64_t)1024 << k))
+        k++;
+    return k;
+}
+
+static uint64_t query_bytes(const ccoip_algo_query *q)
+{
+    return q->esize > 0 && q->count <= UINT64_MAX / q->esize ? q->count * q->esize : UINT64_MAX;
+}
+
+bool ccoip_algo_applies(ccoip_algo algo, const ccoip_algo_query *q)
+{
+    const bool p2p = ccoip_coll_p2p(q->kind);
+    const bool ar = q->kind == CCOIP_COLL_ALL_REDUCE;
+    const uint64_t bytes = query_bytes(q);
+    switch (algo) {
+    case CCOIP_ALGO_RELAY:
+        if (p2p || q->quantized || q->premul) return false;
+        return ar ? ccoip_relay_use(bytes, q->relay_max, false)
+                  : ccoip_coll_relay_use(q->kind, q->count, q->esize, q->world, q->relay_max);
+    case CCOIP_ALGO_DIRECT:
+        return ar && !q->quantized && !q->premul && q->world >= 2u && bytes > 0 &&
+               bytes <= CCOIP_ALGO_DIRECT_MAX;
+    case CCOIP_ALGO_RING:
+    case CCOIP_ALGO_RING_STRIPED:
+        return true;
+    case CCOIP_ALGO_AUTO:
+        break;
+    }
+    return false;
+}
+
+ccoip_algo ccoip_algo_default(const ccoip_algo_query *q)
+{
+    if (ccoip_algo_applies(CCOIP_ALGO_RELAY, q)) return CCOIP_ALGO_RELAY;
+    if (q->kind == CCOIP_COLL_ALL_REDUCE && !q->premul &&
+        ccoip_ring_use_gather(query_bytes(q), q->world, q->quantized)) {
+        return CCOIP_ALGO_DIRECT;
+    }
+    return CCOIP_ALGO_RING_STRIPED;
+}
+
+ccoip_algo ccoip_algo_resolve(ccoip_algo forced, const ccoip_algo_table *table,
+                              const ccoip_algo_query *q)
+{
+    if (forced != CCOIP_ALGO_AUTO) return ccoip_algo_applies(forced, q) ? forced : CCOIP_ALGO_AUTO;
+    if (table != NULL && q->kind == CCOIP_COLL_ALL_REDUCE && q->world >= 2u &&
+        q->world <= CCOIP_ALGO_WORLD_MAX) {
+        const ccoip_algo a =
+            (ccoip_algo)table->algo[q->world - 2u][ccoip_algo_size_class(query_bytes(q))];
+        if (a != CCOIP_ALGO_AUTO && ccoip_algo_applies(a, q)) return a;
+    }
+    return ccoip_algo_default(q);
+}
+
+void ccoip_algo_table_clear(ccoip_algo_table *t)
+{
+    memset(t, 0, sizeof *t);
+}
+
+bool ccoip_algo_table_empty(const ccoip_algo_table *t)
+{
+    for (uint32_t w = 0; w < CCOIP_ALGO_ROWS; w++)
+        for (uint32_t k = 0; k < CCOIP_ALGO_SIZES; k++)
+            if (t->algo[w][k] != CCOIP_ALGO_AUTO) return false;
+    return true;
+}
+
+void ccoip_algo_table_encode(const ccoip_algo_table *t, uint8_t out[CCOIP_ALGO_TABLE_BYTES])
+{
+    out[0] = CCOIP_ALGO_TABLE_VERSION;
+    memcpy(out + 1, t->algo, CCOIP_ALGO_ROWS * CCOIP_ALGO_SIZES);
+}
+
+pcclResult_t ccoip_algo_table_decode(const uint8_t *in, size_t len, ccoip_algo_table *out)
+{
+    if (in == NULL || len != CCOIP_ALGO_TABLE_BYTES || in[0] != CCOIP_ALGO_TABLE_VERSION)
+        return pcclInvalidArgument;
+    for (size_t i = 1; i < len; i++)
+        if (in[i] > CCOIP_ALGO_RING_STRIPED) return pcclInvalidArgument;
+    memcpy(out->algo, in + 1, CCOIP_ALGO_ROWS * CCOIP_ALGO_SIZES);
+    return pcclSuccess;
+}
+
+/* Report value i (little-endian binary32) as a double; NAN when not run. */
+static double report_value(const uint8_t *r, uint32_t i)
+{
+    const uint8_t *b = r + (size_t)i * 4u;
+    const uint32_t u =
+        (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return isfinite(f) && f > 0.0f ? (double)f : NAN;
+}
+
+pcclResult_t ccoip_algo_combine(ccoip_algo_table *t, uint32_t world, const uint8_t *const *reports,
+                                uint32_t n)
+{
+    if (world < 2u || world > CCOIP_ALGO_WORLD_MAX || n == 0 || n > CCOIP_ALGO_WORLD_MAX ||
+        reports == NULL)
+        return pcclInvalidArgument;
+    double v[CCOIP_ALGO_WORLD_MAX];
+    for (uint32_t k = 0; k < CCOIP_ALGO_SIZES; k++) {
+        uint8_t best = CCOIP_ALGO_AUTO;
+        double best_t = 0.0;
+        for (uint32_t c = 0; c < CCOIP_ALGO_COUNT; c++) {
+            bool all = true;
+            for (uint32_t m = 0; m < n && all; m++) {
+                v[m] = report_value(reports[m], k * CCOIP_ALGO_COUNT + c);
+                all = !isnan(v[m]);
+            }
+            if (!all) continue;
+            /* The median over members (insertion sort of at most 8; even n: the lower middle
+             * one's and the upper's mean). */
+            for (uint32_t i = 1; i < n; i++) {
+                const double x = v[i];
+                uint32_t j = i;
+                for (; j > 0 && v[j - 1u] > x; j--)
+                    v[j] = v[j - 1u];
+                v[j] = x;
+            }
+            const double med = n % 2u ? v[n / 2u] : (v[n / 2u - 1u] + v[n / 2u]) / 2.0;
+            if (best == CCOIP_ALGO_AUTO || med < best_t) {
+                best = (uint8_t)(c + 1u);
+                best_t = med;
+            }
+        }
+        t->algo[world - 2u][k] = best;
+    }
+    return pcclSuccess;
+}
+
+/* Appends text to out (at *len, within cap; *len counts every byte, written or not). */
+static void put(char *out, size_t cap, size_t *len, const char *text)
+{
+    for (; *text != '\0'; text++, (*len)++)
+        if (out != NULL && *len + 1u < cap) out[*len] = *text;
+}
+
+size_t ccoip_algo_table_format(const ccoip_algo_table *t, char *out, size_t cap)
+{
+    size_t len = 0;
+    put(out, cap, &len,
+        "# pccl all-reduce algorithm table v1: per world, sizes 1 KiB .. 256 MiB\n");
+    for (uint32_t w = 0; w < CCOIP_ALGO_ROWS; w++) {
+        bool any = false;
+        for (uint32_t k = 0; k < CCOIP_ALGO_SIZES; k++)
+            any = any || t->algo[w][k] != CCOIP_ALGO_AUTO;
+        if (!any) continue;
+        const char digit[2] = {(char)('2' + w), '\0'}; /* worlds 2 .. 8 */
+        put(out, cap, &len, "world ");
+        put(out, cap, &len, digit);
+        put(out, cap, &len, ":");
+        for (uint32_t k = 0; k < CCOIP_ALGO_SIZES; k++) {
+            put(out, cap, &len, " ");
+            put(out, cap, &len, ccoip_algo_name(t->algo[w][k]));
+        }
+        put(out, cap, &len, "\n");
+    }
+    if (out != NULL && cap > 0) out[len < cap ? len : cap - 1u] = '\0';
+    return len;
+}
+
+static bool is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r';
+}
+
+/* Parses one "world N: a b c ..." line into t. */
+static bool parse_line(const char *s, size_t n, ccoip_algo_table *t)
+{
+    size_t i = 0;
+    if (n < 6 || memcmp(s, "world ", 6) != 0) return false;
+    i = 6;
+    uint32_t world = 0;
+    size_t digits = 0;
+    for (; i < n && s[i] >= '0' && s[i] <= '9' && digits < 3; i++, digits++)
+        world = world * 10u + (uint32_t)(s[i] - '0');
+    if (digits == 0 || i >= n || s[i] != ':' || world < 2u || world > CCOIP_ALGO_WORLD_MAX)
+        return false;
+    i++;
+    uint8_t row[CCOIP_ALGO_SIZES];
+    uint32_t k = 0;
+    for (;;) {
+        while (i < n && is_space(s[i]))
+            i++;
+        if (i >= n) break;
+        const size_t start = i;
+        while (i < n && !is_space(s[i]))
+            i++;
+        ccoip_algo a;
+        if (k >= CCOIP_ALGO_SIZES || !ccoip_algo_parse(s + start, i - start, &a)) return false;
+        row[k++] = (uint8_t)a;
+    }
+    if (k != CCOIP_ALGO_SIZES) return false;
+    memcpy(t->algo[world - 2u], row, sizeof row);
+    return true;
+}
+
+pcclResult_t ccoip_algo_table_parse(const char *text, size_t len, ccoip_algo_table *out)
+{
+    ccoip_algo_table t;
+    ccoip_algo_table_clear(&t);
+    size_t i = 0;
+    while (i < len) {
+        size_t e = i;
+        while (e < len && text[e] != '\n')
+            e++;
+        size_t s = i;
+        while (s < e && is_space(text[s]))
+            s++;
+        size_t end = e;
+        while (end > s && is_space(text[end - 1u]))
+            end--;
+        if (end > s && text[s] != '#' && !parse_line(text + s, end - s, &t))
+            return pcclInvalidArgument;
+        i = e + 1u;
+    }
+    *out = t;
+    return pcclSuccess;
+}
