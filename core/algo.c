@@ -51,8 +51,7 @@ bool ccoip_algo_applies(ccoip_algo algo, const ccoip_algo_query *q)
         return ar ? ccoip_relay_use(bytes, q->relay_max, false)
                   : ccoip_coll_relay_use(q->kind, q->count, q->esize, q->world, q->relay_max);
     case CCOIP_ALGO_DIRECT:
-        return ar && !q->quantized && !q->premul && q->world >= 2u && bytes > 0 &&
-               bytes <= CCOIP_ALGO_DIRECT_MAX;
+        return ar && !q->quantized && !q->premul && bytes > 0 && bytes <= CCOIP_ALGO_DIRECT_MAX;
     case CCOIP_ALGO_RING:
     case CCOIP_ALGO_RING_STRIPED:
         return true;
