@@ -11,6 +11,7 @@
  *            [--groups N | --group-size N] [--churn-per-step BP] [--float]
  *            [--vote-timeout-ms T] [--evict-ms T] [--heartbeat-ms T] [--liveness-ms T]
  *            [--relay-max-bytes N] (master relay, docs/protocol.md §6.8.2; 0 off)
+ *            [--algo auto|relay|direct|ring|ring_striped] (forced; the swarm draws it)
  *            [--max-events N]
  *            [--kind NAME|mix|p2p|swarm] [--op-timeout-ms T] (the collective set)
  *            [--record-trace DIR]
@@ -30,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ccoip_algo.h"
 #include "sim.h"
 
 #if defined(__GLIBC__)
@@ -54,6 +56,7 @@ typedef struct cli {
     const char *record_dir;
     const char *replay;
     bool kind_swarm; /* --kind swarm: kind (send / recv too), op timeout, relay bound per seed */
+    const char *algo_name; /* --algo NAME: every all-reduce forces it (else the swarm draws) */
 } cli;
 
 static void record_sink(void *ctx, uint32_t node, bool is_master, const uint8_t *bytes,
@@ -142,6 +145,7 @@ static void usage(FILE *f)
                "                [--op N (pcclRedOp_t: 0 sum .. 4 min, 5 band, 6 bor, 7 bxor)]\n"
                "                [--vote-timeout-ms T] [--evict-ms T] [--heartbeat-ms T]\n"
                "                [--liveness-ms T] [--max-events N] [--relay-max-bytes N]\n"
+               "                [--algo auto|relay|direct|ring|ring_striped]\n"
                "                [--kind all-reduce|broadcast|reduce|all-gather|reduce-scatter|\n"
                "                        all-to-all|gather|scatter|barrier|mix|p2p|swarm]\n"
                "                [--op-timeout-ms T] [--record-trace DIR]\n"
@@ -256,6 +260,10 @@ static int parse(cli *c, int argc, char **argv, uint64_t seed, bool apply)
             i++;
         } else if (strcmp(a, "--swarm") == 0) {
             c->swarm = true;
+        } else if (strcmp(a, "--algo") == 0) {
+            if (v == NULL) return -1;
+            c->algo_name = v;
+            i++;
         } else if (strcmp(a, "--trace") == 0) {
             c->cfg.trace = true;
         } else if (strcmp(a, "--quiet") == 0) {
@@ -339,6 +347,18 @@ static int build(cli *c, int argc, char **argv, uint64_t seed)
     if (parse(c, argc, argv, seed, true) != 0) return -1;
     sim_config_fit_op(&c->cfg);
     c->cfg.seed = seed;
+    if (c->swarm && c->algo_name == NULL) sim_config_swarm_algo(&c->cfg);
+    if (c->algo_name != NULL) {
+        ccoip_algo a;
+        if (!ccoip_algo_parse(c->algo_name, strlen(c->algo_name), &a)) {
+            fprintf(stderr,
+                    "pccl-sim: --algo: no algorithm %s (auto, relay, direct, ring, "
+                    "ring_striped)\n",
+                    c->algo_name);
+            return -1;
+        }
+        c->cfg.algo = (uint32_t)a;
+    }
     if (c->canary != NULL) c->cfg.canary = sim_canary_from_name(c->canary);
     if (c->groups > 0) c->cfg.group_size = (c->cfg.peers + c->groups - 1u) / c->groups;
     if (c->record_dir != NULL) {
@@ -404,6 +424,10 @@ static int run_one(cli *c, int argc, char **argv, uint64_t seed, bool line_only)
     if (cfg->coll_kind != 0 || cfg->op_timeout_ms != 0) {
         snprintf(kind_text, sizeof kind_text, " kind=%s op_timeout_ms=%u",
                  sim_kind_name(cfg->coll_kind), cfg->op_timeout_ms);
+    }
+    if (cfg->algo != 0) {
+        const size_t at = strlen(kind_text);
+        snprintf(kind_text + at, sizeof kind_text - at, " algo=%s", ccoip_algo_name(cfg->algo));
     }
     if (!line_only) {
         printf("pccl-sim seed=%" PRIu64 " peers=%u max_peers=%u steps=%u churn=%" PRIu64

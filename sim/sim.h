@@ -194,6 +194,9 @@ typedef struct sim_config {
     uint32_t vote_timeout_ms;
     uint32_t p2p_pool_size;   /**< Connections per ring neighbour (--pool), 1..8. */
     uint32_t relay_max_bytes; /**< Master relay bound (--relay-max-bytes; 0: off, the default). */
+    /** The algorithm every member forces on its all-reduces (--algo NAME; a ccoip_algo,
+     *  docs/algorithms.md; 0: AUTO, the rule). The swarm draws it (sim_config_swarm_algo). */
+    uint32_t algo;
     /** Authenticated run (--auth 1; docs/protocol.md §6.1.1, §8.0): every machine gets the run
      *  key and a keyed stand-in for the MAC (sm_core.c). 0: off, the default. */
     uint32_t auth;
@@ -283,6 +286,10 @@ const char *sim_kind_name(uint32_t kind);
 const char *sim_op_kind_name(uint32_t kind);
 /** Swarm with --kind swarm: draws coll_kind, op_timeout_ms, relay_max_bytes and whether the run
  *  is a send / recv one (SIM_KIND_P2P) from the seed (own stream). */
+/** Swarm: draws cfg->algo (half of the runs force one that can run the run's all-reduces:
+ *  relay within the relay bound, direct with a non-empty unquantized input, ring,
+ *  ring_striped), from a stream of its own; call after the dtype and op are final. */
+void sim_config_swarm_algo(sim_config *cfg);
 void sim_config_swarm_kinds(sim_config *cfg);
 /** Applies a named scenario; false for an unknown name. */
 bool sim_config_scenario(sim_config *cfg, const char *name);

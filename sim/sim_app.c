@@ -293,6 +293,7 @@ void app_start_allreduce(sim_workload *wl, uint32_t node, uint32_t tag)
     ev.cmd.allreduce.quant_dtype = w->cfg.quant_dtype;
     ev.cmd.allreduce.in_place = w->cfg.in_place;
     ev.cmd.allreduce.timeout_ms = w->cfg.op_timeout_ms;
+    ev.cmd.allreduce.algorithm = w->cfg.algo;
     c->send_len = c->recv_len = bytes;
     world_feed(w, node, &ev);
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ccoip_algo.h"
 #include "ccoip_reduce.h"
 #include "ccoip_ring.h"
 #include "sim_check_int.h"
@@ -408,8 +409,10 @@ static bool reference_run(sim_checker *ck, uint64_t epoch, uint64_t seq, const s
         }
         memcpy(bufs[r], src->input, (size_t)bytes);
     }
-    if (ccoip_ring_use_gather(bytes, k, false)) {
-        /* The small all-reduce: every member reduces the inputs in rank (ring) order. */
+    if (w->cfg.algo == CCOIP_ALGO_DIRECT ||
+        (w->cfg.algo == CCOIP_ALGO_AUTO && ccoip_ring_use_gather(bytes, k, false))) {
+        /* The direct all-reduce (forced, or the rule's small one): every member reduces the
+         * inputs in rank (ring) order. */
         memcpy(out, bufs[0], (size_t)bytes);
         for (uint32_t r = 1; r < k; r++)
             ccoip_reduce_inplace(w->cfg.op, dt, out, bufs[r], count);

@@ -3,6 +3,8 @@
  */
 #include <string.h>
 
+#include "ccoip_algo.h"
+#include "ccoip_dtype.h"
 #include "ccoip_sm.h"
 #include "sim.h"
 #include "sim_rng.h"
@@ -123,6 +125,22 @@ const char *sim_op_kind_name(uint32_t kind)
     if (kind == CCOIP_COLL_SEND) return "send";
     if (kind == CCOIP_COLL_RECV) return "recv";
     return kind < CCOIP_COLL_KINDS ? kind_names[kind] : "?";
+}
+
+void sim_config_swarm_algo(sim_config *cfg)
+{
+    sim_rng r;
+    sim_rng_seed(&r, cfg->seed ^ 0x414c474fu);
+    cfg->algo = CCOIP_ALGO_AUTO;
+    if (!sim_rng_chance(&r, 500)) return;
+    const uint64_t bytes = cfg->count * ccoip_dtype_size(cfg->dtype);
+    const bool quant = cfg->quant != pcclQuantNone;
+    uint32_t cand[4], n = 0;
+    if (!quant && bytes > 0 && bytes <= cfg->relay_max_bytes) cand[n++] = CCOIP_ALGO_RELAY;
+    if (!quant && bytes > 0) cand[n++] = CCOIP_ALGO_DIRECT;
+    cand[n++] = CCOIP_ALGO_RING;
+    cand[n++] = CCOIP_ALGO_RING_STRIPED;
+    cfg->algo = cand[sim_rng_below(&r, n)];
 }
 
 void sim_config_swarm_kinds(sim_config *cfg)
