@@ -123,7 +123,7 @@ PTEST(algo_peers, every_algorithm_exact_and_identical_n1_to_n8)
     static const uint32_t algos[] = {CCOIP_ALGO_RELAY, CCOIP_ALGO_DIRECT, CCOIP_ALGO_RING,
                                      CCOIP_ALGO_RING_STRIPED};
     const uint64_t count = 1001; /* 4004 bytes: every algorithm applies */
-    float *ring = malloc(count * 4u), *got = malloc(count * 4u);
+    float *ring = malloc(count * 4u), *got = malloc(count * 4u), *relay = malloc(count * 4u);
     /* N = 1: every algorithm is refused alike (a group of one, as PCCL 1.0: pcclTooFewPeers) */
     smh *h = world_of(1, 1);
     PT_ASSERT(h != NULL, "a group of one");
@@ -137,15 +137,24 @@ PTEST(algo_peers, every_algorithm_exact_and_identical_n1_to_n8)
     smh_destroy(h);
     for (uint32_t n = 2; n <= NMAX; n++) {
         for (size_t a = 0; a < sizeof algos / sizeof algos[0]; a++) {
-            run_algo(n, algos[a], count, 1, algos[a] == CCOIP_ALGO_RING ? ring : got);
+            run_algo(n, algos[a], count, 1,
+                     algos[a] == CCOIP_ALGO_RING    ? ring
+                     : algos[a] == CCOIP_ALGO_RELAY ? relay
+                                                    : got);
             if (algos[a] == CCOIP_ALGO_RING_STRIPED) {
                 PT_ASSERT(memcmp(ring, got, count * 4u) == 0,
                           "n %u: ring and ring_striped give the same bits", n);
+            }
+            if (algos[a] == CCOIP_ALGO_DIRECT) {
+                /* ranks follow peer ids here: the master's order is the members' */
+                PT_ASSERT(memcmp(relay, got, count * 4u) == 0,
+                          "n %u: relay and direct give the same bits", n);
             }
         }
     }
     free(ring);
     free(got);
+    free(relay);
 }
 
 PTEST(algo_peers, striped_and_plain_ring_same_bits_over_a_pool)
