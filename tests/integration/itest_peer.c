@@ -24,6 +24,11 @@
  *               optimistic ring of docs/protocol.md §6.8.1 has already run on
  *               the others): every peer must get pcclInvalidUsage and find its
  *               in-place buffer bit-exactly as before; the other steps exact.
+ * algo:         K steps of exact in-place all-reduces, each with a forced algorithm
+ *               (pcclCollectiveOptions_t.algorithm: ring, ring_striped, direct in turn, and
+ *               relay when C fits 32 KiB); at every fourth step the peer with index 0 forces
+ *               another one than the others: every peer must get pcclInvalidUsage with its
+ *               buffer bit-exactly as before. pcclGetAlgorithm must name an algorithm.
  * concurrent:   K steps of two truly concurrent async all-reduces, tags 2k+1
  *               and 2k+2: even indices issue 2k+1 then 2k+2, odd indices
  *               2k+2 then 2k+1 (opposite orders); both must complete with
@@ -414,6 +419,52 @@ int main(int argc, char **argv)
                    (unsigned long long)(now_ms() - t0));
         }
         printf("DONE %u\n", index);
+    } else if (strcmp(mode, "algo") == 0) {
+        int32_t *keep = malloc((size_t)(count > 0 ? count : 1u) * sizeof *keep);
+        if (keep == NULL) return 2;
+        pcclAlgorithm_t chosen = pcclAlgoAuto;
+        if (pcclGetAlgorithm(comm, count, pcclInt32, &chosen) != pcclSuccess ||
+            chosen < pcclAlgoRelay || chosen > pcclAlgoRingStriped) {
+            fprintf(stderr, "itest_peer %u: pcclGetAlgorithm gave %d\n", index, (int)chosen);
+            return 1;
+        }
+        const bool relay_fits = (uint64_t)count * sizeof(int32_t) <= (32u << 10);
+        uint32_t refused = 0, ran[5] = {0};
+        for (uint32_t k = 0; k < steps; k++) {
+            fill(a, count, index, k % 1000u);
+            memcpy(keep, a, (size_t)count * sizeof *a);
+            pcclReduceDescriptor_t d = desc;
+            d.tag = k;
+            pcclCollectiveOptions_t o = PCCL_COLLECTIVE_OPTIONS_INIT;
+            static const pcclAlgorithm_t cycle[4] = {pcclAlgoRing, pcclAlgoRingStriped,
+                                                     pcclAlgoDirect, pcclAlgoRelay};
+            const uint32_t good = k - k / 4u; /* the steps before that were not refused */
+            o.algorithm = (uint32_t)cycle[good % (relay_fits ? 4u : 3u)];
+            const bool bad = k % 4u == 3u;
+            if (bad && index == 0)
+                o.algorithm = o.algorithm == pcclAlgoRing ? pcclAlgoRingStriped : pcclAlgoRing;
+            r = pcclAllReduceEx(a, a, &d, &o, comm, NULL);
+            if (bad) {
+                if (r != pcclInvalidUsage || memcmp(a, keep, (size_t)count * sizeof *a) != 0) {
+                    fprintf(stderr, "itest_peer %u: step %u: disagreeing algorithms gave %d%s\n",
+                            index, k, (int)r, r == pcclInvalidUsage ? " and a changed buffer" : "");
+                    return 1;
+                }
+                refused++;
+                continue;
+            }
+            if (r != pcclSuccess) {
+                fprintf(stderr, "itest_peer %u: step %u: algorithm %u: %d\n", index, k,
+                        (unsigned)o.algorithm, (int)r);
+                return 1;
+            }
+            if (check(a, count, k % 1000u, world) != 0) return 1;
+            ran[o.algorithm]++;
+        }
+        free(keep);
+        printf("DONE %u refused %u ring %u striped %u direct %u relay %u\n", index, refused,
+               ran[pcclAlgoRing], ran[pcclAlgoRingStriped], ran[pcclAlgoDirect],
+               ran[pcclAlgoRelay]);
     } else if (strcmp(mode, "mismatch") == 0) {
         int32_t *keep = malloc((size_t)(count > 0 ? count : 1u) * sizeof *keep);
         if (keep == NULL) return 2;

@@ -4,7 +4,8 @@
 #
 #   run.sh MASTER_BIN PEER_BIN SCENARIO [N] [POOL]
 #
-# Scenarios: allreduce N | kill-peer | kill-peer-small N | mismatch N | stop-peer | kill-peer-mid-op |
+# Scenarios: allreduce N | kill-peer | kill-peer-small N | mismatch N | algo N | stop-peer |
+#            kill-peer-mid-op |
 #            master-death | garbage |
 #            optimize N | sync | concurrent N | ipc-allreduce N | ipc-sync | tls-allreduce N
 # POOL: every peer's p2p_connection_pool_size (default 0, i.e. the runtime's default, 2).
@@ -199,6 +200,16 @@ kill-peer-small)
   kill -9 "${PEER_PID[$((N - 1))]}"
   wait_peers 0 $((N - 2)) || fail "survivors"
   grep -h -E "LOST|SHRUNK" "$TMP"/peer*.out
+  ;;
+algo)
+  # Forced algorithms (docs/algorithms.md): 16 steps of 1024 int32 (the relay takes them),
+  # each algorithm 3 times; every fourth step the first peer disagrees: pcclInvalidUsage
+  # everywhere.
+  for i in $(seq 0 $((N - 1))); do start_peer "$i" "$N" algo 16 1024; done
+  wait_peers 0 $((N - 1)) || fail "peers"
+  grep -h DONE "$TMP"/peer*.out
+  [[ $(grep -c "refused 4 ring 3 striped 3 direct 3 relay 3" "$TMP"/peer*.out |
+       awk -F: '{s += $2} END {print s}') -eq $N ]] || fail "not every peer ran every algorithm"
   ;;
 mismatch)
   for i in $(seq 0 $((N - 1))); do start_peer "$i" "$N" mismatch 30 1024; done
