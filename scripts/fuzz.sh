@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 TOTAL=${1:-600}
 PARALLEL=${2:-$(nproc)}
 OUT=build-fuzz
-TARGETS=(ctrl_p2m ctrl_m2p pb_messages data_header master peer trace transport)
+TARGETS=(ctrl_p2m ctrl_m2p pb_messages data_header algo_table master peer trace transport)
 PER=$((TOTAL / ${#TARGETS[@]}))
 CFLAGS=(-std=c11 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
         -fno-sanitize-recover=all -Iinclude -Icore -Icore/internal -Ischema/gen)
