@@ -577,8 +577,8 @@ impl Communicator {
 /// ([`crate::Attribute::Rank`]).
 impl Communicator {
     /// All-reduce with the collective set's options (`pcclAllReduceEx`): the tag is
-    /// `reduce.tag`, quantization is `reduce`'s; `options` adds the timeout, abort on error and
-    /// the [`ReduceOp::PremulSum`] factor.
+    /// `reduce.tag`, quantization is `reduce`'s; `options` adds the timeout, abort on error, the
+    /// [`ReduceOp::PremulSum`] factor and the algorithm ([`CollectiveOptions::algorithm`]).
     pub fn all_reduce_with<T: Element>(
         &self,
         send: &[T],
