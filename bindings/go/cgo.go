@@ -118,5 +118,8 @@ func headerCodes() map[string]int {
 		"pcclDistributionNone":    int(C.pcclDistributionNone),
 		"pcclDistributionNormal":  int(C.pcclDistributionNormal),
 		"pcclDistributionUniform": int(C.pcclDistributionUniform),
+		"pcclAlgoAuto":            int(C.pcclAlgoAuto), "pcclAlgoRelay": int(C.pcclAlgoRelay),
+		"pcclAlgoDirect": int(C.pcclAlgoDirect), "pcclAlgoRing": int(C.pcclAlgoRing),
+		"pcclAlgoRingStriped": int(C.pcclAlgoRingStriped),
 	}
 }

@@ -805,10 +805,11 @@ func allReduceColl(name string, c *Communicator, send, recv mem, dt DataType, ro
 // AllReduceEx is the all-reduce with the collective set's options and
 // result (pcclAllReduceEx): ropts gives the operator, the tag and the
 // quantization (opts.Tag is ignored, opts.Quantization must be the zero
-// value); opts gives the timeout, the flags and this member's PremulSum
-// factor (AllReduce refuses PremulSum). send and recv have the same length
-// (the same slice: in place). The context works as for Broadcast; Go memory
-// is passed directly (libpccl never touches it after the call returns).
+// value); opts gives the timeout, the flags, this member's PremulSum factor
+// (AllReduce refuses PremulSum) and the algorithm. send and recv have the
+// same length (the same slice: in place). The context works as for
+// Broadcast; Go memory is passed directly (libpccl never touches it after
+// the call returns).
 func AllReduceEx[T Element](ctx context.Context, c *Communicator, send, recv []T, ropts ReduceOptions,
 	opts CollectiveOptions) (CollectiveInfo, error) {
 	return c.runColl(ctx, "AllReduceEx", &opts, func(geom) (*coll, error) {

@@ -152,7 +152,9 @@ func TestConstantsMatchHeader(t *testing.T) {
 		"RECEIVE_ONLY": int(ReceiveOnly), "SEND_ONLY": int(SendOnly), "pcclQuantNone": int(QuantNone),
 		"pcclQuantMinMax": int(QuantMinMax), "pcclQuantZeroPointScale": int(QuantZeroPointScale),
 		"pcclDistributionNone": int(DistributionNone), "pcclDistributionNormal": int(DistributionNormal),
-		"pcclDistributionUniform": int(DistributionUniform)}
+		"pcclDistributionUniform": int(DistributionUniform), "pcclAlgoAuto": int(AlgoAuto),
+		"pcclAlgoRelay": int(AlgoRelay), "pcclAlgoDirect": int(AlgoDirect),
+		"pcclAlgoRing": int(AlgoRing), "pcclAlgoRingStriped": int(AlgoRingStriped)}
 	for k, v := range dts {
 		others[k] = int(v)
 	}

@@ -133,6 +133,40 @@ const (
 	QuantZeroPointScale QuantizationAlgorithm = 2
 )
 
+// Algorithm is a pcclAlgorithm_t: the algorithm an operation runs
+// (CollectiveOptions.Algorithm, Communicator.AlgorithmFor).
+type Algorithm int32
+
+// Algorithms, numbered as in include/pccl.h.
+const (
+	// AlgoAuto (the zero value) runs the group's tuned table (Tune) for the
+	// operation's size and world, else the built-in rule.
+	AlgoAuto Algorithm = 0
+	// AlgoRelay: the master reduces / routes every member's input; one round
+	// trip, inputs up to the master's relay bound (32 KiB by default, at most
+	// 64 KiB).
+	AlgoRelay Algorithm = 1
+	// AlgoDirect (all-reduce only): every member gets every input and
+	// reduces them in rank order; inputs up to 4 MiB.
+	AlgoDirect Algorithm = 2
+	// AlgoRing: the ring schedule, one connection per step.
+	AlgoRing Algorithm = 3
+	// AlgoRingStriped: the ring schedule, large steps striped over the link's
+	// connection pool (the same reduction order as AlgoRing, so the same bits).
+	AlgoRingStriped Algorithm = 4
+)
+
+var algoNames = [...]string{"auto", "relay", "direct", "ring", "ring_striped"}
+
+// String returns the name TuneSave's files use: "auto", "relay", "direct",
+// "ring" or "ring_striped" ("invalid" for another value).
+func (a Algorithm) String() string {
+	if a >= 0 && int(a) < len(algoNames) {
+		return algoNames[a]
+	}
+	return "invalid"
+}
+
 // Quantization says how an all-reduce's traffic is quantized on the wire.
 // The zero value is no quantization.
 type Quantization struct {

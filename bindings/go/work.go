@@ -95,8 +95,8 @@ const AbortOnError uint32 = 1
 
 // CollectiveOptions describes one operation of the collective set
 // (pcclCollectiveOptions_t); the zero value is every default. Members of an
-// operation must agree on Tag and Quantization; Timeout and PremulScalar are
-// each member's own.
+// operation must agree on Tag, Quantization and Algorithm; Timeout and
+// PremulScalar are each member's own.
 type CollectiveOptions struct {
 	// Tag identifies the operation among those in flight on the communicator
 	// (default 0): concurrent operations need distinct tags.
@@ -115,6 +115,14 @@ type CollectiveOptions struct {
 	// Async and List forms); any other kind refuses an algorithm other than
 	// QuantNone (InvalidArgument).
 	Quantization Quantization
+	// Algorithm is the algorithm the operation must run; AlgoAuto (the zero
+	// value): the group's tuned table (Tune), else the built-in rule. Members
+	// that pass different ones all get InvalidUsage, before any data moves;
+	// one that cannot run the operation is InvalidArgument (AlgoRelay above
+	// the master's relay bound, AlgoDirect on another kind than an all-reduce
+	// or above 4 MiB, anything but the ring schedules for a quantized or
+	// PremulSum operation). Send and Recv ignore it.
+	Algorithm Algorithm
 }
 
 // CollectiveInfo holds the statistics of one finished operation
@@ -145,6 +153,7 @@ func (o *CollectiveOptions) cOptions(timeout time.Duration) C.pcclCollectiveOpti
 	}
 	x.quantization_options.algorithm = C.pcclQuantizationAlgorithm_t(o.Quantization.Algorithm)
 	x.quantization_options.quantized_datatype = C.pcclDataType_t(o.Quantization.DataType)
+	x.algorithm = C.uint32_t(o.Algorithm)
 	return x
 }
 

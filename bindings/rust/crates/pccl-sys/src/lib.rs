@@ -250,6 +250,20 @@ pub const pcclQuantNone: pcclQuantizationAlgorithm_t = 0;
 pub const pcclQuantMinMax: pcclQuantizationAlgorithm_t = 1;
 pub const pcclQuantZeroPointScale: pcclQuantizationAlgorithm_t = 2;
 
+/// `pcclAlgorithm_t`: the algorithm an op runs ([`pcclCollectiveOptions_t::algorithm`],
+/// [`pcclGetAlgorithm`]).
+pub type pcclAlgorithm_t = c_uint;
+/// The group's tuned table for the op's size and world, else the built-in rule.
+pub const pcclAlgoAuto: pcclAlgorithm_t = 0;
+/// The master reduces / routes every member's input (one round trip; small ops).
+pub const pcclAlgoRelay: pcclAlgorithm_t = 1;
+/// All-reduce: every member gets every input and reduces them in rank order.
+pub const pcclAlgoDirect: pcclAlgorithm_t = 2;
+/// The ring schedule, one connection per step.
+pub const pcclAlgoRing: pcclAlgorithm_t = 3;
+/// The ring schedule, large steps striped over the link's connection pool.
+pub const pcclAlgoRingStriped: pcclAlgorithm_t = 4;
+
 // ---------------------------------------------------------------------------
 // Opaque handles
 // ---------------------------------------------------------------------------
@@ -449,8 +463,11 @@ pub struct pcclMasterCreateParams_t {
 /// `flags`: `PCCL_COLLECTIVE_*`; `reserved` must be 0; `premul_scalar`: this member's factor
 /// for [`pcclPremulSum`] (default 1.0); `quantization_options`: quantization of
 /// [`pcclReduce`] and [`pcclReduceScatter`] only (default `pcclQuantNone`; any other
-/// collective refuses it). The library also accepts the first version of the struct
-/// (`struct_size` 32, without `quantization_options`).
+/// collective refuses it); `algorithm`: a [`pcclAlgorithm_t`] the op must run (default
+/// [`pcclAlgoAuto`]; every member must pass the same, else `pcclInvalidUsage` for all; one that
+/// cannot run the op is `pcclInvalidArgument`); `reserved2` must be 0. The library also accepts
+/// the struct's earlier versions: `struct_size` 32 (without `quantization_options`) and 40
+/// (without `algorithm`, meaning [`pcclAlgoAuto`]).
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq)]
 pub struct pcclCollectiveOptions_t {
@@ -461,6 +478,9 @@ pub struct pcclCollectiveOptions_t {
     pub reserved: u32,
     pub premul_scalar: f64,
     pub quantization_options: pcclQuantizationOptions_t,
+    /// A [`pcclAlgorithm_t`] (the header declares the field `uint32_t`).
+    pub algorithm: u32,
+    pub reserved2: u32,
 }
 
 /// Flag of [`pcclCollectiveOptions_t::flags`]: abort() the process when the op fails or times
@@ -479,6 +499,8 @@ pub const PCCL_COLLECTIVE_OPTIONS_INIT: pcclCollectiveOptions_t = pcclCollective
         quantized_datatype: pcclUint8,
         algorithm: pcclQuantNone,
     },
+    algorithm: pcclAlgoAuto,
+    reserved2: 0,
 };
 
 impl Default for pcclCollectiveOptions_t {
@@ -497,6 +519,39 @@ pub struct pcclCollectiveInfo_t {
     pub epoch: u64,
     pub tx_bytes: u64,
     pub rx_bytes: u64,
+}
+
+/// `pcclTuneOptions_t`: options of [`pcclTune`] (a null pointer means every default).
+/// Versioned by `struct_size`: start from [`PCCL_TUNE_OPTIONS_INIT`] (or `Default`).
+/// `iterations`: timed runs per (size, algorithm), the median kept (0: 3); `warmup`: untimed
+/// runs before them (0: 1); `reserved` must be 0; `min_bytes` / `max_bytes`: the smallest and
+/// largest sizes tuned, rounded to size classes (0: 1 KiB and 256 MiB).
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct pcclTuneOptions_t {
+    pub struct_size: u32,
+    pub iterations: u32,
+    pub warmup: u32,
+    pub reserved: u32,
+    pub min_bytes: u64,
+    pub max_bytes: u64,
+}
+
+/// `PCCL_TUNE_OPTIONS_INIT`: every option at its default.
+pub const PCCL_TUNE_OPTIONS_INIT: pcclTuneOptions_t = pcclTuneOptions_t {
+    struct_size: core::mem::size_of::<pcclTuneOptions_t>() as u32,
+    iterations: 0,
+    warmup: 0,
+    reserved: 0,
+    min_bytes: 0,
+    max_bytes: 0,
+};
+
+impl Default for pcclTuneOptions_t {
+    /// [`PCCL_TUNE_OPTIONS_INIT`].
+    fn default() -> Self {
+        PCCL_TUNE_OPTIONS_INIT
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -931,6 +986,26 @@ extern "C" {
         shared_state: *mut pcclSharedState_t,
         strategy: pcclSharedStateSyncStrategy_t,
         sync_info_out: *mut pcclSharedStateSyncInfo_t,
+    ) -> pcclResult_t;
+
+    /// Tunes the group's all-reduce algorithm table: every member calls it with the same
+    /// options and no other op in flight; on success every member holds the same table.
+    /// `options` may be null (every default).
+    pub fn pcclTune(
+        communicator: *const pcclComm_t,
+        options: *const pcclTuneOptions_t,
+    ) -> pcclResult_t;
+    /// Writes the group's table as this member holds it to a text file (`path`: a C string).
+    pub fn pcclTuneSave(communicator: *const pcclComm_t, path: *const c_char) -> pcclResult_t;
+    /// Installs the row of the group's world size from a file [`pcclTuneSave`] wrote, without
+    /// timing anything (a tuning round: every member calls it).
+    pub fn pcclTuneLoad(communicator: *const pcclComm_t, path: *const c_char) -> pcclResult_t;
+    /// The algorithm a [`pcclAlgoAuto`] all-reduce of `count` elements of `dtype` would run now.
+    pub fn pcclGetAlgorithm(
+        communicator: *const pcclComm_t,
+        count: usize,
+        dtype: pcclDataType_t,
+        algorithm_out: *mut pcclAlgorithm_t,
     ) -> pcclResult_t;
 
     pub fn pcclCreateMaster(

@@ -3,8 +3,8 @@
 //! 1. A C program compiled against pccl.h with the system C compiler (`$CC`, else `cc`) prints
 //!    the size and alignment of every struct, the offset of every field, the value, size and
 //!    signedness of every enum and enumerator, every numeric `#define`, the fields of
-//!    `PCCL_COMM_CREATE_OPTIONS_INIT` and `PCCL_COLLECTIVE_OPTIONS_INIT` (premul_scalar by its
-//!    bits) and the PCCL_RESULT_MAP table; each line must equal what
+//!    `PCCL_COMM_CREATE_OPTIONS_INIT`, `PCCL_COLLECTIVE_OPTIONS_INIT` (premul_scalar by its
+//!    bits) and `PCCL_TUNE_OPTIONS_INIT`, and the PCCL_RESULT_MAP table; each line must equal what
 //!    Rust computes from pccl-sys. `pcclCommCreateParams_t` must moreover have PCCL 1.0's
 //!    layout, whatever the header says: 36 bytes, offsets 0, 28 and 32.
 //! 2. pccl.h is parsed: every struct's field list, every enumerator, every numeric `#define` and
@@ -83,10 +83,14 @@ fn struct_table() -> Vec<StructLayout> {
             listen_url, heartbeat_ms, evict_ms, vote_timeout_ms, max_peers
         }
         "pcclCollectiveOptions_t" => pcclCollectiveOptions_t {
-            struct_size, timeout_ms, tag, flags, reserved, premul_scalar, quantization_options
+            struct_size, timeout_ms, tag, flags, reserved, premul_scalar, quantization_options,
+            algorithm, reserved2
         }
         "pcclCollectiveInfo_t" => pcclCollectiveInfo_t {
             world_size, rank, epoch, tx_bytes, rx_bytes
+        }
+        "pcclTuneOptions_t" => pcclTuneOptions_t {
+            struct_size, iterations, warmup, reserved, min_bytes, max_bytes
         }
     }
 }
@@ -107,7 +111,8 @@ fn enum_types() -> Vec<(&'static str, usize, bool)> {
         pcclAttribute_t,
         pcclSharedStateSyncStrategy_t,
         pcclDistributionHint_t,
-        pcclQuantizationAlgorithm_t
+        pcclQuantizationAlgorithm_t,
+        pcclAlgorithm_t
     )
 }
 
@@ -196,6 +201,11 @@ fn constants() -> Vec<(&'static str, i64)> {
         pcclQuantNone,
         pcclQuantMinMax,
         pcclQuantZeroPointScale,
+        pcclAlgoAuto,
+        pcclAlgoRelay,
+        pcclAlgoDirect,
+        pcclAlgoRing,
+        pcclAlgoRingStriped,
         PCCL_COLLECTIVE_ABORT_ON_ERROR,
     )
 }
@@ -436,11 +446,19 @@ fn c_program() -> String {
     c.push_str(
         "{ const pcclCollectiveOptions_t o = PCCL_COLLECTIVE_OPTIONS_INIT;\n\
          union { double d; unsigned long long u; } b; b.d = o.premul_scalar;\n\
-         printf(\"init PCCL_COLLECTIVE_OPTIONS_INIT %u %u %llu %u %u %llx %d %d\\n\", \
+         printf(\"init PCCL_COLLECTIVE_OPTIONS_INIT %u %u %llu %u %u %llx %d %d %u %u\\n\", \
          (unsigned)o.struct_size, (unsigned)o.timeout_ms, (unsigned long long)o.tag, \
          (unsigned)o.flags, (unsigned)o.reserved, b.u, \
          (int)o.quantization_options.quantized_datatype, \
-         (int)o.quantization_options.algorithm); }\n",
+         (int)o.quantization_options.algorithm, (unsigned)o.algorithm, \
+         (unsigned)o.reserved2); }\n",
+    );
+    c.push_str(
+        "{ const pcclTuneOptions_t o = PCCL_TUNE_OPTIONS_INIT;\n\
+         printf(\"init PCCL_TUNE_OPTIONS_INIT %u %u %u %u %llu %llu\\n\", \
+         (unsigned)o.struct_size, (unsigned)o.iterations, (unsigned)o.warmup, \
+         (unsigned)o.reserved, (unsigned long long)o.min_bytes, \
+         (unsigned long long)o.max_bytes); }\n",
     );
     c.push_str("PCCL_RESULT_MAP(PRINT_RESULT)\nreturn 0;\n}\n");
     c
@@ -473,7 +491,7 @@ fn rust_lines() -> Vec<String> {
     ));
     let o = PCCL_COLLECTIVE_OPTIONS_INIT;
     v.push(format!(
-        "init PCCL_COLLECTIVE_OPTIONS_INIT {} {} {} {} {} {:x} {} {}",
+        "init PCCL_COLLECTIVE_OPTIONS_INIT {} {} {} {} {} {:x} {} {} {} {}",
         o.struct_size,
         o.timeout_ms,
         o.tag,
@@ -481,7 +499,14 @@ fn rust_lines() -> Vec<String> {
         o.reserved,
         o.premul_scalar.to_bits(),
         o.quantization_options.quantized_datatype,
-        o.quantization_options.algorithm
+        o.quantization_options.algorithm,
+        o.algorithm,
+        o.reserved2
+    ));
+    let o = PCCL_TUNE_OPTIONS_INIT;
+    v.push(format!(
+        "init PCCL_TUNE_OPTIONS_INIT {} {} {} {} {} {}",
+        o.struct_size, o.iterations, o.warmup, o.reserved, o.min_bytes, o.max_bytes
     ));
     for (value, name, message) in PCCL_RESULT_MAP.iter() {
         v.push(format!("resultmap {} {} {}", value, name, message));
@@ -529,7 +554,7 @@ fn layout_and_constants_match_the_c_compiler() {
         "ABI mismatches:\n{}",
         mismatches.join("\n")
     );
-    // The checks cover something: 20 structs, 9 enums, every result code.
+    // The checks cover something: 21 structs, 10 enums, every result code.
     assert!(c_lines.len() > 150, "only {} lines", c_lines.len());
 }
 
@@ -569,15 +594,31 @@ fn comm_create_params_have_pccl_1_0_layout() {
     );
     // The collective options: two uint32_t, the tag at 8, flags and reserved, the factor at 24,
     // the quantization at 32 (where the first version of the struct ended: struct_size 32 is
-    // still accepted).
-    assert_eq!(size_of::<pcclCollectiveOptions_t>(), 40);
+    // still accepted), the algorithm at 40 (where the second ended: 40 is accepted too) and
+    // reserved2 at 44.
+    assert_eq!(size_of::<pcclCollectiveOptions_t>(), 48);
+    assert_eq!(align_of::<pcclCollectiveOptions_t>(), 8);
     assert_eq!(offset!(pcclCollectiveOptions_t, tag), 8);
     assert_eq!(offset!(pcclCollectiveOptions_t, premul_scalar), 24);
     assert_eq!(offset!(pcclCollectiveOptions_t, quantization_options), 32);
+    assert_eq!(offset!(pcclCollectiveOptions_t, algorithm), 40);
+    assert_eq!(offset!(pcclCollectiveOptions_t, reserved2), 44);
     let o = pcclCollectiveOptions_t::default();
     assert_eq!(o, PCCL_COLLECTIVE_OPTIONS_INIT);
     assert_eq!(o.struct_size as usize, size_of::<pcclCollectiveOptions_t>());
     assert_eq!(o.premul_scalar, 1.0);
+    assert_eq!((o.algorithm, o.reserved2), (pcclAlgoAuto, 0));
+    // The tuner's options: four uint32_t, then the two byte bounds at 16 and 24.
+    assert_eq!(size_of::<pcclTuneOptions_t>(), 32);
+    assert_eq!(align_of::<pcclTuneOptions_t>(), 8);
+    assert_eq!(offset!(pcclTuneOptions_t, iterations), 4);
+    assert_eq!(offset!(pcclTuneOptions_t, warmup), 8);
+    assert_eq!(offset!(pcclTuneOptions_t, reserved), 12);
+    assert_eq!(offset!(pcclTuneOptions_t, min_bytes), 16);
+    assert_eq!(offset!(pcclTuneOptions_t, max_bytes), 24);
+    let t = pcclTuneOptions_t::default();
+    assert_eq!(t, PCCL_TUNE_OPTIONS_INIT);
+    assert_eq!(t.struct_size, 32);
 }
 
 #[test]
@@ -629,14 +670,15 @@ fn every_struct_field_enumerator_and_define_of_the_header_is_declared() {
         table.len(),
         "every checked struct is in the header"
     );
-    assert_eq!(enumerators_seen, 68, "enumerators in the headers");
+    assert_eq!(enumerators_seen, 73, "enumerators in the headers");
     let (defines, initializers) = numeric_defines(&src);
     // The C program prints the initializers' fields (the "init" lines of the layout test).
     assert_eq!(
         initializers,
         [
             "PCCL_COMM_CREATE_OPTIONS_INIT",
-            "PCCL_COLLECTIVE_OPTIONS_INIT"
+            "PCCL_COLLECTIVE_OPTIONS_INIT",
+            "PCCL_TUNE_OPTIONS_INIT"
         ]
     );
     assert!(defines.len() >= 11, "{:?}", defines);
@@ -649,14 +691,14 @@ fn every_struct_field_enumerator_and_define_of_the_header_is_declared() {
 fn every_exported_function_is_declared_with_its_arity() {
     let header = exported_functions(&strip_comments(&read_header("pccl.h")));
     let declared = declared_functions();
-    assert_eq!(header.len(), 63, "{:?}", header.keys().collect::<Vec<_>>());
+    assert_eq!(header.len(), 67, "{:?}", header.keys().collect::<Vec<_>>());
     assert_eq!(header, declared);
 }
 
 #[test]
 fn every_function_links_and_every_exported_symbol_is_declared() {
     // Referencing each function makes the linker resolve it in libpccl.
-    let fns: [usize; 63] = [
+    let fns: [usize; 67] = [
         pcclInit as *const () as usize,
         pcclGetVersion as *const () as usize,
         pcclGetBuildInfo as *const () as usize,
@@ -712,6 +754,10 @@ fn every_function_links_and_every_exported_symbol_is_declared() {
         pcclWorkWaitTimeout as *const () as usize,
         pcclWorkIsCompleted as *const () as usize,
         pcclWorkFree as *const () as usize,
+        pcclTune as *const () as usize,
+        pcclTuneSave as *const () as usize,
+        pcclTuneLoad as *const () as usize,
+        pcclGetAlgorithm as *const () as usize,
         pcclSynchronizeSharedState as *const () as usize,
         pcclSynchronizeSharedStateEx as *const () as usize,
         pcclCreateMaster as *const () as usize,

@@ -17,12 +17,14 @@ use pccl_sys as sys;
 
 use crate::comm::{duration_ms, AsyncScope, Communicator};
 use crate::error::{check, Error, Result};
-use crate::types::{Attribute, DataType, Element, QuantizationAlgorithm, ReduceOp, ReduceOptions};
+use crate::types::{
+    Algorithm, Attribute, DataType, Element, QuantizationAlgorithm, ReduceOp, ReduceOptions,
+};
 
 /// Options of one operation of the collective set (`pcclCollectiveOptions_t`).
 ///
 /// `Default` (and [`CollectiveOptions::new`]) is tag 0, the communicator's timeout, no abort,
-/// factor 1.0, no quantization.
+/// factor 1.0, no quantization, [`Algorithm::Auto`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CollectiveOptions {
     /// Identifies the operation among those in flight on the communicator: every member uses
@@ -41,6 +43,13 @@ pub struct CollectiveOptions {
     /// `Some((quantized type, algorithm))` quantizes the traffic of reduce and reduce-scatter
     /// (float data only; any other operation refuses it with `InvalidArgument`).
     pub quantization: Option<(DataType, QuantizationAlgorithm)>,
+    /// The algorithm the operation must run. [`Algorithm::Auto`]: the group's tuned table
+    /// ([`Communicator::tune`]), else the built-in rule. Every member must pass the same (else
+    /// [`Error::InvalidUsage`] for all, before any data moves); one that cannot run the
+    /// operation (`Relay` above the master's relay bound, `Direct` on anything but an
+    /// all-reduce or above 4 MiB, anything but `Ring` / `RingStriped` for a quantized or
+    /// PremulSum operation) is [`Error::InvalidArgument`]. Send / recv ignore it.
+    pub algorithm: Algorithm,
 }
 
 impl Default for CollectiveOptions {
@@ -51,6 +60,7 @@ impl Default for CollectiveOptions {
             abort_on_error: false,
             premul_scalar: 1.0,
             quantization: None,
+            algorithm: Algorithm::Auto,
         }
     }
 }
@@ -89,6 +99,11 @@ impl CollectiveOptions {
         self.quantization = Some((datatype, algorithm));
         self
     }
+    /// The same options forcing `algorithm` ([`CollectiveOptions::algorithm`]).
+    pub fn algorithm(mut self, algorithm: Algorithm) -> CollectiveOptions {
+        self.algorithm = algorithm;
+        self
+    }
 
     fn to_raw(self) -> sys::pcclCollectiveOptions_t {
         let (qdt, qalg) = match self.quantization {
@@ -108,6 +123,7 @@ impl CollectiveOptions {
                 quantized_datatype: qdt,
                 algorithm: qalg,
             },
+            algorithm: self.algorithm.to_raw(),
             ..sys::PCCL_COLLECTIVE_OPTIONS_INIT
         }
     }
@@ -561,8 +577,8 @@ impl Communicator {
 /// ([`crate::Attribute::Rank`]).
 impl Communicator {
     /// All-reduce with the collective set's options (`pcclAllReduceEx`): the tag is
-    /// `reduce.tag`, quantization is `reduce`'s; `options` adds the timeout, abort on error and
-    /// the [`ReduceOp::PremulSum`] factor.
+    /// `reduce.tag`, quantization is `reduce`'s; `options` adds the timeout, abort on error, the
+    /// [`ReduceOp::PremulSum`] factor and the algorithm ([`CollectiveOptions::algorithm`]).
     pub fn all_reduce_with<T: Element>(
         &self,
         send: &[T],

@@ -5,8 +5,9 @@
 //!   and asynchronous all-reduces over slices, the collective set (broadcast, reduce,
 //!   all-gather, reduce-scatter, all-to-all(v), gather, scatter and their list forms,
 //!   barrier, send / recv, split; blocking, or asynchronous as a [`Work`] in an
-//!   [`AsyncScope`]), shared-state synchronization. RAII: drop destroys it. `Send`, not
-//!   `Sync` (one call at a time, from any thread).
+//!   [`AsyncScope`]), shared-state synchronization, the all-reduce's algorithm tuner
+//!   ([`Communicator::tune`], [`Algorithm`]). RAII: drop destroys it. `Send`, not `Sync` (one
+//!   call at a time, from any thread).
 //! * [`Master`] — a master node in this process. `Send + Sync`; `interrupt` from any thread.
 //! * [`Error`] — one variant per `pcclResult_t` code; every call returns [`Result`].
 //! * [`Element`] — the Rust types pccl reduces (`u8`..`u64`, `i8`..`i64`, `f32`, `f64`,
@@ -35,6 +36,7 @@ mod comm;
 mod error;
 mod master;
 mod state;
+mod tune;
 mod types;
 
 pub use coll::{CollectiveInfo, CollectiveOptions, Work};
@@ -42,9 +44,10 @@ pub use comm::{AsyncReduce, AsyncScope, CommOptions, Communicator};
 pub use error::{Error, Result};
 pub use master::{Master, MasterOptions};
 pub use state::{SharedState, TensorInfo};
+pub use tune::TuneOptions;
 pub use types::{
-    Attribute, BuildInfo, DataType, DistributionHint, Element, QuantizationAlgorithm, ReduceInfo,
-    ReduceOp, ReduceOptions, SyncInfo, SyncStrategy, BF16, F16,
+    Algorithm, Attribute, BuildInfo, DataType, DistributionHint, Element, QuantizationAlgorithm,
+    ReduceInfo, ReduceOp, ReduceOptions, SyncInfo, SyncStrategy, BF16, F16,
 };
 
 pub use pccl_sys as sys;

@@ -205,6 +205,66 @@ impl QuantizationAlgorithm {
     }
 }
 
+/// `pcclAlgorithm_t`: the algorithm an operation runs ([`crate::CollectiveOptions::algorithm`],
+/// [`crate::Communicator::algorithm_for`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Algorithm {
+    /// The group's tuned table ([`crate::Communicator::tune`]) for the operation's size and
+    /// world, else the built-in rule.
+    #[default]
+    Auto,
+    /// The master reduces / routes every member's input: one round trip, inputs up to the
+    /// master's relay bound (32 KiB by default, at most 64 KiB).
+    Relay,
+    /// All-reduce only: every member gets every input and reduces them in rank order (inputs
+    /// up to 4 MiB).
+    Direct,
+    /// The ring schedule, one connection per step.
+    Ring,
+    /// The ring schedule, large steps striped over the link's connection pool (the same
+    /// reduction order as `Ring`, so the same bits).
+    RingStriped,
+}
+
+impl Algorithm {
+    /// Every algorithm, in value order.
+    pub const ALL: [Algorithm; 5] = [
+        Algorithm::Auto,
+        Algorithm::Relay,
+        Algorithm::Direct,
+        Algorithm::Ring,
+        Algorithm::RingStriped,
+    ];
+
+    /// The `pcclAlgorithm_t` value.
+    pub fn to_raw(self) -> sys::pcclAlgorithm_t {
+        match self {
+            Algorithm::Auto => sys::pcclAlgoAuto,
+            Algorithm::Relay => sys::pcclAlgoRelay,
+            Algorithm::Direct => sys::pcclAlgoDirect,
+            Algorithm::Ring => sys::pcclAlgoRing,
+            Algorithm::RingStriped => sys::pcclAlgoRingStriped,
+        }
+    }
+
+    /// The algorithm of a `pcclAlgorithm_t` value, `None` when unknown.
+    pub fn from_raw(raw: sys::pcclAlgorithm_t) -> Option<Algorithm> {
+        Algorithm::ALL.iter().copied().find(|a| a.to_raw() == raw)
+    }
+
+    /// The name the table files of [`crate::Communicator::tune_save`] use: `"auto"`,
+    /// `"relay"`, `"direct"`, `"ring"`, `"ring_striped"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Auto => "auto",
+            Algorithm::Relay => "relay",
+            Algorithm::Direct => "direct",
+            Algorithm::Ring => "ring",
+            Algorithm::RingStriped => "ring_striped",
+        }
+    }
+}
+
 /// How one all-reduce runs: operator, tag, distribution hint, wire quantization.
 ///
 /// `From<ReduceOp>` lets every all-reduce take a bare operator (tag 0, no quantization).
