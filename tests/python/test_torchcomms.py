@@ -232,6 +232,8 @@ def test_argument_checks(comm1):
         comm1.all_gather_single(torch.zeros(1, 3, 2), torch.ones(3, 2))
     with pytest.raises(ValueError, match="quantization"):
         comm1.all_reduce(torch.ones(4), tc.ReduceOp.SUM, hints={"pccl::quantization": "x"})
+    with pytest.raises(ValueError, match="algorithm"):
+        comm1.all_reduce(torch.ones(4), tc.ReduceOp.SUM, hints={"pccl::algorithm": "tree"})
     with pytest.raises(ValueError, match="quantized_dtype"):
         comm1.reduce(torch.ones(4), 0, tc.ReduceOp.SUM,
                      hints={"pccl::quantization": "min_max", "pccl::quantized_dtype": "u7"})

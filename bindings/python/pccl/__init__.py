@@ -45,6 +45,7 @@ from ._errors import (
 )
 from ._lib import LibraryNotFoundError, library_path, load_library
 from ._types import (
+    Algorithm,
     Attribute,
     DataType,
     DeviceType,
@@ -76,6 +77,7 @@ from . import cuda
 __version__ = "0.1.0"
 
 __all__ = [
+    "Algorithm",
     "AsyncReduceHandle",
     "Attribute",
     "AuthenticationFailed",

@@ -28,6 +28,7 @@ from ._errors import (
     UnsupportedTensorTypeError,
     error_for,
 )
+from ._tune import TuneMixin
 from ._types import (
     DataType,
     DeviceType,
@@ -555,7 +556,7 @@ def parse_address(address, default_port=DEFAULT_MASTER_PORT):
     return sa
 
 
-class Communicator:
+class Communicator(TuneMixin):
     """One peer's membership in a run (pcclComm_t).
 
     address: "ip:port", "[ipv6]:port", "host:port", or a URL

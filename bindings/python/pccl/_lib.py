@@ -146,8 +146,9 @@ class CollectiveOptions(ctypes.Structure):
     """pcclCollectiveOptions_t: options of one collective, versioned by struct_size.
 
     CollectiveOptions.init() is PCCL_COLLECTIVE_OPTIONS_INIT (every default).
-    quantization_options applies to pcclReduce and pcclReduceScatter only; the
-    library also accepts the first version of the struct (struct_size 32, without it)."""
+    quantization_options applies to pcclReduce and pcclReduceScatter only; algorithm is a
+    pcclAlgorithm_t (docs/algorithms.md; 0: auto). The library also accepts the earlier
+    versions of the struct (struct_size 32, 40)."""
 
     _fields_ = [
         ("struct_size", ctypes.c_uint32),
@@ -157,12 +158,31 @@ class CollectiveOptions(ctypes.Structure):
         ("reserved", ctypes.c_uint32),
         ("premul_scalar", ctypes.c_double),
         ("quantization_options", CQuantizationOptions),
+        ("algorithm", ctypes.c_uint32),
+        ("reserved2", ctypes.c_uint32),
     ]
 
     @classmethod
     def init(cls):
-        # quantized_datatype pcclUint8 (0), algorithm pcclQuantNone (0)
-        return cls(ctypes.sizeof(cls), 0, 0, 0, 0, 1.0, CQuantizationOptions(0, 0))
+        # quantized_datatype pcclUint8 (0), algorithm pcclQuantNone (0), pcclAlgoAuto (0)
+        return cls(ctypes.sizeof(cls), 0, 0, 0, 0, 1.0, CQuantizationOptions(0, 0), 0, 0)
+
+
+class CTuneOptions(ctypes.Structure):
+    """pcclTuneOptions_t (docs/algorithms.md); CTuneOptions.init() is PCCL_TUNE_OPTIONS_INIT."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("iterations", ctypes.c_uint32),
+        ("warmup", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint32),
+        ("min_bytes", ctypes.c_uint64),
+        ("max_bytes", ctypes.c_uint64),
+    ]
+
+    @classmethod
+    def init(cls):
+        return cls(ctypes.sizeof(cls), 0, 0, 0, 0, 0)
 
 
 # pcclCollectiveOptions_t.flags
@@ -279,6 +299,10 @@ PROTOTYPES = {
     "pcclRecv": [_vp, _sz, c_enum, _int, _Opt, _vp, _Info],
     "pcclRecvAsync": [_vp, _sz, c_enum, _int, _Opt, _vp, _Work],
     "pcclCommSplit": [_vp, _P(_int), _sz, _P(_vp)],
+    "pcclTune": [_vp, _P(CTuneOptions)],
+    "pcclTuneSave": [_vp, ctypes.c_char_p],
+    "pcclTuneLoad": [_vp, ctypes.c_char_p],
+    "pcclGetAlgorithm": [_vp, _sz, c_enum, _P(c_enum)],
     "pcclWorkWait": [_vp, _Info],
     "pcclWorkWaitTimeout": [_vp, ctypes.c_uint32, _Info],
     "pcclWorkIsCompleted": [_vp, _P(ctypes.c_bool)],

@@ -72,6 +72,16 @@ class DistributionHint(enum.IntEnum):
     UNIFORM = 2
 
 
+class Algorithm(enum.IntEnum):
+    """pcclAlgorithm_t: the algorithm of an op (docs/algorithms.md)."""
+
+    AUTO = 0
+    RELAY = 1
+    DIRECT = 2
+    RING = 3
+    RING_STRIPED = 4
+
+
 class QuantizationAlgorithm(enum.IntEnum):
     """pcclQuantizationAlgorithm_t."""
 

@@ -27,7 +27,7 @@ from ._errors import (
     UpdateTopologyFailed,
     error_for,
 )
-from ._types import Attribute, DataType, QuantizationAlgorithm
+from ._types import Algorithm, Attribute, DataType, QuantizationAlgorithm
 
 log = logging.getLogger("pccl.torchcomms")
 
@@ -129,7 +129,7 @@ def _ms(seconds):
 
 
 # hints this module reads; any other "pccl::" hint (and every other hint) is ignored
-_OP_HINTS = ("pccl::tag", "pccl::quantization", "pccl::quantized_dtype")
+_OP_HINTS = ("pccl::tag", "pccl::quantization", "pccl::quantized_dtype", "pccl::algorithm")
 # Ops whose wire pccl may quantize (pccl::quantization); for the others the hint is ignored.
 _QUANTIZED_OPS = ("all_reduce", "reduce", "reduce_scatter", "reduce_scatter_single")
 _COMM_HINTS = ("pccl::master", "pccl::world_size", "pccl::heartbeat_ms", "pccl::master_evict_ms",
@@ -466,6 +466,14 @@ class TorchComm:
                 o.quantization_options = L.CQuantizationOptions(qdt, algo)
             else:
                 log.debug("%s: quantization hints ignored (pccl quantizes reducing ops only)", where)
+        if "pccl::algorithm" in hints:
+            # docs/algorithms.md: every member must name the same one (else InvalidUsage)
+            name = str(hints["pccl::algorithm"]).strip().upper()
+            if name not in Algorithm.__members__:
+                raise ValueError(f"{where}: hint pccl::algorithm must be one of "
+                                 f"{[m.lower() for m in Algorithm.__members__]}, got "
+                                 f"{hints['pccl::algorithm']!r}")
+            o.algorithm = int(Algorithm[name])
         if "pccl::tag" in hints:
             o.tag = int(hints["pccl::tag"])
         elif async_op:

@@ -148,6 +148,14 @@ def quantized_checks(comm, ck):
         comm.all_gather(everyone, torch.from_numpy(got.copy()))
         if name == "all_reduce" and any(not np.array_equal(e.numpy(), got) for e in everyone):
             ck.bad.append("quantized all_reduce: ranks differ")
+    # pccl::algorithm (docs/algorithms.md): each one exact (members naming different ones are
+    # refused with InvalidUsage: this run aborts on errors, so tests/unit and the C, Go and
+    # Rust tests check that)
+    for name in ("relay", "direct", "ring", "ring_striped"):
+        t = torch.arange(64, dtype=torch.int32) + rank
+        comm.all_reduce(t, tc.ReduceOp.SUM, hints={"pccl::algorithm": name})
+        ck.eq(f"all_reduce pccl::algorithm={name}", t.numpy(),
+              np.arange(64, dtype=np.int32) * world + sum(range(world)))
     ck.n += 1
     try:
         comm.all_reduce(torch.zeros(4), tc.ReduceOp.SUM, hints={"pccl::quantization": "fancy"})
