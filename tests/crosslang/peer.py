@@ -22,21 +22,18 @@ Same protocol as peer_c.c, the Go pcclpeer and the Rust peer example:
 4. Synchronizes revision K and prints "hash H": FNV-1a 64 over the state's
    little-endian int32 bytes, 16 lowercase hex digits.
 
-Uses the public API of bindings/python (pccl), except for step 3: the
-Communicator has no broadcast, all-gather or reduce-scatter, so the peer calls
-pcclBroadcast, pcclAllGather and pcclReduceScatter through the package's ctypes
-prototypes (pccl._lib) on the Communicator's handle, as pccl.torchcomms does.
+Uses the public API of bindings/python (pccl) only: step 3 is the Communicator's
+broadcast, all_gather and reduce_scatter (pcclBroadcast, pcclAllGather,
+pcclReduceScatter).
 Exit status: 0 success, 1 a pccl call failed, 2 bad usage or admission timeout.
 """
 import argparse
-import ctypes
 import sys
 import time
 
 import numpy as np
 
 import pccl
-from pccl import _lib
 
 
 def fnv1a64(data):
@@ -62,38 +59,29 @@ def collective(comm, name, v, count, deadline):
     """One op of step 3 ("bcast", "allgather" or "reducescatter"), sized for the rank and
     world of the last completed call; UpdateTopologyFailed (the membership changed before every
     member started it) updates the topology and sizes and runs the op again."""
-    lib = _lib.lib()
-    i32 = int(pccl.DataType.INT32)
     while True:
         rank = comm.get_attribute(pccl.Attribute.RANK)
         world = comm.get_attribute(pccl.Attribute.PEER_GROUP_WORLD_SIZE)
-        info = _lib.CCollectiveInfo()
-        h = comm._handle()
-        if name == "bcast":
-            out = (np.arange(count, dtype=np.int32) + v * 1000 if rank == 0
-                   else np.full(count, -1, dtype=np.int32))
-            rc = lib.pcclBroadcast(out.ctypes.data, count, i32, 0, None, h, ctypes.byref(info))
-            fn = "pcclBroadcast"
-        elif name == "allgather":
-            send = np.arange(count, dtype=np.int32) + v * 100
-            out = np.zeros(world * count, dtype=np.int32)
-            rc = lib.pcclAllGather(send.ctypes.data, out.ctypes.data, count, i32, None, h,
-                                   ctypes.byref(info))
-            fn = "pcclAllGather"
-        else:
-            send = (np.arange(1, world * count + 1, dtype=np.int64) * v).astype(np.int32)
-            out = np.zeros(count, dtype=np.int32)
-            rc = lib.pcclReduceScatter(send.ctypes.data, out.ctypes.data, count, i32,
-                                       int(pccl.ReduceOp.SUM), None, h, ctypes.byref(info))
-            fn = "pcclReduceScatter"
-        if rc == 0:
-            print(f"{name} rank {info.rank} world {info.world_size} data "
-                  f"{','.join(str(int(x)) for x in out)}", flush=True)
-            return
-        err = pccl.error_for(rc, fn)
-        if not isinstance(err, pccl.UpdateTopologyFailed) or time.monotonic() > deadline:
-            raise err
-        update_topology(comm, deadline)
+        try:
+            if name == "bcast":
+                out = (np.arange(count, dtype=np.int32) + v * 1000 if rank == 0
+                       else np.full(count, -1, dtype=np.int32))
+                info = comm.broadcast(out, 0)
+            elif name == "allgather":
+                out = np.zeros(world * count, dtype=np.int32)
+                info = comm.all_gather(np.arange(count, dtype=np.int32) + v * 100, out)
+            else:
+                send = (np.arange(1, world * count + 1, dtype=np.int64) * v).astype(np.int32)
+                out = np.zeros(count, dtype=np.int32)
+                info = comm.reduce_scatter(send, out, op=pccl.ReduceOp.SUM)
+        except pccl.UpdateTopologyFailed:
+            if time.monotonic() > deadline:
+                raise
+            update_topology(comm, deadline)
+            continue
+        print(f"{name} rank {info.rank} world {info.world_size} data "
+              f"{','.join(str(int(x)) for x in out)}", flush=True)
+        return
 
 
 def run(args):

@@ -1,10 +1,12 @@
 """pccl: Python bindings of libpccl (ctypes, no compile step).
 
 A superset of PCCL's Python package: Communicator, SharedState, TensorInfo,
-all_reduce / all_reduce_async, MasterNode, the enums of include/pccl.h, and a
-PCCLError subclass per result code. numpy arrays and CPU torch tensors are used
-in place. libpccl is found through PCCL_LIBRARY, the build trees of this
-checkout, the dynamic loader, or the installed library (see docs/python.md).
+all_reduce / all_reduce_async, the collective set (broadcast, reduce, all_gather,
+reduce_scatter, all_to_all, gather, scatter, barrier, send, recv; Work), MasterNode,
+the enums of include/pccl.h, and a PCCLError subclass per result code. numpy
+arrays and CPU torch tensors are used in place. libpccl is found through
+PCCL_LIBRARY, the build trees of this checkout, the dynamic loader, or the
+installed library (see docs/python.md).
 """
 
 from ._errors import (
@@ -72,6 +74,7 @@ from ._core import (
     init,
     parse_address,
 )
+from ._collectives import CollectiveInfo, Work
 from . import cuda
 
 __version__ = "0.1.0"
@@ -82,6 +85,7 @@ __all__ = [
     "Attribute",
     "AuthenticationFailed",
     "BuildInfo",
+    "CollectiveInfo",
     "Communicator",
     "DTypeMismatchError",
     "DataType",
@@ -131,6 +135,7 @@ __all__ = [
     "UnsupportedDeviceError",
     "UnsupportedTensorTypeError",
     "UpdateTopologyFailed",
+    "Work",
     "cuda",
     "error_for",
     "get_build_info",

@@ -12,6 +12,7 @@ import time
 import weakref
 
 from . import _lib as L
+from ._collectives import Collectives
 from ._errors import (
     DTypeMismatchError,
     EmptySharedStateError,
@@ -556,7 +557,7 @@ def parse_address(address, default_port=DEFAULT_MASTER_PORT):
     return sa
 
 
-class Communicator(TuneMixin):
+class Communicator(Collectives, TuneMixin):
     """One peer's membership in a run (pcclComm_t).
 
     address: "ip:port", "[ipv6]:port", "host:port", or a URL
@@ -566,6 +567,8 @@ class Communicator(TuneMixin):
     is accepted (0: the default, 2; the library opens at most 8). ring_key
     orders the group's ring (pcclCommCreateOptions_t.ring_key: members that
     each pass their intended rank + 1 get those ranks; 0: order of joining).
+    The collective set (broadcast, reduce, all_gather, ..., send, recv) comes
+    from Collectives (_collectives.py).
     """
 
     def __init__(self, address="127.0.0.1:48148", peer_group=0, p2p_connection_pool_size=0, *,
@@ -612,10 +615,11 @@ class Communicator(TuneMixin):
         return h
 
     def close(self):
-        """Awaits in-flight async all-reduces, leaves the run and frees the communicator."""
+        """Awaits in-flight async ops, leaves the run and frees the communicator."""
         h = getattr(self, "_h", None)
         if h is None or not h.value:
             return
+        self._end_works()
         for handle in list(self._in_flight.values()):
             handle.wait()
         self._h = None

@@ -8,9 +8,9 @@ class ReduceOp(enum.IntEnum):
     """pcclRedOp_t. BAND, BOR and BXOR (pccl additions) take integer types only.
 
     PREMUL_SUM (pcclPremulSum): every member's input times its own factor, then
-    summed; float types only. Its factor travels in the collective-set options
-    (pcclAllReduceEx), which this package does not expose yet: all_reduce
-    refuses it (InvalidArgument, from libpccl)."""
+    summed; float types only. Its factor travels in the collective-set options:
+    all_reduce (pcclAllReduce) refuses it (InvalidArgument, from libpccl);
+    Communicator.reduce / reduce_scatter take it with the default factor 1.0."""
 
     SUM = 0
     AVG = 1

@@ -18,6 +18,7 @@ import weakref
 
 from . import _core
 from . import _lib as L
+from ._collectives import Work, _ms, _seconds
 from ._core import Communicator, MasterNode, _buffer_of, _is_torch
 from ._errors import (
     DTypeMismatchError,
@@ -35,7 +36,6 @@ BACKEND = "pccl"
 DEFAULT_TIMEOUT_S = 600.0  # TorchComms' TORCHCOMM_TIMEOUT_SECONDS default
 FINALIZE_WAIT_S = 60.0  # finalize waits at most this long for the other members
 _FINALIZE_TAG = (1 << 61) | 0x46494E  # the finalize barrier's tag (outside _next_tag's)
-_U32_MAX = 2**32 - 1
 
 __all__ = ["ReduceOp", "TorchComm", "TorchWork", "new_comm", "BACKEND"]
 
@@ -107,27 +107,6 @@ def _env_bool(name, default):
     return v.strip().lower() in ("1", "true", "yes", "on")
 
 
-def _seconds(timeout, what="timeout"):
-    """A timeout (timedelta or seconds) in seconds, or None."""
-    if timeout is None:
-        return None
-    if isinstance(timeout, datetime.timedelta):
-        s = timeout.total_seconds()
-    elif isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
-        s = float(timeout)
-    else:
-        raise TypeError(f"{what} must be a datetime.timedelta or seconds, got {timeout!r}")
-    if s < 0:
-        raise ValueError(f"{what} must not be negative, got {timeout!r}")
-    return s
-
-
-def _ms(seconds):
-    if seconds is None:
-        return 0
-    return min(_U32_MAX, max(1, int(round(seconds * 1000))))
-
-
 # hints this module reads; any other "pccl::" hint (and every other hint) is ignored
 _OP_HINTS = ("pccl::tag", "pccl::quantization", "pccl::quantized_dtype", "pccl::algorithm")
 # Ops whose wire pccl may quantize (pccl::quantization); for the others the hint is ignored.
@@ -162,53 +141,14 @@ def _check_hints(hints, known, where):
     return hints
 
 
-class TorchWork:
-    """An op's work object: is_completed(), wait(). wait() raises the op's PCCLError."""
-
-    def __init__(self, fn_name, c_work=None, keep=None, rc=0, on_fail=None):
-        self._fn = fn_name
-        self._on_fail = on_fail
-        self._w = c_work  # ctypes.c_void_p of a running op, or None once finished
-        self._keep = keep  # the op's buffers and C arrays, alive until it ended
-        self._rc = None if c_work is not None else rc
-
-    def is_completed(self):
-        if self._rc is not None:
-            return True
-        done = ctypes.c_bool()
-        rc = L.lib().pcclWorkIsCompleted(self._w, ctypes.byref(done))
-        if rc != 0:
-            raise error_for(rc, "pcclWorkIsCompleted")
-        return bool(done.value)
+class TorchWork(Work):
+    """An op's work object: is_completed(), wait(). wait() raises the op's PCCLError and
+    returns True; wait(timeout) (seconds or timedelta) is a bounded wait (pccl.Timeout when
+    still running; the op is not cancelled by it). pccl.Work (_collectives.py) is the rest."""
 
     def wait(self, timeout=None):
-        """Waits for the op; raises its error. timeout (seconds or timedelta): a bounded wait
-        (pccl.Timeout when still running; the op is not cancelled by it)."""
-        if self._rc is None:
-            s = _seconds(timeout)
-            if s is not None:
-                rc = L.lib().pcclWorkWaitTimeout(self._w, _ms(s) if s > 0 else 0, None)
-                if rc == 13:  # still running
-                    raise error_for(rc, "pcclWorkWaitTimeout")
-            else:
-                rc = L.lib().pcclWorkWait(self._w, None)
-            self._rc = rc
-            L.lib().pcclWorkFree(self._w)
-            self._w = None
-            self._keep = None
-            if rc != 0 and self._on_fail is not None:
-                self._on_fail()
-        if self._rc != 0:
-            raise error_for(self._rc, self._fn)
+        super().wait(timeout)
         return True
-
-    def __del__(self):
-        try:
-            if self._w is not None:
-                L.lib().pcclWorkFree(self._w)  # a running op is waited for first
-                self._w = None
-        except Exception:
-            pass
 
 
 # --------------------------------------------------------------------------
@@ -497,7 +437,8 @@ class TorchComm:
             if rc != 0:
                 self._failed(pair, tag)
                 raise error_for(rc, name + "Async")
-            return TorchWork(name, w, keep, on_fail=lambda: self._failed(pair, tag))
+            return TorchWork(name, w, keep, on_fail=lambda: self._failed(pair, tag),
+                             comm=self._comm)
         rc = getattr(lib, name)(*args_sync, None)
         if rc != 0:
             raise error_for(rc, name)
