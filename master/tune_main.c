@@ -172,7 +172,7 @@ int main(int argc, char **argv)
     pcclTuneOptions_t to = PCCL_TUNE_OPTIONS_INIT;
     char *rest[12];
     int nrest = 0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
@@ -213,7 +213,6 @@ int main(int argc, char **argv)
             rest[nrest++] = argv[i];
             rest[nrest++] = argv[i + 1];
         }
-        i++;
     }
     if (local > 0) return local_run((int)local, rest, nrest);
     if (url == NULL || world == 0) {

@@ -262,7 +262,12 @@ static int mode_survivor(pcclComm_t *c, uint32_t n)
     const uint64_t t0 = now_ms();
     for (;;) {
         uint32_t rank = 0, world = 0;
-        if (attrs(c, &rank, &world) != 0) return 2;
+        if (attrs(c, &rank, &world) != 0) {
+            /* No rank: the loss already re-wires the ring (ccoip_peer_rank is -1 from the
+             * plan until its verdict). Recover as after a failed exchange. */
+            printf("REWIRING after %llu ms\n", (unsigned long long)(now_ms() - t0));
+            break;
+        }
         const pcclResult_t r = exchange(c, 8u << 20, false, 8000, false);
         if (r == pcclInternalError) return 1; /* a wrong byte */
         if (r == pcclSuccess && world == n) {
