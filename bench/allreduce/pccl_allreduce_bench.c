@@ -377,6 +377,12 @@ int main(int argc, char **argv)
     for (uint64_t bytes = o.min_bytes; bytes <= o.max_bytes && rc == 0; bytes *= o.step) {
         rc = run_size(comm, &o, bytes - bytes % sizeof(float), send, recv, times, &tag);
     }
+    /* Leave together: a peer whose last sizes were all skipped would otherwise leave while
+     * the others still start them, and they would find a smaller group (pcclTooFewPeers). */
+    if (rc == 0 && pcclBarrier(NULL, comm, NULL) != pcclSuccess) {
+        fprintf(stderr, "pccl_allreduce_bench %u: the final barrier failed\n", o.index);
+        rc = 1;
+    }
     if (rc == 0 && o.index == 0) printf("# done, results verified exactly\n");
     free(send);
     free(recv);
