@@ -22,8 +22,8 @@ PACKAGES=(
   python3-venv python3-pip python3-setuptools python3-wheel
   # the TLS integration test makes a self-signed certificate
   openssl
-  # reference systems the all-reduce benchmark runs side by side (bench/)
-  openmpi-bin libopenmpi-dev
+  # reference systems the all-reduce benchmark runs side by side (bench/), and its plot
+  openmpi-bin libopenmpi-dev python3-matplotlib
 )
 
 # Rust: the machine's rustup toolchain when present, else Debian's cargo.

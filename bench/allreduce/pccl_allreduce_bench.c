@@ -7,7 +7,8 @@
  *       [--min BYTES] [--max BYTES] [--step 2|4] [--warmup W]
  *       [--iters-min A] [--iters-max B] [--iter-bytes BYTES]
  *       [--quant none|minmax-u8|minmax-i8|minmax-u16|minmax-i16|zps-u8|zps-i8|zps-u16|zps-i16]
- *       [--timeout-ms T] [--pool K]
+ *       [--timeout-ms T] [--pool K] [--algorithm auto|relay|direct|ring|ring_striped]
+ *       [--table FILE]
  *
  * Each peer connects, updates the topology until the group holds N peers,
  * then for each size (float32 elements, SUM) runs W warm-up all-reduces,
@@ -23,6 +24,12 @@
  * The warm-up result is checked the same way. A wrong element or a failed
  * call ends the run with exit code 1 (setup errors: 2).
  *
+ * --algorithm forces one of the all-reduce's algorithms (pcclCollectiveOptions_t.algorithm,
+ * through pcclAllReduceEx); a size it cannot run (the first call is pcclInvalidArgument on
+ * every peer alike: the relay above the master's relay_max, direct above 4 MiB) is skipped
+ * with a '# skipped' line. --table installs an algorithm table (pcclTuneLoad, a file
+ * pcclTuneSave or pccl-tune wrote) once the group is whole, before the first size.
+ *
  * Peer 0 prints one row per size (the format all three systems share, see
  * docs/benchmarks.md):
  *   size count iters time_us min_us max_us algbw busbw tx_bytes copied_bytes
@@ -32,7 +39,10 @@
  * tx_bytes = the bytes peer 0 sent in the last timed operation, as reported
  * by pcclReduceInfo_t, copied_bytes = the tensor bytes peer 0's runtime
  * copied in memory during that operation (PCCL_ATTRIBUTE_COPIED_BYTES read
- * before and after it, outside the timed region; docs/benchmarks.md).
+ * before and after it, outside the timed region; docs/benchmarks.md),
+ * algo = the algorithm the operations ran: the forced one, else what
+ * pcclGetAlgorithm says the group's table or the built-in rule chooses
+ * ('-' for a quantized run, which pcclGetAlgorithm does not describe).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
@@ -83,15 +93,26 @@ typedef struct options {
     uint64_t iter_bytes;
     const quant_name *quant;
     uint32_t timeout_ms;
-    uint32_t pool; /* p2p_connection_pool_size (0: the library's default) */
+    uint32_t pool;      /* p2p_connection_pool_size (0: the library's default) */
+    uint32_t algorithm; /* pcclAlgorithm_t (pcclAlgoAuto: the table, else the rule) */
+    const char *table;  /* --table: pcclTuneLoad's file, or NULL */
 } options;
+
+/* The names of pcclAlgorithm_t, as docs/algorithms.md and the table files spell them. */
+static const char *const algo_names[] = {"auto", "relay", "direct", "ring", "ring_striped"};
+
+static const char *algo_name(uint32_t a)
+{
+    return a < sizeof algo_names / sizeof algo_names[0] ? algo_names[a] : "?";
+}
 
 static void usage(void)
 {
     fprintf(stderr, "usage: pccl_allreduce_bench --url URL --index I --world N [--min BYTES]\n"
                     "  [--max BYTES] [--step 2|4] [--warmup W] [--iters-min A] [--iters-max B]\n"
                     "  [--iter-bytes BYTES] [--quant none|minmax-u8|...|zps-i16]\n"
-                    "  [--timeout-ms T] [--pool K]\n");
+                    "  [--timeout-ms T] [--pool K] [--table FILE]\n"
+                    "  [--algorithm auto|relay|direct|ring|ring_striped]\n");
 }
 
 /* Parses a byte count with an optional K, M or G suffix (powers of 1024). */
@@ -161,6 +182,17 @@ static bool parse_args(int argc, char **argv, options *o)
             o->pool = (uint32_t)strtoul(v, NULL, 10);
         } else if (strcmp(a, "--timeout-ms") == 0) {
             o->timeout_ms = (uint32_t)strtoul(v, NULL, 10);
+        } else if (strcmp(a, "--table") == 0) {
+            o->table = v;
+        } else if (strcmp(a, "--algorithm") == 0) {
+            o->algorithm = UINT32_MAX;
+            for (uint32_t n = 0; n < sizeof algo_names / sizeof algo_names[0]; n++) {
+                if (strcmp(v, algo_names[n]) == 0) o->algorithm = n;
+            }
+            if (o->algorithm == UINT32_MAX) {
+                fprintf(stderr, "pccl_allreduce_bench: unknown --algorithm %s\n", v);
+                return false;
+            }
         } else if (strcmp(a, "--quant") == 0) {
             o->quant = NULL;
             for (size_t q = 0; q < sizeof quant_names / sizeof quant_names[0]; q++) {
@@ -229,6 +261,9 @@ static int run_size(pcclComm_t *comm, const options *o, uint64_t bytes, float *s
     desc.quantization_options.algorithm = o->quant->algorithm;
     desc.quantization_options.quantized_datatype = o->quant->type;
 
+    pcclCollectiveOptions_t copts = PCCL_COLLECTIVE_OPTIONS_INIT;
+    copts.algorithm = o->algorithm;
+
     pcclReduceInfo_t info;
     uint32_t copied = 0; /* bytes copied by the last timed operation (< 2 GiB: mod 2^31 exact) */
     const uint64_t total = (uint64_t)o->warmup + iters + 1u;
@@ -241,8 +276,26 @@ static int run_size(pcclComm_t *comm, const options *o, uint64_t bytes, float *s
         uint32_t c0 = 0;
         if (timed && pccl_bench_copied_low(comm, &c0) != 0) return 1;
         const double t0 = pccl_bench_now_us();
-        const pcclResult_t r = pcclAllReduce(send, recv, &desc, comm, &info);
+        pcclResult_t r;
+        if (o->algorithm == pcclAlgoAuto) {
+            r = pcclAllReduce(send, recv, &desc, comm, &info);
+        } else {
+            pcclCollectiveInfo_t ci;
+            memset(&ci, 0, sizeof ci);
+            r = pcclAllReduceEx(send, recv, &desc, &copts, comm, &ci);
+            info.local_world_size = ci.world_size;
+            info.tx_bytes = ci.tx_bytes;
+            info.rx_bytes = ci.rx_bytes;
+        }
         const double dt = pccl_bench_now_us() - t0;
+        if (r == pcclInvalidArgument && k == 0 && o->algorithm != pcclAlgoAuto) {
+            /* Refused alike by every peer before any data moved: the algorithm cannot run
+             * this size. */
+            if (o->index == 0)
+                printf("# skipped %" PRIu64 ": algorithm %s does not apply\n", bytes,
+                       algo_name(o->algorithm));
+            return 0;
+        }
         if (r != pcclSuccess) {
             fprintf(stderr, "pccl_allreduce_bench %u: all-reduce of %" PRIu64 " bytes: %d\n",
                     o->index, bytes, (int)r);
@@ -267,10 +320,16 @@ static int run_size(pcclComm_t *comm, const options *o, uint64_t bytes, float *s
                 iters % 2u ? times[iters / 2u] : 0.5 * (times[iters / 2u - 1u] + times[iters / 2u]);
             const double algbw = (double)bytes / (med * 1e-6) / 1e9;
             const double busbw = algbw * 2.0 * (double)(o->world - 1u) / (double)o->world;
+            pcclAlgorithm_t ran = (pcclAlgorithm_t)o->algorithm;
+            if (ran == pcclAlgoAuto &&
+                pcclGetAlgorithm(comm, (size_t)count, pcclFloat, &ran) != pcclSuccess) {
+                return 1;
+            }
             printf("%12" PRIu64 " %11" PRIu64 " %6" PRIu64 " %11.1f %11.1f %11.1f %8.3f %8.3f "
-                   "%12" PRIu64 " %12" PRIu32 "\n",
+                   "%12" PRIu64 " %12" PRIu32 " %12s\n",
                    bytes, count, iters, med, times[0], times[iters - 1u], algbw, busbw,
-                   info.tx_bytes, copied);
+                   info.tx_bytes, copied,
+                   quantized && o->algorithm == pcclAlgoAuto ? "-" : algo_name((uint32_t)ran));
         }
     }
     return 0;
@@ -293,6 +352,15 @@ int main(int argc, char **argv)
         pccl_bench_wait_for_world("pccl_allreduce_bench", comm, o.index, o.world, o.timeout_ms);
     if (rc != 0) return rc;
 
+    if (o.table != NULL) {
+        const pcclResult_t r = pcclTuneLoad(comm, o.table);
+        if (r != pcclSuccess) {
+            fprintf(stderr, "pccl_allreduce_bench %u: pcclTuneLoad %s: %d\n", o.index, o.table,
+                    (int)r);
+            return 2;
+        }
+    }
+
     float *send = malloc((size_t)o.max_bytes);
     float *recv = malloc((size_t)o.max_bytes);
     const uint64_t iters_cap = o.iters_max;
@@ -300,13 +368,20 @@ int main(int argc, char **argv)
     if (send == NULL || recv == NULL || times == NULL) return 2;
 
     if (o.index == 0) {
-        printf("# system pccl N %u quant %s warmup %u\n", o.world, o.quant->name, o.warmup);
-        printf("# %10s %11s %6s %11s %11s %11s %8s %8s %12s %12s\n", "size", "count", "iters",
-               "time_us", "min_us", "max_us", "algbw", "busbw", "tx_bytes", "copied_bytes");
+        printf("# system pccl N %u quant %s warmup %u algorithm %s table %s\n", o.world,
+               o.quant->name, o.warmup, algo_name(o.algorithm), o.table ? o.table : "none");
+        printf("# %10s %11s %6s %11s %11s %11s %8s %8s %12s %12s %12s\n", "size", "count", "iters",
+               "time_us", "min_us", "max_us", "algbw", "busbw", "tx_bytes", "copied_bytes", "algo");
     }
     uint64_t tag = 1;
     for (uint64_t bytes = o.min_bytes; bytes <= o.max_bytes && rc == 0; bytes *= o.step) {
         rc = run_size(comm, &o, bytes - bytes % sizeof(float), send, recv, times, &tag);
+    }
+    /* Leave together: a peer whose last sizes were all skipped would otherwise leave while
+     * the others still start them, and they would find a smaller group (pcclTooFewPeers). */
+    if (rc == 0 && pcclBarrier(NULL, comm, NULL) != pcclSuccess) {
+        fprintf(stderr, "pccl_allreduce_bench %u: the final barrier failed\n", o.index);
+        rc = 1;
     }
     if (rc == 0 && o.index == 0) printf("# done, results verified exactly\n");
     free(send);
