@@ -75,10 +75,10 @@ static void run_algo(uint32_t n, uint32_t algo, uint64_t count, uint32_t pool, f
     uint64_t ci[NMAX], cf[NMAX];
     for (uint32_t i = 0; i < n; i++) {
         const uint32_t rank = (uint32_t)ccoip_peer_rank(smh_peer(h, i));
-        is[i] = malloc(count * 4u);
-        ir[i] = malloc(count * 4u);
-        fs[i] = malloc(count * 4u);
-        fr[i] = malloc(count * 4u);
+        is[i] = malloc((size_t)count * 4u);
+        ir[i] = malloc((size_t)count * 4u);
+        fs[i] = malloc((size_t)count * 4u);
+        fr[i] = malloc((size_t)count * 4u);
         for (uint64_t k = 0; k < count; k++) {
             is[i][k] = ival(rank, k);
             fs[i][k] = fval(rank, k);
@@ -104,10 +104,10 @@ static void run_algo(uint32_t n, uint32_t algo, uint64_t count, uint32_t pool, f
         if (ccoip_peer_rank(smh_peer(h, i)) == 0) r0 = i;
     }
     for (uint32_t i = 0; i < n; i++) {
-        PT_ASSERT(memcmp(fr[i], fr[r0], count * 4u) == 0,
+        PT_ASSERT(memcmp(fr[i], fr[r0], (size_t)count * 4u) == 0,
                   "n %u algo %u: peer %u's float result differs from rank 0's", n, algo, i);
     }
-    memcpy(f_out, fr[r0], count * 4u);
+    memcpy(f_out, fr[r0], (size_t)count * 4u);
     PT_ASSERT(smh_step_errors(h) == 0, "no step errors");
     for (uint32_t i = 0; i < n; i++) {
         free(is[i]);
@@ -123,7 +123,8 @@ PTEST(algo_peers, every_algorithm_exact_and_identical_n1_to_n8)
     static const uint32_t algos[] = {CCOIP_ALGO_RELAY, CCOIP_ALGO_DIRECT, CCOIP_ALGO_RING,
                                      CCOIP_ALGO_RING_STRIPED};
     const uint64_t count = 1001; /* 4004 bytes: every algorithm applies */
-    float *ring = malloc(count * 4u), *got = malloc(count * 4u), *relay = malloc(count * 4u);
+    float *ring = malloc((size_t)count * 4u), *got = malloc((size_t)count * 4u),
+          *relay = malloc((size_t)count * 4u);
     /* N = 1: every algorithm is refused alike (a group of one, as PCCL 1.0: pcclTooFewPeers) */
     smh *h = world_of(1, 1);
     PT_ASSERT(h != NULL, "a group of one");
@@ -142,12 +143,12 @@ PTEST(algo_peers, every_algorithm_exact_and_identical_n1_to_n8)
                      : algos[a] == CCOIP_ALGO_RELAY ? relay
                                                     : got);
             if (algos[a] == CCOIP_ALGO_RING_STRIPED) {
-                PT_ASSERT(memcmp(ring, got, count * 4u) == 0,
+                PT_ASSERT(memcmp(ring, got, (size_t)count * 4u) == 0,
                           "n %u: ring and ring_striped give the same bits", n);
             }
             if (algos[a] == CCOIP_ALGO_DIRECT) {
                 /* ranks follow peer ids here: the master's order is the members' */
-                PT_ASSERT(memcmp(relay, got, count * 4u) == 0,
+                PT_ASSERT(memcmp(relay, got, (size_t)count * 4u) == 0,
                           "n %u: relay and direct give the same bits", n);
             }
         }
@@ -163,10 +164,10 @@ PTEST(algo_peers, striped_and_plain_ring_same_bits_over_a_pool)
      * stripes of >= 512 KiB, ccoip_ring_stripes), ring does not */
     const uint64_t count = (3u << 20) / 4u + 7u;
     PT_ASSERT(ccoip_ring_stripes((count / 3u) * 4u, 2) == 2u, "the steps stripe");
-    float *ring = malloc(count * 4u), *got = malloc(count * 4u);
+    float *ring = malloc((size_t)count * 4u), *got = malloc((size_t)count * 4u);
     run_algo(3, CCOIP_ALGO_RING, count, 2, ring);
     run_algo(3, CCOIP_ALGO_RING_STRIPED, count, 2, got);
-    PT_ASSERT(memcmp(ring, got, count * 4u) == 0, "same bits");
+    PT_ASSERT(memcmp(ring, got, (size_t)count * 4u) == 0, "same bits");
     run_algo(2, CCOIP_ALGO_DIRECT, (1u << 20) / 4u, 2, got); /* 1 MiB direct */
     free(ring);
     free(got);
