@@ -1342,3 +1342,19 @@ bool smh_form_ring(smh *h, uint32_t n, uint32_t group)
     }
     return true;
 }
+
+smh *smh_ring_of(uint32_t n, uint32_t pool, uint64_t relay_max, uint32_t vote_timeout_ms)
+{
+    ccoip_master_config mc;
+    ccoip_master_config_default(&mc);
+    mc.relay_max_bytes = (uint32_t)relay_max;
+    if (vote_timeout_ms > 0) mc.vote_timeout_ms = vote_timeout_ms;
+    smh *h = smh_create(&mc, NULL);
+    if (h == NULL) return NULL;
+    smh_set_pool(h, pool);
+    if (!smh_form_ring(h, n, 0)) {
+        smh_destroy(h);
+        return NULL;
+    }
+    return h;
+}

@@ -125,4 +125,11 @@ bool smh_ring_conn_sets(const smh *h, uint32_t peer, uint64_t tag, uint32_t *ntx
 /** Connects peers 0..n-1 (peer 0 first, then the others admitted by peer 0's update). */
 bool smh_form_ring(smh *h, uint32_t n, uint32_t group);
 
+/**
+ * A harness whose master has the default configuration but for the relay bound (0: off) and
+ * the vote timeout (0: the default), with a link pool of `pool`, and a ring of n members in
+ * group 0 formed; NULL (nothing left) when the ring did not form.
+ */
+smh *smh_ring_of(uint32_t n, uint32_t pool, uint64_t relay_max, uint32_t vote_timeout_ms);
+
 #endif /* SM_HARNESS_H */

@@ -23,16 +23,7 @@
 
 static smh *world_of(uint32_t n, uint32_t pool)
 {
-    ccoip_master_config mc;
-    ccoip_master_config_default(&mc);
-    mc.relay_max_bytes = (uint64_t)32 << 10;
-    smh *h = smh_create(&mc, NULL);
-    smh_set_pool(h, pool);
-    if (!smh_form_ring(h, n, 0)) {
-        smh_destroy(h);
-        return NULL;
-    }
-    return h;
+    return smh_ring_of(n, pool, (uint64_t)32 << 10, 0);
 }
 
 static uint64_t submit_ar(smh *h, uint32_t i, pcclDataType_t dt, uint64_t count, uint32_t algo,

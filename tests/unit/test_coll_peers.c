@@ -36,16 +36,7 @@ static uint32_t g_relay_max; /* the master relay's bound for worlds made now (0:
 
 static smh *world_of(uint32_t n, uint32_t pool)
 {
-    ccoip_master_config mc;
-    ccoip_master_config_default(&mc);
-    mc.relay_max_bytes = g_relay_max;
-    smh *h = smh_create(&mc, NULL);
-    smh_set_pool(h, pool);
-    if (!smh_form_ring(h, n, 0)) {
-        smh_destroy(h);
-        return NULL;
-    }
-    return h;
+    return smh_ring_of(n, pool, g_relay_max, 0);
 }
 
 static int32_t in_val(uint32_t rank, uint64_t i)

@@ -27,16 +27,7 @@ typedef struct p2p_op {
 
 static smh *world_of(uint32_t n, uint32_t pool, uint32_t vote_timeout_ms)
 {
-    ccoip_master_config mc;
-    ccoip_master_config_default(&mc);
-    if (vote_timeout_ms > 0) mc.vote_timeout_ms = vote_timeout_ms;
-    smh *h = smh_create(&mc, NULL);
-    smh_set_pool(h, pool);
-    if (!smh_form_ring(h, n, 0)) {
-        smh_destroy(h);
-        return NULL;
-    }
-    return h;
+    return smh_ring_of(n, pool, 0, vote_timeout_ms);
 }
 
 /* Harness peer i's rank. */
