@@ -302,6 +302,10 @@ typedef struct ccoip_allreduce_args {
     /** The algorithm the caller forces (ccoip_algo, docs/algorithms.md; v13); 0: AUTO, the
      *  group's table or the rule. One that cannot run the op: pcclInvalidArgument. */
     uint32_t algorithm;
+    /** Every member forces the same algorithm by construction (the tuner's runs): the op may
+     *  start optimistically like an AUTO one (a forced op otherwise waits for the commence, so
+     *  that members that disagree are refused before any data moves). */
+    bool algo_agreed;
 } ccoip_allreduce_args;
 
 /** A command from the application. */

@@ -324,8 +324,8 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
      * the commence's round trip is small beside a large one's data. */
     /* A forced algorithm waits for the commence: members that disagree are refused before any
      * data moves (an optimistic ring would already run its own schedule). */
-    const bool optimistic =
-        ring_can_start(p) && a->kind == CCOIP_COLL_ALL_REDUCE && a->algorithm == CCOIP_ALGO_AUTO;
+    const bool optimistic = ring_can_start(p) && a->kind == CCOIP_COLL_ALL_REDUCE &&
+                            (a->algorithm == CCOIP_ALGO_AUTO || a->algo_agreed);
     if (optimistic) env.body.collective_initiate.optimistic_epoch = p->ring.epoch;
     p_send(p, &env);
     if (optimistic) {

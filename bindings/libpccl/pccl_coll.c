@@ -551,7 +551,8 @@ static pcclResult_t coll_run(const pcclComm_t *comm, ccoip_coll_kind kind, const
 static pcclResult_t allreduce_start(const void *sendbuff, void *recvbuff,
                                     const pcclReduceDescriptor_t *descriptor,
                                     const pcclCollectiveOptions_t *options,
-                                    const pcclComm_t *communicator, pcclWork_t **work_out)
+                                    const pcclComm_t *communicator, bool agreed,
+                                    pcclWork_t **work_out)
 {
     pcclCollectiveOptions_t o;
     bool abort_on_error = false;
@@ -578,6 +579,7 @@ static pcclResult_t allreduce_start(const void *sendbuff, void *recvbuff,
     cmd.allreduce.timeout_ms = o.timeout_ms != 0 ? o.timeout_ms : c->timeout_ms;
     cmd.allreduce.premul = o.premul_scalar;
     cmd.allreduce.algorithm = o.algorithm;
+    cmd.allreduce.algo_agreed = agreed;
     const pcclCollectiveInfo_t at = {info.world_size, info.rank > 0 ? (uint32_t)info.rank : 0u,
                                      info.epoch, 0, 0};
     return work_submit(c, &cmd, sendbuff, recvbuff, bytes, abort_on_error, &at, NULL, work_out);
@@ -588,7 +590,7 @@ PCCL_EXPORT pcclResult_t pcclAllReduceExAsync(const void *sendbuff, void *recvbu
                                               const pcclCollectiveOptions_t *options,
                                               const pcclComm_t *communicator, pcclWork_t **work_out)
 {
-    return allreduce_start(sendbuff, recvbuff, descriptor, options, communicator, work_out);
+    return allreduce_start(sendbuff, recvbuff, descriptor, options, communicator, false, work_out);
 }
 
 PCCL_EXPORT pcclResult_t pcclAllReduceEx(const void *sendbuff, void *recvbuff,
@@ -598,9 +600,24 @@ PCCL_EXPORT pcclResult_t pcclAllReduceEx(const void *sendbuff, void *recvbuff,
                                          pcclCollectiveInfo_t *info_out)
 {
     pcclWork_t *w = NULL;
-    pcclResult_t r = allreduce_start(sendbuff, recvbuff, descriptor, options, communicator, &w);
+    pcclResult_t r =
+        allreduce_start(sendbuff, recvbuff, descriptor, options, communicator, false, &w);
     if (r != pcclSuccess) return r;
     r = pcclWorkWait(w, info_out);
+    pcclWorkFree(w);
+    return r;
+}
+
+pcclResult_t pccl_allreduce_agreed(const void *sendbuff, void *recvbuff,
+                                   const pcclReduceDescriptor_t *descriptor,
+                                   const pcclCollectiveOptions_t *options,
+                                   const pcclComm_t *communicator)
+{
+    pcclWork_t *w = NULL;
+    pcclResult_t r =
+        allreduce_start(sendbuff, recvbuff, descriptor, options, communicator, true, &w);
+    if (r != pcclSuccess) return r;
+    r = pcclWorkWait(w, NULL);
     pcclWorkFree(w);
     return r;
 }

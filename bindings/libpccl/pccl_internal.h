@@ -112,6 +112,16 @@ pcclResult_t pccl_coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, const
 typedef pcclResult_t (*pccl_chain_fn)(void *ctx, const pcclComm_t *comm, pcclWork_t **next);
 void pccl_work_chain(pcclWork_t *w, pccl_chain_fn fn, void *ctx, void (*free_ctx)(void *));
 
+/**
+ * A blocking all-reduce whose forced algorithm every member passes by construction (the
+ * tuner's timed runs, pccl_tune.c): it may start optimistically, as an AUTO op does, so the
+ * tuner times what AUTO will run (ccoip_allreduce_args.algo_agreed).
+ */
+pcclResult_t pccl_allreduce_agreed(const void *sendbuff, void *recvbuff,
+                                   const pcclReduceDescriptor_t *descriptor,
+                                   const pcclCollectiveOptions_t *options,
+                                   const pcclComm_t *communicator);
+
 /** The blocking form of a started op: wait, free. */
 pcclResult_t pccl_coll_finish(pcclResult_t started, pcclWork_t *w, pcclCollectiveInfo_t *info_out);
 

@@ -3,7 +3,8 @@
  * auto-tuner of the all-reduce's algorithm (docs/algorithms.md, docs/protocol.md §6.8.5).
  *
  * Every member times each candidate algorithm at each size class (forced, so every member
- * runs the same op), then one tuning round hands every member's timings to the master, which
+ * runs the same op; allowed to start optimistically, as the AUTO ops the table serves will:
+ * pccl_allreduce_agreed), then one tuning round hands every member's timings to the master, which
  * takes the median over members per (size, algorithm), keeps the fastest, installs the row
  * for the group's world size and answers every member with the same table; later plans of
  * the group carry it, so members that join later choose alike.
@@ -119,7 +120,7 @@ PCCL_EXPORT pcclResult_t pcclTune(const pcclComm_t *communicator, const pcclTune
                                               {pcclFloat, pcclQuantNone}};
             for (uint32_t i = 0; i < warm + iters && r == pcclSuccess; i++) {
                 const uint64_t s = pt_now_ns();
-                r = pcclAllReduceEx(send, recv, &d, &co, communicator, NULL);
+                r = pccl_allreduce_agreed(send, recv, &d, &co, communicator);
                 if (i >= warm) t[i - warm] = (double)(pt_now_ns() - s) / 1e9;
             }
             if (r != pcclSuccess) break;
