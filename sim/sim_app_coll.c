@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ccoip_algo.h"
 #include "ccoip_coll.h"
 #include "ccoip_dtype.h"
 #include "sim_app.h"
@@ -188,6 +189,14 @@ static void app_submit_coll(sim_workload *wl, uint32_t node, uint32_t slot, uint
     ev.cmd.allreduce.send_bytes = sl;
     ev.cmd.allreduce.recv_bytes = rl;
     ev.cmd.allreduce.timeout_ms = w->cfg.op_timeout_ms;
+    /* The run's forced algorithm (sim_config_swarm_algo) where it can run this op: ring and
+     * ring_striped on every kind, direct on a non-empty all-reduce (the relay's bound depends on
+     * the kind: left to the rule). The same on every member: each derives the op alike. */
+    const uint32_t fa = w->cfg.algo;
+    if (fa == CCOIP_ALGO_RING || fa == CCOIP_ALGO_RING_STRIPED ||
+        (fa == CCOIP_ALGO_DIRECT && kind == CCOIP_COLL_ALL_REDUCE && c->count > 0)) {
+        ev.cmd.allreduce.algorithm = fa;
+    }
     world_feed(w, node, &ev);
 }
 
