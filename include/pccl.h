@@ -860,7 +860,8 @@ PCCL_EXPORT pcclResult_t pcclCommSplit(pcclComm_t *communicator, const int *rank
 typedef struct pcclTuneOptions_t {
     /** sizeof(pcclTuneOptions_t) as the caller compiled it. */
     uint32_t struct_size;
-    /** Timed runs per (size, algorithm), the median kept (0: 3). */
+    /** Timed runs per (size, algorithm), the median kept (0: 3); sizes below 1 MiB take
+     *  up to 8 times as many (1 MiB / size), and the algorithms take turns run by run. */
     uint32_t iterations;
     /** Untimed runs before them (0: 1). */
     uint32_t warmup;

@@ -19,6 +19,10 @@
 #include "pccl_internal.h"
 #include "pt.h"
 
+/* Below this size a class gets more timed runs, at most TUNE_SCALE_MAX times as many. */
+#define TUNE_SCALE_BYTES ((uint64_t)1 << 20)
+#define TUNE_SCALE_MAX   8u
+
 /* The tuner's ops' tag: out of the way of an application's small tags. */
 #define TUNE_TAG ((uint64_t)0x70636C54554E4500ull)
 
@@ -95,7 +99,8 @@ PCCL_EXPORT pcclResult_t pcclTune(const pcclComm_t *communicator, const pcclTune
     const uint32_t k_lo = ccoip_algo_size_class(lo), k_hi = ccoip_algo_size_class(hi);
     const uint64_t most = (uint64_t)1024 << k_hi;
     float *report = calloc(CCOIP_ALGO_TIMINGS, sizeof *report);
-    double *t = calloc(iters, sizeof *t);
+    const size_t n_max = (size_t)iters * TUNE_SCALE_MAX;
+    double *t = calloc(n_max * CCOIP_ALGO_COUNT, sizeof *t);
     uint8_t *send = calloc(1, (size_t)most), *recv = malloc((size_t)most);
     if (report == NULL || t == NULL || send == NULL || recv == NULL) {
         free(report);
@@ -107,26 +112,39 @@ PCCL_EXPORT pcclResult_t pcclTune(const pcclComm_t *communicator, const pcclTune
     const uint64_t t0 = pt_now_ns();
     for (uint32_t k = k_lo; k <= k_hi && r == pcclSuccess; k++) {
         const uint64_t bytes = (uint64_t)1024 << k;
-        for (uint32_t c = 0; c < CCOIP_ALGO_COUNT && r == pcclSuccess; c++) {
-            const ccoip_algo a = (ccoip_algo)(c + 1u);
-            if (!applies(a, bytes, &info)) continue;
-            pcclCollectiveOptions_t co = PCCL_COLLECTIVE_OPTIONS_INIT;
-            co.algorithm = (uint32_t)a;
-            co.tag = TUNE_TAG | (uint64_t)(k * CCOIP_ALGO_COUNT + c);
-            const pcclReduceDescriptor_t d = {(size_t)(bytes / 4u),
-                                              pcclSum,
-                                              co.tag,
-                                              {pcclFloat, pcclDistributionNone},
-                                              {pcclFloat, pcclQuantNone}};
-            for (uint32_t i = 0; i < warm + iters && r == pcclSuccess; i++) {
+        /* Small sizes are cheap and noisy: up to 8x the runs below 1 MiB. The candidates take
+         * turns run by run, so a burst of load hits them all alike. */
+        const uint64_t scale = bytes >= TUNE_SCALE_BYTES ? 1u : TUNE_SCALE_BYTES / bytes;
+        const uint32_t n = iters * (uint32_t)(scale < TUNE_SCALE_MAX ? scale : TUNE_SCALE_MAX);
+        pcclCollectiveOptions_t co[CCOIP_ALGO_COUNT];
+        pcclReduceDescriptor_t d[CCOIP_ALGO_COUNT];
+        bool on[CCOIP_ALGO_COUNT];
+        for (uint32_t c = 0; c < CCOIP_ALGO_COUNT; c++) {
+            const pcclCollectiveOptions_t init = PCCL_COLLECTIVE_OPTIONS_INIT;
+            co[c] = init;
+            co[c].algorithm = c + 1u;
+            co[c].tag = TUNE_TAG | (uint64_t)(k * CCOIP_ALGO_COUNT + c);
+            const pcclReduceDescriptor_t dd = {(size_t)(bytes / 4u),
+                                               pcclSum,
+                                               co[c].tag,
+                                               {pcclFloat, pcclDistributionNone},
+                                               {pcclFloat, pcclQuantNone}};
+            d[c] = dd;
+            on[c] = applies((ccoip_algo)(c + 1u), bytes, &info);
+        }
+        for (uint32_t i = 0; i < warm + n && r == pcclSuccess; i++) {
+            for (uint32_t c = 0; c < CCOIP_ALGO_COUNT && r == pcclSuccess; c++) {
+                if (!on[c]) continue;
                 const uint64_t s = pt_now_ns();
-                r = pccl_allreduce_agreed(send, recv, &d, &co, communicator);
-                if (i >= warm) t[i - warm] = (double)(pt_now_ns() - s) / 1e9;
+                r = pccl_allreduce_agreed(send, recv, &d[c], &co[c], communicator);
+                if (i >= warm) t[(size_t)c * n_max + (i - warm)] = (double)(pt_now_ns() - s) / 1e9;
             }
-            if (r != pcclSuccess) break;
-            qsort(t, iters, sizeof *t, cmp_double);
-            const double med =
-                iters % 2u ? t[iters / 2u] : (t[iters / 2u - 1u] + t[iters / 2u]) / 2;
+        }
+        for (uint32_t c = 0; c < CCOIP_ALGO_COUNT && r == pcclSuccess; c++) {
+            if (!on[c]) continue;
+            double *tc = t + (size_t)c * n_max;
+            qsort(tc, n, sizeof *tc, cmp_double);
+            const double med = n % 2u ? tc[n / 2u] : (tc[n / 2u - 1u] + tc[n / 2u]) / 2;
             report[k * CCOIP_ALGO_COUNT + c] = med > 1e-9 ? (float)med : 1e-9f;
         }
     }
