@@ -5,6 +5,7 @@
 #include "ccoip_algo.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ccoip_ring.h"
@@ -54,7 +55,7 @@ bool ccoip_algo_applies(ccoip_algo algo, const ccoip_algo_query *q)
         return ar && !q->quantized && !q->premul && bytes > 0 && bytes <= CCOIP_ALGO_DIRECT_MAX;
     case CCOIP_ALGO_RING:
     case CCOIP_ALGO_RING_STRIPED:
-        return true;
+        return q->kind != CCOIP_COLL_TUNE; /* the tuning round is relayed only */
     case CCOIP_ALGO_AUTO:
         break;
     }
@@ -68,7 +69,8 @@ ccoip_algo ccoip_algo_default(const ccoip_algo_query *q)
         ccoip_ring_use_gather(query_bytes(q), q->world, q->quantized)) {
         return CCOIP_ALGO_DIRECT;
     }
-    return CCOIP_ALGO_RING_STRIPED;
+    return ccoip_algo_applies(CCOIP_ALGO_RING_STRIPED, q) ? CCOIP_ALGO_RING_STRIPED
+                                                          : CCOIP_ALGO_AUTO;
 }
 
 ccoip_algo ccoip_algo_resolve(ccoip_algo forced, const ccoip_algo_table *table,
@@ -124,6 +126,19 @@ static double report_value(const uint8_t *r, uint32_t i)
     return isfinite(f) && f > 0.0f ? (double)f : NAN;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+double ccoip_algo_median(double *v, uint32_t n)
+{
+    if (n == 0) return NAN;
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2u ? v[n / 2u] : (v[n / 2u - 1u] + v[n / 2u]) / 2.0;
+}
+
 pcclResult_t ccoip_algo_combine(ccoip_algo_table *t, uint32_t world, const uint8_t *const *reports,
                                 uint32_t n)
 {
@@ -141,16 +156,7 @@ pcclResult_t ccoip_algo_combine(ccoip_algo_table *t, uint32_t world, const uint8
                 all = !isnan(v[m]);
             }
             if (!all) continue;
-            /* The median over members (insertion sort of at most 8; even n: the lower middle
-             * one's and the upper's mean). */
-            for (uint32_t i = 1; i < n; i++) {
-                const double x = v[i];
-                uint32_t j = i;
-                for (; j > 0 && v[j - 1u] > x; j--)
-                    v[j] = v[j - 1u];
-                v[j] = x;
-            }
-            const double med = n % 2u ? v[n / 2u] : (v[n / 2u - 1u] + v[n / 2u]) / 2.0;
+            const double med = ccoip_algo_median(v, n);
             if (best == CCOIP_ALGO_AUTO || med < best_t) {
                 best = (uint8_t)(c + 1u);
                 best_t = med;

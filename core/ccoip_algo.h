@@ -73,9 +73,10 @@ const char *ccoip_algo_name(uint32_t algo);
 bool ccoip_algo_parse(const char *name, size_t len, ccoip_algo *out);
 /** Size class of an all-reduce of `bytes`: the least k with bytes <= 1 KiB << k, capped. */
 uint32_t ccoip_algo_size_class(uint64_t bytes);
-/** Whether algo (not AUTO) can run the op. */
+/** Whether algo (not AUTO) can run the op (a tuning round, CCOIP_COLL_TUNE: the relay only). */
 bool ccoip_algo_applies(ccoip_algo algo, const ccoip_algo_query *q);
-/** The built-in rule: RELAY, DIRECT or RING_STRIPED (docs/algorithms.md). */
+/** The built-in rule: RELAY, DIRECT or RING_STRIPED (docs/algorithms.md); AUTO when none can
+ *  run the op (a tuning round, relayed only, without the relay). */
 ccoip_algo ccoip_algo_default(const ccoip_algo_query *q);
 /**
  * The op's algorithm: `forced` when not AUTO (CCOIP_ALGO_AUTO returned when it does not
@@ -93,6 +94,10 @@ bool ccoip_algo_table_empty(const ccoip_algo_table *t);
 void ccoip_algo_table_encode(const ccoip_algo_table *t, uint8_t out[CCOIP_ALGO_TABLE_BYTES]);
 /** Decodes: the version and length must match and every entry be a known algorithm. */
 pcclResult_t ccoip_algo_table_decode(const uint8_t *in, size_t len, ccoip_algo_table *out);
+
+/** The median of v[0 .. n) (sorts v; even n: the mean of the two middle values; n 0: NaN):
+ *  the tuner's per-member time and the master's combination over members. */
+double ccoip_algo_median(double *v, uint32_t n);
 
 /**
  * The master's combination of a tuning round (§6.8.5): reports[m] (CCOIP_ALGO_TIMINGS floats,

@@ -247,13 +247,9 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
                                 a->quant_algorithm != pcclQuantNone,
                                 a->op == pcclPremulSum,
                                 p->ring.relay_max};
-    const ccoip_algo algo =
-        a->kind == CCOIP_COLL_TUNE
-            ? (ccoip_coll_relay_use(a->kind, a->count, es, a->world, p->ring.relay_max)
-                   ? CCOIP_ALGO_RELAY
-                   : CCOIP_ALGO_AUTO)
-            : ccoip_algo_resolve((ccoip_algo)a->algorithm, &p->ring.table, &q);
-    if (algo == CCOIP_ALGO_AUTO) return pcclInvalidArgument; /* forced, and it cannot run it */
+    const ccoip_algo algo = ccoip_algo_resolve((ccoip_algo)a->algorithm, &p->ring.table, &q);
+    /* Forced and it cannot run the op, or nothing can (a tuning round without the relay). */
+    if (algo == CCOIP_ALGO_AUTO) return pcclInvalidArgument;
     uint32_t free_slot = UINT32_MAX;
     for (uint32_t i = 0; i < p->cfg.max_ops; i++) {
         if (p->ops[i].state == PO_FREE) {

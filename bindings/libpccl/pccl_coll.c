@@ -540,12 +540,9 @@ static pcclResult_t coll_run(const pcclComm_t *comm, ccoip_coll_kind kind, const
                              pcclCollectiveInfo_t *info_out)
 {
     pcclWork_t *w = NULL;
-    pcclResult_t r =
+    const pcclResult_t r =
         coll_start(comm, kind, sendbuf, recvbuf, count, dtype, op, root, options, NULL, 0, &w);
-    if (r != pcclSuccess) return r;
-    r = pcclWorkWait(w, info_out);
-    pcclWorkFree(w);
-    return r;
+    return pccl_coll_finish(r, w, info_out);
 }
 
 static pcclResult_t allreduce_start(const void *sendbuff, void *recvbuff,
@@ -600,12 +597,9 @@ PCCL_EXPORT pcclResult_t pcclAllReduceEx(const void *sendbuff, void *recvbuff,
                                          pcclCollectiveInfo_t *info_out)
 {
     pcclWork_t *w = NULL;
-    pcclResult_t r =
+    const pcclResult_t r =
         allreduce_start(sendbuff, recvbuff, descriptor, options, communicator, false, &w);
-    if (r != pcclSuccess) return r;
-    r = pcclWorkWait(w, info_out);
-    pcclWorkFree(w);
-    return r;
+    return pccl_coll_finish(r, w, info_out);
 }
 
 pcclResult_t pccl_allreduce_agreed(const void *sendbuff, void *recvbuff,
@@ -614,12 +608,9 @@ pcclResult_t pccl_allreduce_agreed(const void *sendbuff, void *recvbuff,
                                    const pcclComm_t *communicator)
 {
     pcclWork_t *w = NULL;
-    pcclResult_t r =
+    const pcclResult_t r =
         allreduce_start(sendbuff, recvbuff, descriptor, options, communicator, true, &w);
-    if (r != pcclSuccess) return r;
-    r = pcclWorkWait(w, NULL);
-    pcclWorkFree(w);
-    return r;
+    return pccl_coll_finish(r, w, NULL);
 }
 
 PCCL_EXPORT pcclResult_t pcclBroadcast(void *buf, size_t count, pcclDataType_t dtype, int root,

@@ -38,12 +38,6 @@ static pcclResult_t tune_round(const pcclComm_t *comm, const float *report)
     return pccl_coll_finish(r, w, NULL);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y ? 1 : 0;
-}
-
 /* The group's world and relay limit now, or an error when the tuner cannot run. */
 static pcclResult_t tune_world(const pcclComm_t *comm, pt_peer_info *info)
 {
@@ -65,10 +59,18 @@ static pcclResult_t tune_world(const pcclComm_t *comm, pt_peer_info *info)
     return pcclSuccess;
 }
 
+/* An unquantized all-reduce of count elements of esize bytes in the group as info sees it. */
+static ccoip_algo_query ar_query(uint64_t count, uint64_t esize, const pt_peer_info *info)
+{
+    const ccoip_algo_query q = {CCOIP_COLL_ALL_REDUCE, count, esize, info->world_size, false, false,
+                                info->relay_max};
+    return q;
+}
+
+/* Whether a can run the tuner's float32 all-reduce of `bytes`. */
 static bool applies(ccoip_algo a, uint64_t bytes, const pt_peer_info *info)
 {
-    const ccoip_algo_query q = {
-        CCOIP_COLL_ALL_REDUCE, bytes / 4u, 4u, info->world_size, false, false, info->relay_max};
+    const ccoip_algo_query q = ar_query(bytes / 4u, 4u, info);
     return ccoip_algo_applies(a, &q);
 }
 
@@ -142,9 +144,7 @@ PCCL_EXPORT pcclResult_t pcclTune(const pcclComm_t *communicator, const pcclTune
         }
         for (uint32_t c = 0; c < CCOIP_ALGO_COUNT && r == pcclSuccess; c++) {
             if (!on[c]) continue;
-            double *tc = t + (size_t)c * n_max;
-            qsort(tc, n, sizeof *tc, cmp_double);
-            const double med = n % 2u ? tc[n / 2u] : (tc[n / 2u - 1u] + tc[n / 2u]) / 2;
+            const double med = ccoip_algo_median(t + (size_t)c * n_max, n);
             report[k * CCOIP_ALGO_COUNT + c] = med > 1e-9 ? (float)med : 1e-9f;
         }
     }
@@ -230,9 +230,7 @@ PCCL_EXPORT pcclResult_t pcclGetAlgorithm(const pcclComm_t *communicator, size_t
     if (r != pcclSuccess) return r;
     pt_peer_info info;
     pt_peer_info_get(communicator->d, &info);
-    const ccoip_algo_query q = {CCOIP_COLL_ALL_REDUCE, (uint64_t)count, ccoip_dtype_size(dtype),
-                                info.world_size,       false,           false,
-                                info.relay_max};
+    const ccoip_algo_query q = ar_query((uint64_t)count, ccoip_dtype_size(dtype), &info);
     *algorithm_out = (pcclAlgorithm_t)ccoip_algo_resolve(CCOIP_ALGO_AUTO, &info.algo_table, &q);
     return pcclSuccess;
 }

@@ -58,6 +58,23 @@ PTEST(algo, applicability_and_rule)
     q.kind = CCOIP_COLL_SEND;
     CHECK(!ccoip_algo_applies(CCOIP_ALGO_RELAY, &q) && ccoip_algo_applies(CCOIP_ALGO_RING, &q));
     CHECK(!ccoip_algo_applies(CCOIP_ALGO_AUTO, &q));
+    /* the tuning round: the relay only, nothing without it */
+    q = ar(CCOIP_ALGO_TIMINGS * 4u, 3);
+    q.kind = CCOIP_COLL_TUNE;
+    CHECK(ccoip_algo_applies(CCOIP_ALGO_RELAY, &q) && !ccoip_algo_applies(CCOIP_ALGO_RING, &q));
+    CHECK(!ccoip_algo_applies(CCOIP_ALGO_RING_STRIPED, &q));
+    CHECK(ccoip_algo_resolve(CCOIP_ALGO_AUTO, NULL, &q) == CCOIP_ALGO_RELAY);
+    CHECK(ccoip_algo_resolve(CCOIP_ALGO_RING, NULL, &q) == CCOIP_ALGO_AUTO);
+    q.relay_max = 0;
+    CHECK(ccoip_algo_default(&q) == CCOIP_ALGO_AUTO);
+}
+
+PTEST(algo, median)
+{
+    double a[5] = {5, 1, 4, 2, 3}, b[4] = {9, 1, 2, 7};
+    CHECK(ccoip_algo_median(a, 5) == 3.0);
+    CHECK(ccoip_algo_median(b, 4) == 4.5);
+    CHECK(isnan(ccoip_algo_median(b, 0)));
 }
 
 PTEST(algo, resolve_forced_table_rule)
