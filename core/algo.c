@@ -8,9 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ccoip_hd.h"
 #include "ccoip_ring.h"
 
-static const char *const g_names[] = {"auto", "relay", "direct", "ring", "ring_striped"};
+static const char *const g_names[] = {"auto", "relay", "direct", "ring", "ring_striped",
+                                            "halving_doubling"};
 
 const char *ccoip_algo_name(uint32_t algo)
 {
@@ -56,10 +58,24 @@ bool ccoip_algo_applies(ccoip_algo algo, const ccoip_algo_query *q)
     case CCOIP_ALGO_RING:
     case CCOIP_ALGO_RING_STRIPED:
         return q->kind != CCOIP_COLL_TUNE; /* the tuning round is relayed only */
+    case CCOIP_ALGO_HALVING_DOUBLING:
+        /* Over the ring's own links, both ways: its partners are neighbours at N = 2, 4. */
+        /* (a group of one: the master's pcclTooFewPeers, as for every algorithm) */
+        return ar && !q->quantized && (q->world < 2u || ccoip_hd_fits(q->count, q->world));
     case CCOIP_ALGO_AUTO:
         break;
     }
     return false;
+}
+
+bool ccoip_algo_forcible(ccoip_algo algo, const ccoip_algo_query *q)
+{
+    /* Halving-doubling forced on a world it does not fit runs the ring (the executor decides
+     * by the world the op runs in, the same at every member): a group whose size changes
+     * under a program that forces it never sees an error for that. */
+    if (algo == CCOIP_ALGO_HALVING_DOUBLING)
+        return q->kind == CCOIP_COLL_ALL_REDUCE && !q->quantized;
+    return ccoip_algo_applies(algo, q);
 }
 
 ccoip_algo ccoip_algo_default(const ccoip_algo_query *q)
@@ -76,7 +92,7 @@ ccoip_algo ccoip_algo_default(const ccoip_algo_query *q)
 ccoip_algo ccoip_algo_resolve(ccoip_algo forced, const ccoip_algo_table *table,
                               const ccoip_algo_query *q)
 {
-    if (forced != CCOIP_ALGO_AUTO) return ccoip_algo_applies(forced, q) ? forced : CCOIP_ALGO_AUTO;
+    if (forced != CCOIP_ALGO_AUTO) return ccoip_algo_forcible(forced, q) ? forced : CCOIP_ALGO_AUTO;
     if (table != NULL && q->kind == CCOIP_COLL_ALL_REDUCE && q->world >= 2u &&
         q->world <= CCOIP_ALGO_WORLD_MAX) {
         const ccoip_algo a =
@@ -110,7 +126,7 @@ pcclResult_t ccoip_algo_table_decode(const uint8_t *in, size_t len, ccoip_algo_t
     if (in == NULL || len != CCOIP_ALGO_TABLE_BYTES || in[0] != CCOIP_ALGO_TABLE_VERSION)
         return pcclInvalidArgument;
     for (size_t i = 1; i < len; i++)
-        if (in[i] > CCOIP_ALGO_RING_STRIPED) return pcclInvalidArgument;
+        if (in[i] > CCOIP_ALGO_LAST) return pcclInvalidArgument;
     memcpy(out->algo, in + 1, CCOIP_ALGO_ROWS * CCOIP_ALGO_SIZES);
     return pcclSuccess;
 }

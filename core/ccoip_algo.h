@@ -34,11 +34,14 @@ typedef enum ccoip_algo {
     CCOIP_ALGO_RELAY = 1,
     CCOIP_ALGO_DIRECT = 2,
     CCOIP_ALGO_RING = 3,
-    CCOIP_ALGO_RING_STRIPED = 4
+    CCOIP_ALGO_RING_STRIPED = 4,
+    CCOIP_ALGO_HALVING_DOUBLING = 5
 } ccoip_algo;
 
-/** Named algorithms (RELAY .. RING_STRIPED): the tuner's candidates. */
-#define CCOIP_ALGO_COUNT 4u
+/** Named algorithms (RELAY .. HALVING_DOUBLING): the tuner's candidates. */
+#define CCOIP_ALGO_COUNT 5u
+/** The highest algorithm number. */
+#define CCOIP_ALGO_LAST CCOIP_ALGO_HALVING_DOUBLING
 /** Size classes of the table: 1 KiB << k for k = 0 .. CCOIP_ALGO_SIZES - 1 (1 KiB .. 256 MiB). */
 #define CCOIP_ALGO_SIZES 19u
 /** The table has rows for world sizes 2 .. CCOIP_ALGO_WORLD_MAX (larger groups: the rule). */
@@ -73,8 +76,13 @@ const char *ccoip_algo_name(uint32_t algo);
 bool ccoip_algo_parse(const char *name, size_t len, ccoip_algo *out);
 /** Size class of an all-reduce of `bytes`: the least k with bytes <= 1 KiB << k, capped. */
 uint32_t ccoip_algo_size_class(uint64_t bytes);
-/** Whether algo (not AUTO) can run the op (a tuning round, CCOIP_COLL_TUNE: the relay only). */
+/** Whether algo (not AUTO) can run the op (a tuning round, CCOIP_COLL_TUNE: the relay only):
+ *  the tuner's candidates and the table's choices. */
 bool ccoip_algo_applies(ccoip_algo algo, const ccoip_algo_query *q);
+/** Whether a caller may force algo on the op: where it applies, and halving-doubling on any
+ *  unquantized all-reduce (it runs the ring where the world is not 2 or 4, or the count below
+ *  it). Else the op is pcclInvalidArgument. */
+bool ccoip_algo_forcible(ccoip_algo algo, const ccoip_algo_query *q);
 /** The built-in rule: RELAY, DIRECT or RING_STRIPED (docs/algorithms.md); AUTO when none can
  *  run the op (a tuning round, relayed only, without the relay). */
 ccoip_algo ccoip_algo_default(const ccoip_algo_query *q);

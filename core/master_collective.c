@@ -89,7 +89,7 @@ static bool coll_params_valid(const ccoip_master *m, const ccoip_pb_collective_i
 {
     if (!ccoip_pb_collective_kind_is_known(ci->kind)) return false;
     /* A named algorithm (docs/algorithms.md), and none beside the relay's fields. */
-    if (ci->algorithm > CCOIP_ALGO_RING_STRIPED || (ci->relay && ci->algorithm != 0)) return false;
+    if (ci->algorithm > CCOIP_ALGO_LAST || (ci->relay && ci->algorithm != 0)) return false;
     if (ci->kind == CCOIP_PB_COLLECTIVE_KIND_TUNE) {
         /* §6.8.5: relayed, float32 timings of the fixed shape. */
         return ci->relay && ci->pinned_epoch != 0 && ci->optimistic_epoch == 0 &&

@@ -239,7 +239,7 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
     if (a->count > UINT64_MAX / 2u / es) return pcclInvalidArgument;
     /* The algorithm (docs/algorithms.md): forced, or the group's table, or the rule; over the
      * world of the pinned epoch (the all-reduce: of the current ring, which it runs in). */
-    if (a->algorithm > CCOIP_ALGO_RING_STRIPED) return pcclInvalidArgument;
+    if (a->algorithm > CCOIP_ALGO_LAST) return pcclInvalidArgument;
     const ccoip_algo_query q = {a->kind,
                                 a->count,
                                 es,

@@ -28,7 +28,7 @@ static bool ring_gather(const p_op *o);
 static bool ring_zero_copy(const p_op *o)
 {
     return !o->a.in_place && !ring_quantized(o) && o->world > 1 && !ring_gather(o) &&
-           o->a.op != pcclPremulSum;
+           !p_hd_active(o) && o->a.op != pcclPremulSum;
 }
 
 /* PREMUL_SUM (v12): this member's input times its own factor, into RECV (in place: after the
@@ -57,7 +57,8 @@ static ccoip_span_ref ring_rs_base(const p_op *o, uint32_t i, uint64_t off, uint
  * (ccoip_ring_stripes; 1: not striped). The quantized and the small all-reduce never stripe. */
 static uint32_t ring_stripes(const p_op *o, uint64_t count, uint32_t pool)
 {
-    if (ring_quantized(o) || ring_gather(o) || o->algo == CCOIP_ALGO_RING) return 1u;
+    if (ring_quantized(o) || ring_gather(o) || o->algo == CCOIP_ALGO_RING || p_hd_active(o))
+        return 1u;
     return ccoip_ring_stripes(count * o->esize, pool);
 }
 
@@ -133,9 +134,51 @@ static ccoip_span_ref gather_input(const p_op *o, uint32_t i, uint32_t k)
     return p_ring_span(i, CCOIP_REGION_SCRATCH, (uint64_t)k * bytes, bytes);
 }
 
+/* At N = 3 both neighbours are all the others: each input goes straight to both, in one step
+ * over the ring's links both ways (the right one's is the link we dialled, the left one's the
+ * one we accepted), instead of N - 1 forwarding steps. */
+static bool gather_both_ways(const p_op *o)
+{
+    return o->world == 3u;
+}
+
+static void gather_both_step(ccoip_peer *p, uint32_t i)
+{
+    p_op *o = &p->ops[i];
+    o->step = 0;
+    o->sub = POS_SG_IO;
+    const uint32_t right = (o->rank + 1u) % o->world, left = (o->rank + o->world - 1u) % o->world;
+    const ccoip_span_ref mine = gather_input(o, i, o->rank);
+    /* Quiet sends, as below; the two receives pace the step. */
+    o->io_send = 0;
+    o->send_left = 0;
+    o->io_recv = p->next_io;
+    p->next_io += 2u;
+    o->recv_left = 3u;
+    const uint64_t to[2] = {o->tx_conn, o->rx_conn};
+    for (uint32_t j = 0; j < 2u; j++) {
+        ccoip_action *s = p_ring_io_push(p, i, CCOIP_ACT_RING_SEND, 0, to[j], o->rank);
+        if (s == NULL) return; /* overflow: the step fails */
+        s->src = mine;
+    }
+    const uint32_t from[2] = {left, right};
+    const uint64_t on[2] = {o->rx_conn, o->tx_conn};
+    for (uint32_t j = 0; j < 2u; j++) {
+        ccoip_action *r = p_ring_io_push(p, i, CCOIP_ACT_RING_RECV, o->io_recv + j, on[j], from[j]);
+        if (r == NULL) return;
+        r->dst = gather_input(o, i, from[j]);
+    }
+    o->tx_bytes += 2u * mine.length;
+    o->rx_bytes += 2u * mine.length;
+}
+
 static void gather_step(ccoip_peer *p, uint32_t i, uint32_t t)
 {
     p_op *o = &p->ops[i];
+    if (gather_both_ways(o)) {
+        gather_both_step(p, i);
+        return;
+    }
     o->step = t;
     ccoip_ring_step st;
     memset(&st, 0, sizeof st);
@@ -296,8 +339,12 @@ static void ring_after_io(ccoip_peer *p, uint32_t i)
         p_coll_after_io(p, i);
         return;
     }
+    if (o->sub == POS_HD_IO) {
+        p_hd_after_io(p, i);
+        return;
+    }
     if (o->sub == POS_SG_IO) {
-        if (o->step + 2u < o->world) {
+        if (o->step + 2u < o->world && !gather_both_ways(o)) {
             gather_step(p, i, o->step + 1u);
         } else {
             gather_sum(p, i);
@@ -378,6 +425,8 @@ static void ring_after_kernel(ccoip_peer *p, uint32_t i, const ccoip_done *d)
         if (o->a.in_place) o->backup_done = true;
         if (ring_gather(o)) {
             gather_step(p, i, 0);
+        } else if (p_hd_active(o)) {
+            p_hd_step(p, i, 0);
         } else if (o->world == 1) {
             ring_after_rs(p, i);
         } else {
@@ -431,11 +480,16 @@ static void ring_after_kernel(ccoip_peer *p, uint32_t i, const ccoip_done *d)
     case POS_SG_FIN:
         p_ring_done(p, i);
         return;
+    case POS_HD_RED:
+    case POS_HD_FIN:
+        p_hd_after_kernel(p, i);
+        return;
     case POS_RESTORE: /* above */
     case POS_NONE:
     case POS_RS_IO:
     case POS_AG_IO:
     case POS_SG_IO:
+    case POS_HD_IO:
     case POS_C_PRO:
     case POS_C_IO:
     case POS_C_RED:
@@ -539,6 +593,7 @@ void p_ring_begin(ccoip_peer *p, uint32_t i)
     b->scratch_bytes =
         o->world == 1 ? 0 : (ring_quantized(o) ? 2u * o->half : max_chunk * o->esize);
     if (ring_gather(o)) b->scratch_bytes = (uint64_t)o->world * bytes; /* one slot per rank */
+    if (p_hd_active(o)) b->scratch_bytes = p_hd_scratch_bytes(o);
     b->backup_bytes = o->a.in_place ? bytes : 0;
     o->backup_bytes = b->backup_bytes;
     o->begun = true;

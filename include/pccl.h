@@ -513,7 +513,13 @@ typedef enum pcclAlgorithm_t {
     /** The ring schedule, one connection per step. */
     pcclAlgoRing = 3,
     /** The ring schedule, large steps striped over the link's connection pool. */
-    pcclAlgoRingStriped = 4
+    pcclAlgoRingStriped = 4,
+    /**
+     * Recursive halving–doubling: a reduce-scatter by halving and an
+     * all-gather by doubling, log2 N steps each, over the ring's links in both
+     * directions. All-reduce of at least N elements at N = 2 or 4, unquantized.
+     */
+    pcclAlgoHalvingDoubling = 5
 } pcclAlgorithm_t;
 
 /**

@@ -11,7 +11,7 @@
  *            [--groups N | --group-size N] [--churn-per-step BP] [--float]
  *            [--vote-timeout-ms T] [--evict-ms T] [--heartbeat-ms T] [--liveness-ms T]
  *            [--relay-max-bytes N] (master relay, docs/protocol.md §6.8.2; 0 off)
- *            [--algo auto|relay|direct|ring|ring_striped] (forced; the swarm draws it)
+ *            [--algo auto|relay|direct|ring|ring_striped|halving_doubling] (forced; the swarm draws it)
  *            [--max-events N]
  *            [--kind NAME|mix|p2p|swarm] [--op-timeout-ms T] (the collective set)
  *            [--record-trace DIR]
@@ -145,7 +145,7 @@ static void usage(FILE *f)
                "                [--op N (pcclRedOp_t: 0 sum .. 4 min, 5 band, 6 bor, 7 bxor)]\n"
                "                [--vote-timeout-ms T] [--evict-ms T] [--heartbeat-ms T]\n"
                "                [--liveness-ms T] [--max-events N] [--relay-max-bytes N]\n"
-               "                [--algo auto|relay|direct|ring|ring_striped]\n"
+               "                [--algo auto|relay|direct|ring|ring_striped|halving_doubling]\n"
                "                [--kind all-reduce|broadcast|reduce|all-gather|reduce-scatter|\n"
                "                        all-to-all|gather|scatter|barrier|mix|p2p|swarm]\n"
                "                [--op-timeout-ms T] [--record-trace DIR]\n"
@@ -352,8 +352,8 @@ static int build(cli *c, int argc, char **argv, uint64_t seed)
         ccoip_algo a;
         if (!ccoip_algo_parse(c->algo_name, strlen(c->algo_name), &a)) {
             fprintf(stderr,
-                    "pccl-sim: --algo: no algorithm %s (auto, relay, direct, ring, "
-                    "ring_striped)\n",
+                    "pccl-sim: --algo: no algorithm %s (auto, relay, direct, ring, ring_striped, "
+                    "halving_doubling)\n",
                     c->algo_name);
             return -1;
         }

@@ -293,7 +293,10 @@ void app_start_allreduce(sim_workload *wl, uint32_t node, uint32_t tag)
     ev.cmd.allreduce.quant_dtype = w->cfg.quant_dtype;
     ev.cmd.allreduce.in_place = w->cfg.in_place;
     ev.cmd.allreduce.timeout_ms = w->cfg.op_timeout_ms;
-    ev.cmd.allreduce.algorithm = w->cfg.algo;
+    /* The run's forced algorithm (halving-doubling runs the ring on a world it does not fit:
+     * the checker's reference follows the world the op ran in). */
+    c->algo = w->cfg.algo;
+    ev.cmd.allreduce.algorithm = c->algo;
     c->send_len = c->recv_len = bytes;
     world_feed(w, node, &ev);
 }

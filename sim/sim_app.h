@@ -53,6 +53,7 @@ typedef struct sim_appcmd {
     uint8_t *alloc[2];       /* the memory sendbuf / recvbuf point into (kind != 0) */
     uint32_t commence_world; /* the master's CollectiveCommence.world_size (checkers) */
     bool relayed;            /* the master relayed it: its answer was the commence (checkers) */
+    uint32_t algo;           /* the algorithm it was submitted with (pcclCollectiveOptions_t) */
 } sim_appcmd;
 
 typedef struct sim_app {

@@ -194,9 +194,11 @@ static void app_submit_coll(sim_workload *wl, uint32_t node, uint32_t slot, uint
      * the kind: left to the rule). The same on every member: each derives the op alike. */
     const uint32_t fa = w->cfg.algo;
     if (fa == CCOIP_ALGO_RING || fa == CCOIP_ALGO_RING_STRIPED ||
-        (fa == CCOIP_ALGO_DIRECT && kind == CCOIP_COLL_ALL_REDUCE && c->count > 0)) {
+        (fa == CCOIP_ALGO_DIRECT && kind == CCOIP_COLL_ALL_REDUCE && c->count > 0) ||
+        (fa == CCOIP_ALGO_HALVING_DOUBLING && kind == CCOIP_COLL_ALL_REDUCE)) {
         ev.cmd.allreduce.algorithm = fa;
     }
+    c->algo = ev.cmd.allreduce.algorithm;
     world_feed(w, node, &ev);
 }
 

@@ -56,7 +56,8 @@ typedef struct sim_inrec {
     uint32_t node;
     uint32_t prev; /**< the previous record of the same (epoch, seq), or SIM_NONE32 */
     uint8_t *input;
-    uint64_t len; /**< bytes of input */
+    uint64_t len;  /**< bytes of input */
+    uint32_t algo; /**< the algorithm the member submitted (0: AUTO, or not an all-reduce's) */
 } sim_inrec;
 
 /* One commenced op of the collective set (by (epoch, seq)): the verdicts its members got. */
@@ -149,10 +150,11 @@ sim_epochrec *epoch_find(const sim_checker *ck, uint64_t epoch, uint32_t group);
 uint32_t seqidx_get(const sim_seqidx *x, const void *recs, size_t stride, uint64_t epoch,
                     uint64_t seq);
 bool seqidx_put(sim_seqidx *x, const void *recs, size_t stride, uint32_t r, uint32_t *prev);
-/* Inputs: the latest record of (epoch, seq) (chain by prev), and a new one. */
+/* Inputs: the latest record of (epoch, seq) (chain by prev), and a new one (NULL: out of
+ * memory, the world failed). */
 uint32_t inrec_latest(const sim_checker *ck, uint64_t epoch, uint64_t seq);
-void inrec_add_bytes(sim_checker *ck, uint32_t node, uint64_t epoch, uint64_t seq,
-                     const uint8_t *input, uint64_t bytes);
+sim_inrec *inrec_add_bytes(sim_checker *ck, uint32_t node, uint64_t epoch, uint64_t seq,
+                           const uint8_t *input, uint64_t bytes);
 uint64_t first_diff(const uint8_t *a, const uint8_t *b, uint64_t n);
 void check_op_bound(void *ctx, uint32_t node, const ccoip_action *act);
 /* OP_BEGIN of an op slot: a relayed op of the collective set is recognized (and its input

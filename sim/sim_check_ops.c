@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ccoip_algo.h"
+#include "ccoip_hd.h"
 #include "ccoip_reduce.h"
 #include "ccoip_ring.h"
 #include "sim_check_int.h"
@@ -248,16 +249,17 @@ static void inrec_add(sim_checker *ck, uint32_t node, uint64_t epoch, uint64_t s
                       const sim_appcmd *c)
 {
     sim_world *w = ck->w;
-    inrec_add_bytes(ck, node, epoch, seq, c->input, c->count * w->elem_bytes);
+    sim_inrec *r = inrec_add_bytes(ck, node, epoch, seq, c->input, c->count * w->elem_bytes);
+    if (r != NULL) r->algo = c->algo;
 }
 
-void inrec_add_bytes(sim_checker *ck, uint32_t node, uint64_t epoch, uint64_t seq,
+sim_inrec *inrec_add_bytes(sim_checker *ck, uint32_t node, uint64_t epoch, uint64_t seq,
                      const uint8_t *input, uint64_t bytes)
 {
     sim_world *w = ck->w;
     if (!sim_grow(&ck->inrecs, &ck->inrecs_cap, ck->inrecs_len, sizeof *ck->inrecs, 256u, false)) {
         world_fail(w, SIM_CRASH, "out of memory (inputs)");
-        return;
+        return NULL;
     }
     sim_inrec *r = &ck->inrecs[ck->inrecs_len++];
     r->epoch = epoch;
@@ -266,17 +268,19 @@ void inrec_add_bytes(sim_checker *ck, uint32_t node, uint64_t epoch, uint64_t se
     r->peer_id = w->nodes[node].peer_id;
     r->input = NULL;
     r->len = bytes;
+    r->algo = 0;
     if (!seqidx_put(&ck->inrec_idx, ck->inrecs, sizeof *ck->inrecs, ck->inrecs_len - 1u,
                     &r->prev)) {
         world_fail(w, SIM_CRASH, "out of memory (input index)");
-        return;
+        return NULL;
     }
     r->input = malloc((size_t)bytes + 1u);
     if (r->input == NULL) {
         world_fail(w, SIM_CRASH, "out of memory (inputs)");
-        return;
+        return NULL;
     }
     memcpy(r->input, input, (size_t)bytes);
+    return r;
 }
 
 /* The first ring action of an op: the command commenced; its (epoch, seq) as the checkers number
@@ -408,6 +412,34 @@ static bool reference_run(sim_checker *ck, uint64_t epoch, uint64_t seq, const s
             return false;
         }
         memcpy(bufs[r], src->input, (size_t)bytes);
+    }
+    if (members[0]->algo == CCOIP_ALGO_HALVING_DOUBLING && ccoip_hd_fits(count, k)) {
+        /* Halving-doubling (ccoip_hd.h) by ring rank: each step's partner ranges are disjoint
+         * from what the partner writes in that step, so the steps run in place. */
+        const uint32_t steps = ccoip_hd_steps(k);
+        for (uint32_t t = 0; t < steps; t++) {
+            if (t == steps / 2u && w->cfg.op == pcclAvg) {
+                for (uint32_t r = 0; r < k; r++) {
+                    const ccoip_span sp = ccoip_hd_owned(count, k, r);
+                    ccoip_reduce_finalize_avg(dt, bufs[r] + sp.offset * esz, sp.count, k);
+                }
+            }
+            for (uint32_t r = 0; r < k; r++) {
+                ccoip_hd_step st;
+                ccoip_hd_step_get(count, k, r, t, &st);
+                const uint8_t *from = bufs[st.partner] + st.recv.offset * esz;
+                uint8_t *to = bufs[r] + st.recv.offset * esz;
+                if (st.reduce) {
+                    ccoip_reduce_inplace(w->cfg.op, dt, to, from, st.recv.count);
+                } else {
+                    memcpy(to, from, (size_t)(st.recv.count * esz));
+                }
+            }
+        }
+        memcpy(out, bufs[0], (size_t)bytes);
+        for (uint32_t r = 0; r < k; r++)
+            free(bufs[r]);
+        return true;
     }
     if (w->cfg.algo == CCOIP_ALGO_DIRECT ||
         (w->cfg.algo == CCOIP_ALGO_AUTO && ccoip_ring_use_gather(bytes, k, false))) {

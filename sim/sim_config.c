@@ -135,11 +135,13 @@ void sim_config_swarm_algo(sim_config *cfg)
     if (!sim_rng_chance(&r, 500)) return;
     const uint64_t bytes = cfg->count * ccoip_dtype_size(cfg->dtype);
     const bool quant = cfg->quant != pcclQuantNone;
-    uint32_t cand[4], n = 0;
+    uint32_t cand[5], n = 0;
     if (!quant && bytes > 0 && bytes <= cfg->relay_max_bytes) cand[n++] = CCOIP_ALGO_RELAY;
     if (!quant && bytes > 0) cand[n++] = CCOIP_ALGO_DIRECT;
     cand[n++] = CCOIP_ALGO_RING;
     cand[n++] = CCOIP_ALGO_RING_STRIPED;
+    /* (the ring where the world is not 2 or 4) */
+    if (!quant) cand[n++] = CCOIP_ALGO_HALVING_DOUBLING;
     cfg->algo = cand[sim_rng_below(&r, n)];
 }
 

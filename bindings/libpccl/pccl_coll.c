@@ -106,7 +106,7 @@ pcclResult_t pccl_coll_options_read(const pcclCollectiveOptions_t *o, pcclCollec
     /* Only the caller's bytes are read: the fields beyond its struct_size keep the defaults. */
     memcpy(out, o, o->struct_size);
     out->struct_size = (uint32_t)sizeof *out;
-    if (out->algorithm > (uint32_t)pcclAlgoRingStriped || out->reserved2 != 0) {
+    if (out->algorithm > (uint32_t)pcclAlgoHalvingDoubling || out->reserved2 != 0) {
         pt_log(CCOIP_LOG_ERROR, "pccl",
                "collective options: unknown algorithm %u (pcclAlgorithm_t), or reserved2 not 0",
                (unsigned)out->algorithm);

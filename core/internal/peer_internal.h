@@ -138,6 +138,9 @@ typedef enum p_op_sub {
     POS_SG_SUM, /**< small all-reduce: reducing the inputs in rank order */
     POS_SG_FIN, /**< small all-reduce: AVG division */
     POS_RESTORE,
+    POS_HD_IO,  /**< halving–doubling: a step's send and receive (peer_hd.c) */
+    POS_HD_RED, /**< halving–doubling: a halving's reduction */
+    POS_HD_FIN, /**< halving–doubling: AVG division of the owned range */
     /* The other kinds (peer_coll.c, core/ccoip_coll.h): */
     POS_C_PRO, /**< prologue copies (backup, packing) */
     POS_C_IO,  /**< a step's sends and receives */
@@ -612,6 +615,15 @@ void p_op_after_restore(ccoip_peer *p, uint32_t i);
 /** Starts the data movement of op i (epoch, world and seq set): peer_ring.c for an all-reduce,
  *  peer_coll.c for the other kinds. */
 void p_ring_begin(ccoip_peer *p, uint32_t i);
+
+/* peer_hd.c: the halving–doubling all-reduce (ccoip_hd.h) on a ring's links. */
+/** Whether op i runs it (its algorithm, and the world and count fit; else the ring). */
+bool p_hd_active(const p_op *o);
+uint64_t p_hd_scratch_bytes(const p_op *o);
+/** Starts step t (the first: after the op's first copy into RECV). */
+void p_hd_step(ccoip_peer *p, uint32_t i, uint32_t t);
+void p_hd_after_io(ccoip_peer *p, uint32_t i);
+void p_hd_after_kernel(ccoip_peer *p, uint32_t i);
 
 /* peer_coll.c: the collectives beyond all-reduce (core/ccoip_coll.h) on an op slot whose
  * epoch, world, rank and connections ring_begin set. */

@@ -46,7 +46,7 @@ typedef struct h_link {
     uint64_t b_conn;
     h_frame *frames; /* a -> b ring chunks / state data */
     uint32_t nframes, capframes;
-    h_frame *bframes; /* b -> a state data */
+    h_frame *bframes; /* b -> a: state data, ring frames sent by the accepting end */
     uint32_t nbframes, capbframes;
 } h_link;
 
@@ -650,13 +650,15 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
         }
         bool is_a;
         h_link *l = h_link_of(h, (int)peer, a->conn, &is_a);
-        if (l == NULL || !is_a) {
+        if (l == NULL) {
             if (a->io_id != 0) /* quiet sends (contract v8) complete with nothing */
                 h_push_done(h, peer, CCOIP_EV_IO_DONE, a->io_id, a->op_slot, pcclRankConnectionLost,
                             NULL, NULL);
             return;
         }
-        h_frame *f = h_frame_push(l, true);
+        /* Either end of a ring link sends (the halving–doubling and the both-ways direct
+         * all-reduce use the link against its dialling direction too). */
+        h_frame *f = h_frame_push(l, is_a);
         f->epoch = a->epoch;
         f->tag = a->tag;
         f->seq = a->seq;
@@ -680,7 +682,7 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
         h_note_io(hp, a->tag, a->conn, false);
         bool is_a;
         h_link *l = h_link_of(h, (int)peer, a->conn, &is_a);
-        if (l == NULL || is_a) {
+        if (l == NULL) {
             h_push_done(h, peer, CCOIP_EV_IO_DONE, a->io_id, a->op_slot, pcclRankConnectionLost,
                         NULL, NULL);
             return;

@@ -25,7 +25,8 @@
  *               the others): every peer must get pcclInvalidUsage and find its
  *               in-place buffer bit-exactly as before; the other steps exact.
  * algo:         K steps of exact in-place all-reduces, each with a forced algorithm
- *               (pcclCollectiveOptions_t.algorithm: ring, ring_striped, direct in turn, and
+ *               (pcclCollectiveOptions_t.algorithm: ring, ring_striped, direct,
+ *               halving_doubling in turn, and
  *               relay when C fits 32 KiB); at every fourth step the peer with index 0 forces
  *               another one than the others: every peer must get pcclInvalidUsage with its
  *               buffer bit-exactly as before. pcclGetAlgorithm must name an algorithm.
@@ -424,22 +425,24 @@ int main(int argc, char **argv)
         if (keep == NULL) return 2;
         pcclAlgorithm_t chosen = pcclAlgoAuto;
         if (pcclGetAlgorithm(comm, count, pcclInt32, &chosen) != pcclSuccess ||
-            chosen < pcclAlgoRelay || chosen > pcclAlgoRingStriped) {
+            chosen < pcclAlgoRelay || chosen > pcclAlgoHalvingDoubling) {
             fprintf(stderr, "itest_peer %u: pcclGetAlgorithm gave %d\n", index, (int)chosen);
             return 1;
         }
         const bool relay_fits = (uint64_t)count * sizeof(int32_t) <= (32u << 10);
-        uint32_t refused = 0, ran[5] = {0};
+        uint32_t refused = 0, ran[6] = {0};
         for (uint32_t k = 0; k < steps; k++) {
             fill(a, count, index, k % 1000u);
             memcpy(keep, a, (size_t)count * sizeof *a);
             pcclReduceDescriptor_t d = desc;
             d.tag = k;
             pcclCollectiveOptions_t o = PCCL_COLLECTIVE_OPTIONS_INIT;
-            static const pcclAlgorithm_t cycle[4] = {pcclAlgoRing, pcclAlgoRingStriped,
-                                                     pcclAlgoDirect, pcclAlgoRelay};
+            /* (halving_doubling runs the ring at N = 3) */
+            static const pcclAlgorithm_t cycle[5] = {pcclAlgoRing, pcclAlgoRingStriped,
+                                                     pcclAlgoDirect, pcclAlgoHalvingDoubling,
+                                                     pcclAlgoRelay};
             const uint32_t good = k - k / 4u; /* the steps before that were not refused */
-            o.algorithm = (uint32_t)cycle[good % (relay_fits ? 4u : 3u)];
+            o.algorithm = (uint32_t)cycle[good % (relay_fits ? 5u : 4u)];
             const bool bad = k % 4u == 3u;
             if (bad && index == 0)
                 o.algorithm = o.algorithm == pcclAlgoRing ? pcclAlgoRingStriped : pcclAlgoRing;
@@ -462,9 +465,9 @@ int main(int argc, char **argv)
             ran[o.algorithm]++;
         }
         free(keep);
-        printf("DONE %u refused %u ring %u striped %u direct %u relay %u\n", index, refused,
-               ran[pcclAlgoRing], ran[pcclAlgoRingStriped], ran[pcclAlgoDirect],
-               ran[pcclAlgoRelay]);
+        printf("DONE %u refused %u ring %u striped %u direct %u hd %u relay %u\n", index,
+               refused, ran[pcclAlgoRing], ran[pcclAlgoRingStriped], ran[pcclAlgoDirect],
+               ran[pcclAlgoHalvingDoubling], ran[pcclAlgoRelay]);
     } else if (strcmp(mode, "mismatch") == 0) {
         int32_t *keep = malloc((size_t)(count > 0 ? count : 1u) * sizeof *keep);
         if (keep == NULL) return 2;

@@ -202,13 +202,13 @@ kill-peer-small)
   grep -h -E "LOST|SHRUNK" "$TMP"/peer*.out
   ;;
 algo)
-  # Forced algorithms (docs/algorithms.md): 16 steps of 1024 int32 (the relay takes them),
+  # Forced algorithms (docs/algorithms.md): 20 steps of 1024 int32 (the relay takes them),
   # each algorithm 3 times; every fourth step the first peer disagrees: pcclInvalidUsage
   # everywhere.
-  for i in $(seq 0 $((N - 1))); do start_peer "$i" "$N" algo 16 1024; done
+  for i in $(seq 0 $((N - 1))); do start_peer "$i" "$N" algo 20 1024; done
   wait_peers 0 $((N - 1)) || fail "peers"
   grep -h DONE "$TMP"/peer*.out
-  [[ $(grep -c "refused 4 ring 3 striped 3 direct 3 relay 3" "$TMP"/peer*.out |
+  [[ $(grep -c "refused 5 ring 3 striped 3 direct 3 hd 3 relay 3" "$TMP"/peer*.out |
        awk -F: '{s += $2} END {print s}') -eq $N ]] || fail "not every peer ran every algorithm"
   ;;
 mismatch)

@@ -23,7 +23,8 @@ PTEST(algo, names_and_size_classes)
 {
     ccoip_algo a;
     CHECK(strcmp(ccoip_algo_name(CCOIP_ALGO_RING_STRIPED), "ring_striped") == 0);
-    CHECK(ccoip_algo_name(5) == NULL);
+    CHECK(strcmp(ccoip_algo_name(CCOIP_ALGO_HALVING_DOUBLING), "halving_doubling") == 0);
+    CHECK(ccoip_algo_name(6) == NULL);
     CHECK(ccoip_algo_parse("direct", 6, &a) && a == CCOIP_ALGO_DIRECT);
     CHECK(!ccoip_algo_parse("direc", 5, &a) && !ccoip_algo_parse("rings", 5, &a));
     CHECK(ccoip_algo_size_class(1) == 0 && ccoip_algo_size_class(1024) == 0);
@@ -58,6 +59,32 @@ PTEST(algo, applicability_and_rule)
     q.kind = CCOIP_COLL_SEND;
     CHECK(!ccoip_algo_applies(CCOIP_ALGO_RELAY, &q) && ccoip_algo_applies(CCOIP_ALGO_RING, &q));
     CHECK(!ccoip_algo_applies(CCOIP_ALGO_AUTO, &q));
+    /* halving-doubling: all-reduce at N = 2, 4 (a group of one: the master refuses it as any),
+     * at least N elements, unquantized; PREMUL_SUM runs */
+    const uint32_t hd_worlds[] = {1, 2, 3, 4, 5, 8};
+    const bool hd_ok[] = {true, true, false, true, false, false};
+    for (uint32_t w = 0; w < 6; w++) {
+        q = ar((uint64_t)1 << 20, hd_worlds[w]);
+        CHECK(ccoip_algo_applies(CCOIP_ALGO_HALVING_DOUBLING, &q) == hd_ok[w]);
+    }
+    q = ar(12, 4); /* 3 elements at N = 4 */
+    CHECK(!ccoip_algo_applies(CCOIP_ALGO_HALVING_DOUBLING, &q));
+    q = ar(16, 4);
+    q.premul = true;
+    CHECK(ccoip_algo_applies(CCOIP_ALGO_HALVING_DOUBLING, &q));
+    q.quantized = true;
+    CHECK(!ccoip_algo_applies(CCOIP_ALGO_HALVING_DOUBLING, &q));
+    q = ar(4096, 4);
+    q.kind = CCOIP_COLL_REDUCE_SCATTER;
+    CHECK(!ccoip_algo_applies(CCOIP_ALGO_HALVING_DOUBLING, &q));
+    CHECK(ccoip_algo_resolve(CCOIP_ALGO_HALVING_DOUBLING, NULL, &q) == CCOIP_ALGO_AUTO);
+    /* forced where it does not fit: kept (it runs the ring there), never chosen by AUTO */
+    q = ar(4096, 3);
+    CHECK(ccoip_algo_forcible(CCOIP_ALGO_HALVING_DOUBLING, &q));
+    CHECK(ccoip_algo_resolve(CCOIP_ALGO_HALVING_DOUBLING, NULL, &q) ==
+          CCOIP_ALGO_HALVING_DOUBLING);
+    q.quantized = true;
+    CHECK(ccoip_algo_resolve(CCOIP_ALGO_HALVING_DOUBLING, NULL, &q) == CCOIP_ALGO_AUTO);
     /* the tuning round: the relay only, nothing without it */
     q = ar(CCOIP_ALGO_TIMINGS * 4u, 3);
     q.kind = CCOIP_COLL_TUNE;
@@ -115,7 +142,7 @@ PTEST(algo, encoding)
     CHECK(memcmp(&t, &u, sizeof t) == 0);
     CHECK(ccoip_algo_table_decode(b, sizeof b - 1u, &u) == pcclInvalidArgument);
     CHECK(ccoip_algo_table_decode(NULL, 0, &u) == pcclInvalidArgument);
-    b[5] = 5; /* no such algorithm */
+    b[5] = 6; /* no such algorithm */
     CHECK(ccoip_algo_table_decode(b, sizeof b, &u) == pcclInvalidArgument);
     b[5] = 0;
     b[0] = 2; /* another version */

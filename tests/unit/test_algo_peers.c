@@ -26,15 +26,17 @@ static smh *world_of(uint32_t n, uint32_t pool)
     return smh_ring_of(n, pool, (uint64_t)32 << 10, 0);
 }
 
-static uint64_t submit_ar(smh *h, uint32_t i, pcclDataType_t dt, uint64_t count, uint32_t algo,
-                          uint64_t tag, const void *send, void *recv)
+static uint64_t submit_op(smh *h, uint32_t i, pcclDataType_t dt, uint64_t count, uint32_t algo,
+                          pcclRedOp_t op, uint64_t tag, const void *send, void *recv)
 {
     ccoip_allreduce_args a;
     memset(&a, 0, sizeof a);
     a.tag = tag;
     a.count = count;
     a.dtype = dt;
-    a.op = pcclSum;
+    a.op = op;
+    a.in_place = send == recv;
+    if (op == pcclPremulSum) a.premul = 0.5 + 0.25 * (double)ccoip_peer_rank(smh_peer(h, i));
     a.quant_algorithm = pcclQuantNone;
     a.quant_dtype = dt;
     a.kind = CCOIP_COLL_ALL_REDUCE;
@@ -42,6 +44,12 @@ static uint64_t submit_ar(smh *h, uint32_t i, pcclDataType_t dt, uint64_t count,
     a.send_bytes = a.recv_bytes = count * 4u;
     a.algorithm = algo;
     return smh_allreduce(h, i, &a, send, recv);
+}
+
+static uint64_t submit_ar(smh *h, uint32_t i, pcclDataType_t dt, uint64_t count, uint32_t algo,
+                          uint64_t tag, const void *send, void *recv)
+{
+    return submit_op(h, i, dt, count, algo, pcclSum, tag, send, recv);
 }
 
 static int32_t ival(uint32_t r, uint64_t k)
@@ -55,15 +63,17 @@ static float fval(uint32_t r, uint64_t k)
     return (float)ival(r, k) * (k % 3u == 0 ? 1e-3f : k % 3u == 1 ? 1.0f : 1e3f) + 0.1f;
 }
 
-/* One forced all-reduce at N members: int32 exact, float32 identical at every rank; the
- * float result of rank 0 into f_out (count floats). */
-static void run_algo(uint32_t n, uint32_t algo, uint64_t count, uint32_t pool, float *f_out)
+/* One forced all-reduce (op; in place or not) at N members: int32 identical at every rank
+ * (and exact for SUM), float32 identical at every rank; the results of rank 0 into i_out and
+ * f_out (count elements; i_out may be NULL). PREMUL_SUM: floats only. */
+static void run_case(uint32_t n, uint32_t algo, uint64_t count, uint32_t pool, pcclRedOp_t op,
+                     bool in_place, int32_t *i_out, float *f_out)
 {
     smh *h = world_of(n, pool);
     PT_ASSERT(h != NULL, "ring of %u", n);
-    int32_t *is[NMAX], *ir[NMAX];
-    float *fs[NMAX], *fr[NMAX];
-    uint64_t ci[NMAX], cf[NMAX];
+    int32_t *is[NMAX] = {0}, *ir[NMAX] = {0};
+    float *fs[NMAX] = {0}, *fr[NMAX] = {0};
+    uint64_t ci[NMAX] = {0}, cf[NMAX] = {0};
     for (uint32_t i = 0; i < n; i++) {
         const uint32_t rank = (uint32_t)ccoip_peer_rank(smh_peer(h, i));
         is[i] = malloc((size_t)count * 4u);
@@ -74,18 +84,25 @@ static void run_algo(uint32_t n, uint32_t algo, uint64_t count, uint32_t pool, f
             is[i][k] = ival(rank, k);
             fs[i][k] = fval(rank, k);
         }
-        ci[i] = submit_ar(h, i, pcclInt32, count, algo, 1, is[i], ir[i]);
-        cf[i] = submit_ar(h, i, pcclFloat, count, algo, 2, fs[i], fr[i]);
+        if (in_place) {
+            memcpy(ir[i], is[i], (size_t)count * 4u);
+            memcpy(fr[i], fs[i], (size_t)count * 4u);
+        }
+        const bool ints = op != pcclPremulSum;
+        ci[i] = ints ? submit_op(h, i, pcclInt32, count, algo, op, 1, in_place ? ir[i] : is[i],
+                                 ir[i])
+                     : 0;
+        cf[i] = submit_op(h, i, pcclFloat, count, algo, op, 2, in_place ? fr[i] : fs[i], fr[i]);
     }
     smh_run(h);
     uint32_t r0 = 0;
     for (uint32_t i = 0; i < n; i++) {
         pcclResult_t r;
-        PT_ASSERT(smh_done(h, i, ci[i], &r) && r == pcclSuccess, "n %u algo %u int peer %u r=%d", n,
-                  algo, i, (int)r);
+        PT_ASSERT(ci[i] == 0 || (smh_done(h, i, ci[i], &r) && r == pcclSuccess),
+                  "n %u algo %u int peer %u r=%d", n, algo, i, (int)r);
         PT_ASSERT(smh_done(h, i, cf[i], &r) && r == pcclSuccess, "n %u algo %u float peer %u r=%d",
                   n, algo, i, (int)r);
-        for (uint64_t k = 0; k < count; k++) {
+        for (uint64_t k = 0; k < count && op == pcclSum; k++) {
             int32_t want = 0;
             for (uint32_t q = 0; q < n; q++)
                 want += ival(q, k);
@@ -97,8 +114,11 @@ static void run_algo(uint32_t n, uint32_t algo, uint64_t count, uint32_t pool, f
     for (uint32_t i = 0; i < n; i++) {
         PT_ASSERT(memcmp(fr[i], fr[r0], (size_t)count * 4u) == 0,
                   "n %u algo %u: peer %u's float result differs from rank 0's", n, algo, i);
+        PT_ASSERT(ci[i] == 0 || memcmp(ir[i], ir[r0], (size_t)count * 4u) == 0,
+                  "n %u algo %u: peer %u's int result differs from rank 0's", n, algo, i);
     }
     memcpy(f_out, fr[r0], (size_t)count * 4u);
+    if (i_out != NULL) memcpy(i_out, ir[r0], (size_t)count * 4u);
     PT_ASSERT(smh_step_errors(h) == 0, "no step errors");
     for (uint32_t i = 0; i < n; i++) {
         free(is[i]);
@@ -109,10 +129,15 @@ static void run_algo(uint32_t n, uint32_t algo, uint64_t count, uint32_t pool, f
     smh_destroy(h);
 }
 
+static void run_algo(uint32_t n, uint32_t algo, uint64_t count, uint32_t pool, float *f_out)
+{
+    run_case(n, algo, count, pool, pcclSum, false, NULL, f_out);
+}
+
 PTEST(algo_peers, every_algorithm_exact_and_identical_n1_to_n8)
 {
     static const uint32_t algos[] = {CCOIP_ALGO_RELAY, CCOIP_ALGO_DIRECT, CCOIP_ALGO_RING,
-                                     CCOIP_ALGO_RING_STRIPED};
+                                     CCOIP_ALGO_RING_STRIPED, CCOIP_ALGO_HALVING_DOUBLING};
     const uint64_t count = 1001; /* 4004 bytes: every algorithm applies */
     float *ring = malloc((size_t)count * 4u), *got = malloc((size_t)count * 4u),
           *relay = malloc((size_t)count * 4u);
@@ -129,6 +154,7 @@ PTEST(algo_peers, every_algorithm_exact_and_identical_n1_to_n8)
     smh_destroy(h);
     for (uint32_t n = 2; n <= NMAX; n++) {
         for (size_t a = 0; a < sizeof algos / sizeof algos[0]; a++) {
+            if (algos[a] == CCOIP_ALGO_HALVING_DOUBLING && n != 2u && n != 4u) continue; /* below */
             run_algo(n, algos[a], count, 1,
                      algos[a] == CCOIP_ALGO_RING    ? ring
                      : algos[a] == CCOIP_ALGO_RELAY ? relay
@@ -293,5 +319,77 @@ PTEST(algo_peers, a_tuning_round_installs_one_table_everywhere_and_for_joiners)
         PT_ASSERT(smh_done(h, i, u[i], &r) && r == pcclSuccess, "update %u r=%d", i, (int)r);
     ccoip_peer_algo_table(smh_peer(h, j), &got);
     PT_ASSERT(memcmp(&got, &want, sizeof got) == 0, "the joiner holds the group's table");
+    smh_destroy(h);
+}
+
+PTEST(algo_peers, halving_doubling_every_op_in_place_and_uneven_counts)
+{
+    /* N = 2 and 4 (its partners are ring neighbours): every op, in place and not, counts that
+     * halve unevenly down to count = N; ints equal the ring's (integer ops are exact under
+     * every order), floats identical at every rank */
+    static const uint64_t counts[] = {4, 5, 7, 1001, 65537};
+    static const pcclRedOp_t ops[] = {pcclSum, pcclAvg, pcclProd, pcclMax, pcclMin, pcclPremulSum};
+    for (uint32_t n = 2; n <= 4; n += 2) {
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+            const uint64_t count = counts[c];
+            int32_t *ri = malloc((size_t)count * 4u), *hi = malloc((size_t)count * 4u);
+            float *rf = malloc((size_t)count * 4u), *hf = malloc((size_t)count * 4u);
+            for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+                const bool in_place = (c + o) % 2u == 1u;
+                run_case(n, CCOIP_ALGO_RING, count, 1, ops[o], in_place, ri, rf);
+                run_case(n, CCOIP_ALGO_HALVING_DOUBLING, count, 1, ops[o], in_place, hi, hf);
+                PT_ASSERT(ops[o] == pcclPremulSum || memcmp(ri, hi, (size_t)count * 4u) == 0,
+                          "n %u count %llu op %d: ints equal the ring's", n,
+                          (unsigned long long)count, (int)ops[o]);
+                if (n == 2u) {
+                    /* two inputs: one reduction per element, commutative: the ring's bits */
+                    PT_ASSERT(memcmp(rf, hf, (size_t)count * 4u) == 0,
+                              "n 2 count %llu op %d: floats equal the ring's",
+                              (unsigned long long)count, (int)ops[o]);
+                }
+            }
+            free(ri);
+            free(hi);
+            free(rf);
+            free(hf);
+        }
+    }
+}
+
+PTEST(algo_peers, halving_doubling_forced_where_it_does_not_fit_runs_the_ring)
+{
+    /* N = 3 (a partner would not be a neighbour), N = 5, and 3 elements at N = 4: the ring's
+     * bits (a forcing program on a group whose size changes never fails for it) */
+    static const uint32_t ns[3] = {3, 4, 5};
+    static const uint64_t cs[3] = {1001, 3, 1001};
+    for (uint32_t t = 0; t < 3; t++) {
+        float ring[1001], hd[1001];
+        run_algo(ns[t], CCOIP_ALGO_RING, cs[t], 1, ring);
+        run_algo(ns[t], CCOIP_ALGO_HALVING_DOUBLING, cs[t], 1, hd);
+        PT_ASSERT(memcmp(ring, hd, (size_t)cs[t] * 4u) == 0, "case %u: the ring's bits", t);
+    }
+    /* quantized: pcclInvalidArgument, nothing written */
+    smh *h = world_of(4, 1);
+    PT_ASSERT(h != NULL, "ring of 4");
+    float s[64], r[64];
+    memset(s, 0, sizeof s);
+    memset(r, 0x5A, sizeof r);
+    ccoip_allreduce_args a;
+    memset(&a, 0, sizeof a);
+    a.tag = 9;
+    a.count = 64;
+    a.dtype = pcclFloat;
+    a.op = pcclSum;
+    a.quant_algorithm = pcclQuantMinMax;
+    a.quant_dtype = pcclUint8;
+    a.kind = CCOIP_COLL_ALL_REDUCE;
+    a.world = 4;
+    a.send_bytes = a.recv_bytes = sizeof s;
+    a.algorithm = CCOIP_ALGO_HALVING_DOUBLING;
+    const uint64_t c = smh_allreduce(h, 0, &a, s, r);
+    smh_run(h);
+    pcclResult_t res;
+    PT_ASSERT(smh_done(h, 0, c, &res) && res == pcclInvalidArgument, "r=%d", (int)res);
+    PT_ASSERT(((const uint8_t *)r)[0] == 0x5A, "nothing written");
     smh_destroy(h);
 }

@@ -1,0 +1,109 @@
+/*
+ * peer_hd.c — the recursive halving–doubling all-reduce on an op slot (CCOIP_ALGO_HALVING_
+ * DOUBLING; the schedule is ccoip_hd.h's, docs/algorithms.md §1). peer_ring.c starts it
+ * after the op's first copy into RECV (the backup, PREMUL_SUM's scaling) and hands it the
+ * completions of its sub-steps; the op's life around it is peer_op.c's.
+ *
+ * Each step is one RING_SEND and one RING_RECV with the partner, over the ring link that
+ * joins them (a neighbour: the right one's link is the one this member dialled, the left
+ * one's the one it accepted; at N = 2 the ring's own directions). A halving receives into
+ * SCRATCH and reduces into RECV; a doubling receives straight into RECV. Frames carry the
+ * step and, as chunk, the sender's ring position.
+ */
+#include "ccoip_hd.h"
+#include "peer_internal.h"
+
+bool p_hd_active(const p_op *o)
+{
+    return o->algo == CCOIP_ALGO_HALVING_DOUBLING && o->a.kind == CCOIP_COLL_ALL_REDUCE &&
+           o->a.quant_algorithm == pcclQuantNone && ccoip_hd_fits(o->a.count, o->world);
+}
+
+uint64_t p_hd_scratch_bytes(const p_op *o)
+{
+    return (o->a.count - o->a.count / 2u) * o->esize; /* the larger first half */
+}
+
+/* The connection to partner: our dialled link to the right neighbour, the accepted one from
+ * the left (at N = 2 both neighbours are the partner: send right, receive from the left). */
+static uint64_t hd_conn(const p_op *o, uint32_t partner, bool send)
+{
+    if (o->world == 2u) return send ? o->tx_conn : o->rx_conn;
+    return partner == (o->rank + 1u) % o->world ? o->tx_conn : o->rx_conn;
+}
+
+static ccoip_hd_step hd_step_of(const p_op *o)
+{
+    ccoip_hd_step st;
+    pcclResult_t r = ccoip_hd_step_get(o->a.count, o->world, o->rank, o->step, &st);
+    (void)r; /* p_hd_active checked the world and count, the steps stay in range */
+    return st;
+}
+
+void p_hd_step(ccoip_peer *p, uint32_t i, uint32_t t)
+{
+    p_op *o = &p->ops[i];
+    o->step = t;
+    o->sub = POS_HD_IO;
+    const ccoip_hd_step st = hd_step_of(o);
+    o->io_send = p->next_io++;
+    o->send_left = 1u;
+    o->io_recv = p->next_io++;
+    o->recv_left = 1u;
+    ccoip_action *s = p_ring_io_push(p, i, CCOIP_ACT_RING_SEND, o->io_send,
+                                     hd_conn(o, st.partner, true), o->rank);
+    if (s == NULL) return; /* overflow: the step fails */
+    s->src = p_ring_span(i, CCOIP_REGION_RECV, st.send.offset * o->esize, st.send.count * o->esize);
+    ccoip_action *r = p_ring_io_push(p, i, CCOIP_ACT_RING_RECV, o->io_recv,
+                                     hd_conn(o, st.partner, false), st.partner);
+    if (r == NULL) return;
+    r->dst = st.reduce ? p_ring_span(i, CCOIP_REGION_SCRATCH, 0, st.recv.count * o->esize)
+                       : p_ring_span(i, CCOIP_REGION_RECV, st.recv.offset * o->esize,
+                                     st.recv.count * o->esize);
+    o->tx_bytes += st.send.count * o->esize;
+    o->rx_bytes += st.recv.count * o->esize;
+}
+
+/* The next step after step o->step (and its reduction) finished, or the op's end. */
+static void hd_next(ccoip_peer *p, uint32_t i)
+{
+    p_op *o = &p->ops[i];
+    const uint32_t t = o->step + 1u;
+    if (t < ccoip_hd_steps(o->world)) {
+        p_hd_step(p, i, t);
+    } else {
+        p_ring_done(p, i);
+    }
+}
+
+void p_hd_after_io(ccoip_peer *p, uint32_t i)
+{
+    p_op *o = &p->ops[i];
+    const ccoip_hd_step st = hd_step_of(o);
+    if (!st.reduce) {
+        hd_next(p, i);
+        return;
+    }
+    ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_REDUCE, POS_HD_RED);
+    if (a == NULL) return;
+    a->dst = p_ring_span(i, CCOIP_REGION_RECV, st.recv.offset * o->esize, st.recv.count * o->esize);
+    a->src = p_ring_span(i, CCOIP_REGION_SCRATCH, 0, st.recv.count * o->esize);
+    a->count = st.recv.count;
+}
+
+void p_hd_after_kernel(ccoip_peer *p, uint32_t i)
+{
+    p_op *o = &p->ops[i];
+    const uint32_t halvings = ccoip_hd_steps(o->world) / 2u;
+    if (o->sub == POS_HD_RED && o->step + 1u == halvings && o->a.op == pcclAvg) {
+        /* The reduce-scatter is over: AVG divides the owned range once, before the copies. */
+        const ccoip_span own = ccoip_hd_owned(o->a.count, o->world, o->rank);
+        ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_FINALIZE, POS_HD_FIN);
+        if (a == NULL) return;
+        a->dst = p_ring_span(i, CCOIP_REGION_RECV, own.offset * o->esize, own.count * o->esize);
+        a->count = own.count;
+        a->divisor = o->world;
+        return;
+    }
+    hd_next(p, i);
+}
