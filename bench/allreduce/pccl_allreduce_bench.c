@@ -7,7 +7,8 @@
  *       [--min BYTES] [--max BYTES] [--step 2|4] [--warmup W]
  *       [--iters-min A] [--iters-max B] [--iter-bytes BYTES]
  *       [--quant none|minmax-u8|minmax-i8|minmax-u16|minmax-i16|zps-u8|zps-i8|zps-u16|zps-i16]
- *       [--timeout-ms T] [--pool K] [--algorithm auto|relay|direct|ring|ring_striped]
+ *       [--timeout-ms T] [--pool K]
+ *       [--algorithm auto|relay|direct|ring|ring_striped|halving_doubling]
  *       [--table FILE]
  *
  * Each peer connects, updates the topology until the group holds N peers,
@@ -99,7 +100,8 @@ typedef struct options {
 } options;
 
 /* The names of pcclAlgorithm_t, as docs/algorithms.md and the table files spell them. */
-static const char *const algo_names[] = {"auto", "relay", "direct", "ring", "ring_striped"};
+static const char *const algo_names[] = {"auto",         "relay",           "direct", "ring",
+                                         "ring_striped", "halving_doubling"};
 
 static const char *algo_name(uint32_t a)
 {
@@ -263,6 +265,14 @@ static int run_size(pcclComm_t *comm, const options *o, uint64_t bytes, float *s
 
     pcclCollectiveOptions_t copts = PCCL_COLLECTIVE_OPTIONS_INIT;
     copts.algorithm = o->algorithm;
+    if (o->algorithm == pcclAlgoHalvingDoubling && ((o->world != 2u && o->world != 4u) ||
+                                                    count < (uint64_t)o->world)) {
+        /* It would run the ring there (docs/algorithms.md): not a column of its own. */
+        if (o->index == 0)
+            printf("# skipped %" PRIu64 ": algorithm %s does not apply\n", bytes,
+                   algo_name(o->algorithm));
+        return 0;
+    }
 
     pcclReduceInfo_t info;
     uint32_t copied = 0; /* bytes copied by the last timed operation (< 2 GiB: mod 2^31 exact) */
