@@ -11,8 +11,8 @@
 #include "ccoip_hd.h"
 #include "ccoip_ring.h"
 
-static const char *const g_names[] = {"auto", "relay", "direct", "ring", "ring_striped",
-                                            "halving_doubling"};
+static const char *const g_names[] = {"auto", "relay",        "direct",
+                                      "ring", "ring_striped", "halving_doubling"};
 
 const char *ccoip_algo_name(uint32_t algo)
 {

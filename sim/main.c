@@ -11,7 +11,8 @@
  *            [--groups N | --group-size N] [--churn-per-step BP] [--float]
  *            [--vote-timeout-ms T] [--evict-ms T] [--heartbeat-ms T] [--liveness-ms T]
  *            [--relay-max-bytes N] (master relay, docs/protocol.md §6.8.2; 0 off)
- *            [--algo auto|relay|direct|ring|ring_striped|halving_doubling] (forced; the swarm draws it)
+ *            [--algo auto|relay|direct|ring|ring_striped|halving_doubling] (forced; the swarm draws
+ * it)
  *            [--max-events N]
  *            [--kind NAME|mix|p2p|swarm] [--op-timeout-ms T] (the collective set)
  *            [--record-trace DIR]
@@ -358,6 +359,12 @@ static int build(cli *c, int argc, char **argv, uint64_t seed)
             return -1;
         }
         c->cfg.algo = (uint32_t)a;
+        if (a == CCOIP_ALGO_DIRECT || a == CCOIP_ALGO_RELAY || a == CCOIP_ALGO_HALVING_DOUBLING) {
+            /* These never quantize (docs/algorithms.md): a swarm draw of quantization would
+             * only make every op pcclInvalidArgument. */
+            c->cfg.quant = pcclQuantNone;
+            c->cfg.quant_dtype = pcclUint8;
+        }
     }
     if (c->canary != NULL) c->cfg.canary = sim_canary_from_name(c->canary);
     if (c->groups > 0) c->cfg.group_size = (c->cfg.peers + c->groups - 1u) / c->groups;

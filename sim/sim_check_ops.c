@@ -254,7 +254,7 @@ static void inrec_add(sim_checker *ck, uint32_t node, uint64_t epoch, uint64_t s
 }
 
 sim_inrec *inrec_add_bytes(sim_checker *ck, uint32_t node, uint64_t epoch, uint64_t seq,
-                     const uint8_t *input, uint64_t bytes)
+                           const uint8_t *input, uint64_t bytes)
 {
     sim_world *w = ck->w;
     if (!sim_grow(&ck->inrecs, &ck->inrecs_cap, ck->inrecs_len, sizeof *ck->inrecs, 256u, false)) {

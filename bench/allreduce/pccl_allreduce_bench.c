@@ -100,8 +100,8 @@ typedef struct options {
 } options;
 
 /* The names of pcclAlgorithm_t, as docs/algorithms.md and the table files spell them. */
-static const char *const algo_names[] = {"auto",         "relay",           "direct", "ring",
-                                         "ring_striped", "halving_doubling"};
+static const char *const algo_names[] = {"auto", "relay",        "direct",
+                                         "ring", "ring_striped", "halving_doubling"};
 
 static const char *algo_name(uint32_t a)
 {
@@ -265,8 +265,8 @@ static int run_size(pcclComm_t *comm, const options *o, uint64_t bytes, float *s
 
     pcclCollectiveOptions_t copts = PCCL_COLLECTIVE_OPTIONS_INIT;
     copts.algorithm = o->algorithm;
-    if (o->algorithm == pcclAlgoHalvingDoubling && ((o->world != 2u && o->world != 4u) ||
-                                                    count < (uint64_t)o->world)) {
+    if (o->algorithm == pcclAlgoHalvingDoubling &&
+        ((o->world != 2u && o->world != 4u) || count < (uint64_t)o->world)) {
         /* It would run the ring there (docs/algorithms.md): not a column of its own. */
         if (o->index == 0)
             printf("# skipped %" PRIu64 ": algorithm %s does not apply\n", bytes,

@@ -120,6 +120,7 @@ func headerCodes() map[string]int {
 		"pcclDistributionUniform": int(C.pcclDistributionUniform),
 		"pcclAlgoAuto":            int(C.pcclAlgoAuto), "pcclAlgoRelay": int(C.pcclAlgoRelay),
 		"pcclAlgoDirect": int(C.pcclAlgoDirect), "pcclAlgoRing": int(C.pcclAlgoRing),
-		"pcclAlgoRingStriped": int(C.pcclAlgoRingStriped),
+		"pcclAlgoRingStriped":     int(C.pcclAlgoRingStriped),
+		"pcclAlgoHalvingDoubling": int(C.pcclAlgoHalvingDoubling),
 	}
 }

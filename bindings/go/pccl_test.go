@@ -154,7 +154,8 @@ func TestConstantsMatchHeader(t *testing.T) {
 		"pcclDistributionNone": int(DistributionNone), "pcclDistributionNormal": int(DistributionNormal),
 		"pcclDistributionUniform": int(DistributionUniform), "pcclAlgoAuto": int(AlgoAuto),
 		"pcclAlgoRelay": int(AlgoRelay), "pcclAlgoDirect": int(AlgoDirect),
-		"pcclAlgoRing": int(AlgoRing), "pcclAlgoRingStriped": int(AlgoRingStriped)}
+		"pcclAlgoRing": int(AlgoRing), "pcclAlgoRingStriped": int(AlgoRingStriped),
+		"pcclAlgoHalvingDoubling": int(AlgoHalvingDoubling)}
 	for k, v := range dts {
 		others[k] = int(v)
 	}

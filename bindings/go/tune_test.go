@@ -160,7 +160,7 @@ func TestForcedAlgorithm(t *testing.T) {
 		o := func(tag uint64, a Algorithm) CollectiveOptions {
 			return CollectiveOptions{Tag: tag, Algorithm: a}
 		}
-		for a := AlgoAuto; a <= AlgoRingStriped; a++ {
+		for a := AlgoAuto; a <= AlgoHalvingDoubling; a++ {
 			if err := exactSum(c, rank, n, 1000, o(uint64(a), a)); err != nil {
 				return err
 			}
@@ -247,7 +247,8 @@ func TestTuneRefused(t *testing.T) {
 	if a, err := alone.AlgorithmFor(1000, Float); err != nil || a == AlgoAuto {
 		t.Fatalf("AlgorithmFor alone: %v %v", a, err)
 	}
-	if AlgoRingStriped.String() != "ring_striped" || Algorithm(9).String() != "invalid" {
+	if AlgoRingStriped.String() != "ring_striped" || Algorithm(9).String() != "invalid" ||
+		AlgoHalvingDoubling.String() != "halving_doubling" {
 		t.Fatalf("Algorithm.String: %v %v", AlgoRingStriped, Algorithm(9))
 	}
 }

@@ -154,12 +154,16 @@ const (
 	// AlgoRingStriped: the ring schedule, large steps striped over the link's
 	// connection pool (the same reduction order as AlgoRing, so the same bits).
 	AlgoRingStriped Algorithm = 4
+	// AlgoHalvingDoubling (all-reduce only): recursive halving then doubling
+	// over the ring's links both ways, at N = 2 or 4 with at least N elements;
+	// forced on another world it runs the ring.
+	AlgoHalvingDoubling Algorithm = 5
 )
 
-var algoNames = [...]string{"auto", "relay", "direct", "ring", "ring_striped"}
+var algoNames = [...]string{"auto", "relay", "direct", "ring", "ring_striped", "halving_doubling"}
 
 // String returns the name TuneSave's files use: "auto", "relay", "direct",
-// "ring" or "ring_striped" ("invalid" for another value).
+// "ring", "ring_striped" or "halving_doubling" ("invalid" for another value).
 func (a Algorithm) String() string {
 	if a >= 0 && int(a) < len(algoNames) {
 		return algoNames[a]

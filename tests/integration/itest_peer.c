@@ -465,8 +465,8 @@ int main(int argc, char **argv)
             ran[o.algorithm]++;
         }
         free(keep);
-        printf("DONE %u refused %u ring %u striped %u direct %u hd %u relay %u\n", index,
-               refused, ran[pcclAlgoRing], ran[pcclAlgoRingStriped], ran[pcclAlgoDirect],
+        printf("DONE %u refused %u ring %u striped %u direct %u hd %u relay %u\n", index, refused,
+               ran[pcclAlgoRing], ran[pcclAlgoRingStriped], ran[pcclAlgoDirect],
                ran[pcclAlgoHalvingDoubling], ran[pcclAlgoRelay]);
     } else if (strcmp(mode, "mismatch") == 0) {
         int32_t *keep = malloc((size_t)(count > 0 ? count : 1u) * sizeof *keep);

@@ -19,7 +19,8 @@ def test_tune_one_table_everywhere(procs, tmp_path, world):
     row = next(line for line in tables[0].splitlines() if line.startswith(f"world {world}:"))
     names = row.split(":")[1].split()
     assert len(names) == 19 and names[7:] == ["auto"] * 12, row
-    assert all(n in ("relay", "direct", "ring", "ring_striped") for n in names[:7]), row
+    assert all(n in ("relay", "direct", "ring", "ring_striped", "halving_doubling")
+               for n in names[:7]), row
     autos = {p.output().split("AUTO 4096 ")[1].split()[0] for p in peers}
     assert len(autos) == 1, autos
     assert autos.pop().lower() == names[2], (row, [p.output() for p in peers])
@@ -29,5 +30,5 @@ def test_tune_one_table_everywhere(procs, tmp_path, world):
 def test_algorithm_enum_matches_the_header():
     import pccl
     assert [a.name for a in pccl.Algorithm] == ["AUTO", "RELAY", "DIRECT", "RING",
-                                                 "RING_STRIPED"]
-    assert [int(a) for a in pccl.Algorithm] == [0, 1, 2, 3, 4]
+                                                 "RING_STRIPED", "HALVING_DOUBLING"]
+    assert [int(a) for a in pccl.Algorithm] == [0, 1, 2, 3, 4, 5]

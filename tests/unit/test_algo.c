@@ -81,8 +81,7 @@ PTEST(algo, applicability_and_rule)
     /* forced where it does not fit: kept (it runs the ring there), never chosen by AUTO */
     q = ar(4096, 3);
     CHECK(ccoip_algo_forcible(CCOIP_ALGO_HALVING_DOUBLING, &q));
-    CHECK(ccoip_algo_resolve(CCOIP_ALGO_HALVING_DOUBLING, NULL, &q) ==
-          CCOIP_ALGO_HALVING_DOUBLING);
+    CHECK(ccoip_algo_resolve(CCOIP_ALGO_HALVING_DOUBLING, NULL, &q) == CCOIP_ALGO_HALVING_DOUBLING);
     q.quantized = true;
     CHECK(ccoip_algo_resolve(CCOIP_ALGO_HALVING_DOUBLING, NULL, &q) == CCOIP_ALGO_AUTO);
     /* the tuning round: the relay only, nothing without it */

@@ -89,9 +89,9 @@ static void run_case(uint32_t n, uint32_t algo, uint64_t count, uint32_t pool, p
             memcpy(fr[i], fs[i], (size_t)count * 4u);
         }
         const bool ints = op != pcclPremulSum;
-        ci[i] = ints ? submit_op(h, i, pcclInt32, count, algo, op, 1, in_place ? ir[i] : is[i],
-                                 ir[i])
-                     : 0;
+        ci[i] =
+            ints ? submit_op(h, i, pcclInt32, count, algo, op, 1, in_place ? ir[i] : is[i], ir[i])
+                 : 0;
         cf[i] = submit_op(h, i, pcclFloat, count, algo, op, 2, in_place ? fr[i] : fs[i], fr[i]);
     }
     smh_run(h);

@@ -80,6 +80,7 @@ class Algorithm(enum.IntEnum):
     DIRECT = 2
     RING = 3
     RING_STRIPED = 4
+    HALVING_DOUBLING = 5
 
 
 class QuantizationAlgorithm(enum.IntEnum):

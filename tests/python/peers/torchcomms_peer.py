@@ -151,7 +151,7 @@ def quantized_checks(comm, ck):
     # pccl::algorithm (docs/algorithms.md): each one exact (members naming different ones are
     # refused with InvalidUsage: this run aborts on errors, so tests/unit and the C, Go and
     # Rust tests check that)
-    for name in ("relay", "direct", "ring", "ring_striped"):
+    for name in ("relay", "direct", "ring", "ring_striped", "halving_doubling"):
         t = torch.arange(64, dtype=torch.int32) + rank
         comm.all_reduce(t, tc.ReduceOp.SUM, hints={"pccl::algorithm": name})
         ck.eq(f"all_reduce pccl::algorithm={name}", t.numpy(),

@@ -33,7 +33,7 @@ def main():
     from pccl import _lib as L
     import ctypes
     for a in (pccl.Algorithm.RELAY, pccl.Algorithm.DIRECT, pccl.Algorithm.RING,
-              pccl.Algorithm.RING_STRIPED):
+              pccl.Algorithm.RING_STRIPED, pccl.Algorithm.HALVING_DOUBLING):
         x = np.arange(100, dtype=np.int32) + rank
         o = L.CollectiveOptions.init()
         o.algorithm = int(a)

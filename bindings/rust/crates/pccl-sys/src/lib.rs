@@ -263,6 +263,7 @@ pub const pcclAlgoDirect: pcclAlgorithm_t = 2;
 pub const pcclAlgoRing: pcclAlgorithm_t = 3;
 /// The ring schedule, large steps striped over the link's connection pool.
 pub const pcclAlgoRingStriped: pcclAlgorithm_t = 4;
+pub const pcclAlgoHalvingDoubling: pcclAlgorithm_t = 5;
 
 // ---------------------------------------------------------------------------
 // Opaque handles

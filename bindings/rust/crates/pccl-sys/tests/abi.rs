@@ -206,6 +206,7 @@ fn constants() -> Vec<(&'static str, i64)> {
         pcclAlgoDirect,
         pcclAlgoRing,
         pcclAlgoRingStriped,
+        pcclAlgoHalvingDoubling,
         PCCL_COLLECTIVE_ABORT_ON_ERROR,
     )
 }

@@ -224,16 +224,20 @@ pub enum Algorithm {
     /// The ring schedule, large steps striped over the link's connection pool (the same
     /// reduction order as `Ring`, so the same bits).
     RingStriped,
+    /// All-reduce only: recursive halving then doubling over the ring's links both ways, at
+    /// N = 2 or 4 with at least N elements (forced on another world it runs the ring).
+    HalvingDoubling,
 }
 
 impl Algorithm {
     /// Every algorithm, in value order.
-    pub const ALL: [Algorithm; 5] = [
+    pub const ALL: [Algorithm; 6] = [
         Algorithm::Auto,
         Algorithm::Relay,
         Algorithm::Direct,
         Algorithm::Ring,
         Algorithm::RingStriped,
+        Algorithm::HalvingDoubling,
     ];
 
     /// The `pcclAlgorithm_t` value.
@@ -244,6 +248,7 @@ impl Algorithm {
             Algorithm::Direct => sys::pcclAlgoDirect,
             Algorithm::Ring => sys::pcclAlgoRing,
             Algorithm::RingStriped => sys::pcclAlgoRingStriped,
+            Algorithm::HalvingDoubling => sys::pcclAlgoHalvingDoubling,
         }
     }
 
@@ -253,7 +258,7 @@ impl Algorithm {
     }
 
     /// The name the table files of [`crate::Communicator::tune_save`] use: `"auto"`,
-    /// `"relay"`, `"direct"`, `"ring"`, `"ring_striped"`.
+    /// `"relay"`, `"direct"`, `"ring"`, `"ring_striped"`, `"halving_doubling"`.
     pub fn name(self) -> &'static str {
         match self {
             Algorithm::Auto => "auto",
@@ -261,6 +266,7 @@ impl Algorithm {
             Algorithm::Direct => "direct",
             Algorithm::Ring => "ring",
             Algorithm::RingStriped => "ring_striped",
+            Algorithm::HalvingDoubling => "halving_doubling",
         }
     }
 }
