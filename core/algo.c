@@ -14,6 +14,15 @@
 static const char *const g_names[] = {"auto", "relay",        "direct",
                                       "ring", "ring_striped", "halving_doubling"};
 
+static const char *const g_kinds[CCOIP_ALGO_KINDS] = {"all_reduce", "broadcast",      "reduce",
+                                                      "all_gather", "reduce_scatter", "all_to_all",
+                                                      "gather",     "scatter",        "barrier"};
+
+const char *ccoip_algo_kind_name(uint32_t kind)
+{
+    return kind < CCOIP_ALGO_KINDS ? g_kinds[kind] : NULL;
+}
+
 const char *ccoip_algo_name(uint32_t algo)
 {
     return algo < sizeof g_names / sizeof g_names[0] ? g_names[algo] : NULL;
@@ -93,10 +102,10 @@ ccoip_algo ccoip_algo_resolve(ccoip_algo forced, const ccoip_algo_table *table,
                               const ccoip_algo_query *q)
 {
     if (forced != CCOIP_ALGO_AUTO) return ccoip_algo_forcible(forced, q) ? forced : CCOIP_ALGO_AUTO;
-    if (table != NULL && q->kind == CCOIP_COLL_ALL_REDUCE && q->world >= 2u &&
+    if (table != NULL && (uint32_t)q->kind < CCOIP_ALGO_KINDS && q->world >= 2u &&
         q->world <= CCOIP_ALGO_WORLD_MAX) {
         const ccoip_algo a =
-            (ccoip_algo)table->algo[q->world - 2u][ccoip_algo_size_class(query_bytes(q))];
+            (ccoip_algo)table->algo[q->kind][q->world - 2u][ccoip_algo_size_class(query_bytes(q))];
         if (a != CCOIP_ALGO_AUTO && ccoip_algo_applies(a, q)) return a;
     }
     return ccoip_algo_default(q);
@@ -109,16 +118,16 @@ void ccoip_algo_table_clear(ccoip_algo_table *t)
 
 bool ccoip_algo_table_empty(const ccoip_algo_table *t)
 {
-    for (uint32_t w = 0; w < CCOIP_ALGO_ROWS; w++)
-        for (uint32_t k = 0; k < CCOIP_ALGO_SIZES; k++)
-            if (t->algo[w][k] != CCOIP_ALGO_AUTO) return false;
+    const uint8_t *a = &t->algo[0][0][0];
+    for (size_t i = 0; i < sizeof t->algo; i++)
+        if (a[i] != CCOIP_ALGO_AUTO) return false;
     return true;
 }
 
 void ccoip_algo_table_encode(const ccoip_algo_table *t, uint8_t out[CCOIP_ALGO_TABLE_BYTES])
 {
     out[0] = CCOIP_ALGO_TABLE_VERSION;
-    memcpy(out + 1, t->algo, CCOIP_ALGO_ROWS * CCOIP_ALGO_SIZES);
+    memcpy(out + 1, t->algo, sizeof t->algo);
 }
 
 pcclResult_t ccoip_algo_table_decode(const uint8_t *in, size_t len, ccoip_algo_table *out)
@@ -127,7 +136,7 @@ pcclResult_t ccoip_algo_table_decode(const uint8_t *in, size_t len, ccoip_algo_t
         return pcclInvalidArgument;
     for (size_t i = 1; i < len; i++)
         if (in[i] > CCOIP_ALGO_LAST) return pcclInvalidArgument;
-    memcpy(out->algo, in + 1, CCOIP_ALGO_ROWS * CCOIP_ALGO_SIZES);
+    memcpy(out->algo, in + 1, sizeof out->algo);
     return pcclSuccess;
 }
 
@@ -155,11 +164,11 @@ double ccoip_algo_median(double *v, uint32_t n)
     return n % 2u ? v[n / 2u] : (v[n / 2u - 1u] + v[n / 2u]) / 2.0;
 }
 
-pcclResult_t ccoip_algo_combine(ccoip_algo_table *t, uint32_t world, const uint8_t *const *reports,
-                                uint32_t n)
+pcclResult_t ccoip_algo_combine(ccoip_algo_table *t, uint32_t kind, uint32_t world,
+                                const uint8_t *const *reports, uint32_t n)
 {
-    if (world < 2u || world > CCOIP_ALGO_WORLD_MAX || n == 0 || n > CCOIP_ALGO_WORLD_MAX ||
-        reports == NULL)
+    if (kind >= CCOIP_ALGO_KINDS || world < 2u || world > CCOIP_ALGO_WORLD_MAX || n == 0 ||
+        n > CCOIP_ALGO_WORLD_MAX || reports == NULL)
         return pcclInvalidArgument;
     double v[CCOIP_ALGO_WORLD_MAX];
     for (uint32_t k = 0; k < CCOIP_ALGO_SIZES; k++) {
@@ -178,7 +187,7 @@ pcclResult_t ccoip_algo_combine(ccoip_algo_table *t, uint32_t world, const uint8
                 best_t = med;
             }
         }
-        t->algo[world - 2u][k] = best;
+        t->algo[kind][world - 2u][k] = best;
     }
     return pcclSuccess;
 }
@@ -194,21 +203,28 @@ size_t ccoip_algo_table_format(const ccoip_algo_table *t, char *out, size_t cap)
 {
     size_t len = 0;
     put(out, cap, &len,
-        "# pccl all-reduce algorithm table v1: per world, sizes 1 KiB .. 256 MiB\n");
-    for (uint32_t w = 0; w < CCOIP_ALGO_ROWS; w++) {
-        bool any = false;
-        for (uint32_t k = 0; k < CCOIP_ALGO_SIZES; k++)
-            any = any || t->algo[w][k] != CCOIP_ALGO_AUTO;
-        if (!any) continue;
-        const char digit[2] = {(char)('2' + w), '\0'}; /* worlds 2 .. 8 */
-        put(out, cap, &len, "world ");
-        put(out, cap, &len, digit);
-        put(out, cap, &len, ":");
-        for (uint32_t k = 0; k < CCOIP_ALGO_SIZES; k++) {
-            put(out, cap, &len, " ");
-            put(out, cap, &len, ccoip_algo_name(t->algo[w][k]));
+        "# pccl algorithm table v2: per kind and world, sizes 1 KiB .. 256 MiB "
+        "(\"world N:\" lines: all_reduce)\n");
+    for (uint32_t c = 0; c < CCOIP_ALGO_KINDS; c++) {
+        for (uint32_t w = 0; w < CCOIP_ALGO_ROWS; w++) {
+            bool any = false;
+            for (uint32_t k = 0; k < CCOIP_ALGO_SIZES; k++)
+                any = any || t->algo[c][w][k] != CCOIP_ALGO_AUTO;
+            if (!any) continue;
+            const char digit[2] = {(char)('2' + w), '\0'}; /* worlds 2 .. 8 */
+            if (c != CCOIP_COLL_ALL_REDUCE) {
+                put(out, cap, &len, ccoip_algo_kind_name(c));
+                put(out, cap, &len, " ");
+            }
+            put(out, cap, &len, "world ");
+            put(out, cap, &len, digit);
+            put(out, cap, &len, ":");
+            for (uint32_t k = 0; k < CCOIP_ALGO_SIZES; k++) {
+                put(out, cap, &len, " ");
+                put(out, cap, &len, ccoip_algo_name(t->algo[c][w][k]));
+            }
+            put(out, cap, &len, "\n");
         }
-        put(out, cap, &len, "\n");
     }
     if (out != NULL && cap > 0) out[len < cap ? len : cap - 1u] = '\0';
     return len;
@@ -219,12 +235,21 @@ static bool is_space(char c)
     return c == ' ' || c == '\t' || c == '\r';
 }
 
-/* Parses one "world N: a b c ..." line into t. */
+/* Parses one "[kind ]world N: a b c ..." line into t. */
 static bool parse_line(const char *s, size_t n, ccoip_algo_table *t)
 {
     size_t i = 0;
-    if (n < 6 || memcmp(s, "world ", 6) != 0) return false;
-    i = 6;
+    uint32_t kind = CCOIP_COLL_ALL_REDUCE;
+    for (uint32_t c = 0; c < CCOIP_ALGO_KINDS; c++) {
+        const size_t kl = strlen(g_kinds[c]);
+        if (n > kl && memcmp(s, g_kinds[c], kl) == 0 && s[kl] == ' ') {
+            kind = c;
+            i = kl + 1u;
+            break;
+        }
+    }
+    if (n < i + 6u || memcmp(s + i, "world ", 6) != 0) return false;
+    i += 6u;
     uint32_t world = 0;
     size_t digits = 0;
     for (; i < n && s[i] >= '0' && s[i] <= '9' && digits < 3; i++, digits++)
@@ -246,7 +271,7 @@ static bool parse_line(const char *s, size_t n, ccoip_algo_table *t)
         row[k++] = (uint8_t)a;
     }
     if (k != CCOIP_ALGO_SIZES) return false;
-    memcpy(t->algo[world - 2u], row, sizeof row);
+    memcpy(t->algo[kind][world - 2u], row, sizeof row);
     return true;
 }
 

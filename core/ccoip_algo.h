@@ -47,18 +47,24 @@ typedef enum ccoip_algo {
 /** The table has rows for world sizes 2 .. CCOIP_ALGO_WORLD_MAX (larger groups: the rule). */
 #define CCOIP_ALGO_WORLD_MAX 8u
 #define CCOIP_ALGO_ROWS      (CCOIP_ALGO_WORLD_MAX - 1u)
-/** The encoded table: a version byte, then one byte per (world, size class). */
-#define CCOIP_ALGO_TABLE_VERSION 1u
-#define CCOIP_ALGO_TABLE_BYTES   (1u + CCOIP_ALGO_ROWS * CCOIP_ALGO_SIZES)
+/** The kinds with a table (ccoip_coll_kind ALL_REDUCE .. BARRIER; send / recv: one pair link). */
+#define CCOIP_ALGO_KINDS CCOIP_COLL_KINDS
+/** The encoded table: a version byte, then one byte per (kind, world, size class). */
+#define CCOIP_ALGO_TABLE_VERSION 2u
+#define CCOIP_ALGO_TABLE_BYTES   (1u + CCOIP_ALGO_KINDS * CCOIP_ALGO_ROWS * CCOIP_ALGO_SIZES)
 /** The largest input the direct all-reduce takes (its scratch holds N inputs). */
 #define CCOIP_ALGO_DIRECT_MAX ((uint64_t)4 << 20)
 /** A tuning report: float seconds per (size class, candidate); <= 0 or not finite: not run. */
 #define CCOIP_ALGO_TIMINGS (CCOIP_ALGO_SIZES * CCOIP_ALGO_COUNT)
 
-/** An all-reduce's tuned choices: algo[world - 2][size class], CCOIP_ALGO_AUTO: none. */
+/** The tuned choices: algo[kind][world - 2][size class], CCOIP_ALGO_AUTO: none. An op's size
+ *  class: its count (per block, as ccoip_coll_sizes takes it) times the element size. */
 typedef struct ccoip_algo_table {
-    uint8_t algo[CCOIP_ALGO_ROWS][CCOIP_ALGO_SIZES];
+    uint8_t algo[CCOIP_ALGO_KINDS][CCOIP_ALGO_ROWS][CCOIP_ALGO_SIZES];
 } ccoip_algo_table;
+
+/** "all_reduce", "broadcast", ... "barrier" (the table file's names); NULL for another kind. */
+const char *ccoip_algo_kind_name(uint32_t kind);
 
 /** What a choice depends on: the op, and what every member of it knows alike. */
 typedef struct ccoip_algo_query {
@@ -111,15 +117,17 @@ double ccoip_algo_median(double *v, uint32_t n);
  * The master's combination of a tuning round (§6.8.5): reports[m] (CCOIP_ALGO_TIMINGS floats,
  * little-endian IEEE binary32, as sent) from n members of a group of `world`; for every size
  * class the median over members of each candidate's time (a candidate any member did not run
- * is out), the fastest wins (ties: the lower number). The world's row of *t is replaced;
- * the other rows are kept. pcclInvalidArgument when world is out of the table's range.
+ * is out), the fastest wins (ties: the lower number). The (kind, world) row of *t is
+ * replaced; the other rows are kept. pcclInvalidArgument when kind or world is out of the
+ * table's range.
  */
-pcclResult_t ccoip_algo_combine(ccoip_algo_table *t, uint32_t world, const uint8_t *const *reports,
-                                uint32_t n);
+pcclResult_t ccoip_algo_combine(ccoip_algo_table *t, uint32_t kind, uint32_t world,
+                                const uint8_t *const *reports, uint32_t n);
 
 /**
- * Text form (pcclTuneSave / pcclTuneLoad): a comment line, then per tuned world one line
- * "world N: <name of size class 0> ... <name of class 18>" ("auto" for no entry).
+ * Text form (pcclTuneSave / pcclTuneLoad): a comment line, then per tuned (kind, world) one
+ * line "world N: <name of size class 0> ... <name of class 18>" ("auto" for no entry) for the
+ * all-reduce (the v1 form) and "<kind> world N: ..." for the other kinds (ccoip_algo_kind_name).
  * ccoip_algo_table_format writes at most cap bytes (NUL-terminated) and returns the length it
  * needs; ccoip_algo_table_parse accepts that form (blank and '#' lines skipped).
  */

@@ -63,8 +63,11 @@ pcclResult_t ccoip_coll_sizes(ccoip_coll_kind kind, uint64_t count, uint64_t esi
                               uint32_t rank, uint32_t root, uint64_t *send_bytes,
                               uint64_t *recv_bytes)
 {
+    /* (a tuning round's root names the kind it tunes: docs/protocol.md §6.8.5) */
+    const uint32_t root_max = kind == CCOIP_COLL_TUNE ? CCOIP_COLL_KINDS : world;
     if ((uint32_t)kind >= CCOIP_COLL_KINDS_ALL || world == 0 || world > CCOIP_RING_WORLD_MAX ||
-        rank >= world || root >= world || esize == 0 || send_bytes == NULL || recv_bytes == NULL) {
+        rank >= world || root >= root_max || esize == 0 || send_bytes == NULL ||
+        recv_bytes == NULL) {
         return pcclInvalidArgument;
     }
     if (count > COLL_BYTES_MAX / esize / world) return pcclInvalidArgument;

@@ -95,7 +95,7 @@ static bool coll_params_valid(const ccoip_master *m, const ccoip_pb_collective_i
         return ci->relay && ci->pinned_epoch != 0 && ci->optimistic_epoch == 0 &&
                ci->relay_data.len == 0 && ci->dtype == CCOIP_PB_DATA_TYPE_FLOAT &&
                ci->count == CCOIP_ALGO_TIMINGS && ci->relay_input.len == CCOIP_ALGO_TIMINGS * 4u &&
-               ci->quant_algorithm == CCOIP_PB_QUANT_ALGORITHM_NONE;
+               ci->quant_algorithm == CCOIP_PB_QUANT_ALGORITHM_NONE && ci->root < CCOIP_ALGO_KINDS;
     }
     if (ci->kind != CCOIP_PB_COLLECTIVE_KIND_ALL_REDUCE) {
         /* §6.8.3: pinned to an epoch, never started optimistically; a relayed input fits the

@@ -151,7 +151,8 @@ static pcclResult_t tune_install(ccoip_master *m, const m_op *o, const uint8_t *
         t = *old;
     else
         ccoip_algo_table_clear(&t);
-    const pcclResult_t r = ccoip_algo_combine(&t, world, in, world);
+    /* The kind whose row is tuned: the round's root (§6.8.5). */
+    const pcclResult_t r = ccoip_algo_combine(&t, o->root, world, in, world);
     if (r != pcclSuccess) return r;
     uint32_t at = 0;
     while (at < m->coll.algo_n && m->coll.algo[at].group != o->group)

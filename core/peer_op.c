@@ -281,8 +281,11 @@ pcclResult_t p_ring_submit(ccoip_peer *p, const ccoip_cmd *cmd)
         a->quant_algorithm == pcclQuantNone ? 0 : (int32_t)a->quant_dtype;
     env.body.collective_initiate.op = (int32_t)o->a.op;
     env.body.collective_initiate.kind = (int32_t)a->kind;
+    /* (a tuning round: the kind whose row it tunes, docs/protocol.md §6.8.5) */
     env.body.collective_initiate.root =
-        ccoip_coll_rooted(a->kind) || ccoip_coll_p2p(a->kind) ? a->root : 0;
+        ccoip_coll_rooted(a->kind) || ccoip_coll_p2p(a->kind) || a->kind == CCOIP_COLL_TUNE
+            ? a->root
+            : 0;
     env.body.collective_initiate.pinned_epoch = a->pinned_epoch;
     const uint64_t bytes = a->count * es;
     o->algo = (uint8_t)algo;

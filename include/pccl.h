@@ -857,12 +857,25 @@ PCCL_EXPORT pcclResult_t pcclCommSplit(pcclComm_t *communicator, const int *rank
 
 /*
  * The auto-tuner (docs/algorithms.md, docs/protocol.md §6.8.5). A group's
- * all-reduce algorithm table: per world size (2 .. 8) and size class (powers
- * of two, 1 KiB .. 256 MiB) the algorithm pcclAlgoAuto runs. The master keeps
- * it for the group and sends it with every plan, so every member — also one
- * that joins later — chooses alike. A world size without a tuned row uses the
- * built-in rule.
+ * algorithm table: per collective kind, world size (2 .. 8) and size class
+ * (powers of two, 1 KiB .. 256 MiB, of the op's count — per block for the
+ * kinds that take blocks — times the element size) the algorithm pcclAlgoAuto
+ * runs. The master keeps it for the group and sends it with every plan, so
+ * every member — also one that joins later — chooses alike. A (kind, world)
+ * without a tuned row uses the built-in rule.
  */
+
+/* The kinds pcclTuneOptions_t.kinds selects (0: the all-reduce only). */
+#define PCCL_TUNE_ALL_REDUCE     (1u << 0)
+#define PCCL_TUNE_BROADCAST      (1u << 1)
+#define PCCL_TUNE_REDUCE         (1u << 2)
+#define PCCL_TUNE_ALL_GATHER     (1u << 3)
+#define PCCL_TUNE_REDUCE_SCATTER (1u << 4)
+#define PCCL_TUNE_ALL_TO_ALL     (1u << 5)
+#define PCCL_TUNE_GATHER         (1u << 6)
+#define PCCL_TUNE_SCATTER        (1u << 7)
+#define PCCL_TUNE_BARRIER        (1u << 8)
+#define PCCL_TUNE_ALL_KINDS      0x1FFu
 typedef struct pcclTuneOptions_t {
     /** sizeof(pcclTuneOptions_t) as the caller compiled it. */
     uint32_t struct_size;
@@ -871,10 +884,11 @@ typedef struct pcclTuneOptions_t {
     uint32_t iterations;
     /** Untimed runs before them (0: 1). */
     uint32_t warmup;
-    /** Must be 0. */
-    uint32_t reserved;
-    /** The smallest and largest sizes tuned, in bytes, rounded to size classes
-     *  (0: 1 KiB and 256 MiB). */
+    /** The kinds tuned, PCCL_TUNE_* bits (0: PCCL_TUNE_ALL_REDUCE). */
+    uint32_t kinds;
+    /** The smallest and largest sizes tuned (per block for the kinds that take blocks), in
+     *  bytes, rounded to size classes (0: 1 KiB, and 256 MiB for the all-reduce, 16 MiB for
+     *  the other kinds; the barrier has one class). */
     uint64_t min_bytes;
     uint64_t max_bytes;
 } pcclTuneOptions_t;
@@ -886,12 +900,13 @@ typedef struct pcclTuneOptions_t {
     }
 
 /**
- * Tunes the group's all-reduce: every member must call it with the same
- * options, with no other op in flight. Each member times every algorithm that
- * applies at each size class (float32 SUM, forced algorithms, warm-up first),
+ * Tunes the group's ops of the kinds asked for (the all-reduce by default):
+ * every member must call it with the same options, with no other op in
+ * flight. For each kind, each member times every algorithm that applies at
+ * each size class (float32 SUM, root 0, forced algorithms, warm-up first),
  * then the master takes each (size, algorithm)'s median over the members,
- * keeps the fastest and installs the row of the group's world size; every
- * member's later pcclAlgoAuto ops use it. Returns pcclSuccess once the table
+ * keeps the fastest and installs the (kind, world size) row; every member's
+ * later pcclAlgoAuto ops of that kind use it. Returns pcclSuccess once the table
  * is installed (identical at every member); pcclTooFewPeers below 2 members;
  * pcclInvalidUsage above 8 members or with the master's relay off; the error
  * of a failed op (a member lost: update the topology and tune again; the
@@ -904,9 +919,10 @@ PCCL_EXPORT pcclResult_t pcclTune(const pcclComm_t *communicator,
 PCCL_EXPORT pcclResult_t pcclTuneSave(const pcclComm_t *communicator, const char *path);
 
 /**
- * Installs the row of the group's world size from a file pcclTuneSave wrote,
- * without timing anything: every member calls it (a tuning round; members that
- * load different files get the master's combination of them, still one table).
+ * Installs every kind's row of the group's world size from a file pcclTuneSave
+ * wrote (a kind the file has no row for is cleared), without timing anything:
+ * every member calls it (a tuning round per kind; members that load different
+ * files get the master's combination of them, still one table).
  * pcclInvalidArgument: the file is missing or malformed.
  */
 PCCL_EXPORT pcclResult_t pcclTuneLoad(const pcclComm_t *communicator, const char *path);

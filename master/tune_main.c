@@ -1,10 +1,13 @@
 /*
- * pccl-tune: tunes a group's all-reduce algorithm table (pcclTune, docs/algorithms.md) and
- * writes it to a file that pcclTuneLoad (or pccl-tune --load) installs without retuning.
+ * pccl-tune: tunes a group's algorithm table (pcclTune, docs/algorithms.md) — the all-reduce's,
+ * or the kinds --kinds names — and writes it to a file that pcclTuneLoad (or pccl-tune --load)
+ * installs without retuning.
  *
  *   pccl-tune --local N [--out FILE] [options]       a master here and N peer processes
  *   pccl-tune --master URL --world N [--out FILE] [--load FILE] [options]   one member
  * options: --min BYTES --max BYTES --iters K --warmup W
+ *          --kinds all|KIND[,KIND...] (all_reduce, broadcast, reduce, all_gather, reduce_scatter,
+ *          all_to_all, gather, scatter, barrier; default all_reduce)
  *
  * Every member prints "pccl-tune: rank R/N table <hash>" (the same hash everywhere: one
  * table); rank 0 prints the table and writes FILE.
@@ -26,9 +29,32 @@ extern char **environ;
 static void usage(FILE *f)
 {
     fprintf(f, "usage: pccl-tune --local N [--out FILE] [--min B] [--max B] [--iters K] "
-               "[--warmup W]\n"
+               "[--warmup W] [--kinds all|KIND,...]\n"
                "       pccl-tune --master URL --world N [--out FILE] [--load FILE] [--min B] "
-               "[--max B] [--iters K] [--warmup W]\n");
+               "[--max B] [--iters K] [--warmup W] [--kinds all|KIND,...]\n"
+               "kinds: all_reduce broadcast reduce all_gather reduce_scatter all_to_all gather "
+               "scatter barrier\n");
+}
+
+/* --kinds: "all" or a comma-separated list of kind names; 0 on an unknown name. */
+static uint32_t parse_kinds(const char *s)
+{
+    static const char *const names[] = {"all_reduce", "broadcast",      "reduce",
+                                        "all_gather", "reduce_scatter", "all_to_all",
+                                        "gather",     "scatter",        "barrier"};
+    if (strcmp(s, "all") == 0) return PCCL_TUNE_ALL_KINDS;
+    uint32_t kinds = 0;
+    while (*s != '\0') {
+        const char *e = strchr(s, ',');
+        const size_t n = e != NULL ? (size_t)(e - s) : strlen(s);
+        uint32_t bit = 0;
+        for (uint32_t k = 0; k < sizeof names / sizeof names[0]; k++)
+            if (strlen(names[k]) == n && strncmp(s, names[k], n) == 0) bit = 1u << k;
+        if (bit == 0) return 0;
+        kinds |= bit;
+        s += n + (e != NULL ? 1u : 0u);
+    }
+    return kinds;
 }
 
 static int fail(const char *what, pcclResult_t r)
@@ -201,6 +227,9 @@ int main(int argc, char **argv)
             to.iterations = (uint32_t)v;
         } else if (strcmp(a, "--warmup") == 0 && parse_u64(val, &v) == 0 && v <= 1000) {
             to.warmup = (uint32_t)v;
+        } else if (strcmp(a, "--kinds") == 0) {
+            to.kinds = parse_kinds(val);
+            ok = to.kinds != 0;
         } else {
             ok = 0;
         }

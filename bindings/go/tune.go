@@ -27,10 +27,27 @@ type TuneOptions struct {
 	Iterations uint32
 	// Warmup is the number of untimed runs before them (0: 1; at most 1000).
 	Warmup uint32
-	// MinBytes and MaxBytes bound the sizes tuned, in bytes, rounded to size
-	// classes (0: 1 KiB and 256 MiB).
+	// MinBytes and MaxBytes bound the sizes tuned (per block), in bytes,
+	// rounded to size classes (0: 1 KiB, and 256 MiB for the all-reduce,
+	// 16 MiB for the other kinds).
 	MinBytes, MaxBytes uint64
+	// Kinds are the kinds tuned, Tune* bits (0: TuneAllReduce).
+	Kinds uint32
 }
+
+// The kinds TuneOptions.Kinds selects (PCCL_TUNE_*).
+const (
+	TuneAllReduce     uint32 = 1 << 0
+	TuneBroadcast     uint32 = 1 << 1
+	TuneReduce        uint32 = 1 << 2
+	TuneAllGather     uint32 = 1 << 3
+	TuneReduceScatter uint32 = 1 << 4
+	TuneAllToAll      uint32 = 1 << 5
+	TuneGather        uint32 = 1 << 6
+	TuneScatter       uint32 = 1 << 7
+	TuneBarrier       uint32 = 1 << 8
+	TuneAllKinds      uint32 = 0x1FF
+)
 
 // tuneRound checks ctx and runs a tuning round under the mutex.
 func (c *Communicator) tuneRound(ctx context.Context, name string, f func() Code) error {
@@ -44,12 +61,12 @@ func (c *Communicator) tuneRound(ctx context.Context, name string, f func() Code
 	return newErr(name, f())
 }
 
-// Tune tunes the group's all-reduce (pcclTune): every member calls it with
-// the same options, with no other operation in flight. Each member times
-// every algorithm that applies at each size class (float32 Sum, forced
-// algorithms, warm-up first); the master takes each (size, algorithm)'s
-// median over the members, keeps the fastest and installs the row of the
-// group's world size. On success every member holds the same table, and
+// Tune tunes the group's operations of opts.Kinds (pcclTune; the all-reduce
+// by default): every member calls it with the same options, with no other
+// operation in flight. For each kind, each member times every algorithm that
+// applies at each size class (float32 Sum, root 0, forced algorithms,
+// warm-up first); the master takes each (size, algorithm)'s median over the
+// members, keeps the fastest and installs the (kind, world size) row. On success every member holds the same table, and
 // later AlgoAuto operations use it.
 //
 // A context already ended returns Timeout (cause ctx.Err()) and starts
@@ -68,6 +85,7 @@ func (c *Communicator) Tune(ctx context.Context, opts TuneOptions) error {
 	o.warmup = C.uint32_t(opts.Warmup)
 	o.min_bytes = C.uint64_t(opts.MinBytes)
 	o.max_bytes = C.uint64_t(opts.MaxBytes)
+	o.kinds = C.uint32_t(opts.Kinds)
 	return c.tuneRound(ctx, "Tune", func() Code { return Code(C.pcclTune(c.h, &o)) })
 }
 

@@ -393,7 +393,8 @@ static pcclResult_t coll_start(const pcclComm_t *comm, ccoip_coll_kind kind, con
                root, (unsigned)rank, (unsigned)world);
         return stage_drop(stage, refuse(abort_on_error, kind, pcclInvalidArgument));
     }
-    const uint32_t rt = rooted || p2p ? (uint32_t)root : 0u;
+    /* (a tuning round's root: the kind it tunes, < CCOIP_ALGO_KINDS: pccl_tune.c) */
+    const uint32_t rt = rooted || p2p || kind == CCOIP_COLL_TUNE ? (uint32_t)root : 0u;
     const uint64_t es = ccoip_dtype_size(dtype);
     uint64_t sb = 0, rb = 0;
     if (ccoip_coll_sizes(kind, (uint64_t)count, es, world, rank, rt, &sb, &rb) != pcclSuccess) {

@@ -1,13 +1,13 @@
 /*
  * pccl_tune.c — pcclTune, pcclTuneSave, pcclTuneLoad, pcclGetAlgorithm: the group-wide
- * auto-tuner of the all-reduce's algorithm (docs/algorithms.md, docs/protocol.md §6.8.5).
+ * auto-tuner of the algorithm per collective kind (docs/algorithms.md, docs/protocol.md §6.8.5).
  *
- * Every member times each candidate algorithm at each size class (forced, so every member
- * runs the same op; allowed to start optimistically, as the AUTO ops the table serves will:
- * pccl_allreduce_agreed), then one tuning round hands every member's timings to the master, which
- * takes the median over members per (size, algorithm), keeps the fastest, installs the row
- * for the group's world size and answers every member with the same table; later plans of
- * the group carry it, so members that join later choose alike.
+ * For each kind asked for, every member times each candidate algorithm at each size class
+ * (forced, so every member runs the same op; an all-reduce may start optimistically, as the
+ * AUTO ops the table serves will: pccl_allreduce_agreed), then one tuning round of that kind
+ * hands every member's timings to the master, which takes the median over members per (size,
+ * algorithm), keeps the fastest, installs the (kind, world) row and answers every member with
+ * the same table; later plans of the group carry it, so members that join later choose alike.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,16 +26,26 @@
 /* The tuner's ops' tag: out of the way of an application's small tags. */
 #define TUNE_TAG ((uint64_t)0x70636C54554E4500ull)
 
-/* Runs the tuning round: this member's report in, the group's table out. */
-static pcclResult_t tune_round(const pcclComm_t *comm, const float *report)
+/* The largest block the other kinds are tuned at by default (their buffers hold N blocks). */
+#define TUNE_COLL_MAX_BYTES ((uint64_t)16 << 20)
+
+/* The text of a table file: at most this many bytes (a whole table is about 22 KB). */
+#define TUNE_FILE_MAX 65536u
+
+/* Runs the tuning round of kind: this member's report in, the group's table out. */
+static pcclResult_t tune_round(const pcclComm_t *comm, const float *report, uint32_t kind)
 {
-    uint8_t tbl[CCOIP_ALGO_TABLE_BYTES];
+    uint8_t *tbl = malloc(CCOIP_ALGO_TABLE_BYTES);
+    if (tbl == NULL) return pcclInternalError;
     pcclWork_t *w = NULL;
     pcclCollectiveOptions_t o = PCCL_COLLECTIVE_OPTIONS_INIT;
     o.tag = TUNE_TAG | 0xFFu;
+    /* (the round's root names the kind whose row it tunes) */
     const pcclResult_t r = pccl_coll_start(comm, CCOIP_COLL_TUNE, report, tbl, CCOIP_ALGO_TIMINGS,
-                                           pcclFloat, pcclSum, 0, &o, NULL, 0, &w);
-    return pccl_coll_finish(r, w, NULL);
+                                           pcclFloat, pcclSum, (int)kind, &o, NULL, 0, &w);
+    const pcclResult_t f = pccl_coll_finish(r, w, NULL);
+    free(tbl);
+    return f;
 }
 
 /* The group's world and relay limit now, or an error when the tuner cannot run. */
@@ -59,59 +69,67 @@ static pcclResult_t tune_world(const pcclComm_t *comm, pt_peer_info *info)
     return pcclSuccess;
 }
 
-/* An unquantized all-reduce of count elements of esize bytes in the group as info sees it. */
-static ccoip_algo_query ar_query(uint64_t count, uint64_t esize, const pt_peer_info *info)
+/* An unquantized op of kind over count elements (per block) of esize bytes in the group as
+ * info sees it. */
+static ccoip_algo_query kind_query(uint32_t kind, uint64_t count, uint64_t esize,
+                                   const pt_peer_info *info)
 {
-    const ccoip_algo_query q = {CCOIP_COLL_ALL_REDUCE, count, esize, info->world_size, false, false,
+    const ccoip_algo_query q = {(ccoip_coll_kind)kind, count, esize, info->world_size, false, false,
                                 info->relay_max};
     return q;
 }
 
-/* Whether a can run the tuner's float32 all-reduce of `bytes`. */
-static bool applies(ccoip_algo a, uint64_t bytes, const pt_peer_info *info)
+/* The tuner's op of kind at size class k: its count of float32 elements (the barrier: 0). */
+static uint64_t tune_count(uint32_t kind, uint32_t k)
 {
-    const ccoip_algo_query q = ar_query(bytes / 4u, 4u, info);
+    return kind == CCOIP_COLL_BARRIER ? 0u : ((uint64_t)1024 << k) / 4u;
+}
+
+/* Whether a can run the tuner's float32 op of kind at size class k. */
+static bool applies(ccoip_algo a, uint32_t kind, uint32_t k, const pt_peer_info *info)
+{
+    const ccoip_algo_query q = kind_query(kind, tune_count(kind, k), 4u, info);
     return ccoip_algo_applies(a, &q);
 }
 
-PCCL_EXPORT pcclResult_t pcclTune(const pcclComm_t *communicator, const pcclTuneOptions_t *options)
+/* One timed op of the tuner: kind at count elements, algorithm forced by co. */
+static pcclResult_t tune_op(const pcclComm_t *comm, uint32_t kind, const void *send, void *recv,
+                            uint64_t count, const pcclCollectiveOptions_t *co)
 {
-    pcclTuneOptions_t o = PCCL_TUNE_OPTIONS_INIT;
-    if (options != NULL) {
-        if (options->struct_size != sizeof o || options->reserved != 0) {
-            pt_log(CCOIP_LOG_ERROR, "pccl",
-                   "tune: struct_size %u (this library's %u) or "
-                   "reserved not 0: use PCCL_TUNE_OPTIONS_INIT",
-                   (unsigned)options->struct_size, (unsigned)sizeof o);
-            return pcclInvalidArgument;
-        }
-        o = *options;
+    if (kind == CCOIP_COLL_ALL_REDUCE) {
+        const pcclReduceDescriptor_t d = {(size_t)count,
+                                          pcclSum,
+                                          co->tag,
+                                          {pcclFloat, pcclDistributionNone},
+                                          {pcclFloat, pcclQuantNone}};
+        return pccl_allreduce_agreed(send, recv, &d, co, comm);
     }
-    const uint32_t iters = o.iterations != 0 ? o.iterations : 3u;
-    const uint32_t warm = o.warmup != 0 ? o.warmup : 1u;
-    const uint64_t lo = o.min_bytes != 0 ? o.min_bytes : 1024u;
-    const uint64_t hi = o.max_bytes != 0 ? o.max_bytes : (uint64_t)1024 << (CCOIP_ALGO_SIZES - 1u);
-    if (iters > 1000u || warm > 1000u || lo > hi) {
-        pt_log(CCOIP_LOG_ERROR, "pccl", "tune: iterations / warmup above 1000 or min above max");
-        return pcclInvalidArgument;
-    }
-    pt_peer_info info;
-    pcclResult_t r = tune_world(communicator, &info);
-    if (r != pcclSuccess) return r;
-    const uint32_t k_lo = ccoip_algo_size_class(lo), k_hi = ccoip_algo_size_class(hi);
-    const uint64_t most = (uint64_t)1024 << k_hi;
-    float *report = calloc(CCOIP_ALGO_TIMINGS, sizeof *report);
-    const size_t n_max = (size_t)iters * TUNE_SCALE_MAX;
-    double *t = calloc(n_max * CCOIP_ALGO_COUNT, sizeof *t);
-    uint8_t *send = calloc(1, (size_t)most), *recv = malloc((size_t)most);
-    if (report == NULL || t == NULL || send == NULL || recv == NULL) {
-        free(report);
-        free(t);
+    pcclWork_t *w = NULL;
+    const pcclResult_t r = pccl_coll_start(comm, (ccoip_coll_kind)kind, send, recv, (size_t)count,
+                                           pcclFloat, pcclSum, 0, co, NULL, 0, &w);
+    return pccl_coll_finish(r, w, NULL);
+}
+
+/* Times every candidate of kind over size classes k_lo .. k_hi into report (median seconds per
+ * (class, algorithm); 0: not run). t: scratch of n_max per candidate. */
+static pcclResult_t tune_kind(const pcclComm_t *comm, uint32_t kind, uint32_t k_lo, uint32_t k_hi,
+                              uint32_t iters, uint32_t warm, const pt_peer_info *info,
+                              float *report, double *t, size_t n_max)
+{
+    uint64_t sl = 0, rl = 0;
+    const uint32_t rank = info->rank > 0 ? (uint32_t)info->rank : 0u;
+    if (ccoip_coll_sizes((ccoip_coll_kind)kind, tune_count(kind, k_hi), 4u, info->world_size, rank,
+                         0, &sl, &rl) != pcclSuccess)
+        return pcclInternalError;
+    uint8_t *send = calloc(1, (size_t)(sl > 0 ? sl : 1u)),
+            *recv = malloc((size_t)(rl > 0 ? rl : 1u));
+    if (send == NULL || recv == NULL) {
         free(send);
         free(recv);
         return pcclInternalError;
     }
-    const uint64_t t0 = pt_now_ns();
+    memset(report, 0, CCOIP_ALGO_TIMINGS * sizeof *report);
+    pcclResult_t r = pcclSuccess;
     for (uint32_t k = k_lo; k <= k_hi && r == pcclSuccess; k++) {
         const uint64_t bytes = (uint64_t)1024 << k;
         /* Small sizes are cheap and noisy: up to 8x the runs below 1 MiB. The candidates take
@@ -119,26 +137,19 @@ PCCL_EXPORT pcclResult_t pcclTune(const pcclComm_t *communicator, const pcclTune
         const uint64_t scale = bytes >= TUNE_SCALE_BYTES ? 1u : TUNE_SCALE_BYTES / bytes;
         const uint32_t n = iters * (uint32_t)(scale < TUNE_SCALE_MAX ? scale : TUNE_SCALE_MAX);
         pcclCollectiveOptions_t co[CCOIP_ALGO_COUNT];
-        pcclReduceDescriptor_t d[CCOIP_ALGO_COUNT];
         bool on[CCOIP_ALGO_COUNT];
         for (uint32_t c = 0; c < CCOIP_ALGO_COUNT; c++) {
             const pcclCollectiveOptions_t init = PCCL_COLLECTIVE_OPTIONS_INIT;
             co[c] = init;
             co[c].algorithm = c + 1u;
             co[c].tag = TUNE_TAG | (uint64_t)(k * CCOIP_ALGO_COUNT + c);
-            const pcclReduceDescriptor_t dd = {(size_t)(bytes / 4u),
-                                               pcclSum,
-                                               co[c].tag,
-                                               {pcclFloat, pcclDistributionNone},
-                                               {pcclFloat, pcclQuantNone}};
-            d[c] = dd;
-            on[c] = applies((ccoip_algo)(c + 1u), bytes, &info);
+            on[c] = applies((ccoip_algo)(c + 1u), kind, k, info);
         }
         for (uint32_t i = 0; i < warm + n && r == pcclSuccess; i++) {
             for (uint32_t c = 0; c < CCOIP_ALGO_COUNT && r == pcclSuccess; c++) {
                 if (!on[c]) continue;
                 const uint64_t s = pt_now_ns();
-                r = pccl_allreduce_agreed(send, recv, &d[c], &co[c], communicator);
+                r = tune_op(comm, kind, send, recv, tune_count(kind, k), &co[c]);
                 if (i >= warm) t[(size_t)c * n_max + (i - warm)] = (double)(pt_now_ns() - s) / 1e9;
             }
         }
@@ -148,18 +159,70 @@ PCCL_EXPORT pcclResult_t pcclTune(const pcclComm_t *communicator, const pcclTune
             report[k * CCOIP_ALGO_COUNT + c] = med > 1e-9 ? (float)med : 1e-9f;
         }
     }
-    if (r == pcclSuccess) r = tune_round(communicator, report);
+    free(send);
+    free(recv);
+    return r;
+}
+
+PCCL_EXPORT pcclResult_t pcclTune(const pcclComm_t *communicator, const pcclTuneOptions_t *options)
+{
+    pcclTuneOptions_t o = PCCL_TUNE_OPTIONS_INIT;
+    if (options != NULL) {
+        if (options->struct_size != sizeof o || (options->kinds & ~PCCL_TUNE_ALL_KINDS) != 0) {
+            pt_log(CCOIP_LOG_ERROR, "pccl",
+                   "tune: struct_size %u (this library's %u) or "
+                   "kinds 0x%x beyond PCCL_TUNE_ALL_KINDS: use PCCL_TUNE_OPTIONS_INIT",
+                   (unsigned)options->struct_size, (unsigned)sizeof o, (unsigned)options->kinds);
+            return pcclInvalidArgument;
+        }
+        o = *options;
+    }
+    const uint32_t kinds = o.kinds != 0 ? o.kinds : PCCL_TUNE_ALL_REDUCE;
+    const uint32_t iters = o.iterations != 0 ? o.iterations : 3u;
+    const uint32_t warm = o.warmup != 0 ? o.warmup : 1u;
+    const uint64_t lo = o.min_bytes != 0 ? o.min_bytes : 1024u;
+    if (iters > 1000u || warm > 1000u || (o.max_bytes != 0 && lo > o.max_bytes)) {
+        pt_log(CCOIP_LOG_ERROR, "pccl", "tune: iterations / warmup above 1000 or min above max");
+        return pcclInvalidArgument;
+    }
+    pt_peer_info info;
+    pcclResult_t r = tune_world(communicator, &info);
+    if (r != pcclSuccess) return r;
+    float *report = calloc(CCOIP_ALGO_TIMINGS, sizeof *report);
+    const size_t n_max = (size_t)iters * TUNE_SCALE_MAX;
+    double *t = calloc(n_max * CCOIP_ALGO_COUNT, sizeof *t);
+    if (report == NULL || t == NULL) {
+        free(report);
+        free(t);
+        return pcclInternalError;
+    }
+    const uint64_t t0 = pt_now_ns();
+    for (uint32_t kind = 0; kind < CCOIP_ALGO_KINDS && r == pcclSuccess; kind++) {
+        if ((kinds & (1u << kind)) == 0) continue;
+        /* The range per block; by default 256 MiB for the all-reduce, 16 MiB for the others
+         * (their buffers hold N blocks); the barrier has one class (no data). */
+        const uint64_t dflt = kind == CCOIP_COLL_ALL_REDUCE
+                                  ? (uint64_t)1024 << (CCOIP_ALGO_SIZES - 1u)
+                                  : TUNE_COLL_MAX_BYTES;
+        const uint64_t hi = o.max_bytes != 0 ? o.max_bytes : dflt;
+        const uint32_t k_lo = kind == CCOIP_COLL_BARRIER ? 0u : ccoip_algo_size_class(lo);
+        const uint32_t k_hi =
+            kind == CCOIP_COLL_BARRIER ? 0u : ccoip_algo_size_class(hi > lo ? hi : lo);
+        r = tune_kind(communicator, kind, k_lo, k_hi, iters, warm, &info, report, t, n_max);
+        if (r == pcclSuccess) r = tune_round(communicator, report, kind);
+        if (r == pcclSuccess) {
+            pt_log(CCOIP_LOG_INFO, "pccl", "tune: %s, %u members, sizes %llu .. %llu bytes",
+                   ccoip_algo_kind_name(kind), (unsigned)info.world_size,
+                   (unsigned long long)(1024ull << k_lo), (unsigned long long)(1024ull << k_hi));
+        }
+    }
     if (r == pcclSuccess) {
-        pt_log(CCOIP_LOG_INFO, "pccl", "tune: %u members, sizes %llu .. %llu bytes, %.1f s",
-               (unsigned)info.world_size, (unsigned long long)(1024ull << k_lo),
-               (unsigned long long)most, (double)(pt_now_ns() - t0) / 1e9);
+        pt_log(CCOIP_LOG_INFO, "pccl", "tune: done in %.1f s", (double)(pt_now_ns() - t0) / 1e9);
     } else {
         pt_log(CCOIP_LOG_WARN, "pccl", "tune: failed (%d); the group keeps its table", (int)r);
     }
     free(report);
     free(t);
-    free(send);
-    free(recv);
     return r;
 }
 
@@ -196,30 +259,44 @@ PCCL_EXPORT pcclResult_t pcclTuneLoad(const pcclComm_t *communicator, const char
         pt_log(CCOIP_LOG_ERROR, "pccl", "tune: cannot read %s: %s", path, strerror(errno));
         return pcclInvalidArgument;
     }
-    char buf[4096];
-    const size_t n = fread(buf, 1, sizeof buf, f);
+    char *buf = malloc(TUNE_FILE_MAX);
+    ccoip_algo_table *t = malloc(sizeof *t);
+    if (buf == NULL || t == NULL) {
+        fclose(f);
+        free(buf);
+        free(t);
+        return pcclInternalError;
+    }
+    const size_t n = fread(buf, 1, TUNE_FILE_MAX, f);
     const bool whole = feof(f) != 0;
     fclose(f);
-    ccoip_algo_table t;
-    if (!whole || ccoip_algo_table_parse(buf, n, &t) != pcclSuccess) {
+    const pcclResult_t pr = whole ? ccoip_algo_table_parse(buf, n, t) : pcclInvalidArgument;
+    free(buf);
+    if (pr != pcclSuccess) {
         pt_log(CCOIP_LOG_ERROR, "pccl", "tune: %s is not an algorithm table (docs/algorithms.md)",
                path);
+        free(t);
         return pcclInvalidArgument;
     }
-    /* The row of this world as a report the master's combination turns back into it: the
-     * chosen algorithm fastest, the others that apply slower, none for an AUTO entry. */
+    /* Every kind's row of this world as a report the master's combination turns back into it:
+     * the chosen algorithm fastest, the others that apply slower, none for an AUTO entry (a
+     * kind the file has no row for: its row is cleared). One round per kind, every member
+     * alike whatever its file holds. */
     float report[CCOIP_ALGO_TIMINGS];
-    memset(report, 0, sizeof report);
-    for (uint32_t k = 0; k < CCOIP_ALGO_SIZES; k++) {
-        const ccoip_algo a = (ccoip_algo)t.algo[info.world_size - 2u][k];
-        const uint64_t bytes = (uint64_t)1024 << k;
-        if (a == CCOIP_ALGO_AUTO || !applies(a, bytes, &info)) continue;
-        for (uint32_t c = 0; c < CCOIP_ALGO_COUNT; c++) {
-            if (applies((ccoip_algo)(c + 1u), bytes, &info))
-                report[k * CCOIP_ALGO_COUNT + c] = c + 1u == (uint32_t)a ? 1.0f : 2.0f;
+    for (uint32_t kind = 0; kind < CCOIP_ALGO_KINDS && r == pcclSuccess; kind++) {
+        memset(report, 0, sizeof report);
+        for (uint32_t k = 0; k < CCOIP_ALGO_SIZES; k++) {
+            const ccoip_algo a = (ccoip_algo)t->algo[kind][info.world_size - 2u][k];
+            if (a == CCOIP_ALGO_AUTO || !applies(a, kind, k, &info)) continue;
+            for (uint32_t c = 0; c < CCOIP_ALGO_COUNT; c++) {
+                if (applies((ccoip_algo)(c + 1u), kind, k, &info))
+                    report[k * CCOIP_ALGO_COUNT + c] = c + 1u == (uint32_t)a ? 1.0f : 2.0f;
+            }
         }
+        r = tune_round(communicator, report, kind);
     }
-    return tune_round(communicator, report);
+    free(t);
+    return r;
 }
 
 PCCL_EXPORT pcclResult_t pcclGetAlgorithm(const pcclComm_t *communicator, size_t count,
@@ -230,7 +307,8 @@ PCCL_EXPORT pcclResult_t pcclGetAlgorithm(const pcclComm_t *communicator, size_t
     if (r != pcclSuccess) return r;
     pt_peer_info info;
     pt_peer_info_get(communicator->d, &info);
-    const ccoip_algo_query q = ar_query((uint64_t)count, ccoip_dtype_size(dtype), &info);
+    const ccoip_algo_query q =
+        kind_query(CCOIP_COLL_ALL_REDUCE, (uint64_t)count, ccoip_dtype_size(dtype), &info);
     *algorithm_out = (pcclAlgorithm_t)ccoip_algo_resolve(CCOIP_ALGO_AUTO, &info.algo_table, &q);
     return pcclSuccess;
 }

@@ -15,9 +15,10 @@
 
 static void check_entries(const ccoip_algo_table *t)
 {
-    for (uint32_t w = 0; w < CCOIP_ALGO_ROWS; w++)
-        for (uint32_t k = 0; k < CCOIP_ALGO_SIZES; k++)
-            FUZZ_CHECK(ccoip_algo_name(t->algo[w][k]) != NULL);
+    for (uint32_t c = 0; c < CCOIP_ALGO_KINDS; c++)
+        for (uint32_t w = 0; w < CCOIP_ALGO_ROWS; w++)
+            for (uint32_t k = 0; k < CCOIP_ALGO_SIZES; k++)
+                FUZZ_CHECK(ccoip_algo_name(t->algo[c][w][k]) != NULL);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -40,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(rc == pcclSuccess || rc == pcclInvalidArgument);
     if (rc != pcclSuccess) return 0;
     check_entries(&t);
-    static char text[4096], again[4096];
+    static char text[32768], again[32768]; /* a whole table: about 22 KB */
     const size_t len = ccoip_algo_table_format(&t, text, sizeof text);
     FUZZ_CHECK(len < sizeof text);
     FUZZ_CHECK(ccoip_algo_table_parse(text, len, &u) == pcclSuccess);

@@ -97,6 +97,7 @@ int main(void)
         CHECK(offsetof(pcclCollectiveOptions_t, algorithm) == 40 && co.algorithm == pcclAlgoAuto);
         pcclTuneOptions_t to = PCCL_TUNE_OPTIONS_INIT;
         CHECK(to.struct_size == sizeof to && sizeof to == 32 && to.iterations == 0);
+        CHECK(offsetof(pcclTuneOptions_t, kinds) == 12 && to.kinds == 0);
         CHECK(co.quantization_options.algorithm == pcclQuantNone && co.tag == 0 && co.flags == 0);
     }
     {

@@ -110,9 +110,19 @@ PTEST(algo, resolve_forced_table_rule)
     CHECK(ccoip_algo_table_empty(&t));
     ccoip_algo_query q = ar((uint64_t)64 << 10, 3);
     CHECK(ccoip_algo_resolve(CCOIP_ALGO_AUTO, &t, &q) == CCOIP_ALGO_RING_STRIPED);
-    t.algo[3 - 2][ccoip_algo_size_class((uint64_t)64 << 10)] = CCOIP_ALGO_DIRECT;
+    t.algo[CCOIP_COLL_ALL_REDUCE][3 - 2][ccoip_algo_size_class((uint64_t)64 << 10)] =
+        CCOIP_ALGO_DIRECT;
     CHECK(!ccoip_algo_table_empty(&t));
     CHECK(ccoip_algo_resolve(CCOIP_ALGO_AUTO, &t, &q) == CCOIP_ALGO_DIRECT);
+    /* another kind reads its own row: a broadcast's entry, the all-gather's empty one */
+    q.kind = CCOIP_COLL_BROADCAST;
+    CHECK(ccoip_algo_resolve(CCOIP_ALGO_AUTO, &t, &q) == CCOIP_ALGO_RING_STRIPED);
+    t.algo[CCOIP_COLL_BROADCAST][3 - 2][ccoip_algo_size_class((uint64_t)64 << 10)] =
+        CCOIP_ALGO_RING;
+    CHECK(ccoip_algo_resolve(CCOIP_ALGO_AUTO, &t, &q) == CCOIP_ALGO_RING);
+    q.kind = CCOIP_COLL_ALL_GATHER;
+    CHECK(ccoip_algo_resolve(CCOIP_ALGO_AUTO, &t, &q) == CCOIP_ALGO_RING_STRIPED);
+    q.kind = CCOIP_COLL_ALL_REDUCE;
     /* another world's row, or a tabled entry that does not apply: the rule */
     q.world = 4;
     CHECK(ccoip_algo_resolve(CCOIP_ALGO_AUTO, &t, &q) == CCOIP_ALGO_RING_STRIPED);
@@ -123,17 +133,17 @@ PTEST(algo, resolve_forced_table_rule)
     /* forced wins; forced and impossible: AUTO (the caller refuses the op) */
     CHECK(ccoip_algo_resolve(CCOIP_ALGO_RING, &t, &q) == CCOIP_ALGO_RING);
     CHECK(ccoip_algo_resolve(CCOIP_ALGO_RELAY, &t, &q) == CCOIP_ALGO_AUTO);
-    /* the table is for all-reduce only */
+    /* another kind reads its own row (tabled RING above; forced relay here: AUTO) */
     q.kind = CCOIP_COLL_BROADCAST;
-    CHECK(ccoip_algo_resolve(CCOIP_ALGO_AUTO, &t, &q) == CCOIP_ALGO_RING_STRIPED);
+    CHECK(ccoip_algo_resolve(CCOIP_ALGO_AUTO, &t, &q) == CCOIP_ALGO_RING);
 }
 
 PTEST(algo, encoding)
 {
     ccoip_algo_table t, u;
     ccoip_algo_table_clear(&t);
-    t.algo[0][0] = CCOIP_ALGO_RELAY;
-    t.algo[6][18] = CCOIP_ALGO_RING;
+    t.algo[CCOIP_COLL_ALL_REDUCE][0][0] = CCOIP_ALGO_RELAY;
+    t.algo[CCOIP_COLL_ALL_REDUCE][6][18] = CCOIP_ALGO_RING;
     uint8_t b[CCOIP_ALGO_TABLE_BYTES];
     ccoip_algo_table_encode(&t, b);
     CHECK(b[0] == CCOIP_ALGO_TABLE_VERSION);
@@ -144,7 +154,7 @@ PTEST(algo, encoding)
     b[5] = 6; /* no such algorithm */
     CHECK(ccoip_algo_table_decode(b, sizeof b, &u) == pcclInvalidArgument);
     b[5] = 0;
-    b[0] = 2; /* another version */
+    b[0] = 1; /* another version (v1: the all-reduce's rows only) */
     CHECK(ccoip_algo_table_decode(b, sizeof b, &u) == pcclInvalidArgument);
 }
 
@@ -175,18 +185,26 @@ PTEST(algo, combine_median_over_members)
     const uint8_t *in[3] = {rep[0], rep[1], rep[2]};
     ccoip_algo_table t;
     ccoip_algo_table_clear(&t);
-    t.algo[4 - 2][0] = CCOIP_ALGO_RELAY; /* another world's row is kept */
-    CHECK(ccoip_algo_combine(&t, 3, in, 3) == pcclSuccess);
-    CHECK(t.algo[1][0] == CCOIP_ALGO_RING);
-    CHECK(t.algo[1][1] == CCOIP_ALGO_RING);
-    CHECK(t.algo[1][2] == CCOIP_ALGO_AUTO);
-    CHECK(t.algo[1][18] == CCOIP_ALGO_AUTO);
-    CHECK(t.algo[2][0] == CCOIP_ALGO_RELAY);
+    t.algo[CCOIP_COLL_ALL_REDUCE][4 - 2][0] = CCOIP_ALGO_RELAY; /* another world's row is kept */
+    CHECK(ccoip_algo_combine(&t, CCOIP_COLL_ALL_REDUCE, 3, in, 3) == pcclSuccess);
+    CHECK(t.algo[CCOIP_COLL_ALL_REDUCE][1][0] == CCOIP_ALGO_RING);
+    CHECK(t.algo[CCOIP_COLL_ALL_REDUCE][1][1] == CCOIP_ALGO_RING);
+    CHECK(t.algo[CCOIP_COLL_ALL_REDUCE][1][2] == CCOIP_ALGO_AUTO);
+    CHECK(t.algo[CCOIP_COLL_ALL_REDUCE][1][18] == CCOIP_ALGO_AUTO);
+    CHECK(t.algo[CCOIP_COLL_ALL_REDUCE][2][0] == CCOIP_ALGO_RELAY);
     /* even count: the mean of the two middle ones (ring 1,9 → 5 loses to direct 2,2 → 2) */
-    CHECK(ccoip_algo_combine(&t, 2, in + 1, 2) == pcclSuccess);
-    CHECK(t.algo[0][0] == CCOIP_ALGO_DIRECT);
-    CHECK(ccoip_algo_combine(&t, 1, in, 1) == pcclInvalidArgument);
-    CHECK(ccoip_algo_combine(&t, 9, in, 3) == pcclInvalidArgument);
+    CHECK(ccoip_algo_combine(&t, CCOIP_COLL_ALL_REDUCE, 2, in + 1, 2) == pcclSuccess);
+    CHECK(t.algo[CCOIP_COLL_ALL_REDUCE][0][0] == CCOIP_ALGO_DIRECT);
+    CHECK(ccoip_algo_combine(&t, CCOIP_COLL_ALL_REDUCE, 1, in, 1) == pcclInvalidArgument);
+    CHECK(ccoip_algo_combine(&t, CCOIP_COLL_ALL_REDUCE, 9, in, 3) == pcclInvalidArgument);
+    /* another kind's row: only that row changes; a kind beyond the table is refused */
+    ccoip_algo_table before = t;
+    CHECK(ccoip_algo_combine(&t, CCOIP_COLL_ALL_GATHER, 3, in, 3) == pcclSuccess);
+    CHECK(t.algo[CCOIP_COLL_ALL_GATHER][1][0] == CCOIP_ALGO_RING);
+    before.algo[CCOIP_COLL_ALL_GATHER][1][0] = CCOIP_ALGO_RING;
+    before.algo[CCOIP_COLL_ALL_GATHER][1][1] = CCOIP_ALGO_RING;
+    CHECK(memcmp(&t, &before, sizeof t) == 0);
+    CHECK(ccoip_algo_combine(&t, CCOIP_ALGO_KINDS, 3, in, 3) == pcclInvalidArgument);
 }
 
 PTEST(algo, text_form)
@@ -194,15 +212,24 @@ PTEST(algo, text_form)
     ccoip_algo_table t, u;
     ccoip_algo_table_clear(&t);
     for (uint32_t k = 0; k < CCOIP_ALGO_SIZES; k++) {
-        t.algo[0][k] = (uint8_t)(k < 5 ? CCOIP_ALGO_RELAY : CCOIP_ALGO_RING_STRIPED);
-        t.algo[2][k] = (uint8_t)(k % 5u);
+        t.algo[CCOIP_COLL_ALL_REDUCE][0][k] =
+            (uint8_t)(k < 5 ? CCOIP_ALGO_RELAY : CCOIP_ALGO_RING_STRIPED);
+        t.algo[CCOIP_COLL_ALL_REDUCE][2][k] = (uint8_t)(k % 5u);
     }
-    char buf[1024];
+    /* another kind's row: "<kind> world N:" */
+    for (uint32_t k = 0; k < CCOIP_ALGO_SIZES; k++)
+        t.algo[CCOIP_COLL_BROADCAST][1][k] = (uint8_t)(k < 3 ? CCOIP_ALGO_RELAY : CCOIP_ALGO_RING);
+    t.algo[CCOIP_COLL_BARRIER][2][0] = CCOIP_ALGO_RELAY;
+    char buf[4096];
     const size_t n = ccoip_algo_table_format(&t, buf, sizeof buf);
+    CHECK(strstr(buf, "\nbroadcast world 3: relay relay relay ring ring") != NULL);
+    CHECK(strstr(buf, "\nbarrier world 4: relay auto auto") != NULL);
+    CHECK(strstr(buf, "all_reduce") == NULL ||
+          strstr(buf, "(\"world N:\" lines: all_reduce)") != NULL);
     CHECK(n < sizeof buf && strlen(buf) == n);
     CHECK(strstr(buf, "world 2: relay relay relay relay relay ring_striped") != NULL);
     CHECK(strstr(buf, "world 4: auto relay direct ring ring_striped auto") != NULL);
-    CHECK(strstr(buf, "world 3") == NULL);
+    CHECK(strstr(buf, "\nworld 3") == NULL);
     CHECK(ccoip_algo_table_parse(buf, n, &u) == pcclSuccess && memcmp(&t, &u, sizeof t) == 0);
     char small[16];
     CHECK(ccoip_algo_table_format(&t, small, sizeof small) == n && strlen(small) == 15);
@@ -214,12 +241,18 @@ PTEST(algo, text_form)
         "world 2: ring ring ring ring ring ring ring ring ring ring ring ring ring ring ring "
         "ring ring ring ring ring\n",
         "world 2: ring ring ring ring ring ring ring ring ring ring ring ring ring ring ring "
-        "ring ring ring fast\n"};
+        "ring ring ring fast\n",
+        "gossip world 2: ring ring ring ring ring ring ring ring ring ring ring ring ring ring "
+        "ring ring ring ring ring\n",
+        "broadcastworld 2: ring ring ring ring ring ring ring ring ring ring ring ring ring ring "
+        "ring ring ring ring ring\n",
+        "broadcast world 2 ring\n"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK(ccoip_algo_table_parse(bad[i], strlen(bad[i]), &u) == pcclInvalidArgument);
     const char ok[] = "# comment\n\n  world 3: ring ring ring ring ring ring ring ring ring ring "
                       "ring ring ring ring ring ring ring ring direct  \n";
     CHECK(ccoip_algo_table_parse(ok, strlen(ok), &u) == pcclSuccess);
-    CHECK(u.algo[1][0] == CCOIP_ALGO_RING && u.algo[1][18] == CCOIP_ALGO_DIRECT);
-    CHECK(u.algo[0][0] == CCOIP_ALGO_AUTO);
+    CHECK(u.algo[CCOIP_COLL_ALL_REDUCE][1][0] == CCOIP_ALGO_RING &&
+          u.algo[CCOIP_COLL_ALL_REDUCE][1][18] == CCOIP_ALGO_DIRECT);
+    CHECK(u.algo[CCOIP_COLL_ALL_REDUCE][0][0] == CCOIP_ALGO_AUTO);
 }

@@ -235,6 +235,26 @@ PTEST(algo_peers, an_algorithm_that_cannot_run_the_op_is_an_invalid_argument)
 
 /* Member i's report: class k's candidate c takes (k + 1) * (c + 1 + skew) ms, except that
  * direct is fastest below 64 KiB for the members' median. */
+/* Peer i's tuning round of kind (the round's root) over a world of n: rep in, the table out. */
+static uint64_t submit_tune(smh *h, uint32_t i, uint32_t n, uint32_t kind, const float *rep,
+                            uint8_t *tbl)
+{
+    ccoip_allreduce_args a;
+    memset(&a, 0, sizeof a);
+    a.tag = 77;
+    a.count = CCOIP_ALGO_TIMINGS;
+    a.dtype = pcclFloat;
+    a.op = pcclSum;
+    a.quant_algorithm = pcclQuantNone;
+    a.kind = CCOIP_COLL_TUNE;
+    a.root = kind;
+    a.pinned_epoch = ccoip_peer_epoch(smh_peer(h, i));
+    a.world = n;
+    a.send_bytes = CCOIP_ALGO_TIMINGS * 4u;
+    a.recv_bytes = CCOIP_ALGO_TABLE_BYTES;
+    return smh_allreduce(h, i, &a, rep, tbl);
+}
+
 static void report_of(uint32_t i, float *rep)
 {
     for (uint32_t k = 0; k < CCOIP_ALGO_SIZES; k++) {
@@ -255,19 +275,7 @@ PTEST(algo_peers, a_tuning_round_installs_one_table_everywhere_and_for_joiners)
     uint64_t c[3];
     for (uint32_t i = 0; i < 3; i++) {
         report_of(i, rep[i]);
-        ccoip_allreduce_args a;
-        memset(&a, 0, sizeof a);
-        a.tag = 77;
-        a.count = CCOIP_ALGO_TIMINGS;
-        a.dtype = pcclFloat;
-        a.op = pcclSum;
-        a.quant_algorithm = pcclQuantNone;
-        a.kind = CCOIP_COLL_TUNE;
-        a.pinned_epoch = ccoip_peer_epoch(smh_peer(h, i));
-        a.world = 3;
-        a.send_bytes = CCOIP_ALGO_TIMINGS * 4u;
-        a.recv_bytes = CCOIP_ALGO_TABLE_BYTES;
-        c[i] = smh_allreduce(h, i, &a, rep[i], tbl[i]);
+        c[i] = submit_tune(h, i, 3, CCOIP_COLL_ALL_REDUCE, rep[i], tbl[i]);
     }
     smh_run(h);
     /* the expected table: the combination of the three reports */
@@ -275,8 +283,9 @@ PTEST(algo_peers, a_tuning_round_installs_one_table_everywhere_and_for_joiners)
     ccoip_algo_table_clear(&want);
     const uint8_t *in[3] = {(const uint8_t *)rep[0], (const uint8_t *)rep[1],
                             (const uint8_t *)rep[2]};
-    PT_ASSERT(ccoip_algo_combine(&want, 3, in, 3) == pcclSuccess, "combine");
-    PT_ASSERT(want.algo[1][0] == CCOIP_ALGO_DIRECT && want.algo[1][7] == CCOIP_ALGO_RELAY,
+    PT_ASSERT(ccoip_algo_combine(&want, CCOIP_COLL_ALL_REDUCE, 3, in, 3) == pcclSuccess, "combine");
+    PT_ASSERT(want.algo[CCOIP_COLL_ALL_REDUCE][1][0] == CCOIP_ALGO_DIRECT &&
+                  want.algo[CCOIP_COLL_ALL_REDUCE][1][7] == CCOIP_ALGO_RELAY,
               "the median: direct where two of three members found it fastest");
     for (uint32_t i = 0; i < 3; i++) {
         pcclResult_t r;
@@ -319,6 +328,80 @@ PTEST(algo_peers, a_tuning_round_installs_one_table_everywhere_and_for_joiners)
         PT_ASSERT(smh_done(h, i, u[i], &r) && r == pcclSuccess, "update %u r=%d", i, (int)r);
     ccoip_peer_algo_table(smh_peer(h, j), &got);
     PT_ASSERT(memcmp(&got, &want, sizeof got) == 0, "the joiner holds the group's table");
+    smh_destroy(h);
+}
+
+/* A broadcast of 64 int32 from rank 0 at every member of h (tag), AUTO; exact. */
+static void broadcast_exact(smh *h, uint32_t n, uint64_t tag)
+{
+    int32_t b[8][64];
+    uint64_t c[8];
+    for (uint32_t i = 0; i < n; i++) {
+        const int rank = ccoip_peer_rank(smh_peer(h, i));
+        for (uint32_t k = 0; k < 64; k++)
+            b[i][k] = rank == 0 ? (int32_t)(k * 3u + 1u) : -1;
+        ccoip_allreduce_args a;
+        memset(&a, 0, sizeof a);
+        a.tag = tag;
+        a.count = 64;
+        a.dtype = pcclInt32;
+        a.op = pcclSum;
+        a.quant_algorithm = pcclQuantNone;
+        a.quant_dtype = pcclInt32;
+        a.kind = CCOIP_COLL_BROADCAST;
+        a.in_place = true;
+        a.root = 0;
+        a.pinned_epoch = ccoip_peer_epoch(smh_peer(h, i));
+        a.world = n;
+        a.send_bytes = a.recv_bytes = sizeof b[i];
+        c[i] = smh_allreduce(h, i, &a, b[i], b[i]);
+    }
+    smh_run(h);
+    for (uint32_t i = 0; i < n; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclSuccess, "broadcast peer %u r=%d", i,
+                  (int)r);
+        for (uint32_t k = 0; k < 64; k++)
+            PT_ASSERT(b[i][k] == (int32_t)(k * 3u + 1u), "broadcast peer %u [%u]", i, k);
+    }
+}
+
+PTEST(algo_peers, a_tuning_round_of_another_kind_installs_that_kinds_row)
+{
+    /* A broadcast round (root = the kind) whose timings make the ring fastest everywhere: the
+     * broadcast row says ring, the all-reduce's stays empty; an AUTO broadcast of 256 bytes
+     * (the rule: the relay) then runs the ring, exact. */
+    smh *h = world_of(3, 1);
+    PT_ASSERT(h != NULL, "ring of 3");
+    broadcast_exact(h, 3, 40);
+    uint64_t tx = 0, rx = 0;
+    PT_ASSERT(!smh_ring_conns(h, 0, 40, &tx, &rx), "before: the relay (no ring frames)");
+    float rep[3][CCOIP_ALGO_TIMINGS];
+    uint8_t tbl[3][CCOIP_ALGO_TABLE_BYTES];
+    uint64_t c[3];
+    for (uint32_t i = 0; i < 3; i++) {
+        memset(rep[i], 0, sizeof rep[i]);
+        for (uint32_t k = 0; k < CCOIP_ALGO_SIZES; k++) {
+            rep[i][k * CCOIP_ALGO_COUNT + CCOIP_ALGO_RELAY - 1u] = 2.0f;
+            rep[i][k * CCOIP_ALGO_COUNT + CCOIP_ALGO_RING - 1u] = 1.0f + 0.1f * (float)i;
+            rep[i][k * CCOIP_ALGO_COUNT + CCOIP_ALGO_RING_STRIPED - 1u] = 3.0f;
+        }
+        c[i] = submit_tune(h, i, 3, CCOIP_COLL_BROADCAST, rep[i], tbl[i]);
+    }
+    smh_run(h);
+    for (uint32_t i = 0; i < 3; i++) {
+        pcclResult_t r;
+        PT_ASSERT(smh_done(h, i, c[i], &r) && r == pcclSuccess, "round peer %u r=%d", i, (int)r);
+        ccoip_algo_table got;
+        ccoip_peer_algo_table(smh_peer(h, i), &got);
+        for (uint32_t k = 0; k < CCOIP_ALGO_SIZES; k++) {
+            PT_ASSERT(got.algo[CCOIP_COLL_BROADCAST][1][k] == CCOIP_ALGO_RING, "peer %u class %u",
+                      i, k);
+            PT_ASSERT(got.algo[CCOIP_COLL_ALL_REDUCE][1][k] == CCOIP_ALGO_AUTO, "all-reduce row");
+        }
+    }
+    broadcast_exact(h, 3, 41);
+    PT_ASSERT(smh_ring_conns(h, 0, 41, &tx, &rx), "after: the ring (the tuned row)");
     smh_destroy(h);
 }
 

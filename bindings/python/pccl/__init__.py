@@ -55,6 +55,7 @@ from ._types import (
     QuantizationAlgorithm,
     ReduceOp,
     SharedStateSyncStrategy,
+    TuneKind,
 )
 from ._core import (
     AsyncReduceHandle,
@@ -131,6 +132,7 @@ __all__ = [
     "Timeout",
     "TooFewPeers",
     "TopologyOptimizationFailed",
+    "TuneKind",
     "UnsupportedDTypeError",
     "UnsupportedDeviceError",
     "UnsupportedTensorTypeError",

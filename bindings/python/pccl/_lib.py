@@ -175,7 +175,7 @@ class CTuneOptions(ctypes.Structure):
         ("struct_size", ctypes.c_uint32),
         ("iterations", ctypes.c_uint32),
         ("warmup", ctypes.c_uint32),
-        ("reserved", ctypes.c_uint32),
+        ("kinds", ctypes.c_uint32),
         ("min_bytes", ctypes.c_uint64),
         ("max_bytes", ctypes.c_uint64),
     ]

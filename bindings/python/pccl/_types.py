@@ -83,6 +83,21 @@ class Algorithm(enum.IntEnum):
     HALVING_DOUBLING = 5
 
 
+class TuneKind(enum.IntFlag):
+    """pcclTuneOptions_t.kinds (PCCL_TUNE_*): the kinds Communicator.tune tunes."""
+
+    ALL_REDUCE = 1 << 0
+    BROADCAST = 1 << 1
+    REDUCE = 1 << 2
+    ALL_GATHER = 1 << 3
+    REDUCE_SCATTER = 1 << 4
+    ALL_TO_ALL = 1 << 5
+    GATHER = 1 << 6
+    SCATTER = 1 << 7
+    BARRIER = 1 << 8
+    ALL = 0x1FF
+
+
 class QuantizationAlgorithm(enum.IntEnum):
     """pcclQuantizationAlgorithm_t."""
 

@@ -265,6 +265,18 @@ pub const pcclAlgoRing: pcclAlgorithm_t = 3;
 pub const pcclAlgoRingStriped: pcclAlgorithm_t = 4;
 pub const pcclAlgoHalvingDoubling: pcclAlgorithm_t = 5;
 
+/// `pcclTuneOptions_t.kinds` bits: the kinds `pcclTune` tunes.
+pub const PCCL_TUNE_ALL_REDUCE: u32 = 1 << 0;
+pub const PCCL_TUNE_BROADCAST: u32 = 1 << 1;
+pub const PCCL_TUNE_REDUCE: u32 = 1 << 2;
+pub const PCCL_TUNE_ALL_GATHER: u32 = 1 << 3;
+pub const PCCL_TUNE_REDUCE_SCATTER: u32 = 1 << 4;
+pub const PCCL_TUNE_ALL_TO_ALL: u32 = 1 << 5;
+pub const PCCL_TUNE_GATHER: u32 = 1 << 6;
+pub const PCCL_TUNE_SCATTER: u32 = 1 << 7;
+pub const PCCL_TUNE_BARRIER: u32 = 1 << 8;
+pub const PCCL_TUNE_ALL_KINDS: u32 = 0x1FF;
+
 // ---------------------------------------------------------------------------
 // Opaque handles
 // ---------------------------------------------------------------------------
@@ -525,15 +537,16 @@ pub struct pcclCollectiveInfo_t {
 /// `pcclTuneOptions_t`: options of [`pcclTune`] (a null pointer means every default).
 /// Versioned by `struct_size`: start from [`PCCL_TUNE_OPTIONS_INIT`] (or `Default`).
 /// `iterations`: timed runs per (size, algorithm), the median kept (0: 3); `warmup`: untimed
-/// runs before them (0: 1); `reserved` must be 0; `min_bytes` / `max_bytes`: the smallest and
-/// largest sizes tuned, rounded to size classes (0: 1 KiB and 256 MiB).
+/// runs before them (0: 1); `kinds`: the kinds tuned, `PCCL_TUNE_*` bits (0: the all-reduce);
+/// `min_bytes` / `max_bytes`: the smallest and largest sizes tuned (per block), rounded to size
+/// classes (0: 1 KiB, and 256 MiB for the all-reduce, 16 MiB for the other kinds).
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
 pub struct pcclTuneOptions_t {
     pub struct_size: u32,
     pub iterations: u32,
     pub warmup: u32,
-    pub reserved: u32,
+    pub kinds: u32,
     pub min_bytes: u64,
     pub max_bytes: u64,
 }
@@ -543,7 +556,7 @@ pub const PCCL_TUNE_OPTIONS_INIT: pcclTuneOptions_t = pcclTuneOptions_t {
     struct_size: core::mem::size_of::<pcclTuneOptions_t>() as u32,
     iterations: 0,
     warmup: 0,
-    reserved: 0,
+    kinds: 0,
     min_bytes: 0,
     max_bytes: 0,
 };

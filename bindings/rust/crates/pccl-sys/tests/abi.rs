@@ -90,7 +90,7 @@ fn struct_table() -> Vec<StructLayout> {
             world_size, rank, epoch, tx_bytes, rx_bytes
         }
         "pcclTuneOptions_t" => pcclTuneOptions_t {
-            struct_size, iterations, warmup, reserved, min_bytes, max_bytes
+            struct_size, iterations, warmup, kinds, min_bytes, max_bytes
         }
     }
 }
@@ -207,6 +207,9 @@ fn constants() -> Vec<(&'static str, i64)> {
         pcclAlgoRing,
         pcclAlgoRingStriped,
         pcclAlgoHalvingDoubling,
+        PCCL_TUNE_ALL_REDUCE,
+        PCCL_TUNE_BARRIER,
+        PCCL_TUNE_ALL_KINDS,
         PCCL_COLLECTIVE_ABORT_ON_ERROR,
     )
 }
@@ -458,7 +461,7 @@ fn c_program() -> String {
         "{ const pcclTuneOptions_t o = PCCL_TUNE_OPTIONS_INIT;\n\
          printf(\"init PCCL_TUNE_OPTIONS_INIT %u %u %u %u %llu %llu\\n\", \
          (unsigned)o.struct_size, (unsigned)o.iterations, (unsigned)o.warmup, \
-         (unsigned)o.reserved, (unsigned long long)o.min_bytes, \
+         (unsigned)o.kinds, (unsigned long long)o.min_bytes, \
          (unsigned long long)o.max_bytes); }\n",
     );
     c.push_str("PCCL_RESULT_MAP(PRINT_RESULT)\nreturn 0;\n}\n");
@@ -507,7 +510,7 @@ fn rust_lines() -> Vec<String> {
     let o = PCCL_TUNE_OPTIONS_INIT;
     v.push(format!(
         "init PCCL_TUNE_OPTIONS_INIT {} {} {} {} {} {}",
-        o.struct_size, o.iterations, o.warmup, o.reserved, o.min_bytes, o.max_bytes
+        o.struct_size, o.iterations, o.warmup, o.kinds, o.min_bytes, o.max_bytes
     ));
     for (value, name, message) in PCCL_RESULT_MAP.iter() {
         v.push(format!("resultmap {} {} {}", value, name, message));

@@ -1,6 +1,7 @@
-//! The auto-tuner of the all-reduce's algorithm (`pcclTune`, `pcclTuneSave`, `pcclTuneLoad`,
-//! `pcclGetAlgorithm`). A group's table holds, per world size (2 ..= 8) and size class (powers
-//! of two, 1 KiB ..= 256 MiB), the algorithm an [`Algorithm::Auto`] all-reduce runs. The master
+//! The auto-tuner of the algorithm per collective kind (`pcclTune`, `pcclTuneSave`,
+//! `pcclTuneLoad`, `pcclGetAlgorithm`). A group's table holds, per kind, world size (2 ..= 8)
+//! and size class (powers of two, 1 KiB ..= 256 MiB, per block), the algorithm an
+//! [`Algorithm::Auto`] op runs. The master
 //! keeps it for the group and sends it with every plan, so every member, also one that joins
 //! later, chooses alike; a world without a tuned row uses the built-in rule.
 use std::ffi::CString;
@@ -23,8 +24,12 @@ pub struct TuneOptions {
     pub warmup: u32,
     /// The smallest size tuned in bytes, rounded to its size class (0: 1 KiB).
     pub min_bytes: u64,
-    /// The largest size tuned in bytes, rounded to its size class (0: 256 MiB).
+    /// The largest size tuned in bytes, rounded to its size class (0: 256 MiB for the
+    /// all-reduce, 16 MiB per block for the other kinds).
     pub max_bytes: u64,
+    /// The kinds tuned: `pccl_sys::PCCL_TUNE_*` bits (0: the all-reduce only;
+    /// `PCCL_TUNE_ALL_KINDS`: every kind of the collective set).
+    pub kinds: u32,
 }
 
 impl TuneOptions {
@@ -48,6 +53,11 @@ impl TuneOptions {
         self.max_bytes = max_bytes;
         self
     }
+    /// The kinds tuned (`pccl_sys::PCCL_TUNE_*` bits).
+    pub fn kinds(mut self, kinds: u32) -> TuneOptions {
+        self.kinds = kinds;
+        self
+    }
 
     fn to_raw(self) -> sys::pcclTuneOptions_t {
         sys::pcclTuneOptions_t {
@@ -55,6 +65,7 @@ impl TuneOptions {
             warmup: self.warmup,
             min_bytes: self.min_bytes,
             max_bytes: self.max_bytes,
+            kinds: self.kinds,
             ..sys::PCCL_TUNE_OPTIONS_INIT
         }
     }
