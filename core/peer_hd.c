@@ -7,8 +7,11 @@
  * Each step is one RING_SEND and one RING_RECV with the partner, over the ring link that
  * joins them (a neighbour: the right one's link is the one this member dialled, the left
  * one's the one it accepted; at N = 2 the ring's own directions). A halving receives into
- * SCRATCH and reduces into RECV; a doubling receives straight into RECV. Frames carry the
- * step and, as chunk, the sender's ring position.
+ * SCRATCH and reduces into RECV (its RING_RECV announces the REDUCE, so a driver that can
+ * reduces as the bytes arrive, contract v5); a doubling receives straight into RECV. Frames
+ * carry the step and, as chunk, the sender's ring position. Out of place and not PREMUL_SUM
+ * it copies nothing (as the ring, contract v6): the first halving sends from SEND and reduces
+ * SEND's kept half with the partner's into RECV; RECV's other ranges are all written later.
  */
 #include "ccoip_hd.h"
 #include "peer_internal.h"
@@ -17,6 +20,19 @@ bool p_hd_active(const p_op *o)
 {
     return o->algo == CCOIP_ALGO_HALVING_DOUBLING && o->a.kind == CCOIP_COLL_ALL_REDUCE &&
            o->a.quant_algorithm == pcclQuantNone && ccoip_hd_fits(o->a.count, o->world);
+}
+
+bool p_hd_zero_copy(const p_op *o)
+{
+    return !o->a.in_place && o->a.op != pcclPremulSum;
+}
+
+/* The base of step t's reduction: SEND's range for the first halving of a zero-copy op. */
+static ccoip_span_ref hd_base(const p_op *o, uint32_t i, uint32_t t, ccoip_span recv)
+{
+    ccoip_span_ref none = {0};
+    if (t != 0 || !p_hd_zero_copy(o)) return none;
+    return p_ring_span(i, CCOIP_REGION_SEND, recv.offset * o->esize, recv.count * o->esize);
 }
 
 uint64_t p_hd_scratch_bytes(const p_op *o)
@@ -53,13 +69,24 @@ void p_hd_step(ccoip_peer *p, uint32_t i, uint32_t t)
     ccoip_action *s = p_ring_io_push(p, i, CCOIP_ACT_RING_SEND, o->io_send,
                                      hd_conn(o, st.partner, true), o->rank);
     if (s == NULL) return; /* overflow: the step fails */
-    s->src = p_ring_span(i, CCOIP_REGION_RECV, st.send.offset * o->esize, st.send.count * o->esize);
+    const ccoip_region from = t == 0 && p_hd_zero_copy(o) ? CCOIP_REGION_SEND : CCOIP_REGION_RECV;
+    s->src = p_ring_span(i, from, st.send.offset * o->esize, st.send.count * o->esize);
     ccoip_action *r = p_ring_io_push(p, i, CCOIP_ACT_RING_RECV, o->io_recv,
                                      hd_conn(o, st.partner, false), st.partner);
     if (r == NULL) return;
-    r->dst = st.reduce ? p_ring_span(i, CCOIP_REGION_SCRATCH, 0, st.recv.count * o->esize)
-                       : p_ring_span(i, CCOIP_REGION_RECV, st.recv.offset * o->esize,
-                                     st.recv.count * o->esize);
+    const ccoip_span_ref mine =
+        p_ring_span(i, CCOIP_REGION_RECV, st.recv.offset * o->esize, st.recv.count * o->esize);
+    if (st.reduce) {
+        r->dst = p_ring_span(i, CCOIP_REGION_SCRATCH, 0, st.recv.count * o->esize);
+        /* The REDUCE p_hd_after_io asks for (contract v5, v6): a driver may fuse it. */
+        r->reduce = true;
+        r->red_op = o->a.op;
+        r->count = st.recv.count;
+        r->src = mine;
+        r->base = hd_base(o, i, t, st.recv);
+    } else {
+        r->dst = mine;
+    }
     o->tx_bytes += st.send.count * o->esize;
     o->rx_bytes += st.recv.count * o->esize;
 }
@@ -88,6 +115,7 @@ void p_hd_after_io(ccoip_peer *p, uint32_t i)
     if (a == NULL) return;
     a->dst = p_ring_span(i, CCOIP_REGION_RECV, st.recv.offset * o->esize, st.recv.count * o->esize);
     a->src = p_ring_span(i, CCOIP_REGION_SCRATCH, 0, st.recv.count * o->esize);
+    a->base = hd_base(o, i, o->step, st.recv);
     a->count = st.recv.count;
 }
 

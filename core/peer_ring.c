@@ -603,6 +603,10 @@ void p_ring_begin(ccoip_peer *p, uint32_t i)
         gather_step(p, i, 0);
         return;
     }
+    if (p_hd_active(o) && p_hd_zero_copy(o)) {
+        p_hd_step(p, i, 0);
+        return;
+    }
     if (ring_zero_copy(o)) {
         ring_rs_step(p, i, 0);
         return;

@@ -6,7 +6,7 @@
 #                              [--quant "minmax-u8 ..."] [--build DIR] [--out DIR]
 #                              [--load-max L] [--load-wait S] [--load-wait-total S]
 #                              [--iter-bytes B] [--no-tune] [--tune-iters K]
-#                              [--algos "relay direct ring ring_striped"]
+#                              [--algos "relay direct ring ring_striped halving_doubling"]
 #
 # Builds (Release, its own build dir) libpccl, ccoip_master and
 # pccl_allreduce_bench, and the Open MPI reference with mpicc; then for each N
@@ -52,7 +52,7 @@ LOAD_WAIT_TOTAL=600
 ITER_BYTES=1G
 TUNE=1
 TUNE_ITERS=7
-ALGOS="relay direct ring ring_striped"
+ALGOS="relay direct ring ring_striped halving_doubling"
 while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) QUICK=1; shift ;;

@@ -21,7 +21,7 @@ import sys
 SYSTEMS = ["pccl", "ompi", "gloo"]
 TARGET_SIZES = [64 << 20, 256 << 20]
 # pcclAlgorithm_t's names, in its order; forced runs are the systems algo-<name>.
-ALGOS = ["relay", "direct", "ring", "ring_striped"]
+ALGOS = ["relay", "direct", "ring", "ring_striped", "halving_doubling"]
 # Issue 22's targets for tuned pccl: busbw >= 1.0x Open MPI at 64 KiB .. 256 MiB, >= 1.5x at
 # TARGET_SIZES; time <= 1.5x Open MPI's at LATENCY_SIZES; within 5 % of the best single algorithm.
 TUNED_MIN_SIZE = 64 << 10

@@ -619,6 +619,8 @@ void p_ring_begin(ccoip_peer *p, uint32_t i);
 /* peer_hd.c: the halving–doubling all-reduce (ccoip_hd.h) on a ring's links. */
 /** Whether op i runs it (its algorithm, and the world and count fit; else the ring). */
 bool p_hd_active(const p_op *o);
+/** Out of place, not PREMUL_SUM: it starts at once, from SEND, with no copy into RECV. */
+bool p_hd_zero_copy(const p_op *o);
 uint64_t p_hd_scratch_bytes(const p_op *o);
 /** Starts step t (the first: after the op's first copy into RECV). */
 void p_hd_step(ccoip_peer *p, uint32_t i, uint32_t t);
