@@ -9,6 +9,7 @@
 #                                [--colls "broadcast reduce ..."] [--systems "pccl ompi gloo"]
 #                                [--build DIR] [--out DIR] [--load-max L] [--load-wait S]
 #                                [--load-wait-total S] [--iter-bytes B] [--budget S] [--jobs J]
+#                                [--tune-iters K]
 #
 # Builds (Release, its own build dir) libpccl, ccoip_master and pccl_coll_bench
 # (CMake), and the Open MPI reference
@@ -28,7 +29,11 @@
 # run fails or a result is wrong (every benchmark checks its results exactly).
 # --iter-bytes B: timed iterations per size = clamp(B / size, 5, 200)
 # (default 1G). --budget S: each run's time bound (default 600 s). --jobs J:
-# build parallelism (default 2). --systems: a subset to run. --quick:
+# build parallelism (default 2). --systems: a subset to run ("tuned": pccl with
+# the table pccl-tune --local N --kinds <the collectives> measured for this N in
+# this run, before its rounds: OUT/table_N<n>.txt, per block up to min(--max,
+# 16 MiB), --tune-iters timed runs per size and algorithm, default 5;
+# installed with pccl_coll_bench --table). --quick:
 # sizes 4 KiB, 64 KiB, 1 MiB, 16 MiB (--max lowers the top), fewer
 # iterations and one round.
 set -euo pipefail
@@ -42,7 +47,8 @@ MAX=256M
 MAX_SET=
 STEP=4
 COLLS="broadcast reduce allgather reducescatter alltoall gather scatter sendrecv barrier"
-WANT_SYSTEMS="pccl ompi gloo"
+WANT_SYSTEMS="pccl tuned ompi gloo"
+TUNE_ITERS=5
 BUILD=build/bench-collectives
 OUT=
 LOAD_MAX=1.5
@@ -68,6 +74,7 @@ while [[ $# -gt 0 ]]; do
     --iter-bytes) ITER_BYTES=$2; shift 2 ;;
     --budget) BUDGET=$2; shift 2 ;;
     --jobs) JOBS=$2; shift 2 ;;
+    --tune-iters) TUNE_ITERS=$2; shift 2 ;;
     -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "bench-collectives: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -95,7 +102,7 @@ if wants pccl; then
     cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPCCL_BUILD_TESTS=OFF \
       >"$OUT/configure.log" 2>&1 || { cat "$OUT/configure.log"; exit 1; }
   fi
-  cmake --build "$BUILD" -j "$JOBS" --target pccl ccoip_master pccl_coll_bench \
+  cmake --build "$BUILD" -j "$JOBS" --target pccl ccoip_master pccl_coll_bench pccl-tune \
     >"$OUT/build.log" 2>&1 || { tail -n 40 "$OUT/build.log"; exit 1; }
   HAVE_PCCL=1
 fi
@@ -161,6 +168,10 @@ run_one() { # system coll n round
     pccl)
       PCCL_BENCH_BUDGET=$BUDGET bench/collectives/launch.sh "$BUILD" "$n" --coll "$coll" \
         "${SIZE_ARGS[@]}" "${ITER_ARGS[@]}" >>"$f" 2>"$f.err" || rc=$? ;;
+    tuned)
+      PCCL_BENCH_BUDGET=$BUDGET bench/collectives/launch.sh "$BUILD" "$n" --coll "$coll" \
+        "${SIZE_ARGS[@]}" "${ITER_ARGS[@]}" --table "$OUT/table_N$n.txt" >>"$f" 2>"$f.err" ||
+        rc=$? ;;
     ompi)
       timeout -k 5 "$BUDGET" mpirun --allow-run-as-root --oversubscribe -np "$n" \
         --mca btl self,tcp --mca btl_tcp_if_include lo "$BUILD/mpi/mpi_coll_bench" \
@@ -185,12 +196,42 @@ run_one() { # system coll n round
 
 SYSTEMS=()
 [[ $HAVE_PCCL -eq 1 ]] && SYSTEMS+=(pccl)
+[[ $HAVE_PCCL -eq 1 ]] && wants tuned && SYSTEMS+=(tuned)
 [[ $HAVE_MPI -eq 1 ]] && SYSTEMS+=(ompi)
 [[ $HAVE_GLOO -eq 1 ]] && SYSTEMS+=(gloo)
 K=${#SYSTEMS[@]}
 [[ $K -gt 0 ]] || { echo "bench-collectives: no system to run" >&2; exit 1; }
 echo "== running: systems ${SYSTEMS[*]}, interleaved per collective, rotating order"
+# The tuner's kinds for the collectives of this run (sendrecv has nothing to choose).
+tune_kinds() {
+  local k out=
+  for c in $COLLS; do
+    case $c in
+      allgather) k=all_gather ;; reducescatter) k=reduce_scatter ;; alltoall) k=all_to_all ;;
+      sendrecv) continue ;; *) k=$c ;;
+    esac
+    out="${out:+$out,}$k"
+  done
+  echo "$out"
+}
+bytes_of() { numfmt --from=iec "$1"; }
 for n in $NS; do
+  if [[ " ${SYSTEMS[*]} " == *" tuned "* ]]; then
+    kinds=$(tune_kinds)
+    tmax=$(bytes_of "$MAX")
+    [[ $tmax -le 16777216 ]] || tmax=16777216
+    t0=$(date +%s)
+    if [[ -n $kinds ]] && timeout -k 5 "$BUDGET" "$BUILD/master/pccl-tune" --local "$n" \
+        --kinds "$kinds" --min "$(bytes_of "$MIN")" --max "$tmax" --iters "$TUNE_ITERS" \
+        --out "$OUT/table_N$n.txt" >"$OUT/tune_N$n.log" 2>&1; then
+      printf '   N=%s tune %4ss  load %s  (%s)\n' "$n" "$(($(date +%s) - t0))" "$(load1)" \
+        "$OUT/table_N$n.txt"
+    else
+      echo "   N=$n tune FAILED (see $OUT/tune_N$n.log)"
+      tail -n 5 "$OUT/tune_N$n.log" | sed 's/^/     /'
+      FAILED=1
+    fi
+  fi
   for r in $(seq 1 "$ROUNDS"); do
     wait_quiet
     for coll in $COLLS; do

@@ -10,7 +10,7 @@
  *   pccl_coll_bench --url tcp://127.0.0.1:PORT --index I --world N --coll NAME
  *       [--min BYTES] [--max BYTES] [--step 2|4] [--warmup W]
  *       [--iters-min A] [--iters-max B] [--iter-bytes BYTES]
- *       [--timeout-ms T] [--pool K]
+ *       [--timeout-ms T] [--pool K] [--table FILE]
  *
  * NAME: broadcast reduce allgather reducescatter alltoall gather scatter
  * sendrecv barrier. sendrecv is a ring shift (coll_common.h): each rank
@@ -39,6 +39,10 @@
  * (pcclCollectiveInfo_t.tx_bytes), copied_bytes = the tensor bytes its
  * runtime copied in memory during it (PCCL_ATTRIBUTE_COPIED_BYTES read
  * before and after, outside the timed region).
+ *
+ * --table FILE installs an algorithm table (pcclTuneLoad of a file pcclTuneSave or pccl-tune
+ * wrote, docs/algorithms.md) once the group is whole, before the first size: the "tuned"
+ * system of scripts/bench-collectives.sh.
  *
  * sendrecv also prints, after each size's row, a comment line with rank 0's
  * phases (medians over the timed operations, µs from the start of the
@@ -70,7 +74,8 @@ typedef struct options {
     uint32_t iters_max;
     uint64_t iter_bytes;
     uint32_t timeout_ms;
-    uint32_t pool; /* p2p_connection_pool_size (0: the library's default) */
+    uint32_t pool;     /* p2p_connection_pool_size (0: the library's default) */
+    const char *table; /* --table: a tuned algorithm table to install (NULL: none) */
 } options;
 
 static void usage(void)
@@ -78,6 +83,7 @@ static void usage(void)
     fprintf(stderr, "usage: pccl_coll_bench --url URL --index I --world N --coll NAME\n"
                     "  [--min BYTES] [--max BYTES] [--step 2|4] [--warmup W] [--iters-min A]\n"
                     "  [--iters-max B] [--iter-bytes BYTES] [--timeout-ms T] [--pool K]\n"
+                    "  [--table FILE]\n"
                     "  NAME: broadcast reduce allgather reducescatter alltoall gather scatter "
                     "sendrecv barrier\n");
 }
@@ -134,6 +140,8 @@ static bool parse_args(int argc, char **argv, options *o)
             o->pool = (uint32_t)strtoul(v, NULL, 10);
         } else if (strcmp(a, "--timeout-ms") == 0) {
             o->timeout_ms = (uint32_t)strtoul(v, NULL, 10);
+        } else if (strcmp(a, "--table") == 0) {
+            o->table = v;
         } else {
             fprintf(stderr, "pccl_coll_bench: bad argument %s %s\n", a, v);
             return false;
@@ -351,6 +359,10 @@ int main(int argc, char **argv)
         return 2;
     int rc = pccl_bench_wait_for_world("pccl_coll_bench", comm, o.index, o.world, o.timeout_ms);
     if (rc != 0) return rc;
+    if (o.table != NULL && pcclTuneLoad(comm, o.table) != pcclSuccess) {
+        fprintf(stderr, "pccl_coll_bench %u: pcclTuneLoad %s failed\n", o.index, o.table);
+        return 2;
+    }
     int rank = -1;
     if (pcclGetAttribute(comm, PCCL_ATTRIBUTE_RANK, &rank) != pcclSuccess || rank < 0 ||
         (uint32_t)rank >= o.world) {
@@ -366,7 +378,8 @@ int main(int argc, char **argv)
     if (send == NULL || recv == NULL || times == NULL || ph_times == NULL) return 2;
 
     if (rank == 0) {
-        printf("# system pccl N %u coll %s warmup %u\n", o.world, coll_names[o.coll], o.warmup);
+        printf("# system %s N %u coll %s warmup %u\n", o.table != NULL ? "tuned" : "pccl", o.world,
+               coll_names[o.coll], o.warmup);
         printf("# %10s %11s %6s %11s %11s %11s %8s %8s %12s %12s\n", "size", "count", "iters",
                "time_us", "min_us", "max_us", "algbw", "busbw", "tx_bytes", "copied_bytes");
     }

@@ -5,7 +5,8 @@
 
 RAW_DIR holds one file per run, named N<n>_<coll>_<system>_r<round>.txt, where
 <coll> is broadcast, reduce, allgather, reducescatter, alltoall, gather,
-scatter, sendrecv or barrier and <system> pccl, ompi or gloo; each holds the rows the
+scatter, sendrecv or barrier and <system> pccl, tuned (pccl with the run's tuned table), ompi
+or gloo; each holds the rows the
 benchmarks print (size count iters time_us min_us max_us algbw busbw tx_bytes,
 and pccl adds copied_bytes) and '#' comment lines: '# load <1-min loadavg>'
 records the load when the run started, '# done, ...' ends a complete run and
@@ -164,16 +165,19 @@ def main():
         print()
         print(f"### {coll}: bus bandwidth (factor {FACTORS[coll]})")
         print()
-        print("| N | size | pccl busbw | Open MPI busbw | Gloo busbw | pccl/OMPI | pccl/Gloo | "
-              "pccl tx/size | pccl copied/size |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("| N | size | pccl busbw | tuned busbw | Open MPI busbw | Gloo busbw | pccl/OMPI | "
+              "tuned/OMPI | tuned/pccl | pccl/Gloo | pccl tx/size | pccl copied/size |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for n in ns:
-            sizes = sorted({sz for s in SYSTEMS for sz in runs.get((coll, n, s), {})})
+            sizes = sorted({sz for s in SYSTEMS + ["tuned"]
+                            for sz in runs.get((coll, n, s), {})})
             for sz in sizes:
                 p, o, g = (busbw(coll, n, s, sz) for s in SYSTEMS)
+                t = busbw(coll, n, "tuned", sz)
                 print(f"| {n} | {fmt_size(sz)} | {cell(p, why=why(coll, n, 'pccl'))} | "
-                      f"{cell(o, why=why(coll, n, 'ompi'))} | "
+                      f"{cell(t)} | {cell(o, why=why(coll, n, 'ompi'))} | "
                       f"{cell(g, why=why(coll, n, 'gloo'))} | {rcell(ratio(p, o))} | "
+                      f"{rcell(ratio(t, o))} | {rcell(ratio(t, p))} | "
                       f"{rcell(ratio(p, g))} | {per_size(coll, n, 'pccl', sz, 2)} | "
                       f"{per_size(coll, n, 'pccl', sz, 3)} |")
     print()
@@ -200,17 +204,20 @@ def main():
     print(f"### {fmt_size(LATENCY_SIZE)} latency and barrier (median time per operation, µs; "
           f"target ≤ {LATENCY_TARGET}× Open MPI)")
     print()
-    print("| collective | N | pccl | Open MPI | Gloo | pccl/OMPI | pccl/Gloo |")
-    print("|---|---|---|---|---|---|---|")
+    print("| collective | N | pccl | tuned | Open MPI | Gloo | pccl/OMPI | tuned/OMPI | "
+          "pccl/Gloo |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for coll in colls:
         sz = 0 if coll == "barrier" else LATENCY_SIZE
         for n in ns:
             p, o, g = (latency(coll, n, s, sz) for s in SYSTEMS)
+            t = latency(coll, n, "tuned", sz)
             if p is None and o is None and g is None and not why(coll, n, "gloo"):
                 continue
-            print(f"| {coll} | {n} | {cell(p, 0, why(coll, n, 'pccl'))} | "
+            print(f"| {coll} | {n} | {cell(p, 0, why(coll, n, 'pccl'))} | {cell(t, 0)} | "
                   f"{cell(o, 0, why(coll, n, 'ompi'))} | {cell(g, 0, why(coll, n, 'gloo'))} | "
                   f"{rcell(ratio(p, o), LATENCY_TARGET, at_most=True)} | "
+                  f"{rcell(ratio(t, o), LATENCY_TARGET, at_most=True)} | "
                   f"{rcell(ratio(p, g))} |")
     if failures:
         print()
