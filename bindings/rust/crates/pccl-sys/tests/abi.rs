@@ -617,7 +617,7 @@ fn comm_create_params_have_pccl_1_0_layout() {
     assert_eq!(align_of::<pcclTuneOptions_t>(), 8);
     assert_eq!(offset!(pcclTuneOptions_t, iterations), 4);
     assert_eq!(offset!(pcclTuneOptions_t, warmup), 8);
-    assert_eq!(offset!(pcclTuneOptions_t, reserved), 12);
+    assert_eq!(offset!(pcclTuneOptions_t, kinds), 12);
     assert_eq!(offset!(pcclTuneOptions_t, min_bytes), 16);
     assert_eq!(offset!(pcclTuneOptions_t, max_bytes), 24);
     let t = pcclTuneOptions_t::default();
