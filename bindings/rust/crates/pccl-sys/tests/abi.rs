@@ -208,6 +208,13 @@ fn constants() -> Vec<(&'static str, i64)> {
         pcclAlgoRingStriped,
         pcclAlgoHalvingDoubling,
         PCCL_TUNE_ALL_REDUCE,
+        PCCL_TUNE_BROADCAST,
+        PCCL_TUNE_REDUCE,
+        PCCL_TUNE_ALL_GATHER,
+        PCCL_TUNE_REDUCE_SCATTER,
+        PCCL_TUNE_ALL_TO_ALL,
+        PCCL_TUNE_GATHER,
+        PCCL_TUNE_SCATTER,
         PCCL_TUNE_BARRIER,
         PCCL_TUNE_ALL_KINDS,
         PCCL_COLLECTIVE_ABORT_ON_ERROR,
@@ -674,7 +681,7 @@ fn every_struct_field_enumerator_and_define_of_the_header_is_declared() {
         table.len(),
         "every checked struct is in the header"
     );
-    assert_eq!(enumerators_seen, 73, "enumerators in the headers");
+    assert_eq!(enumerators_seen, 74, "enumerators in the headers");
     let (defines, initializers) = numeric_defines(&src);
     // The C program prints the initializers' fields (the "init" lines of the layout test).
     assert_eq!(
