@@ -6,7 +6,8 @@
 # installed into DIR/go/prefix with cmake --install.
 # PCCL_GO_NO_PKGCONFIG=1 tests the fallback instead: -tags pccl_no_pkgconfig,
 # the checkout's include/ and CGO_LDFLAGS at DIR's libpccl.so.
-# Offline: GOFLAGS=-mod=mod GOPROXY=off; Go caches live under DIR/go.
+# Offline: GOFLAGS=-mod=mod GOPROXY=off; Go caches live under DIR/go (the build
+# cache under PCCL_GO_CACHE when set, to share it between runs).
 # Exit status: 0 pass, 1 failure, 2 usage, 77 Go is not installed.
 set -euo pipefail
 if [ $# -ne 1 ]; then
@@ -19,7 +20,7 @@ if ! command -v go >/dev/null 2>&1; then
     echo "go binding: SKIP: go is not installed (apt-get install golang-go)" >&2
     exit 77
 fi
-export GOCACHE="$build/go/cache" GOPATH="$build/go/path" GOFLAGS=-mod=mod GOPROXY=off GO111MODULE=on
+export GOCACHE="${PCCL_GO_CACHE:-$build/go/cache}" GOPATH="$build/go/path" GOFLAGS=-mod=mod GOPROXY=off GO111MODULE=on
 export CGO_ENABLED=1
 mkdir -p "$GOCACHE" "$GOPATH"
 if [ "${PCCL_GO_NO_PKGCONFIG:-0}" = 1 ]; then
@@ -39,11 +40,12 @@ if [ "${PCCL_GO_NO_PKGCONFIG:-0}" = 1 ]; then
     export CGO_LDFLAGS="-L$libdir -Wl,-rpath,$libdir"
     how="without pkg-config, libpccl from $libdir"
 else
-    pc=$(find "$build" -maxdepth 4 -path '*/pkgconfig/pccl.pc' -not -path "$build/go/*" | head -1)
-    if [ -z "$pc" ] && [ -f "$build/CMakeCache.txt" ]; then
+    if [ -f "$build/CMakeCache.txt" ]; then
         rm -rf "$build/go/prefix"
         cmake --install "$build" --prefix "$build/go/prefix" >/dev/null
         pc=$(find "$build/go/prefix" -path '*/pkgconfig/pccl.pc' | head -1)
+    else
+        pc=$(find "$build" -maxdepth 4 -path '*/pkgconfig/pccl.pc' -not -path "$build/go/*" | head -1)
     fi
     if [ -z "$pc" ]; then
         echo "go binding: no pccl.pc under $build (an install prefix or a built CMake tree)" >&2
