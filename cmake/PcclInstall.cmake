@@ -20,5 +20,9 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/pcclConfigVersion.cmake
 install(FILES ${CMAKE_BINARY_DIR}/pcclConfig.cmake ${CMAKE_BINARY_DIR}/pcclConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/pccl)
 
+# pccl.pc finds its prefix from its own directory: as many ".." as LIBDIR/pkgconfig has parts
+# (lib -> ../.., Debian's lib/x86_64-linux-gnu -> ../../..).
+file(RELATIVE_PATH PCCL_PC_PREFIX_FROM_PCDIR "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
+string(REGEX REPLACE "/$" "" PCCL_PC_PREFIX_FROM_PCDIR "${PCCL_PC_PREFIX_FROM_PCDIR}")
 configure_file(${CMAKE_SOURCE_DIR}/cmake/pccl.pc.in ${CMAKE_BINARY_DIR}/pccl.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/pccl.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -22,6 +22,8 @@ PACKAGES=(
   python3-venv python3-pip python3-setuptools python3-wheel
   # the TLS integration test makes a self-signed certificate
   openssl
+  # packaging (docs/packaging.md): $ORIGIN RUNPATHs in the wheel; the .deb's Depends (dpkg-shlibdeps)
+  patchelf dpkg-dev
   # reference systems the all-reduce benchmark runs side by side (bench/), and its plot
   openmpi-bin libopenmpi-dev python3-matplotlib
 )

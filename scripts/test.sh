@@ -13,6 +13,8 @@
 #   wasm     emcc: unit tests, corpus, simulator under node    10 min
 #   bindings Go (go test), Rust (cargo test --offline), Python (pytest) and the
 #            cross-language ring, against the native tier's libpccl    10 min
+#   packaging  wheel (3 peers over a fresh venv), Rust bundled, .deb (C++ hello world
+#            against it, dpkg cycle in a scratch root), Go via pkg-config  5 min (2 measured)
 # Later tiers (simulation sweep) get their own budgets here.
 # Long soaks and fuzzing live outside CI: scripts/fuzz.sh.
 set -euo pipefail
@@ -78,6 +80,8 @@ tier wasm 600 "NODE_PATH=/usr/share/nodejs configure_build_test build/ci-wasm ''
 # The language bindings over the native tier's libpccl.so and ccoip_master.
 tier bindings 600 "bash bindings/go/test.sh build/ci-native && bash bindings/rust/test.sh build/ci-native \
   && ctest --test-dir build/ci-native -L bindings --no-tests=error"
+# The artifacts users install (docs/packaging.md), made from the native tier's tree.
+tier packaging 300 "bash scripts/test-packaging.sh build/ci-native"
 
 echo
 echo "=== summary ==="

@@ -1,8 +1,6 @@
 package pccl
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../include
-#cgo LDFLAGS: -lpccl
 #include <stdlib.h>
 #include <string.h>
 #include "pccl.h"
@@ -14,9 +12,10 @@ import (
 	"unsafe"
 )
 
-// The library directory is not known here: the build passes it in the
-// environment, CGO_LDFLAGS="-L<dir> -Wl,-rpath,<dir>" (see docs/go.md and
-// test.sh).
+// The compiler and linker flags come from cgo_pkgconfig.go (default: pkg-config
+// pccl, i.e. an installed libpccl) or cgo_nopkgconfig.go (build tag
+// pccl_no_pkgconfig: the repository's include/ and -lpccl from the directory
+// given in CGO_LDFLAGS="-L<dir> -Wl,-rpath,<dir>"); see docs/go.md and test.sh.
 
 var (
 	initOnce sync.Once

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -226,9 +227,13 @@ def test_venv_install_offline(tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True,
                    timeout=120)
+    # setup.py bundles libpccl (docs/packaging.md): the copy outside the checkout names the
+    # repository, and this test's build tree is reused rather than compiled again
+    pip_env = dict(os.environ, PCCL_SOURCE_DIR=str(harness.REPO),
+                   PCCL_WHEEL_BUILD_DIR=str(Path(harness.lib_path()).parents[2]))
     r = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
                         "--no-build-isolation", "--no-index", str(src)],
-                       capture_output=True, text=True, timeout=180)
+                       capture_output=True, text=True, timeout=180, env=pip_env)
     assert r.returncode == 0, r.stdout + r.stderr
     env = {k: v for k, v in harness.child_env().items() if k != "PYTHONPATH"}
     code = ("import pccl, numpy; print(pccl.__file__); print(pccl.library_path());"

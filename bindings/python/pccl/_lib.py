@@ -390,6 +390,12 @@ def _installed_candidates():
     return out
 
 
+def bundled_path():
+    """The libpccl.so a wheel carries (pccl/_native, docs/packaging.md), or None."""
+    p = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native", "libpccl.so")
+    return p if os.path.isfile(p) else None
+
+
 def candidate_paths():
     """Where load_library looks, in order: (source, path-or-name) pairs."""
     out = []
@@ -397,6 +403,10 @@ def candidate_paths():
     if env:
         out.append(("PCCL_LIBRARY", env))
         return out  # an explicit choice is never silently replaced
+    bundled = bundled_path()
+    if bundled:
+        # an installed wheel's own library: built with this package, so it comes first
+        out.append(("bundled", bundled))
     for p in build_tree_candidates():
         out.append(("build tree", p))
     for name in _SONAMES:
@@ -424,7 +434,8 @@ def _declare(lib):
 def load_library(path=None):
     """Loads libpccl (once per process) and calls pcclInit. Returns the CDLL.
 
-    path: an explicit file; otherwise PCCL_LIBRARY, then the build trees of
+    path: an explicit file; otherwise PCCL_LIBRARY, then the library bundled in
+    an installed wheel (pccl/_native/libpccl.so), then the build trees of
     this checkout, then the dynamic loader's search path (LD_LIBRARY_PATH,
     ld.so cache), then <prefix>/lib of this Python and /usr/local, /usr, then
     ctypes.util.find_library("pccl").

@@ -208,6 +208,13 @@ fn constants() -> Vec<(&'static str, i64)> {
         pcclAlgoRingStriped,
         pcclAlgoHalvingDoubling,
         PCCL_TUNE_ALL_REDUCE,
+        PCCL_TUNE_BROADCAST,
+        PCCL_TUNE_REDUCE,
+        PCCL_TUNE_ALL_GATHER,
+        PCCL_TUNE_REDUCE_SCATTER,
+        PCCL_TUNE_ALL_TO_ALL,
+        PCCL_TUNE_GATHER,
+        PCCL_TUNE_SCATTER,
         PCCL_TUNE_BARRIER,
         PCCL_TUNE_ALL_KINDS,
         PCCL_COLLECTIVE_ABORT_ON_ERROR,
@@ -617,7 +624,7 @@ fn comm_create_params_have_pccl_1_0_layout() {
     assert_eq!(align_of::<pcclTuneOptions_t>(), 8);
     assert_eq!(offset!(pcclTuneOptions_t, iterations), 4);
     assert_eq!(offset!(pcclTuneOptions_t, warmup), 8);
-    assert_eq!(offset!(pcclTuneOptions_t, reserved), 12);
+    assert_eq!(offset!(pcclTuneOptions_t, kinds), 12);
     assert_eq!(offset!(pcclTuneOptions_t, min_bytes), 16);
     assert_eq!(offset!(pcclTuneOptions_t, max_bytes), 24);
     let t = pcclTuneOptions_t::default();
@@ -674,7 +681,7 @@ fn every_struct_field_enumerator_and_define_of_the_header_is_declared() {
         table.len(),
         "every checked struct is in the header"
     );
-    assert_eq!(enumerators_seen, 73, "enumerators in the headers");
+    assert_eq!(enumerators_seen, 74, "enumerators in the headers");
     let (defines, initializers) = numeric_defines(&src);
     // The C program prints the initializers' fields (the "init" lines of the layout test).
     assert_eq!(
