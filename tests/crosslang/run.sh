@@ -72,7 +72,7 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 export PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-error}
 
-# --- build the Go and Rust peers (offline) ---------------------------------------------------
+# --- build the Go and Rust peers (offline; Go against this build tree, not pkg-config) --------
 t0=$(date +%s)
 mkdir -p "$BUILD_DIR/go/cache" "$BUILD_DIR/go/path"
 GO_PEER="$BUILD_DIR/crosslang/pcclpeer"
@@ -80,7 +80,8 @@ mkdir -p "$BUILD_DIR/crosslang"
 if ! (cd "$ROOT/bindings/go" &&
     GOCACHE="$BUILD_DIR/go/cache" GOPATH="$BUILD_DIR/go/path" GOFLAGS=-mod=mod GOPROXY=off \
         GO111MODULE=on CGO_ENABLED=1 CGO_LDFLAGS="-L$LIB_DIR -Wl,-rpath,$LIB_DIR" \
-        timeout 60 "$GO" build -o "$GO_PEER" ./cmd/pcclpeer) > "$WORK/go-build.log" 2>&1; then
+        timeout 60 "$GO" build -tags pccl_no_pkgconfig -o "$GO_PEER" ./cmd/pcclpeer) \
+        > "$WORK/go-build.log" 2>&1; then
     echo "crosslang: go build of pcclpeer failed:" >&2
     cat "$WORK/go-build.log" >&2
     exit 1
