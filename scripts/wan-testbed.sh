@@ -151,6 +151,9 @@ up() {
     # shellcheck disable=SC2086
     ip -n "$ns" tuntap add dev wan0 mode tun $vnet || die "cannot create a TUN device in $ns"
     ip -n "$ns" addr add "$addr/32" dev wan0
+    # The TUN drops (no back-pressure) when its ring, txqueuelen packets, is
+    # full while the delay line is busy: a deep ring absorbs bursts.
+    ip -n "$ns" link set wan0 txqueuelen 10000
     ip -n "$ns" link set wan0 up
     ip -n "$ns" route add 10.77.0.0/24 dev wan0 src "$addr"
     args+=(--node "$ns:wan0:$addr")
