@@ -46,6 +46,7 @@
  * written once every device is attached, so a script can wait for it.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -66,7 +67,6 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/timerfd.h>
-#include <arpa/inet.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -237,7 +237,8 @@ static void enqueue(int src, const uint8_t *data, uint32_t len, uint64_t t)
     if (!reorder && pr->tail != NULL && due < pr->tail->due_ns) due = pr->tail->due_ns;
     p->due_ns = due;
     pkt *at = pr->tail; /* insert after `at`: walk back over later packets (reorder only) */
-    while (at != NULL && at->due_ns > due) at = at->prev;
+    while (at != NULL && at->due_ns > due)
+        at = at->prev;
     p->prev = at;
     p->next = at != NULL ? at->next : pr->head;
     if (p->next != NULL) {
@@ -310,8 +311,9 @@ static void print_stats(FILE *f)
         for (int d = 0; d < n_nodes; d++) {
             const pair *pr = &pairs[s * n_nodes + d];
             if (s == d || (pr->pkts | pr->drops | pr->lost | pr->txerr) == 0) continue;
-            fprintf(f, "pair %d %d %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
-                       " %" PRIu64 " %u\n",
+            fprintf(f,
+                    "pair %d %d %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+                    " %" PRIu64 " %u\n",
                     s, d, pr->delay_ns / 1000, pr->pkts, pr->bytes, pr->drops, pr->lost, pr->txerr,
                     pr->max_qpkts);
             pk += pr->pkts;
@@ -359,8 +361,8 @@ static void load_pairs(const char *path)
         double delay = 0, jitter = 0, loss = 0;
         const int got = sscanf(line, "%d %d %lf %lf %lf", &s, &d, &delay, &jitter, &loss);
         if (got <= 0) continue;
-        if (got < 3 || s < 0 || d < 0 || s >= n_nodes || d >= n_nodes || delay < 0 ||
-            jitter < 0 || loss < 0 || loss > 100) {
+        if (got < 3 || s < 0 || d < 0 || s >= n_nodes || d >= n_nodes || delay < 0 || jitter < 0 ||
+            loss < 0 || loss > 100) {
             fprintf(stderr, "pccl-delayline: %s:%d: want SRC DST DELAY_US [JITTER_US [LOSS_PCT]]\n",
                     path, lineno);
             exit(2);
@@ -375,11 +377,10 @@ static void load_pairs(const char *path)
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: pccl-delayline --node NS:IFNAME:IPV4 [--node ...] [--delay-us D]\n"
-            "  [--jitter-us J] [--loss-pct P] [--seed S] [--pairs FILE] [--limit-pkts K]\n"
-            "  [--limit-bytes B] [--reorder] [--clock epoll|spin] [--offload]\n"
-            "  [--ready FILE] [--stats FILE]\n");
+    fprintf(stderr, "usage: pccl-delayline --node NS:IFNAME:IPV4 [--node ...] [--delay-us D]\n"
+                    "  [--jitter-us J] [--loss-pct P] [--seed S] [--pairs FILE] [--limit-pkts K]\n"
+                    "  [--limit-bytes B] [--reorder] [--clock epoll|spin] [--offload]\n"
+                    "  [--ready FILE] [--stats FILE]\n");
     exit(2);
 }
 
