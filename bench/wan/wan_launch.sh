@@ -11,7 +11,8 @@
 #   wan_launch.sh NAME BUILD_DIR N [pccl_allreduce_bench arguments...]
 #
 # Environment: PCCL_BENCH_BUDGET (seconds, default 900) bounds the run;
-# PCCL_BENCH_PEER: another peer program taking --url --index --world.
+# PCCL_BENCH_PEER: another peer program taking --url --index --world;
+# PCCL_BENCH_LOGS=DIR: the master's and peers' logs are copied there at the end.
 set -u
 NAME=$1
 BUILD=$2
@@ -28,6 +29,7 @@ PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
   wait 2>/dev/null
+  [[ -n ${PCCL_BENCH_LOGS:-} ]] && mkdir -p "$PCCL_BENCH_LOGS" && cp "$TMP"/* "$PCCL_BENCH_LOGS"/
   rm -rf "$TMP"
 }
 trap cleanup EXIT
