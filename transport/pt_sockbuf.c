@@ -133,8 +133,9 @@ void pt_sockbuf_adapt(int fd, pt_sockbuf_state *st)
     int cur = 0;
     socklen_t cl = sizeof cur;
     if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &cur, &cl) != 0) return;
-    if (cur < policy.wmem_autocap) return; /* autotuning is still growing it */
-    if (bdp < 0.5 * (double)cur) return;   /* the path or the receiver sets the pace */
+    /* Autotuning still growing it (it stops a little short of its cap at times). */
+    if ((double)cur < 0.75 * (double)policy.wmem_autocap) return;
+    if (bdp < 0.4 * (double)cur) return; /* the path or the receiver sets the pace */
     if ((long)cur >= 2 * policy.wmem_max) {
         st->done = true; /* the most an application may set (raising wmem_max is the admin's) */
         return;
@@ -149,7 +150,7 @@ void pt_sockbuf_adapt(int fd, pt_sockbuf_state *st)
     cl = sizeof now;
     (void)getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &now, &cl);
     pt_log(CCOIP_LOG_INFO, "tcp",
-           "data link at %.0f Mbit/s x min rtt %.1f ms = BDP %.0f KiB, half its send buffer or "
+           "data link at %.0f Mbit/s x min rtt %.1f ms = BDP %.0f KiB, 40 %% of its send buffer or "
            "more: SO_SNDBUF %d -> %d bytes (autotuning cap %ld, wmem_max %ld)",
            (double)acked * 8.0 / (double)busy, (double)ti.tcpi_min_rtt * 1e-3, bdp / 1024.0, cur,
            now, policy.wmem_autocap, policy.wmem_max);
