@@ -5,15 +5,17 @@
 # pools 1..16 and concurrent operations, beside Open MPI (TCP btl) and Gloo
 # (torch.distributed) in the same run, on the same testbed. Runs as root.
 #
-#   scripts/bench-wan.sh [--quick] [--ns "2 3 4"] [--rtts "0 20 50 100"]
+#   scripts/bench-wan.sh [--quick] [--ns "2 4 3"] [--rtts "0 20 50 100"]
 #                        [--min 64M] [--max 256M] [--rate-mbit 1000]
-#                        [--pccl "1:1 2:1 4:1 8:1 4:4 8:4"] [--refs "ompi gloo"]
+#                        [--pccl "1:1 2:1 4:1 8:1 4:4 1:1:k"] [--refs "ompi gloo"]
 #                        [--warmup 1] [--iters 2] [--no-offload] [--clock epoll|spin]
 #                        [--build DIR] [--out DIR] [--name NAME]
 #
 # --pccl: the pccl systems, POOL:CONCURRENT each (p2p_connection_pool_size,
 # at most 8: a larger pool is clamped to 8 by pcclCreateCommunicator; all-reduces
-# in flight per operation, bench/wan/pccl_wan_bench.c). --refs:
+# in flight per operation, bench/wan/pccl_wan_bench.c); a third field "k": with
+# PCCL_TCP_SNDBUF=kernel (socket buffers left to autotuning: the before of
+# transport/pt_sockbuf.c). --refs:
 # the reference systems ("" for none). For each N and RTT the testbed is
 # brought up once (with --offload unless --no-offload: the delay line passes
 # 64 KiB TCP segments, so 1 Gbit/s per pair stays far below its ceiling;
@@ -29,12 +31,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
-NS="2 3 4"
+NS="2 4 3"
 RTTS="0 20 50 100"
 MIN=64M
 MAX=256M
 RATE=1000
-PCCL_SYS="1:1 2:1 4:1 8:1 4:4 8:4"
+PCCL_SYS="1:1 2:1 4:1 8:1 4:4 1:1:k"
 REFS="ompi gloo"
 WARMUP=1
 ITERS=2
@@ -45,7 +47,7 @@ OUT=
 NAME=bw
 while [[ $# -gt 0 ]]; do
   case $1 in
-    --quick) NS="2 3"; RTTS="0 50"; MAX=64M; PCCL_SYS="1:1 4:1 4:4"; ITERS=1; shift ;;
+    --quick) NS="2 3"; RTTS="0 50"; MAX=64M; PCCL_SYS="1:1 4:1 4:4 1:1:k"; ITERS=1; shift ;;
     --ns) NS=$2; shift 2 ;;
     --rtts) RTTS=$2; shift 2 ;;
     --min) MIN=$2; shift 2 ;;
@@ -77,7 +79,10 @@ fi
 cmake --build "$BUILD" -j 2 --target pccl ccoip_master pccl_wan_bench pccl-delayline \
   >"$OUT/build.log" 2>&1 || { tail -n 40 "$OUT/build.log"; exit 1; }
 SYSTEMS=()
-for s in $PCCL_SYS; do SYSTEMS+=("pccl-p${s%%:*}c${s##*:}"); done
+for s in $PCCL_SYS; do
+  IFS=: read -r pool conc kern <<<"$s"
+  SYSTEMS+=("pccl-p${pool}c${conc:-1}${kern:+k}")
+done
 for r in $REFS; do
   case $r in
     ompi)
@@ -121,10 +126,11 @@ run_one() { # sys n rtt
   t0=$(date +%s)
   case $sys in
     pccl-*)
-      local pool=${sys#pccl-p} conc
+      local pool=${sys#pccl-p} conc sndbuf=auto
+      [[ $pool == *k ]] && { sndbuf=kernel; pool=${pool%k}; }
       conc=${pool#*c}
       pool=${pool%c*}
-      PCCL_BENCH_PEER="$BUILD/bench/wan/pccl_wan_bench" PCCL_BENCH_BUDGET=900 \
+      PCCL_TCP_SNDBUF=$sndbuf PCCL_BENCH_PEER="$BUILD/bench/wan/pccl_wan_bench" PCCL_BENCH_BUDGET=900 \
         bench/wan/wan_launch.sh "$NAME" "$BUILD" "$n" --min "$MIN" --max "$MAX" --step 4 \
         --warmup "$WARMUP" --iters "$ITERS" --pool "$pool" --concurrent "$conc" \
         >>"$f" 2>"$f.err" || rc=$? ;;

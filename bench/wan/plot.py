@@ -52,7 +52,7 @@ def main():
                 if s.startswith("pccl"):
                     k = pccl.index(s)
                     style = {"color": blues(0.35 + 0.65 * k / max(len(pccl) - 1, 1)),
-                             "marker": "o" if s.endswith("c1") else "s"}
+                             "marker": "x" if s.endswith("k") else "o" if s.endswith("c1") else "s"}
                 else:
                     style = {"color": "tab:red" if s == "ompi" else "tab:green",
                              "marker": "^" if s == "ompi" else "v", "linewidth": 2}

@@ -45,14 +45,17 @@ def load(raw):
 def sys_order(s):
     if s.startswith("pccl-p"):
         p, c = s[6:].split("c")
-        return (0, int(c), int(p))
-    return (1 if s == "ompi" else 2, 0, 0)
+        k = c.endswith("k")
+        return (0, int(c.rstrip("k")), int(p), k)
+    return (1 if s == "ompi" else 2, 0, 0, False)
 
 
 def label(s):
     if s.startswith("pccl-p"):
         p, c = s[6:].split("c")
-        return f"pccl pool {p}" + (f" ×{c} ops" if c != "1" else "")
+        k = " (kernel sndbuf)" if c.endswith("k") else ""
+        c = c.rstrip("k")
+        return f"pccl pool {p}" + (f" ×{c} ops" if c != "1" else "") + k
     return {"ompi": "Open MPI", "gloo": "Gloo"}.get(s, s)
 
 
