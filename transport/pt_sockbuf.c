@@ -129,13 +129,23 @@ void pt_sockbuf_adapt(int fd, pt_sockbuf_state *st)
     st->busy_us = ti.tcpi_busy_time;
     st->acked = ti.tcpi_bytes_acked;
     if (busy == 0 || ti.tcpi_min_rtt == 0) return;
-    const double bdp = (double)acked / (double)busy * (double)ti.tcpi_min_rtt; /* bytes */
+    /* The rate: the average since the last look (bytes per microsecond busy), or the kernel's
+     * latest sample when that one was not limited by the application (the average includes
+     * the ramp-up after an idle gap between two sends, which a step of a ring has). */
+    double rate = (double)acked / (double)busy * 1e6; /* bytes per second */
+    if (!ti.tcpi_delivery_rate_app_limited && (double)ti.tcpi_delivery_rate > rate) {
+        rate = (double)ti.tcpi_delivery_rate;
+    }
+    const double bdp = rate * (double)ti.tcpi_min_rtt * 1e-6; /* bytes */
     int cur = 0;
     socklen_t cl = sizeof cur;
     if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &cur, &cl) != 0) return;
+    pt_log(CCOIP_LOG_DEBUG, "tcp",
+           "data link: %.0f Mbit/s x min rtt %.1f ms = BDP %.0f KiB, sndbuf %d", rate * 8e-6,
+           (double)ti.tcpi_min_rtt * 1e-3, bdp / 1024.0, cur);
     /* Autotuning still growing it (it stops a little short of its cap at times). */
     if ((double)cur < 0.75 * (double)policy.wmem_autocap) return;
-    if (bdp < 0.4 * (double)cur) return; /* the path or the receiver sets the pace */
+    if (bdp < 0.45 * (double)cur) return; /* the path or the receiver sets the pace */
     if ((long)cur >= 2 * policy.wmem_max) {
         st->done = true; /* the most an application may set (raising wmem_max is the admin's) */
         return;
@@ -150,9 +160,9 @@ void pt_sockbuf_adapt(int fd, pt_sockbuf_state *st)
     cl = sizeof now;
     (void)getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &now, &cl);
     pt_log(CCOIP_LOG_INFO, "tcp",
-           "data link at %.0f Mbit/s x min rtt %.1f ms = BDP %.0f KiB, 40 %% of its send buffer or "
+           "data link at %.0f Mbit/s x min rtt %.1f ms = BDP %.0f KiB, 45 %% of its send buffer or "
            "more: SO_SNDBUF %d -> %d bytes (autotuning cap %ld, wmem_max %ld)",
-           (double)acked * 8.0 / (double)busy, (double)ti.tcpi_min_rtt * 1e-3, bdp / 1024.0, cur,
-           now, policy.wmem_autocap, policy.wmem_max);
+           rate * 8e-6, (double)ti.tcpi_min_rtt * 1e-3, bdp / 1024.0, cur, now, policy.wmem_autocap,
+           policy.wmem_max);
     if ((long)now >= 2 * policy.wmem_max || now <= cur) st->done = true;
 }

@@ -11,11 +11,13 @@
  * the value) but turns autotuning off: so pccl sets it only once the link's
  * measured bandwidth-delay product says autotuning's cap holds it back.
  * After each large send (PT_SOCKBUF_ADAPT_MIN) the link reads TCP_INFO: its
- * rate since the last look (bytes acknowledged per microsecond with data in
- * flight, tcpi_bytes_acked / tcpi_busy_time) times its minimum RTT is the
+ * rate (bytes acknowledged per microsecond with data in flight since the
+ * last look, tcpi_bytes_acked / tcpi_busy_time, or the kernel's latest rate
+ * sample, tcpi_delivery_rate, when higher and not application-limited: the
+ * average includes the ramp after an idle gap) times its minimum RTT is the
  * BDP it achieved; a buffer holds about half its size in payload (the rest
  * is the kernel's bookkeeping; measured: 55 %), so when that BDP reaches
- * 40 % of the buffer and the buffer already reached (3/4 of) tcp_wmem[2],
+ * 45 % of the buffer and the buffer already reached (3/4 of) tcp_wmem[2],
  * the link is carrying about all its buffer can hold each round trip: the
  * buffer is doubled (at most 2 x wmem_max, never lowered). A link slower than its buffer (a LAN, a
  * pool sharing the path, a slow receiver) never grows.
