@@ -114,6 +114,20 @@ def main():
                       f" | {bl} | {ref['ompi']} | {ref['gloo']} | "
                       f"{min(loads):.2f}–{max(loads):.2f} |")
         print()
+    # The plot's numbers: busbw against RTT, one row per system.
+    for sz in sizes:
+        print(f"#### busbw (Gbit/s) against RTT, {fmt_size(sz)}\n")
+        print("| system | N | " + " | ".join(f"{r} ms" for r in rtts) + " |")
+        print("|---|---|" + "---|" * len(rtts))
+        for s in systems:
+            for n in ns:
+                cells = []
+                for r in rtts:
+                    rec = runs.get((n, r, s))
+                    v = rec["rows"].get(sz) if rec else None
+                    cells.append(f"{v * 8:.2f}" if v is not None else "n/a")
+                print(f"| {label(s)} | {n} | " + " | ".join(cells) + " |")
+        print()
     if 50 in rtts:
         print("#### Issue 23's targets at 50 ms RTT (best pccl configuration)\n")
         print("| size | N | best pccl | % of link (≥ 80) | × Open MPI (≥ 2) | × Gloo (≥ 2) |")
