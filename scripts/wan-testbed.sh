@@ -182,7 +182,8 @@ up() {
       if [[ $have_root -eq 0 ]]; then
         # Unmatched traffic (none expected) goes to class 1:1, unlimited.
         tc -n "$ns" qdisc add dev wan0 root handle 1: htb default 1
-        tc -n "$ns" class add dev wan0 parent 1: classid 1:1 htb rate 100gbit quantum 60000
+        tc -n "$ns" class add dev wan0 parent 1: classid 1:1 htb rate 100gbit burst 1mb cburst 1mb \
+          quantum 60000
         have_root=1
       fi
       # burst: 1 ms at the rate (>= 16 KiB), so the timer's granularity does
