@@ -26,6 +26,8 @@ PACKAGES=(
   patchelf dpkg-dev
   # reference systems the all-reduce benchmark runs side by side (bench/), and its plot
   openmpi-bin libopenmpi-dev python3-matplotlib
+  # the WAN testbed (issue 23, docs/wan.md): namespaces, TUN, htb; its RTT and ceiling probes
+  iproute2 iputils-ping iperf3
 )
 
 # Rust: the machine's rustup toolchain when present, else Debian's cargo.

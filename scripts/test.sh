@@ -5,6 +5,7 @@
 # Tiers and their budgets on a 2-core machine (the whole run stays < 30 min):
 #   format   clang-format check                               1 min
 #   native   gcc, -Werror, Release: unit + header + tidy + integration  8 min
+#            (+ label wan, the WAN testbed: ~20 s as root, skipped otherwise)
 #   clang    clang, -Werror: build + unit tests                5 min
 #   asan     gcc, ASan+UBSan, -Werror: unit + simulation tests  12 min (7 measured)
 #   integration  ASan+UBSan: master + peer processes on 127.0.0.1, hostile  4 min

@@ -23,6 +23,7 @@
 
 #include "ccoip_dtype.h"
 #include "ccoip_reduce.h"
+#include "pt_sockbuf.h"
 
 /* Bytes read per slice of a fused receive: fits L2 with the target's slice. */
 #ifndef PT_TCP_SLICE
@@ -53,6 +54,7 @@ typedef struct pt_tcp_dir {
 
 typedef struct pt_tcp_link {
     int fd;
+    pt_sockbuf_state sockbuf; /* tx thread only */
     uint64_t conn;
     pt_dp_done_fn done;
     void *arg;
@@ -264,6 +266,9 @@ static void *tx_main(void *arg)
         const uint64_t total = l->tx.total;
         pthread_mutex_unlock(&l->mu);
         const int err = write_some(l->fd, &a, &na, &b, &nb, 0);
+        /* After a large send: grow the send buffer past autotuning's cap if that cap held the
+         * link back (pt_sockbuf.h), from the kernel's own measurements. */
+        if (err == 0 && total >= PT_SOCKBUF_ADAPT_MIN) pt_sockbuf_adapt(l->fd, &l->sockbuf);
         pthread_mutex_lock(&l->mu);
         l->tx.busy = false;
         if (l->stop) break;
@@ -357,6 +362,8 @@ void *pt_tcp_open(nng_stream *s, uint64_t conn, pt_dp_done_fn done, void *arg, b
     }
     const int one = 1;
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    /* Explicit buffer sizes (PCCL_TCP_SNDBUF / PCCL_TCP_RCVBUF bytes, pt_sockbuf.h). */
+    pt_sockbuf_open(fd, &l->sockbuf);
     l->fd = fd;
     l->conn = conn;
     l->done = done;

@@ -2,7 +2,9 @@
  * pt_tcp.h — the POSIX TCP data plane of the native runtime (DESIGN.md §5,
  * issue 7): a plain tcp:// data connection set up by nng is taken over by
  * two threads of its own, a sender and a receiver, doing blocking I/O on
- * the socket (TCP_NODELAY, socket buffers left to kernel autotuning). nng
+ * the socket (TCP_NODELAY; socket buffers: kernel autotuning, and past its
+ * cap a send buffer grown when the kernel says it held the link back,
+ * pt_sockbuf.h). nng
  * never reads or writes that stream again; it only closes it.
  *
  * The driver thread keeps every protocol decision (framing, matching,

@@ -8,7 +8,7 @@ data, exact check and output rows.
 
     /usr/bin/python3 gloo_allreduce_bench.py --world N [--min BYTES] [--max BYTES]
         [--step 2|4] [--warmup W] [--iters-min A] [--iters-max B]
-        [--iter-bytes BYTES] [--timeout S]
+        [--iter-bytes BYTES] [--timeout S] [--rank R --port P [--addr A]]
 
 Without --rank it is the launcher: it picks a free port on 127.0.0.1, starts N
 copies of itself with GLOO_SOCKET_IFNAME=lo, MASTER_ADDR=127.0.0.1, prints
@@ -41,6 +41,8 @@ def parse_args():
     p.add_argument("--world", type=int, required=True)
     p.add_argument("--rank", type=int, default=None)
     p.add_argument("--port", type=int, default=0)
+    # Rank 0's address (the store), for ranks started elsewhere (bench/wan/: one per namespace).
+    p.add_argument("--addr", default="127.0.0.1")
     p.add_argument("--min", type=parse_bytes, default=4096)
     p.add_argument("--max", type=parse_bytes, default=256 * 1024**2)
     p.add_argument("--step", type=int, default=4)
@@ -105,7 +107,7 @@ def run(a):
     import torch.distributed as dist
 
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{a.port}",
+    dist.init_process_group("gloo", init_method=f"tcp://{a.addr}:{a.port}",
                             rank=a.rank, world_size=a.world)
     n = a.world
     s = n * (n + 1) // 2
