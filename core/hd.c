@@ -55,23 +55,16 @@ pcclResult_t ccoip_hd_step_get(uint64_t count, uint32_t world, uint32_t rank, ui
     const uint32_t k = log2_world(world);
     if (!ccoip_hd_fits(count, world) || rank >= world || t >= 2u * k || out == NULL)
         return pcclInvalidArgument;
-    const uint32_t v = gray(rank);
-    if (t < k) {
-        /* Halving t: keep the half bit t names, send the other. */
-        const uint32_t w = v ^ (1u << t);
-        out->partner = gray_inverse(w);
-        out->reduce = true;
-        out->recv = range_of(count, v, t + 1u);
-        out->send = range_of(count, w, t + 1u);
-        return pcclSuccess;
-    }
-    /* Doubling: bit s = 2k - 1 - t, each side sends what it holds complete. */
-    const uint32_t s = 2u * k - 1u - t;
-    const uint32_t w = v ^ (1u << s);
+    /* Halving t works on bit t: the member keeps the half that bit names and sends the other.
+     * Doubling t works on bit 2k - 1 - t: each side sends the range it holds complete. */
+    const bool halving = t < k;
+    const uint32_t b = halving ? t : 2u * k - 1u - t;
+    const uint32_t v = gray(rank), w = v ^ (1u << b);
+    const ccoip_span mine = range_of(count, v, b + 1u), theirs = range_of(count, w, b + 1u);
     out->partner = gray_inverse(w);
-    out->reduce = false;
-    out->send = range_of(count, v, s + 1u);
-    out->recv = range_of(count, w, s + 1u);
+    out->reduce = halving;
+    out->send = halving ? theirs : mine;
+    out->recv = halving ? mine : theirs;
     return pcclSuccess;
 }
 

@@ -125,12 +125,7 @@ void p_hd_after_kernel(ccoip_peer *p, uint32_t i)
     const uint32_t halvings = ccoip_hd_steps(o->world) / 2u;
     if (o->sub == POS_HD_RED && o->step + 1u == halvings && o->a.op == pcclAvg) {
         /* The reduce-scatter is over: AVG divides the owned range once, before the copies. */
-        const ccoip_span own = ccoip_hd_owned(o->a.count, o->world, o->rank);
-        ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_FINALIZE, POS_HD_FIN);
-        if (a == NULL) return;
-        a->dst = p_ring_span(i, CCOIP_REGION_RECV, own.offset * o->esize, own.count * o->esize);
-        a->count = own.count;
-        a->divisor = o->world;
+        p_ring_avg(p, i, ccoip_hd_owned(o->a.count, o->world, o->rank), POS_HD_FIN);
         return;
     }
     hd_next(p, i);

@@ -25,6 +25,16 @@ ccoip_span_ref p_ring_span(uint32_t slot, ccoip_region region, uint64_t off, uin
     return r;
 }
 
+void p_ring_avg(ccoip_peer *p, uint32_t i, ccoip_span elems, p_op_sub sub)
+{
+    p_op *o = &p->ops[i];
+    ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_FINALIZE, sub);
+    if (a == NULL) return;
+    a->dst = p_ring_span(i, CCOIP_REGION_RECV, elems.offset * o->esize, elems.count * o->esize);
+    a->count = elems.count;
+    a->divisor = o->world;
+}
+
 ccoip_action *p_ring_kernel(ccoip_peer *p, uint32_t i, ccoip_action_type t, p_op_sub sub)
 {
     p_op *o = &p->ops[i];

@@ -207,11 +207,8 @@ static void gather_after_sum(ccoip_peer *p, uint32_t i)
 {
     p_op *o = &p->ops[i];
     if (o->a.op == pcclAvg) {
-        ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_FINALIZE, POS_SG_FIN);
-        if (a == NULL) return;
-        a->dst = p_ring_span(i, CCOIP_REGION_RECV, 0, o->a.count * o->esize);
-        a->count = o->a.count;
-        a->divisor = o->world;
+        const ccoip_span all = {0, o->a.count};
+        p_ring_avg(p, i, all, POS_SG_FIN);
         return;
     }
     p_ring_done(p, i);
@@ -286,13 +283,9 @@ static void ring_after_rs(ccoip_peer *p, uint32_t i)
 {
     p_op *o = &p->ops[i];
     if (o->a.op == pcclAvg && o->world > 1) {
-        ccoip_span owned =
-            ccoip_ring_chunk(o->a.count, o->world, ccoip_ring_owned_chunk(o->world, o->rank));
-        ccoip_action *a = p_ring_kernel(p, i, CCOIP_ACT_FINALIZE, POS_FINALIZE);
-        if (a == NULL) return;
-        a->dst = p_ring_span(i, CCOIP_REGION_RECV, owned.offset * o->esize, owned.count * o->esize);
-        a->count = owned.count;
-        a->divisor = o->world;
+        p_ring_avg(
+            p, i, ccoip_ring_chunk(o->a.count, o->world, ccoip_ring_owned_chunk(o->world, o->rank)),
+            POS_FINALIZE);
         return;
     }
     ring_after_finalize(p, i);

@@ -606,6 +606,8 @@ uint64_t p_ring_deadline(const ccoip_peer *p);
 /* Shared with peer_coll.c: the op lifecycle's building blocks (peer_ring.c). */
 ccoip_span_ref p_ring_span(uint32_t slot, ccoip_region region, uint64_t off, uint64_t len);
 ccoip_action *p_ring_kernel(ccoip_peer *p, uint32_t i, ccoip_action_type t, p_op_sub sub);
+/** AVG's division by the world of RECV's elements [offset, offset + count): one FINALIZE. */
+void p_ring_avg(ccoip_peer *p, uint32_t i, ccoip_span elems, p_op_sub sub);
 ccoip_action *p_ring_io_push(ccoip_peer *p, uint32_t i, ccoip_action_type t, uint64_t io_id,
                              uint64_t conn, uint32_t chunk);
 void p_ring_done(ccoip_peer *p, uint32_t i);
