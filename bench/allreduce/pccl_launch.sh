@@ -11,11 +11,25 @@
 # PCCL_BENCH_PEER: another peer program (bench/collectives/launch.sh runs
 # pccl_coll_bench through this script); PCCL_BENCH_ALL_STDOUT=1: every peer's
 # stdout goes to stdout (the collectives' table comes from the peer that gets
-# rank 0, not index 0).
+# rank 0, not index 0). PCCL_BENCH_TESTBED=NAME: across the WAN testbed NAME
+# that is up (scripts/wan-testbed.sh up --name NAME --peers >= N; docs/wan.md):
+# the master in its namespace on its testbed address, peer i in namespace p<i>,
+# so every control and data byte crosses the delay line (bench/wan/wan_launch.sh).
+# PCCL_BENCH_LOGS=DIR: the master's and peers' logs are copied there at the end.
 set -u
 BUILD=$1
 N=$2
 shift 2
+TESTBED=${PCCL_BENCH_TESTBED:-}
+TB="$(cd "$(dirname "$0")/../.." && pwd)/scripts/wan-testbed.sh"
+# on NODE CMD...: runs CMD (exec: a background `on` is CMD's own pid), in NODE's namespace of
+# the testbed when there is one.
+on() {
+  local node=$1
+  shift
+  if [[ -n $TESTBED ]]; then exec "$TB" exec "$node" --name "$TESTBED" -- "$@"; fi
+  exec "$@"
+}
 MASTER="$BUILD/master/ccoip_master"
 PEER="${PCCL_BENCH_PEER:-$BUILD/bench/allreduce/pccl_allreduce_bench}"
 for f in "$MASTER" "$PEER"; do
@@ -26,6 +40,7 @@ PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
   wait 2>/dev/null
+  [[ -n ${PCCL_BENCH_LOGS:-} ]] && mkdir -p "$PCCL_BENCH_LOGS" && cp "$TMP"/* "$PCCL_BENCH_LOGS"/
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -36,7 +51,9 @@ fail() {
   exit 1
 }
 
-PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-WARN} "$MASTER" --listen tcp://127.0.0.1:0 --print-port \
+MADDR=127.0.0.1
+if [[ -n $TESTBED ]]; then MADDR=$("$TB" addr m --name "$TESTBED") || fail "testbed $TESTBED"; fi
+PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-WARN} on m "$MASTER" --listen "tcp://$MADDR:0" --print-port \
   --log-level WARN >"$TMP/master.out" 2>"$TMP/master.log" &
 PIDS+=($!)
 PORT=
@@ -46,16 +63,16 @@ for _ in $(seq 200); do
   sleep 0.05
 done
 [[ -n "$PORT" ]] || fail "master did not report its port"
-URL="tcp://127.0.0.1:$PORT"
+URL="tcp://$MADDR:$PORT"
 
 declare -a PEER_PIDS
 for i in $(seq 0 $((N - 1))); do
   if [[ $i -eq 0 || ${PCCL_BENCH_ALL_STDOUT:-0} == 1 ]]; then
-    PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-WARN} "$PEER" --url "$URL" --index "$i" --world "$N" "$@" \
-      2>"$TMP/peer$i.log" &
+    PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-WARN} on "p$i" "$PEER" --url "$URL" --index "$i" \
+      --world "$N" "$@" 2>"$TMP/peer$i.log" &
   else
-    PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-WARN} "$PEER" --url "$URL" --index "$i" --world "$N" "$@" \
-      >"$TMP/peer$i.out" 2>"$TMP/peer$i.log" &
+    PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-WARN} on "p$i" "$PEER" --url "$URL" --index "$i" \
+      --world "$N" "$@" >"$TMP/peer$i.out" 2>"$TMP/peer$i.log" &
   fi
   PEER_PIDS[$i]=$!
   PIDS+=($!)

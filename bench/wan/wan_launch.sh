@@ -3,89 +3,12 @@
 # up --name NAME --peers >= N): a ccoip_master in the master's namespace on
 # 10.77.0.1 (a free port) and N pccl_allreduce_bench peers, peer i in
 # namespace NAME-p<i>, so every control and data byte crosses the delay line.
-# Peer 0's table goes to stdout; the other peers' and the master's output to a
-# temporary directory that is printed (tail) when something fails. Bounded in
-# time; every process it starts is killed on exit. (bench/allreduce/pccl_launch.sh
-# is the same on 127.0.0.1.)
+# It is bench/allreduce/pccl_launch.sh with PCCL_BENCH_TESTBED=NAME: the same
+# output, bound and environment (PCCL_BENCH_BUDGET, PCCL_BENCH_PEER,
+# PCCL_BENCH_LOGS=DIR: the master's and peers' logs are copied there at the end).
 #
 #   wan_launch.sh NAME BUILD_DIR N [pccl_allreduce_bench arguments...]
-#
-# Environment: PCCL_BENCH_BUDGET (seconds, default 900) bounds the run;
-# PCCL_BENCH_PEER: another peer program taking --url --index --world;
-# PCCL_BENCH_LOGS=DIR: the master's and peers' logs are copied there at the end.
 set -u
 NAME=$1
-BUILD=$2
-N=$3
-shift 3
-TB="$(cd "$(dirname "$0")/../.." && pwd)/scripts/wan-testbed.sh"
-MASTER="$BUILD/master/ccoip_master"
-PEER="${PCCL_BENCH_PEER:-$BUILD/bench/allreduce/pccl_allreduce_bench}"
-for f in "$MASTER" "$PEER"; do
-  [[ -x "$f" ]] || { echo "wan_launch: $f is missing (build it first)" >&2; exit 2; }
-done
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  [[ -n ${PCCL_BENCH_LOGS:-} ]] && mkdir -p "$PCCL_BENCH_LOGS" && cp "$TMP"/* "$PCCL_BENCH_LOGS"/
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-fail() {
-  echo "wan_launch: FAIL: $*" >&2
-  for f in "$TMP"/*; do echo "--- $f" >&2; tail -n 20 "$f" >&2; done
-  exit 1
-}
-
-MADDR=$("$TB" addr m --name "$NAME")
-PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-WARN} "$TB" exec m --name "$NAME" -- "$MASTER" \
-  --listen "tcp://$MADDR:0" --print-port --log-level WARN >"$TMP/master.out" 2>"$TMP/master.log" &
-PIDS+=($!)
-PORT=
-for _ in $(seq 200); do
-  PORT=$(sed -n 's/^PORT \([0-9]*\)$/\1/p' "$TMP/master.out" 2>/dev/null)
-  [[ -n "$PORT" ]] && break
-  sleep 0.05
-done
-[[ -n "$PORT" ]] || fail "master did not report its port"
-URL="tcp://$MADDR:$PORT"
-
-declare -a PEER_PIDS
-for i in $(seq 0 $((N - 1))); do
-  if [[ $i -eq 0 ]]; then
-    PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-WARN} "$TB" exec "p$i" --name "$NAME" -- "$PEER" \
-      --url "$URL" --index "$i" --world "$N" "$@" 2>"$TMP/peer$i.log" &
-  else
-    PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-WARN} "$TB" exec "p$i" --name "$NAME" -- "$PEER" \
-      --url "$URL" --index "$i" --world "$N" "$@" >"$TMP/peer$i.out" 2>"$TMP/peer$i.log" &
-  fi
-  PEER_PIDS[$i]=$!
-  PIDS+=($!)
-done
-
-BUDGET=${PCCL_BENCH_BUDGET:-900}
-(
-  trap 'kill "$S" 2>/dev/null; exit 0' TERM
-  sleep "$BUDGET" &
-  S=$!
-  wait "$S" || exit 0
-  touch "$TMP/timeout"
-  for p in "${PEER_PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-) >/dev/null 2>&1 &
-WD=$!
-PIDS+=($WD)
-
-RC=0
-for i in $(seq 0 $((N - 1))); do
-  if ! wait "${PEER_PIDS[$i]}"; then
-    RC=1
-    echo "wan_launch: peer $i exited with an error" >&2
-  fi
-done
-kill "$WD" 2>/dev/null
-[[ -e "$TMP/timeout" ]] && fail "run exceeded ${BUDGET}s"
-[[ $RC -eq 0 ]] || fail "a peer failed"
-exit 0
+shift
+PCCL_BENCH_TESTBED=$NAME exec "$(dirname "$0")/../allreduce/pccl_launch.sh" "$@"
