@@ -98,6 +98,9 @@ void m_opt_on_report(ccoip_master *m, uint32_t slot, const ccoip_pb_bandwidth_re
         if (to == M_SLOT_NONE || to == slot) continue; /* gone meanwhile */
         if (smp->unreachable || smp->bytes == 0) {
             p->opt_failed = true; /* not cached: the retry measures it again */
+            /* Unreachable: it likely accepts no connections (a peer behind NAT); the retry
+             * measures the link from it instead, and its ring links are dialled from it. */
+            if (smp->unreachable) m->sess.peers[to].no_inbound = true;
             sm_log(&m->out, CCOIP_LOG_WARN, "master: probe %U -> %U failed", p->id, smp->to_peer);
             continue;
         }
@@ -148,7 +151,8 @@ static void opt_request_probes(ccoip_master *m)
             uint32_t t = m->sess.order[j];
             const m_peer *q = &m->sess.peers[t];
             if (t == s || q->state != MP_ACCEPTED || q->group != p->group) continue;
-            if (*opt_bw(m, s, t) != 0 || m_unreachable(m, s, t)) continue;
+            /* A peer that refused a dial is not probed: the link is measured from it (§6.6). */
+            if (*opt_bw(m, s, t) != 0 || m_unreachable(m, s, t) || q->no_inbound) continue;
             ccoip_pb_probe_target *tg = &m->opt.targets[n++];
             memset(tg, 0, sizeof(*tg));
             tg->peer_id = q->id;
@@ -212,8 +216,14 @@ static bool opt_solve(ccoip_master *m)
             for (uint32_t j = 0; j < n; j++) {
                 uint64_t c = 0;
                 if (i != j) {
+                    /* Unmeasured because j accepts no connections: the reverse measurement
+                     * stands in (a link carries data both ways whoever dials it, §6.4). */
                     c = *opt_bw(m, mem[i], mem[j]);
-                    if (c == 0 || m_unreachable(m, mem[i], mem[j])) c = CCOIP_TSP_COST_MAX;
+                    if (c == 0 && m->sess.peers[mem[j]].no_inbound) c = *opt_bw(m, mem[j], mem[i]);
+                    if (c == 0 ||
+                        (m_unreachable(m, mem[i], mem[j]) && m_unreachable(m, mem[j], mem[i]))) {
+                        c = CCOIP_TSP_COST_MAX;
+                    }
                 }
                 m->opt.tsp_cost[(uint64_t)i * n + j] = c;
             }

@@ -222,6 +222,28 @@ static void sync_send_verdict(ccoip_master *m, uint32_t slot, uint64_t prev, uin
         v->distributor_peer = d->id;
         v->has_distributor = true;
         m_peer_endpoint(d, CCOIP_PB_ENDPOINT_KIND_SHARED_STATE, &v->distributor);
+        v->distributor_dials = d->no_inbound; /* it dials us and offers (§8.3) */
+    }
+    if (p->no_inbound) {
+        /* Its receivers cannot dial it (a peer behind NAT): it dials each of them. */
+        uint64_t n = 0;
+        for (uint32_t k = 0; k < m->sess.order_n; k++) {
+            const uint32_t r = m->sess.order[k];
+            const m_peer *q = &m->sess.peers[r];
+            if (q->group != p->group || q->sync_dist != slot || !q->sync_fetch || r == slot)
+                continue;
+            if (q->sync_st != MS_VOTED && q->sync_st != MS_ASSIGNED) continue;
+            ccoip_pb_peer_info *pi = &m->sync.dial_info[n];
+            memset(pi, 0, sizeof(*pi));
+            pi->peer_id = q->id;
+            pi->peer_group = q->group;
+            m_peer_endpoint(q, CCOIP_PB_ENDPOINT_KIND_SHARED_STATE, &m->sync.dial_eps[n]);
+            pi->endpoints = &m->sync.dial_eps[n];
+            pi->endpoints_count = 1;
+            n++;
+        }
+        v->dial_receivers = m->sync.dial_info;
+        v->dial_receivers_count = n;
     }
     m_send(m, slot, &env);
     m_peer_set_sync(p, MS_ASSIGNED);
@@ -404,8 +426,43 @@ static void elect_evict_misfits(ccoip_master *m, uint32_t nev, uint32_t best, ui
     }
 }
 
+/* The keys member s must fetch from dist (rule 4; into m->sync.okeys when fill). */
+static uint32_t sync_fetch_keys(ccoip_master *m, uint32_t s, uint32_t dist, bool outdated,
+                                uint32_t nkeys, bool fill)
+{
+    const m_skey *mk = sync_keys(m, s), *dk = sync_keys(m, dist);
+    uint32_t nout = 0;
+    for (uint32_t i = 0; i < nkeys; i++) {
+        const bool fetch =
+            mk[i].aci ? (outdated && mk[i].hash != dk[i].hash) : mk[i].hash != m->sync.popular[i];
+        if (!fetch) continue;
+        if (fill) {
+            ccoip_pb_outdated_key *o = &m->sync.okeys[nout];
+            memset(o, 0, sizeof(*o));
+            o->name.data = dk[i].name;
+            o->name.len = dk[i].name_len;
+            o->expected_hash = dk[i].hash;
+            o->hash_type = CCOIP_PB_HASH_TYPE_XXH3_64;
+        }
+        nout++;
+    }
+    return nout;
+}
+
+/* Distributor q serves receiver r better than d (rule 6): a pair that can connect (either end
+ * accepts connections, §8.3), then one that accepts them (the receiver dials), then the fewer
+ * receivers so far; ties keep d (the lower id). */
+static bool sync_dist_better(const m_peer *r, const m_peer *q, const m_peer *d)
+{
+    const bool q_pair = !q->no_inbound || !r->no_inbound, d_pair = !d->no_inbound || !r->no_inbound;
+    if (q_pair != d_pair) return q_pair;
+    if (q->no_inbound != d->no_inbound) return !q->no_inbound;
+    return q->sync_load < d->sync_load;
+}
+
 /* 6. Distributors: up-to-date candidates. Receivers, in ascending id, each take the distributor
- *    with the fewest receivers so far (ties: lowest id); every voter gets its verdict. False
+ *    with the fewest receivers so far (ties: lowest id), one that accepts connections before
+ *    one that refused a dial (sync_dist_better); every voter gets its verdict. False
  *    when no voter is left (every one was evicted): no round. */
 static bool elect_assign(ccoip_master *m, m_sgroup *g, uint64_t prev, uint32_t nkeys)
 {
@@ -423,48 +480,41 @@ static bool elect_assign(ccoip_master *m, m_sgroup *g, uint64_t prev, uint32_t n
     if (ref == M_SLOT_NONE) return false; /* everybody was evicted */
     g->transfer = true;
     g->round = ++m->sync.next_round;
+    /* Receivers first (a distributor that dials its receivers names them all in its verdict),
+     * then every voter's verdict. */
     for (uint32_t k = 0; k < m->sess.order_n; k++) {
         uint32_t s = m->sess.order[k];
         m_peer *p = &m->sess.peers[s];
         if (p->group != g->group || p->sync_st != MS_VOTED) continue;
-        bool outdated = p->sync_rev < prev;
+        const bool outdated = p->sync_rev < prev;
         const m_skey *mk = sync_keys(m, s);
         bool need = false;
         for (uint32_t i = 0; i < nkeys && !need; i++) {
             need = (!mk[i].aci && mk[i].hash != m->sync.popular[i]) || (outdated && mk[i].aci);
         }
         uint32_t dist = M_SLOT_NONE;
-        if (need) {
-            for (uint32_t j = 0; j < m->sess.order_n; j++) {
-                uint32_t t = m->sess.order[j];
-                const m_peer *q = &m->sess.peers[t];
-                /* Members earlier in this loop already got their verdict (ASSIGNED). */
-                bool cand = (q->sync_st == MS_VOTED || q->sync_st == MS_ASSIGNED) &&
-                            q->sync_strategy != CCOIP_PB_SYNC_STRATEGY_RECEIVE_ONLY &&
-                            q->sync_rev == prev;
-                if (t == s || q->group != g->group || !cand || !sync_holds_popular(m, t)) {
-                    continue;
-                }
-                if (dist == M_SLOT_NONE || q->sync_load < m->sess.peers[dist].sync_load) dist = t;
-            }
+        for (uint32_t j = 0; need && j < m->sess.order_n; j++) {
+            uint32_t t = m->sess.order[j];
+            const m_peer *q = &m->sess.peers[t];
+            bool cand = q->sync_st == MS_VOTED &&
+                        q->sync_strategy != CCOIP_PB_SYNC_STRATEGY_RECEIVE_ONLY &&
+                        q->sync_rev == prev;
+            if (t == s || q->group != g->group || !cand || !sync_holds_popular(m, t)) continue;
+            if (dist == M_SLOT_NONE || sync_dist_better(p, q, &m->sess.peers[dist])) dist = t;
         }
-        uint32_t nout = 0;
         p->sync_dist = dist;
-        if (dist != M_SLOT_NONE) {
-            m->sess.peers[dist].sync_load++;
-            const m_skey *dk = sync_keys(m, dist);
-            for (uint32_t i = 0; i < nkeys; i++) {
-                bool fetch = mk[i].aci ? (outdated && mk[i].hash != dk[i].hash)
-                                       : mk[i].hash != m->sync.popular[i];
-                if (!fetch) continue;
-                ccoip_pb_outdated_key *o = &m->sync.okeys[nout++];
-                memset(o, 0, sizeof(*o));
-                o->name.data = dk[i].name;
-                o->name.len = dk[i].name_len;
-                o->expected_hash = dk[i].hash;
-                o->hash_type = CCOIP_PB_HASH_TYPE_XXH3_64;
-            }
-        }
+        /* Something to fetch (the allow-inequality keys of an outdated member may already
+         * match its distributor's): only then does a dialling distributor dial it. */
+        p->sync_fetch = dist != M_SLOT_NONE && sync_fetch_keys(m, s, dist, outdated, nkeys, false);
+        if (dist != M_SLOT_NONE) m->sess.peers[dist].sync_load++;
+    }
+    for (uint32_t k = 0; k < m->sess.order_n; k++) {
+        uint32_t s = m->sess.order[k];
+        m_peer *p = &m->sess.peers[s];
+        if (p->group != g->group || p->sync_st != MS_VOTED) continue;
+        const uint32_t dist = p->sync_dist;
+        const uint32_t nout =
+            dist == M_SLOT_NONE ? 0 : sync_fetch_keys(m, s, dist, p->sync_rev < prev, nkeys, true);
         sync_send_verdict(m, s, prev, dist, nout);
     }
     return true;
@@ -693,8 +743,10 @@ bool m_sync_init(ccoip_master *m)
     y->popular = calloc((size_t)nk, sizeof(uint64_t));
     y->tmp_d = calloc((size_t)np, sizeof(uint32_t));
     y->okeys = calloc((size_t)nk, sizeof(ccoip_pb_outdated_key));
+    y->dial_info = calloc((size_t)np, sizeof(ccoip_pb_peer_info));
+    y->dial_eps = calloc((size_t)np, sizeof(ccoip_pb_endpoint));
     return y->skeys != NULL && y->sgroups != NULL && y->popular != NULL && y->tmp_d != NULL &&
-           y->okeys != NULL;
+           y->okeys != NULL && y->dial_info != NULL && y->dial_eps != NULL;
 }
 
 void m_sync_deinit(ccoip_master *m)
@@ -704,4 +756,6 @@ void m_sync_deinit(ccoip_master *m)
     free(m->sync.popular);
     free(m->sync.tmp_d);
     free(m->sync.okeys);
+    free(m->sync.dial_info);
+    free(m->sync.dial_eps);
 }

@@ -105,9 +105,26 @@ static bool topo_pending_progress(ccoip_master *m)
 /* Rings                                                                     */
 /* ------------------------------------------------------------------------ */
 
+/* A ring link from -> to is usable when either end can dial the other: its connections carry
+ * data both ways whoever dialled them (§6.4). */
 static bool topo_link_ok(const ccoip_master *m, uint32_t from_slot, uint32_t to_slot)
 {
-    return !m_unreachable(m, from_slot, to_slot);
+    return !m_unreachable(m, from_slot, to_slot) || !m_unreachable(m, to_slot, from_slot);
+}
+
+/*
+ * Who dials the ring link from -> to (§6.4): its source, unless that dial failed before, or the
+ * destination refused a dial (from anyone: it likely accepts no connections, a peer behind NAT)
+ * while the source never did and can be dialled from the destination. True: the destination
+ * dials (the link is reversed).
+ */
+static bool topo_link_reversed(const ccoip_master *m, uint32_t from_slot, uint32_t to_slot)
+{
+    const bool fwd = !m_unreachable(m, from_slot, to_slot);
+    const bool rev = !m_unreachable(m, to_slot, from_slot);
+    if (!rev) return false;
+    if (!fwd) return true;
+    return m->sess.peers[to_slot].no_inbound && !m->sess.peers[from_slot].no_inbound;
 }
 
 /*
@@ -204,8 +221,8 @@ static uint32_t topo_build_rings(ccoip_master *m)
                 uint32_t reach = 0;
                 for (uint32_t j = 0; j < n; j++) {
                     if (i == j) continue;
-                    if (topo_link_ok(m, mem[i], mem[j])) reach++;
-                    if (topo_link_ok(m, mem[j], mem[i])) reach++;
+                    if (!m_unreachable(m, mem[i], mem[j])) reach++; /* dials that work */
+                    if (!m_unreachable(m, mem[j], mem[i])) reach++;
                 }
                 if (reach < best) {
                     best = reach;
@@ -290,6 +307,10 @@ static void topo_send_plan(ccoip_master *m, uint32_t slot, uint64_t call, bool o
     }
     plan->neighbours = nb;
     plan->neighbours_count = nn;
+    if (p->ring_size >= 2) {
+        if (topo_link_reversed(m, slot, p->succ)) plan->dial |= CCOIP_PB_DIAL_SUCC_REVERSED;
+        if (topo_link_reversed(m, p->pred, slot)) plan->dial |= CCOIP_PB_DIAL_PRED_REVERSED;
+    }
     uint8_t keys[3][CCOIP_AUTH_KEY_BYTES];
     if (ccoip_auth_on(&m->cfg.auth)) {
         m_auth_group_key(m, m->topo.epoch, p->group, keys[2]);
@@ -503,6 +524,7 @@ void m_topo_on_p2p(ccoip_master *m, uint32_t slot, uint64_t call, const ccoip_pb
         uint32_t to = m_slot_by_id(m, r->unreachable_peers[i]);
         if (to != M_SLOT_NONE && to != slot) {
             m_set_unreachable(m, slot, to);
+            m->sess.peers[to].no_inbound = true; /* its next links are dialled from it */
             sm_log(&m->out, CCOIP_LOG_WARN, "master: peer %U cannot reach peer %U", p->id,
                    m->sess.peers[to].id);
         }

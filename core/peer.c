@@ -498,7 +498,7 @@ static void peer_on_topo_answer(ccoip_peer *p, const ccoip_pb_master_to_peer *en
         return;
     }
     if (p->ctl.topo_pending) p->ctl.topo_cmd_epoch = env->body.topology_plan.epoch;
-    p_wire_on_plan(p, &env->body.topology_plan);
+    p_wire_on_plan(p, &env->body.topology_plan, env->deadline_ms);
 }
 
 static void peer_on_pending_answer(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
@@ -542,7 +542,7 @@ static void peer_on_frame(ccoip_peer *p, const uint8_t *data, uint64_t len)
             return;
         case CCOIP_PB_MASTER_TO_PEER_BODY_TOPOLOGY_PLAN:
             if (p->state != PS_ACCEPTED) break;
-            p_wire_on_plan(p, &env.body.topology_plan); /* re-wire after a loss (§6.9) */
+            p_wire_on_plan(p, &env.body.topology_plan, env.deadline_ms); /* re-wire (§6.9) */
             return;
         case CCOIP_PB_MASTER_TO_PEER_BODY_COLLECTIVE_VERDICT:
             if (p->state != PS_ACCEPTED) break;
@@ -730,6 +730,7 @@ static void peer_timers(ccoip_peer *p)
     }
     p_ring_timers(p);
     p_pair_timers(p);
+    p_offer_timers(p);
 }
 
 uint64_t ccoip_peer_deadline_ns(const ccoip_peer *p)

@@ -436,7 +436,7 @@ static bool ring_links_up(const ccoip_peer *p)
         if (p->wire.tx_state[k] != PT_UP) return false;
     }
     for (uint32_t k = 0; k < p->wire.rx_n; k++) {
-        if (p->wire.rx_conn[k] == CCOIP_CONN_NONE) return false;
+        if (p->wire.rx_conn[k] == CCOIP_CONN_NONE || p->wire.rx_state[k] != PT_UP) return false;
     }
     return true;
 }

@@ -146,7 +146,7 @@ void p_opt_on_answer(ccoip_peer *p, p_call_kind kind, const ccoip_pb_master_to_p
     /* Re-wire exactly as for a TopologyPlan; the TopologyVerdict of that epoch completes. */
     p_set_opt(p, POPT_REWIRING);
     p->opt.epoch = v->plan.epoch;
-    p_wire_on_plan(p, &v->plan);
+    p_wire_on_plan(p, &v->plan, env->deadline_ms);
 }
 
 void p_opt_on_topology_verdict(ccoip_peer *p, uint64_t epoch, bool ok)

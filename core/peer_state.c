@@ -96,6 +96,7 @@ static void state_finish(ccoip_peer *p, pcclResult_t r)
     p_set_sync(p, PSS_NONE);
     p->ss.io = 0;
     p->ss.nsends = 0;
+    p->ss.await_offer = false;
     p->ss.conn_open = false;
     p->ss.conn = CCOIP_CONN_NONE;
     p->ss.scratch = false;
@@ -116,10 +117,11 @@ static void state_send_done(ccoip_peer *p, bool ok)
 }
 
 /* The fetch failed: the tensors were not touched (scratch only). Report and wait. */
-static void state_fetch_fail(ccoip_peer *p, const char *why)
+void p_state_fetch_fail(ccoip_peer *p, const char *why)
 {
     sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: shared-state fetch failed: %s", p->id, why);
     p->ss.failed = true;
+    p->ss.await_offer = false;
     ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CANCEL);
     if (a != NULL) a->op_slot = state_slot(p) + 1u;
     if (p->ss.conn_open) {
@@ -255,6 +257,7 @@ static void state_on_verdict(ccoip_peer *p, const ccoip_pb_shared_state_sync_ver
     if (v->round > p->ss.round_last) p->ss.round_last = v->round;
     for (uint32_t i = 0; i < p->ss.nkeys; i++)
         p->ss.skeys[i].fetch = false;
+    p_offer_start(p, v); /* we accept no connections: we dial our receivers (§8.3) */
     if (!v->outdated || v->outdated_keys_count == 0) {
         state_send_done(p, true);
         return;
@@ -291,6 +294,17 @@ static void state_on_verdict(ccoip_peer *p, const ccoip_pb_shared_state_sync_ver
         b->scratch_bytes = off;
     }
     p->ss.scratch = true;
+    p->ss.recv_pending = 0;
+    p->ss.resp_ok = false;
+    if (v->distributor_dials) {
+        /* It accepts no connections: it dials us and offers (§8.3, p_offer_on_recv). */
+        p->ss.await_offer = true;
+        p->ss.offer_from = v->distributor_peer;
+        p->ss.await_ns = p->now;
+        p->ss.conn_open = false;
+        p_set_sync(p, PSS_FETCHING);
+        return;
+    }
     ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CONNECT);
     if (a == NULL) return;
     p->ss.conn = p->next_conn++;
@@ -309,8 +323,6 @@ static void state_on_verdict(ccoip_peer *p, const ccoip_pb_shared_state_sync_ver
         a->port = ep->port;
     }
     p->ss.conn_open = true;
-    p->ss.recv_pending = 0;
-    p->ss.resp_ok = false;
     p_set_sync(p, PSS_FETCHING);
 }
 
@@ -365,7 +377,7 @@ static void state_request_proof(const ccoip_peer *p,
 }
 
 /* Closes served connection i and frees its slot. */
-static void state_sconn_close(ccoip_peer *p, uint32_t i)
+void p_state_sconn_close(ccoip_peer *p, uint32_t i)
 {
     ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CLOSE);
     if (a != NULL) a->conn = p->ss.sconn[i].conn;
@@ -374,7 +386,7 @@ static void state_sconn_close(ccoip_peer *p, uint32_t i)
 
 /* Admission (hostile networks): with every served slot taken, the connection that has waited
  * longest without a request makes room, so idle connections cannot lock requesters out. */
-static void state_sconn_make_room(ccoip_peer *p)
+void p_state_sconn_make_room(ccoip_peer *p)
 {
     uint32_t oldest = UINT32_MAX;
     for (uint32_t i = 0; i < P_SS_MAX; i++) {
@@ -387,18 +399,14 @@ static void state_sconn_make_room(ccoip_peer *p)
     sm_log(&p->out, CCOIP_LOG_WARN,
            "peer %U: shared-state connections full: closing conn %U (no request) to make room",
            p->id, p->ss.sconn[oldest].conn);
-    state_sconn_close(p, oldest);
+    p_state_sconn_close(p, oldest);
 }
-
-/* Sends the fetch's STATE_REQUEST (keys in verdict order) and posts one STATE_RECV per key into
- * scratch; challenge: the distributor's (authenticated runs), else NULL. */
-static void state_send_request(ccoip_peer *p, const uint8_t *challenge);
 
 bool p_state_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
 {
     if (ev->accepted) {
         if (ev->listener != CCOIP_LISTENER_SHARED_STATE) return false;
-        state_sconn_make_room(p);
+        p_state_sconn_make_room(p);
         for (uint32_t i = 0; i < P_SS_MAX; i++) {
             if (!p->ss.sconn[i].used) {
                 memset(&p->ss.sconn[i], 0, sizeof(p->ss.sconn[i]));
@@ -414,15 +422,18 @@ bool p_state_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
         if (a != NULL) a->conn = ev->conn;
         return true;
     }
+    if (p_offer_on_conn_up(p, ev)) return true;
     if (!p->ss.conn_open || ev->conn != p->ss.conn) return false;
     if (p->ss.st != PSS_FETCHING) return true;
     p->ss.requested = false;
     /* Authenticated: the request answers the distributor's CHALLENGE (state_on_response). */
-    if (!ccoip_auth_on(&p->cfg.auth)) state_send_request(p, NULL);
+    if (!ccoip_auth_on(&p->cfg.auth)) p_state_send_request(p, NULL);
     return true;
 }
 
-static void state_send_request(ccoip_peer *p, const uint8_t *challenge)
+/* Sends the fetch's STATE_REQUEST (keys in verdict order) and posts one STATE_RECV per key into
+ * scratch; challenge: the distributor's (authenticated runs), else NULL. */
+void p_state_send_request(ccoip_peer *p, const uint8_t *challenge)
 {
     p->ss.requested = true;
     /* Request the keys in verdict order; post one STATE_RECV per key into scratch. */
@@ -521,18 +532,18 @@ static void state_on_response(ccoip_peer *p, const uint8_t *data, uint64_t len)
     if (ccoip_auth_on(&p->cfg.auth) && !p->ss.requested && p->ss.st == PSS_FETCHING) {
         if (ccoip_data_header_decode(data, len, &p->lim, &h) != pcclSuccess ||
             h.kind != CCOIP_DATA_CHALLENGE || len != CCOIP_DATA_HEADER_BYTES) {
-            state_fetch_fail(p, "the distributor sent no CHALLENGE");
+            p_state_fetch_fail(p, "the distributor sent no CHALLENGE");
             return;
         }
         uint8_t challenge[CCOIP_AUTH_NONCE_BYTES];
         ccoip_auth_nonce_from_u64(h.tag, h.seq, challenge);
-        state_send_request(p, challenge);
+        p_state_send_request(p, challenge);
         return;
     }
     if (ccoip_data_header_decode(data, len, &p->lim, &h) != pcclSuccess ||
         h.kind != CCOIP_DATA_STATE_RESPONSE || len != CCOIP_DATA_HEADER_BYTES + h.length ||
         p->ss.st != PSS_FETCHING || p->ss.resp_ok) {
-        state_fetch_fail(p, "bad frame from the distributor");
+        p_state_fetch_fail(p, "bad frame from the distributor");
         return;
     }
     ccoip_pb_arena arena;
@@ -540,12 +551,12 @@ static void state_on_response(ccoip_peer *p, const uint8_t *data, uint64_t len)
     ccoip_pb_shared_state_response r;
     if (ccoip_pb_shared_state_response_decode(data + CCOIP_DATA_HEADER_BYTES, h.length, &p->lim.pb,
                                               &arena, &r) != pcclSuccess) {
-        state_fetch_fail(p, "malformed STATE_RESPONSE");
+        p_state_fetch_fail(p, "malformed STATE_RESPONSE");
         return;
     }
     if (r.status != CCOIP_PB_STATUS_SUCCESS || r.revision != p->ss.popular ||
         r.entries_count != p->ss.nfetch) {
-        state_fetch_fail(p, "distributor refused or serves another revision");
+        p_state_fetch_fail(p, "distributor refused or serves another revision");
         return;
     }
     for (uint32_t i = 0; i < p->ss.nkeys; i++) {
@@ -554,7 +565,7 @@ static void state_on_response(ccoip_peer *p, const uint8_t *data, uint64_t len)
         const ccoip_pb_shared_state_entry *e = &r.entries[k->fetch_pos];
         if (state_name_cmp(k->name, k->name_len, e->name.data, e->name.len) != 0 ||
             e->byte_length != k->bytes || e->hash != k->expected) {
-            state_fetch_fail(p, "distributor's entry differs from the popular content");
+            p_state_fetch_fail(p, "distributor's entry differs from the popular content");
             return;
         }
     }
@@ -569,7 +580,7 @@ static void state_serve(ccoip_peer *p, uint32_t i, const uint8_t *data, uint64_t
     ccoip_data_header h;
     if (ccoip_data_header_decode(data, len, &p->lim, &h) != pcclSuccess ||
         h.kind != CCOIP_DATA_STATE_REQUEST || len != CCOIP_DATA_HEADER_BYTES + h.length) {
-        state_sconn_close(p, i);
+        p_state_sconn_close(p, i);
         return;
     }
     ccoip_pb_arena arena;
@@ -585,7 +596,7 @@ static void state_serve(ccoip_peer *p, uint32_t i, const uint8_t *data, uint64_t
             !ccoip_auth_equal(want, req.proof.data, CCOIP_AUTH_MAC_BYTES)) {
             sm_log(&p->out, CCOIP_LOG_WARN,
                    "peer %U: STATE_REQUEST on conn %U without a valid proof: closing", p->id, conn);
-            state_sconn_close(p, i);
+            p_state_sconn_close(p, i);
             return;
         }
     }
@@ -654,7 +665,7 @@ bool p_state_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t
     }
     const uint32_t i = state_sconn(p, conn);
     if (i == UINT32_MAX) return false;
-    state_serve(p, i, data, len);
+    if (!p_offer_on_recv(p, i, data, len)) state_serve(p, i, data, len);
     return true;
 }
 
@@ -663,7 +674,7 @@ bool p_state_on_conn_closed(ccoip_peer *p, uint64_t conn)
     if (p->ss.conn_open && conn == p->ss.conn) {
         p->ss.conn_open = false;
         if (p->ss.st == PSS_FETCHING || p->ss.st == PSS_VERIFYING) {
-            state_fetch_fail(p, "distributor connection lost");
+            p_state_fetch_fail(p, "distributor connection lost");
         }
         return true;
     }
@@ -689,7 +700,7 @@ bool p_state_on_done(ccoip_peer *p, const ccoip_event *ev)
             if (!k->fetch || k->recv_io != id) continue;
             k->recv_io = 0;
             if (ev->done.result != pcclSuccess) {
-                state_fetch_fail(p, "tensor transfer failed");
+                p_state_fetch_fail(p, "tensor transfer failed");
                 return true;
             }
             p->ss.rx += k->bytes;
@@ -716,7 +727,7 @@ bool p_state_on_done(ccoip_peer *p, const ccoip_event *ev)
     case PSS_VERIFYING: {
         const p_skey *k = &p->ss.skeys[p->ss.i];
         if (ev->done.result != pcclSuccess || ev->done.hash != k->expected) {
-            state_fetch_fail(p, "received tensor does not have the expected hash");
+            p_state_fetch_fail(p, "received tensor does not have the expected hash");
             return true;
         }
         state_verify_next(p, p->ss.i + 1u);

@@ -14,7 +14,7 @@
 
 #include "peer_internal.h"
 
-static void wire_send_hello(ccoip_peer *p, uint32_t k, const uint8_t *challenge);
+static void wire_send_hello(ccoip_peer *p, uint32_t s, uint32_t k, const uint8_t *challenge);
 
 static void wire_close(ccoip_peer *p, uint64_t conn)
 {
@@ -22,7 +22,46 @@ static void wire_close(ccoip_peer *p, uint64_t conn)
     if (a != NULL) a->conn = conn;
 }
 
-static void wire_report(ccoip_peer *p, bool ok)
+/* Side s's pool: its connections, their states and its agreed size (tx_* / rx_*). */
+static uint64_t *side_conn(ccoip_peer *p, uint32_t s)
+{
+    return s == P_SIDE_SUCC ? p->wire.tx_conn : p->wire.rx_conn;
+}
+
+static p_tx_state *side_state(ccoip_peer *p, uint32_t s)
+{
+    return s == P_SIDE_SUCC ? p->wire.tx_state : p->wire.rx_state;
+}
+
+static uint32_t *side_n(ccoip_peer *p, uint32_t s)
+{
+    return s == P_SIDE_SUCC ? &p->wire.tx_n : &p->wire.rx_n;
+}
+
+/* The link of side s runs from src to dst (its HELLO's tag and seq, whoever dials). */
+static uint64_t side_src(const ccoip_peer *p, uint32_t s)
+{
+    return s == P_SIDE_SUCC ? p->id : p->wire.plan_pred;
+}
+
+static uint64_t side_dst(const ccoip_peer *p, uint32_t s)
+{
+    return s == P_SIDE_SUCC ? p->wire.plan_succ : p->id;
+}
+
+/* The neighbour at the other end of side s. */
+static uint64_t side_peer(const ccoip_peer *p, uint32_t s)
+{
+    return s == P_SIDE_SUCC ? p->wire.plan_succ : p->wire.plan_pred;
+}
+
+/* The link key of side s (authenticated runs, §8.1): the same at both of its ends. */
+static const uint8_t *side_key(const ccoip_peer *p, uint32_t s)
+{
+    return s == P_SIDE_SUCC ? p->wire.succ_key : p->wire.pred_key;
+}
+
+static void wire_report(ccoip_peer *p, bool ok, uint32_t failed_side)
 {
     if (!p->wire.wiring) return;
     p->wire.wiring = false;
@@ -33,14 +72,30 @@ static void wire_report(ccoip_peer *p, bool ok)
     env.body_case = CCOIP_PB_PEER_TO_MASTER_BODY_P2P_ESTABLISHED;
     env.body.p2p_established.epoch = p->wire.plan_epoch;
     env.body.p2p_established.success = ok;
-    uint64_t unreachable = p->wire.plan_succ;
+    /* The peer we could not dial (§6.4: the directed dial reporter -> it failed). */
+    uint64_t unreachable = side_peer(p, failed_side);
     if (!ok) {
         env.body.p2p_established.unreachable_peers = &unreachable;
         env.body.p2p_established.unreachable_peers_count = 1;
-        sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: cannot reach successor %U", p->id,
-               p->wire.plan_succ);
+        sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: cannot reach %s %U%s", p->id,
+               failed_side == P_SIDE_SUCC ? "successor" : "predecessor", unreachable,
+               p->wire.relayed[failed_side] ? " through the master's relay" : "");
     }
     p_send(p, &env);
+}
+
+/* Reports success once every pool this peer dials is acknowledged (§6.4). */
+static void wire_report_if_up(ccoip_peer *p)
+{
+    for (uint32_t s = 0; s < 2u; s++) {
+        if (!p->wire.dials[s]) continue;
+        const uint32_t n = *side_n(p, s);
+        if (n == 0) return;
+        for (uint32_t j = 0; j < n; j++) {
+            if (side_state(p, s)[j] != PT_UP) return;
+        }
+    }
+    wire_report(p, true, P_SIDE_SUCC);
 }
 
 /* The `step` of a HELLO / HELLO_ACK for a pool of n connections (0 means 1). */
@@ -54,67 +109,78 @@ static uint32_t wire_pool_decode(uint32_t step)
     return step == 0 ? 1u : step;
 }
 
-/* Forgets conn as an accepted link of the pool; true when it was one. */
-static bool wire_rx_forget(ccoip_peer *p, uint64_t conn)
+/* Forgets conn as an accepted connection of either side's pool; true when it was one. */
+static bool wire_acc_forget(ccoip_peer *p, uint64_t conn)
 {
     if (conn == CCOIP_CONN_NONE) return false;
-    for (uint32_t k = 0; k < CCOIP_P2P_POOL_MAX; k++) {
-        if (p->wire.rx_conn[k] == conn) {
-            p->wire.rx_conn[k] = CCOIP_CONN_NONE;
-            return true;
+    for (uint32_t s = 0; s < 2u; s++) {
+        if (p->wire.dials[s]) continue;
+        for (uint32_t k = 0; k < CCOIP_P2P_POOL_MAX; k++) {
+            if (side_conn(p, s)[k] == conn) {
+                side_conn(p, s)[k] = CCOIP_CONN_NONE;
+                side_state(p, s)[k] = PT_NONE;
+                return true;
+            }
         }
     }
     return false;
 }
 
-static void wire_rx_clear(ccoip_peer *p)
+/* Closes the connections this peer dialled (accepted ones close with their acc slot) and
+ * empties both pools. */
+static void wire_links_reset(ccoip_peer *p)
 {
-    for (uint32_t k = 0; k < CCOIP_P2P_POOL_MAX; k++)
-        p->wire.rx_conn[k] = CCOIP_CONN_NONE;
-    p->wire.rx_n = 0;
-}
-
-static void wire_tx_close_all(ccoip_peer *p)
-{
-    for (uint32_t k = 0; k < CCOIP_P2P_POOL_MAX; k++) {
-        if (p->wire.tx_conn[k] != CCOIP_CONN_NONE) wire_close(p, p->wire.tx_conn[k]);
-        p->wire.tx_conn[k] = CCOIP_CONN_NONE;
-        p->wire.tx_state[k] = PT_NONE;
+    for (uint32_t s = 0; s < 2u; s++) {
+        for (uint32_t k = 0; k < CCOIP_P2P_POOL_MAX; k++) {
+            if (p->wire.dials[s] && side_conn(p, s)[k] != CCOIP_CONN_NONE)
+                wire_close(p, side_conn(p, s)[k]);
+            side_conn(p, s)[k] = CCOIP_CONN_NONE;
+            side_state(p, s)[k] = PT_NONE;
+        }
+        *side_n(p, s) = 0;
     }
-    p->wire.tx_n = 0;
 }
 
-/* The index of conn in the dialled pool, or CCOIP_P2P_POOL_MAX. */
-static uint32_t wire_tx_index(const ccoip_peer *p, uint64_t conn)
+/* Finds conn among the connections this peer dialled: true with its side and index. */
+static bool wire_dialled(const ccoip_peer *p, uint64_t conn, uint32_t *s_out, uint32_t *k_out)
 {
-    if (conn == CCOIP_CONN_NONE) return CCOIP_P2P_POOL_MAX;
-    for (uint32_t k = 0; k < CCOIP_P2P_POOL_MAX; k++) {
-        if (p->wire.tx_conn[k] == conn) return k;
+    if (conn == CCOIP_CONN_NONE) return false;
+    for (uint32_t s = 0; s < 2u; s++) {
+        if (!p->wire.dials[s]) continue;
+        const uint64_t *c = s == P_SIDE_SUCC ? p->wire.tx_conn : p->wire.rx_conn;
+        for (uint32_t k = 0; k < CCOIP_P2P_POOL_MAX; k++) {
+            if (c[k] == conn) {
+                *s_out = s;
+                *k_out = k;
+                return true;
+            }
+        }
     }
-    return CCOIP_P2P_POOL_MAX;
+    return false;
 }
 
-/* Dials connection k of the pool to the plan's successor. */
-static void wire_dial(ccoip_peer *p, uint32_t k)
+/* Dials connection k of side s's pool (the neighbour's p2p listener, or the master's relay). */
+static void wire_dial(ccoip_peer *p, uint32_t s, uint32_t k)
 {
     ccoip_action *a = sm_out_push(&p->out, CCOIP_ACT_CONNECT);
     if (a == NULL) return;
-    p->wire.tx_conn[k] = p->next_conn++;
-    p->wire.tx_state[k] = PT_DIALING;
-    a->conn = p->wire.tx_conn[k];
-    if (p->wire.succ_url_len > 0) {
-        a->data = (const uint8_t *)p->wire.succ_url;
-        a->len = p->wire.succ_url_len;
+    side_conn(p, s)[k] = p->next_conn++;
+    side_state(p, s)[k] = PT_DIALING;
+    a->conn = side_conn(p, s)[k];
+    if (p->wire.dial_url_len[s] > 0) {
+        a->data = (const uint8_t *)p->wire.dial_url[s];
+        a->len = p->wire.dial_url_len[s];
     }
-    if (p->wire.succ_ip_len > 0) memcpy(a->ip, p->wire.succ_ip, (size_t)p->wire.succ_ip_len);
-    a->ip_len = p->wire.succ_ip_len;
-    a->port = p->wire.succ_port;
+    if (p->wire.dial_ip_len[s] > 0)
+        memcpy(a->ip, p->wire.dial_ip[s], (size_t)p->wire.dial_ip_len[s]);
+    a->ip_len = p->wire.dial_ip_len[s];
+    a->port = p->wire.dial_port[s];
 }
 
 static void wire_acc_free(ccoip_peer *p, uint32_t i, bool close)
 {
     if (close) wire_close(p, p->wire.acc[i].conn);
-    wire_rx_forget(p, p->wire.acc[i].conn);
+    wire_acc_forget(p, p->wire.acc[i].conn);
     memset(&p->wire.acc[i], 0, sizeof(p->wire.acc[i]));
 }
 
@@ -139,6 +205,18 @@ void p_auth_challenge(ccoip_peer *p, uint64_t conn, uint8_t nonce[CCOIP_AUTH_NON
     if (sm_send_data_header(&p->out, &p->lim, conn, &c) != pcclSuccess) p->out.overflow = true;
 }
 
+/* The side whose link a HELLO names, as its acceptor (§8.1): PRED when the predecessor dials
+ * its link to us (the default), SUCC when the successor dials our link to it (the plan reversed
+ * it); 2 when neither. */
+static uint32_t wire_acc_side(const ccoip_peer *p, const ccoip_data_header *h)
+{
+    if (h->tag == p->wire.plan_pred && h->seq == p->id && !p->wire.dials[P_SIDE_PRED])
+        return P_SIDE_PRED;
+    if (h->tag == p->id && h->seq == p->wire.plan_succ && !p->wire.dials[P_SIDE_SUCC])
+        return P_SIDE_SUCC;
+    return 2u;
+}
+
 /* Checks a HELLO on accepted connection i against the plan (§8.1). */
 static void wire_acc_check(ccoip_peer *p, uint32_t i)
 {
@@ -148,8 +226,8 @@ static void wire_acc_check(ccoip_peer *p, uint32_t i)
         p_pair_on_hello(p, i); /* a send / recv's link (§8.5) */
         return;
     }
-    if (h->kind != CCOIP_DATA_HELLO || h->seq != p->id || h->chunk >= CCOIP_P2P_POOL_MAX ||
-        h->step > CCOIP_P2P_POOL_MAX) {
+    if (h->kind != CCOIP_DATA_HELLO || (h->seq != p->id && h->tag != p->id) ||
+        h->chunk >= CCOIP_P2P_POOL_MAX || h->step > CCOIP_P2P_POOL_MAX) {
         wire_acc_free(p, i, true);
         return;
     }
@@ -170,15 +248,17 @@ static void wire_acc_check(ccoip_peer *p, uint32_t i)
         a->state = PA_HELD;
         return;
     }
-    uint32_t want = wire_pool_decode(h->step);
-    uint32_t n = want < p->cfg.p2p_pool_size ? want : p->cfg.p2p_pool_size;
-    bool ok = h->epoch == p->wire.plan_epoch && h->tag == p->wire.plan_pred && p->wire.plan_n >= 2;
+    const uint32_t want = wire_pool_decode(h->step);
+    const uint32_t n = want < p->cfg.p2p_pool_size ? want : p->cfg.p2p_pool_size;
+    const uint32_t s = wire_acc_side(p, h);
+    bool ok = h->epoch == p->wire.plan_epoch && s < 2u && p->wire.plan_n >= 2;
+    uint64_t *conns = ok ? side_conn(p, s) : NULL;
+    uint32_t *pn = ok ? side_n(p, s) : NULL;
     if (ok && h->chunk == 0) {
-        ok = p->wire.rx_conn[0] == CCOIP_CONN_NONE;
+        ok = conns[0] == CCOIP_CONN_NONE;
     } else if (ok) {
         /* Connection 0 set the pool's size; the others follow its HELLO_ACK. */
-        ok = p->wire.rx_n != 0 && h->chunk < p->wire.rx_n && n == p->wire.rx_n &&
-             p->wire.rx_conn[h->chunk] == CCOIP_CONN_NONE;
+        ok = *pn != 0 && h->chunk < *pn && n == *pn && conns[h->chunk] == CCOIP_CONN_NONE;
     }
     if (!ok) {
         wire_acc_free(p, i, true);
@@ -186,7 +266,7 @@ static void wire_acc_check(ccoip_peer *p, uint32_t i)
     }
     if (ccoip_auth_on(&p->cfg.auth)) {
         uint8_t proof[CCOIP_AUTH_MAC_BYTES];
-        p_wire_hello_proof(p, p->wire.pred_key, a->challenge, h, proof);
+        p_wire_hello_proof(p, side_key(p, s), a->challenge, h, proof);
         if (!ccoip_auth_equal(proof, a->proof, CCOIP_AUTH_MAC_BYTES)) {
             sm_log(&p->out, CCOIP_LOG_WARN,
                    "peer %U: HELLO on conn %U with a wrong proof (not introduced by the master "
@@ -196,10 +276,11 @@ static void wire_acc_check(ccoip_peer *p, uint32_t i)
             return;
         }
     }
-    if (h->chunk == 0) p->wire.rx_n = n;
+    if (h->chunk == 0) *pn = n;
     a->state = PA_UP;
     a->epoch = h->epoch;
-    p->wire.rx_conn[h->chunk] = a->conn;
+    conns[h->chunk] = a->conn;
+    side_state(p, s)[h->chunk] = PT_UP;
     ccoip_data_header ack;
     ccoip_data_header_init(&ack, CCOIP_DATA_HELLO_ACK);
     ack.epoch = h->epoch;
@@ -219,16 +300,15 @@ void p_wire_acc_close(ccoip_peer *p, uint32_t k)
 
 void p_wire_close_all(ccoip_peer *p)
 {
-    wire_tx_close_all(p);
+    wire_links_reset(p);
     for (uint32_t i = 0; i < p->wire.acc_cap; i++) {
         if (p->wire.acc[i].state != PA_FREE) wire_acc_free(p, i, true);
     }
-    wire_rx_clear(p);
     p->wire.wiring = false;
     p->wire.reported = false;
 }
 
-void p_wire_on_plan(ccoip_peer *p, const ccoip_pb_topology_plan *plan)
+void p_wire_on_plan(ccoip_peer *p, const ccoip_pb_topology_plan *plan, uint32_t deadline_ms)
 {
     if (p->state != PS_PENDING && p->state != PS_ACCEPTED) return;
     if (plan->epoch <= p->wire.plan_epoch || plan->ring_count == 0 ||
@@ -257,22 +337,29 @@ void p_wire_on_plan(ccoip_peer *p, const ccoip_pb_topology_plan *plan)
         p_fail(p, "topology plan with a malformed algorithm table");
         return;
     }
-    uint64_t succ = plan->ring[(rank + 1u) % n], pred = plan->ring[(rank + n - 1u) % n];
-    const ccoip_pb_endpoint *ep = NULL;
-    if (n >= 2) {
-        for (uint64_t k = 0; k < plan->neighbours_count && ep == NULL; k++) {
+    const uint64_t succ = plan->ring[(rank + 1u) % n], pred = plan->ring[(rank + n - 1u) % n];
+    /* Who dials each link (§6.4): by default we dial the successor and accept the predecessor. */
+    const uint32_t bits = n >= 2 ? plan->dial : 0u;
+    const bool dials[2] = {(bits & CCOIP_PB_DIAL_SUCC_REVERSED) == 0,
+                           (bits & CCOIP_PB_DIAL_PRED_REVERSED) != 0};
+    const ccoip_pb_endpoint *ep[2] = {NULL, NULL};
+    for (uint32_t side = 0; side < 2u && n >= 2; side++) {
+        if (!dials[side]) continue;
+        const uint64_t want = side == P_SIDE_SUCC ? succ : pred;
+        for (uint64_t k = 0; k < plan->neighbours_count && ep[side] == NULL; k++) {
             const ccoip_pb_peer_info *nb = &plan->neighbours[k];
-            if (nb->peer_id != succ) continue;
+            if (nb->peer_id != want) continue;
             for (uint64_t e = 0; e < nb->endpoints_count; e++) {
                 if (nb->endpoints[e].kind == CCOIP_PB_ENDPOINT_KIND_P2P) {
-                    ep = &nb->endpoints[e];
+                    ep[side] = &nb->endpoints[e];
                     break;
                 }
             }
         }
-        if (ep == NULL || ep->url.len >= CCOIP_URL_MAX ||
-            (ep->ip.len != 0 && ep->ip.len != 4 && ep->ip.len != 16)) {
-            p_fail(p, "topology plan without a usable successor endpoint");
+        const ccoip_pb_endpoint *e = ep[side];
+        if (e == NULL || e->url.len >= CCOIP_URL_MAX ||
+            (e->ip.len != 0 && e->ip.len != 4 && e->ip.len != 16)) {
+            p_fail(p, "topology plan without a usable endpoint of a neighbour we dial");
             return;
         }
     }
@@ -284,14 +371,13 @@ void p_wire_on_plan(ccoip_peer *p, const ccoip_pb_topology_plan *plan)
     }
     /* The previous epoch's ring is gone: nothing of it completes (§6.9). */
     p_ring_on_link_lost(p, CCOIP_CONN_NONE);
-    wire_tx_close_all(p);
+    wire_links_reset(p);
     for (uint32_t i = 0; i < p->wire.acc_cap; i++) {
         if (p->wire.acc[i].state == PA_UP ||
             (p->wire.acc[i].state == PA_HELD && p->wire.acc[i].hello.epoch < plan->epoch)) {
             wire_acc_free(p, i, true);
         }
     }
-    wire_rx_clear(p);
     p->ring.ready = false;
     p->wire.plan_epoch = plan->epoch;
     p->wire.plan_n = n;
@@ -314,17 +400,30 @@ void p_wire_on_plan(ccoip_peer *p, const ccoip_pb_topology_plan *plan)
     p->wire.reported = false;
     sm_log(&p->out, CCOIP_LOG_INFO, "peer %U: plan epoch %U, rank %u of %u", p->id, plan->epoch,
            rank, n);
+    p->wire.dials[P_SIDE_SUCC] = dials[P_SIDE_SUCC];
+    p->wire.dials[P_SIDE_PRED] = dials[P_SIDE_PRED];
+    p->wire.dial_deadline_ns =
+        deadline_ms == 0 ? CCOIP_NO_DEADLINE : sm_add_sat(p->now, sm_ms(deadline_ms) / 4u * 3u);
     if (n == 1) {
-        wire_report(p, true);
+        wire_report(p, true, P_SIDE_SUCC);
         return;
     }
-    p->wire.succ_url_len = (uint32_t)ep->url.len;
-    if (ep->url.len > 0) memcpy(p->wire.succ_url, ep->url.data, (size_t)ep->url.len);
-    p->wire.succ_url[ep->url.len] = '\0';
-    p->wire.succ_ip_len = (uint32_t)ep->ip.len;
-    if (ep->ip.len > 0) memcpy(p->wire.succ_ip, ep->ip.data, (size_t)ep->ip.len);
-    p->wire.succ_port = ep->port;
-    wire_dial(p, 0);
+    for (uint32_t side = 0; side < 2u; side++) {
+        const ccoip_pb_endpoint *e = ep[side];
+        if (e == NULL) continue;
+        p->wire.dial_url_len[side] = (uint32_t)e->url.len;
+        if (e->url.len > 0) memcpy(p->wire.dial_url[side], e->url.data, (size_t)e->url.len);
+        p->wire.dial_url[side][e->url.len] = '\0';
+        p->wire.dial_ip_len[side] = (uint32_t)e->ip.len;
+        if (e->ip.len > 0) memcpy(p->wire.dial_ip[side], e->ip.data, (size_t)e->ip.len);
+        p->wire.dial_port[side] = e->port;
+        wire_dial(p, side, 0);
+    }
+    if (!dials[P_SIDE_SUCC] && !dials[P_SIDE_PRED]) {
+        sm_log(&p->out, CCOIP_LOG_INFO, "peer %U: both links of epoch %U dialled to us", p->id,
+               plan->epoch);
+        wire_report(p, true, P_SIDE_SUCC); /* our neighbours' reports cover both links */
+    }
     for (uint32_t i = 0; i < p->wire.acc_cap; i++) {
         if (p->wire.acc[i].state == PA_HELD && p->wire.acc[i].hello.epoch == p->wire.plan_epoch) {
             wire_acc_check(p, i);
@@ -377,46 +476,48 @@ bool p_wire_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
         wire_close(p, ev->conn);
         return true;
     }
-    uint32_t k = wire_tx_index(p, ev->conn);
-    if (k >= CCOIP_P2P_POOL_MAX || p->wire.tx_state[k] != PT_DIALING) return false;
+    uint32_t s, k;
+    if (!wire_dialled(p, ev->conn, &s, &k) || side_state(p, s)[k] != PT_DIALING) return false;
     if (ccoip_auth_on(&p->cfg.auth)) {
-        p->wire.tx_state[k] = PT_CHALLENGED; /* the HELLO answers the acceptor's CHALLENGE */
+        side_state(p, s)[k] = PT_CHALLENGED; /* the HELLO answers the acceptor's CHALLENGE */
         return true;
     }
-    wire_send_hello(p, k, NULL);
+    wire_send_hello(p, s, k, NULL);
     return true;
 }
 
-/* Sends connection k's HELLO (§8.1); in an authenticated run with its proof over the
+/* Sends the HELLO of connection k of side s's pool (§8.1): it names the link (tag its source,
+ * seq its destination), whichever end dials; in an authenticated run with its proof over the
  * acceptor's challenge. */
-static void wire_send_hello(ccoip_peer *p, uint32_t k, const uint8_t *challenge)
+static void wire_send_hello(ccoip_peer *p, uint32_t s, uint32_t k, const uint8_t *challenge)
 {
     ccoip_data_header h;
     ccoip_data_header_init(&h, CCOIP_DATA_HELLO);
     h.epoch = p->wire.plan_epoch;
-    h.tag = p->id;
-    h.seq = p->wire.plan_succ;
+    h.tag = side_src(p, s);
+    h.seq = side_dst(p, s);
     h.chunk = k;
     h.step = wire_pool_code(p->cfg.p2p_pool_size);
+    const uint64_t conn = side_conn(p, s)[k];
     pcclResult_t r;
     if (challenge != NULL) {
         uint8_t proof[CCOIP_AUTH_MAC_BYTES];
-        p_wire_hello_proof(p, p->wire.succ_key, challenge, &h, proof);
-        r = sm_send_data_proof(&p->out, &p->lim, p->wire.tx_conn[k], &h, proof);
+        p_wire_hello_proof(p, side_key(p, s), challenge, &h, proof);
+        r = sm_send_data_proof(&p->out, &p->lim, conn, &h, proof);
     } else {
-        r = sm_send_data_header(&p->out, &p->lim, p->wire.tx_conn[k], &h);
+        r = sm_send_data_header(&p->out, &p->lim, conn, &h);
     }
     if (r != pcclSuccess) p->out.overflow = true;
-    p->wire.tx_state[k] = PT_HELLO_SENT;
+    side_state(p, s)[k] = PT_HELLO_SENT;
 }
 
 bool p_wire_on_conn_closed(ccoip_peer *p, uint64_t conn)
 {
-    uint32_t k = wire_tx_index(p, conn);
-    if (k < CCOIP_P2P_POOL_MAX) {
-        p->wire.tx_conn[k] = CCOIP_CONN_NONE;
-        p->wire.tx_state[k] = PT_NONE;
-        wire_report(p, false); /* nothing when the pool was already reported */
+    uint32_t s, k;
+    if (wire_dialled(p, conn, &s, &k)) {
+        side_conn(p, s)[k] = CCOIP_CONN_NONE;
+        side_state(p, s)[k] = PT_NONE;
+        wire_report(p, false, s); /* nothing when the pools were already reported */
         p_ring_on_link_lost(p, conn);
         return true;
     }
@@ -433,39 +534,36 @@ bool p_wire_on_conn_closed(ccoip_peer *p, uint64_t conn)
 bool p_wire_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t len)
 {
     ccoip_data_header h;
-    uint32_t k = wire_tx_index(p, conn);
-    if (k < CCOIP_P2P_POOL_MAX) {
+    uint32_t s, k;
+    if (wire_dialled(p, conn, &s, &k)) {
+        p_tx_state *st = side_state(p, s);
         pcclResult_t r = ccoip_data_header_decode(data, len, &p->lim, &h);
-        if (r == pcclSuccess && len == CCOIP_DATA_HEADER_BYTES &&
-            p->wire.tx_state[k] == PT_CHALLENGED && h.kind == CCOIP_DATA_CHALLENGE) {
+        if (r == pcclSuccess && len == CCOIP_DATA_HEADER_BYTES && st[k] == PT_CHALLENGED &&
+            h.kind == CCOIP_DATA_CHALLENGE) {
             uint8_t challenge[CCOIP_AUTH_NONCE_BYTES];
             ccoip_auth_nonce_from_u64(h.tag, h.seq, challenge);
-            wire_send_hello(p, k, challenge);
+            wire_send_hello(p, s, k, challenge);
             return true;
         }
-        bool ok = r == pcclSuccess && len == CCOIP_DATA_HEADER_BYTES &&
-                  p->wire.tx_state[k] == PT_HELLO_SENT && h.kind == CCOIP_DATA_HELLO_ACK &&
-                  h.epoch == p->wire.plan_epoch && h.tag == p->id && h.seq == p->wire.plan_succ &&
-                  h.chunk == k;
+        bool ok = r == pcclSuccess && len == CCOIP_DATA_HEADER_BYTES && st[k] == PT_HELLO_SENT &&
+                  h.kind == CCOIP_DATA_HELLO_ACK && h.epoch == p->wire.plan_epoch &&
+                  h.tag == side_src(p, s) && h.seq == side_dst(p, s) && h.chunk == k;
         uint32_t n = ok ? wire_pool_decode(h.step) : 0;
-        if (ok) ok = k == 0 ? n <= p->cfg.p2p_pool_size : n == p->wire.tx_n;
+        if (ok) ok = k == 0 ? n <= p->cfg.p2p_pool_size : n == *side_n(p, s);
         if (!ok) {
-            sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: bad frame from successor, closing link",
-                   p->id);
+            sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: bad frame from the %s we dialled, closing",
+                   p->id, s == P_SIDE_SUCC ? "successor" : "predecessor");
             wire_close(p, conn);
             p_wire_on_conn_closed(p, conn);
             return true;
         }
-        p->wire.tx_state[k] = PT_UP;
+        st[k] = PT_UP;
         if (k == 0) {
-            p->wire.tx_n = n;
+            *side_n(p, s) = n;
             for (uint32_t j = 1; j < n; j++)
-                wire_dial(p, j);
+                wire_dial(p, s, j);
         }
-        for (uint32_t j = 0; j < p->wire.tx_n; j++) {
-            if (p->wire.tx_state[j] != PT_UP) return true;
-        }
-        wire_report(p, true);
+        wire_report_if_up(p);
         return true;
     }
     for (uint32_t i = 0; i < p->wire.acc_cap; i++) {
@@ -481,7 +579,7 @@ bool p_wire_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t 
             h.length != proof_len || (a->state != PA_WAIT_HELLO && !next_pair)) {
             sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: bad frame on incoming conn %U, closing",
                    p->id, conn);
-            const bool was_link = wire_rx_forget(p, conn) || a->state == PA_PAIR;
+            const bool was_link = wire_acc_forget(p, conn) || a->state == PA_PAIR;
             wire_acc_free(p, i, true);
             if (was_link) p_ring_on_link_lost(p, conn);
             return true;
@@ -503,8 +601,37 @@ static uint64_t wire_acc_deadline(const ccoip_peer *p, const p_acc *a)
     return sm_add_sat(a->since_ns, sm_ms(p->ctl.evict_ms));
 }
 
+/* A dial of the plan still not connected at dial_deadline_ns (a SYN dropped by a NAT waits for
+ * the transport's connect timeout, which may exceed the phase's): reported unreachable now, so
+ * that the next plan dials that link from its other end (§6.4). A connected link waiting for its
+ * HELLO_ACK (a hung acceptor) is left to the phase's own rules. */
+static void wire_dial_expired(ccoip_peer *p)
+{
+    if (!p->wire.wiring || p->now < p->wire.dial_deadline_ns) return;
+    for (uint32_t s = 0; s < 2u; s++) {
+        if (!p->wire.dials[s]) continue;
+        bool connecting = false;
+        for (uint32_t k = 0; k < CCOIP_P2P_POOL_MAX; k++) {
+            if (side_conn(p, s)[k] != CCOIP_CONN_NONE && side_state(p, s)[k] == PT_DIALING)
+                connecting = true;
+        }
+        if (!connecting) continue;
+        sm_log(&p->out, CCOIP_LOG_WARN,
+               "peer %U: dial to %U not connected by 3/4 of the phase deadline", p->id,
+               side_peer(p, s));
+        for (uint32_t k = 0; k < CCOIP_P2P_POOL_MAX; k++) {
+            if (side_conn(p, s)[k] != CCOIP_CONN_NONE) wire_close(p, side_conn(p, s)[k]);
+            side_conn(p, s)[k] = CCOIP_CONN_NONE;
+            side_state(p, s)[k] = PT_NONE;
+        }
+        wire_report(p, false, s);
+        return;
+    }
+}
+
 void p_wire_timers(ccoip_peer *p)
 {
+    wire_dial_expired(p);
     for (uint32_t i = 0; i < p->wire.acc_cap; i++) {
         p_acc *a = &p->wire.acc[i];
         if ((a->state != PA_WAIT_HELLO && a->state != PA_HELD && a->state != PA_PAIR_HELD) ||

@@ -11,6 +11,7 @@
  *            [--groups N | --group-size N] [--churn-per-step BP] [--float]
  *            [--vote-timeout-ms T] [--evict-ms T] [--heartbeat-ms T] [--liveness-ms T]
  *            [--relay-max-bytes N] (master relay, docs/protocol.md §6.8.2; 0 off)
+ *            [--no-inbound MASK] (peer hosts behind NAT: bit k, the k-th peer host)
  *            [--algo auto|relay|direct|ring|ring_striped|halving_doubling] (forced; the swarm draws
  * it)
  *            [--max-events N]
@@ -146,6 +147,7 @@ static void usage(FILE *f)
                "                [--op N (pcclRedOp_t: 0 sum .. 4 min, 5 band, 6 bor, 7 bxor)]\n"
                "                [--vote-timeout-ms T] [--evict-ms T] [--heartbeat-ms T]\n"
                "                [--liveness-ms T] [--max-events N] [--relay-max-bytes N]\n"
+               "                [--no-inbound MASK]\n"
                "                [--algo auto|relay|direct|ring|ring_striped|halving_doubling]\n"
                "                [--kind all-reduce|broadcast|reduce|all-gather|reduce-scatter|\n"
                "                        all-to-all|gather|scatter|barrier|mix|p2p|swarm]\n"
@@ -217,6 +219,7 @@ static const knob knobs[] = {
     K32("--evict-ms", evict_ms),
     K32("--heartbeat-ms", heartbeat_ms),
     K32("--relay-max-bytes", relay_max_bytes),
+    K32("--no-inbound", no_inbound_hosts),
     K32("--auth", auth),
     K32("--op-timeout-ms", op_timeout_ms),
     KMS("--liveness-ms", liveness_bound_ns),

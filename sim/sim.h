@@ -220,6 +220,9 @@ typedef struct sim_config {
     /** Link bandwidths of the first peers' hosts (bytes/s; 0: drawn): a known matrix. */
     uint64_t host_up_bps[8];
     uint64_t host_down_bps[8];
+    /** Peer hosts that accept no connections (bit k: the k-th peer host, as host_up_bps; a
+     *  peer behind NAT, docs/protocol.md §6.4): a dial to them is dropped (connect timeout). */
+    uint32_t no_inbound_hosts;
 
     /**
      * Trace recording (core/ccoip_trace.h): one trace per state machine, handed

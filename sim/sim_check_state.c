@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ccoip_hash.h"
+#include "ccoip_tsp.h"
 #include "sim_check_int.h"
 
 /* The round of (round, group) (the newest such), or NULL. */
@@ -222,8 +223,16 @@ void check_optimize_notify(sim_checker *ck, uint32_t node)
     const uint32_t n = e->ring_len;
     uint64_t cost[49];
     for (uint32_t i = 0; i < n; i++) {
-        for (uint32_t j = 0; j < n; j++)
-            cost[i * n + j] = i == j ? 0 : link_cost(ck->w, hosts[i], hosts[j]);
+        for (uint32_t j = 0; j < n; j++) {
+            /* A peer behind NAT is not probed: the master takes the reverse link's cost; two
+             * of them cannot link at all (CCOIP_TSP_COST_MAX). */
+            const bool nat_i = world_host_no_inbound(w, hosts[i]);
+            const bool nat_j = world_host_no_inbound(w, hosts[j]);
+            cost[i * n + j] = i == j           ? 0
+                              : nat_i && nat_j ? CCOIP_TSP_COST_MAX
+                              : nat_j          ? link_cost(ck->w, hosts[j], hosts[i])
+                                               : link_cost(ck->w, hosts[i], hosts[j]);
+        }
     }
     uint64_t installed = 0;
     for (uint32_t k = 0; k < n; k++)

@@ -201,6 +201,7 @@ const char *const sim_scenario_names[] = {"join_during_allreduce",
                                           "hang_in_admit",
                                           "hang_in_optimized_rewire",
                                           "rogue_voter",
+                                          "nat_peers",
                                           NULL};
 
 static void script_add(sim_config *cfg, uint64_t t, sim_script_kind k, uint32_t peer, uint64_t arg)
@@ -344,6 +345,22 @@ bool sim_config_scenario(sim_config *cfg, const char *name)
             cfg->host_down_bps[i] = down[i] * 1000u * 1000u;
         }
         cfg->expect = SIM_EXPECT_OPTIMIZED;
+        return true;
+    }
+    if (strcmp(name, "nat_peers") == 0) {
+        /* Four peers, two of them behind NAT (peers 1 and 3: dials to them are dropped), the
+         * ring 0-1-2-3 puts each next to reachable ones: every link must be dialled from its
+         * reachable end (§6.4), nobody evicted, every op exact. Then the topology is optimized
+         * (its probes to peers 1 and 3 cannot be dialled either) and shared state synced. */
+        cfg->peers = 4;
+        cfg->no_inbound_hosts = (1u << 1) | (1u << 3);
+        cfg->steps = 6;
+        cfg->optimize_every = 2;
+        cfg->shared_state = true;
+        cfg->count = 256;
+        cfg->dtype = pcclFloat;
+        cfg->churn_ns = 0;
+        cfg->expect = SIM_EXPECT_NO_EVICTION | SIM_EXPECT_OPTIMIZED;
         return true;
     }
     if (strcmp(name, "hang_in_admit") == 0) {

@@ -263,6 +263,11 @@ uint32_t find_listener(sim_world *w, const uint8_t *ip, uint32_t ip_len, uint32_
     return SIM_NONE32;
 }
 
+bool world_host_no_inbound(const sim_world *w, uint32_t host)
+{
+    return host >= 1u && host - 1u < 32u && ((w->cfg.no_inbound_hosts >> (host - 1u)) & 1u) != 0;
+}
+
 void act_connect(sim_world *w, uint32_t node, const ccoip_action *a)
 {
     const uint32_t e = ep_new(w, node, a->conn, false);
@@ -278,6 +283,11 @@ void act_connect(sim_world *w, uint32_t node, const ccoip_action *a)
         return;
     }
     const uint32_t hb = w->nodes[target].host;
+    if (world_host_no_inbound(w, hb)) {
+        /* Behind NAT: the SYN is dropped, the dial times out. */
+        world_push(w, w->now + SIM_CONNECT_TIMEOUT_NS, EVK_CONN_FAIL, node, e, 0);
+        return;
+    }
     uint64_t syn = w->now;
     uint64_t until;
     if (sim_net_blocked(&w->net, ha, hb, syn, &until) ||

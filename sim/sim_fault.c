@@ -29,7 +29,13 @@
 
 uint64_t fault_bound_ns(const sim_world *w)
 {
-    return (uint64_t)w->cfg.evict_ms * SIM_MS + SIM_FAULT_SLACK_NS + 16u * w->cfg.latency_max_ns;
+    /* Peers behind NAT (--no-inbound): each is found out once, by a dial that waits for the
+     * connect timeout and fails its phase; the next phase dials its links from it. */
+    uint64_t nat = 0;
+    for (uint32_t m = w->cfg.no_inbound_hosts; m != 0; m &= m - 1u)
+        nat += SIM_CONNECT_TIMEOUT_NS + 16u * w->cfg.latency_max_ns;
+    return (uint64_t)w->cfg.evict_ms * SIM_MS + SIM_FAULT_SLACK_NS + 16u * w->cfg.latency_max_ns +
+           nat;
 }
 
 void fault_arm(sim_world *w, uint32_t phase, bool crash, uint32_t victim, uint32_t min_ring,

@@ -399,6 +399,8 @@ void world_kill(sim_world *w, uint32_t node, bool graceful);
 void world_replace_peer(sim_world *w, uint32_t node);
 /** Link a -> b as the virtual network has it: PROBE duration of bytes (sim_act.c). */
 uint64_t world_probe_us(const sim_world *w, uint32_t host_a, uint32_t host_b, uint64_t bytes);
+/** The host accepts no connections (sim_config.no_inbound_hosts: a peer behind NAT). */
+bool world_host_no_inbound(const sim_world *w, uint32_t host);
 /**
  * Room for one more element in a growable array: *(T **)arr holds len elements of elem bytes
  * in room for *cap; when full the room doubles (first when empty), 64-byte aligned when

@@ -473,6 +473,19 @@ static void payload_into(pt_driver *d, pt_conn *c, pt_io *io, uint8_t *dst)
     pt_rd_next(c);
 }
 
+/* Some STATE_RECV is posted on c (a fetch the core runs on it). */
+static bool state_recv_posted(const pt_driver *d, const pt_conn *c)
+{
+    for (uint32_t i = 0; i < d->ios_hi; i++) {
+        const pt_io *io = &d->ios[i];
+        if (io->used && !io->done_queued && io->kind == IO_RECV && io->conn == c->id &&
+            io->act.type == CCOIP_ACT_STATE_RECV) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* A STATE_DATA header is in c->dh: land it in its STATE_RECV (matched on
  * tag, seq, chunk), drop it (cancelled fetch) or hold it. False when c was closed. */
 static bool state_dispatch(pt_driver *d, pt_conn *c)
@@ -549,10 +562,13 @@ static void data_frame(pt_driver *d, pt_conn *c)
         pt_ring_dispatch(d, c);
         return;
     case CCOIP_DATA_STATE_DATA:
-        if (c->accepted) break;
+        /* On an accepted connection only for a fetch the core made of it (a distributor that
+         * dialled us to offer, §8.3): its STATE_RECVs are posted before the request goes. */
+        if (c->accepted && !state_recv_posted(d, c)) break;
         state_dispatch(d, c);
         return;
     case CCOIP_DATA_HELLO: /* with its proof (authenticated runs): header + proof to the core */
+    case CCOIP_DATA_STATE_OFFER:
     case CCOIP_DATA_STATE_REQUEST:
     case CCOIP_DATA_STATE_RESPONSE: {
         /* Header + protobuf payload to the core as one RECV (ccoip_sm.h v3). */
@@ -653,7 +669,7 @@ void pt_on_received(pt_driver *d, pt_conn *c, int rv, uint64_t count)
              * (its proof behind the header) takes the payload path of data_frame. */
             if (c->probe == PROBE_NONE && c->dh.length == 0 &&
                 (c->dh.kind == CCOIP_DATA_HELLO || c->dh.kind == CCOIP_DATA_HELLO_ACK ||
-                 c->dh.kind == CCOIP_DATA_CHALLENGE)) {
+                 c->dh.kind == CCOIP_DATA_CHALLENGE || c->dh.kind == CCOIP_DATA_STATE_OFFER)) {
                 frame_done(c);
                 pt_rd_start_header(c);
                 ccoip_event ev;

@@ -46,6 +46,7 @@ typedef struct m_peer {
     bool rewire;      /**< its group lost its ring: in the next REWIRE phase (docs/core.md §2.2) */
     bool reported;    /**< P2P phase */
     bool report_ok;   /**< P2P phase */
+    bool no_inbound;  /**< a dial to it failed (§6.4): its ring links are dialled from it */
     bool topo_voted;  /**< Topology vote (§6.3). */
     bool topo_accept; /**< Topology vote (§6.3). */
     bool pend_voted;  /**< Pending-peers vote (§6.5). */
@@ -75,6 +76,7 @@ typedef struct m_peer {
     bool sync_ok;
     uint32_t sync_load; /**< receivers assigned to this distributor */
     uint32_t sync_dist; /**< slot of its distributor (ASSIGNED receivers), else M_SLOT_NONE */
+    bool sync_fetch;    /**< it fetches keys from sync_dist this round */
     uint64_t opt_call;
     /** A p2p phase that failed early sent it the verdict of this epoch as a notification
      *  before its report (docs/protocol.md §6.4): a late report of it is dropped. */
@@ -288,13 +290,15 @@ typedef struct m_collectives {
 
 /** Shared-state sync (master_state.c; m_sync_init/_deinit; docs/core.md §2.5). */
 typedef struct m_shared_state {
-    m_skey *skeys;                /**< [max_peers][max_state_keys] */
-    m_sgroup *sgroups;            /**< [max_peers] */
-    uint32_t sg_hi;               /**< sgroups[sg_hi..] were never used */
-    uint64_t *popular;            /**< [max_state_keys] popular hash per key */
-    uint32_t *tmp_d;              /**< [max_peers] members refused by an election */
-    ccoip_pb_outdated_key *okeys; /**< [max_state_keys] */
-    uint64_t next_round;          /**< shared-state rounds started (SharedStateSyncVerdict.round) */
+    m_skey *skeys;                 /**< [max_peers][max_state_keys] */
+    m_sgroup *sgroups;             /**< [max_peers] */
+    uint32_t sg_hi;                /**< sgroups[sg_hi..] were never used */
+    uint64_t *popular;             /**< [max_state_keys] popular hash per key */
+    uint32_t *tmp_d;               /**< [max_peers] members refused by an election */
+    ccoip_pb_outdated_key *okeys;  /**< [max_state_keys] */
+    ccoip_pb_peer_info *dial_info; /**< [max_peers] a dialling distributor's receivers (§8.3) */
+    ccoip_pb_endpoint *dial_eps;   /**< [max_peers] their shared-state endpoints */
+    uint64_t next_round; /**< shared-state rounds started (SharedStateSyncVerdict.round) */
 } m_shared_state;
 
 /** Topology optimization (master_optimize.c; m_opt_init/_deinit; docs/core.md §2.6). */

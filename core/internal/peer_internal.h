@@ -55,6 +55,9 @@ typedef struct p_call {
 
 /* PT_CHALLENGED: authenticated runs, connected and waiting for the acceptor's CHALLENGE. */
 typedef enum p_tx_state { PT_NONE = 0, PT_DIALING, PT_CHALLENGED, PT_HELLO_SENT, PT_UP } p_tx_state;
+/* The two links of a plan (peer_wire.c): us -> successor, predecessor -> us. */
+#define P_SIDE_SUCC 0u
+#define P_SIDE_PRED 1u
 /* PA_PAIR_HELD: a pair HELLO (§8.5) for a receive whose commence has not come yet; PA_PAIR: the
  * pair link of a running receive (its op owns it, peer_pair.c); PA_PAIR_IDLE: a pair link
  * between receives, waiting for the sender's next pair HELLO (the sender closes it). */
@@ -253,9 +256,16 @@ typedef struct p_skey {
 typedef struct p_sconn {
     bool used;
     bool asked;        /**< a request arrived (and passed authentication) */
-    uint64_t since_ns; /**< accepted at */
+    uint64_t since_ns; /**< accepted (dialled) at */
     uint64_t conn;
     uint8_t challenge[CCOIP_AUTH_NONCE_BYTES]; /**< authenticated runs: our CHALLENGE (§8.3) */
+    /* A connection we dialled to offer to a receiver (we accept no connections, §8.3). */
+    bool offer;
+    bool offered;     /**< the STATE_OFFER is sent: the receiver's request may come */
+    uint64_t to_peer; /**< the receiver */
+    /* On a receiver's accepted connection: the dialling distributor's CHALLENGE. */
+    bool has_peer_challenge;
+    uint8_t peer_challenge[CCOIP_AUTH_NONCE_BYTES];
 } p_sconn;
 
 typedef enum p_opt_state {
@@ -340,20 +350,32 @@ typedef struct p_wiring {
     uint32_t plan_n;
     uint32_t plan_world;
     uint64_t *plan_ring; /**< [max_world] */
-    uint8_t succ_ip[16];
-    uint32_t succ_ip_len;
-    uint32_t succ_port;
-    char succ_url[CCOIP_URL_MAX];
-    uint32_t succ_url_len;
     /*
-     * The link pools of plan_epoch (docs/protocol.md §8.1): tx_conn[k] dialled to
-     * the successor, rx_conn[k] accepted from the predecessor, k < CCOIP_P2P_POOL_MAX.
+     * Who dials each link of plan_epoch (TopologyPlan.dial, docs/protocol.md §6.4): dials[s]
+     * for side s (P_SIDE_SUCC: the link us -> succ, P_SIDE_PRED: pred -> us); dial_*[s] the
+     * endpoint dialled for it (the neighbour's p2p listener, or the master's relay).
+     */
+    bool dials[2];
+    bool relayed[2];
+    /** Dials not acknowledged by then are reported unreachable: 3/4 of the plan's deadline, so
+     *  the master learns of them before it gives up on the phase (§6.4). */
+    uint64_t dial_deadline_ns;
+    uint8_t dial_ip[2][16];
+    uint32_t dial_ip_len[2];
+    uint32_t dial_port[2];
+    char dial_url[2][CCOIP_URL_MAX];
+    uint32_t dial_url_len[2];
+    /*
+     * The link pools of plan_epoch (docs/protocol.md §8.1): tx_conn[k] to the successor,
+     * rx_conn[k] from the predecessor, k < CCOIP_P2P_POOL_MAX, whichever side dialled them;
+     * tx_state / rx_state PT_UP once acknowledged (dialled) or accepted.
      * tx_n / rx_n: the agreed pool sizes (0 until connection 0's HELLO_ACK / HELLO).
      */
     uint64_t tx_conn[CCOIP_P2P_POOL_MAX];
     p_tx_state tx_state[CCOIP_P2P_POOL_MAX];
     uint32_t tx_n;
     uint64_t rx_conn[CCOIP_P2P_POOL_MAX];
+    p_tx_state rx_state[CCOIP_P2P_POOL_MAX];
     uint32_t rx_n;
     p_acc *acc; /**< [acc_cap] */
     uint32_t acc_cap;
@@ -400,6 +422,10 @@ typedef struct p_shared_state {
     bool conn_open;
     bool requested; /**< the STATE_REQUEST of this fetch is sent (authenticated: after the
                          distributor's CHALLENGE) */
+    /* The distributor dials us (§8.3): waiting since await_ns for its STATE_OFFER. */
+    bool await_offer;
+    uint64_t offer_from;
+    uint64_t await_ns;
     uint32_t nfetch;
     uint32_t recv_pending;
     bool resp_ok;
@@ -560,7 +586,8 @@ void p_fail(ccoip_peer *p, const char *why);
 /* Authenticated runs: sends a CHALLENGE with a fresh nonce (kept in nonce) on an accepted
  * connection (peer_wire.c; docs/protocol.md §8.0). */
 void p_auth_challenge(ccoip_peer *p, uint64_t conn, uint8_t nonce[CCOIP_AUTH_NONCE_BYTES]);
-void p_wire_on_plan(ccoip_peer *p, const ccoip_pb_topology_plan *plan);
+/* deadline_ms: the plan's (MasterToPeer.deadline_ms, the phase's bound; 0: none). */
+void p_wire_on_plan(ccoip_peer *p, const ccoip_pb_topology_plan *plan, uint32_t deadline_ms);
 bool p_wire_on_conn_up(ccoip_peer *p, const ccoip_event *ev);
 bool p_wire_on_conn_closed(ccoip_peer *p, uint64_t conn);
 bool p_wire_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t len);
@@ -578,6 +605,16 @@ bool p_state_on_conn_closed(ccoip_peer *p, uint64_t conn);
 bool p_state_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t len);
 bool p_state_on_done(ccoip_peer *p, const ccoip_event *ev);
 void p_state_fail_all(ccoip_peer *p, pcclResult_t r);
+/* peer_state.c, for peer_state_offer.c. */
+void p_state_fetch_fail(ccoip_peer *p, const char *why);
+void p_state_sconn_close(ccoip_peer *p, uint32_t i);
+void p_state_sconn_make_room(ccoip_peer *p);
+void p_state_send_request(ccoip_peer *p, const uint8_t *challenge);
+/* peer_state_offer.c: shared state from a distributor that accepts no connections (§8.3). */
+void p_offer_start(ccoip_peer *p, const ccoip_pb_shared_state_sync_verdict *v);
+bool p_offer_on_conn_up(ccoip_peer *p, const ccoip_event *ev);
+bool p_offer_on_recv(ccoip_peer *p, uint32_t i, const uint8_t *data, uint64_t len);
+void p_offer_timers(ccoip_peer *p);
 /** A sync_done_verdict notification: the master failed the round (its distributor left). */
 void p_state_on_round_failed(ccoip_peer *p);
 

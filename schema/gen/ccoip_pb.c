@@ -904,6 +904,38 @@ const char *ccoip_pb_hash_type_name(int32_t v)
     }
 }
 
+bool ccoip_pb_dial_bit_is_known(int32_t v)
+{
+    switch (v) {
+    case CCOIP_PB_DIAL_DEFAULT:
+    case CCOIP_PB_DIAL_SUCC_REVERSED:
+    case CCOIP_PB_DIAL_PRED_REVERSED:
+    case CCOIP_PB_DIAL_SUCC_RELAYED:
+    case CCOIP_PB_DIAL_PRED_RELAYED:
+        return true;
+    default:
+        return false;
+    }
+}
+
+const char *ccoip_pb_dial_bit_name(int32_t v)
+{
+    switch (v) {
+    case CCOIP_PB_DIAL_DEFAULT:
+        return "DIAL_DEFAULT";
+    case CCOIP_PB_DIAL_SUCC_REVERSED:
+        return "DIAL_SUCC_REVERSED";
+    case CCOIP_PB_DIAL_PRED_REVERSED:
+        return "DIAL_PRED_REVERSED";
+    case CCOIP_PB_DIAL_SUCC_RELAYED:
+        return "DIAL_SUCC_RELAYED";
+    case CCOIP_PB_DIAL_PRED_RELAYED:
+        return "DIAL_PRED_RELAYED";
+    default:
+        return NULL;
+    }
+}
+
 bool ccoip_pb_endpoint_kind_is_known(int32_t v)
 {
     switch (v) {
@@ -2547,6 +2579,14 @@ static pcclResult_t size_topology_plan(const ccoip_pb_topology_plan *m, uint64_t
     /* 9: algo_table */
     PB_TRY(pb_check_bytes(m->algo_table, false));
     if (m->algo_table.len != 0) PB_TRY(pb_add_len_field(&s, 9u, m->algo_table.len));
+    /* 10: dial */
+    if (m->dial != 0) {
+        PB_TRY(pb_add(&s, pb_tag_size(10u) + pb_varint_size(m->dial)));
+    }
+    /* 11: relay_port */
+    if (m->relay_port != 0) {
+        PB_TRY(pb_add(&s, pb_tag_size(11u) + pb_varint_size(m->relay_port)));
+    }
     *out = s;
     return pcclSuccess;
 }
@@ -2589,6 +2629,16 @@ static pcclResult_t write_topology_plan(const ccoip_pb_topology_plan *m, pb_enc 
     if (m->group_key.len != 0) PB_TRY(pb_put_bytes_field(e, 8u, m->group_key));
     /* 9: algo_table */
     if (m->algo_table.len != 0) PB_TRY(pb_put_bytes_field(e, 9u, m->algo_table));
+    /* 10: dial */
+    if (m->dial != 0) {
+        PB_TRY(pb_put_tag(e, 10u, PB_WT_VARINT));
+        PB_TRY(pb_put_varint(e, m->dial));
+    }
+    /* 11: relay_port */
+    if (m->relay_port != 0) {
+        PB_TRY(pb_put_tag(e, 11u, PB_WT_VARINT));
+        PB_TRY(pb_put_varint(e, m->relay_port));
+    }
     return pcclSuccess;
 }
 
@@ -2704,6 +2754,16 @@ static pcclResult_t dec_topology_plan(pb_dec *d, const uint8_t *p, uint64_t n, u
         case 9u: { /* algo_table */
             PB_TRY(pb_mark(&seen, 6u));
             PB_TRY(pb_bytes_field(d, p, n, &pos, wt, false, &out->algo_table));
+            break;
+        }
+        case 10u: { /* dial */
+            PB_TRY(pb_mark(&seen, 7u));
+            PB_TRY(pb_scalar_u32(p, n, &pos, wt, &out->dial));
+            break;
+        }
+        case 11u: { /* relay_port */
+            PB_TRY(pb_mark(&seen, 8u));
+            PB_TRY(pb_scalar_u32(p, n, &pos, wt, &out->relay_port));
             break;
         }
         default:
@@ -4331,6 +4391,17 @@ static pcclResult_t size_shared_state_sync_verdict(const ccoip_pb_shared_state_s
     if (m->round != 0) {
         PB_TRY(pb_add(&s, pb_tag_size(6u) + pb_varint_size(m->round)));
     }
+    /* 7: distributor_dials */
+    if (m->distributor_dials) {
+        PB_TRY(pb_add(&s, pb_tag_size(7u) + 1u));
+    }
+    /* 8: dial_receivers */
+    if (m->dial_receivers_count > 0 && m->dial_receivers == NULL) return pcclInvalidArgument;
+    for (uint64_t i = 0; i < m->dial_receivers_count; i++) {
+        uint64_t sub;
+        PB_TRY(size_peer_info(&m->dial_receivers[i], &sub));
+        PB_TRY(pb_add_len_field(&s, 8u, sub));
+    }
     *out = s;
     return pcclSuccess;
 }
@@ -4364,6 +4435,15 @@ static pcclResult_t write_shared_state_sync_verdict(const ccoip_pb_shared_state_
         PB_TRY(pb_put_tag(e, 6u, PB_WT_VARINT));
         PB_TRY(pb_put_varint(e, m->round));
     }
+    /* 7: distributor_dials */
+    if (m->distributor_dials) {
+        PB_TRY(pb_put_tag(e, 7u, PB_WT_VARINT));
+        PB_TRY(pb_put_varint(e, m->distributor_dials ? 1u : 0u));
+    }
+    /* 8: dial_receivers */
+    for (uint64_t i = 0; i < m->dial_receivers_count; i++) {
+        PB_TRY(pb_put_sub_peer_info(e, 8u, &m->dial_receivers[i]));
+    }
     return pcclSuccess;
 }
 
@@ -4376,6 +4456,8 @@ static pcclResult_t dec_shared_state_sync_verdict(pb_dec *d, const uint8_t *p, u
     uint32_t field, wt;
     uint64_t outdated_keys_n = 0, outdated_keys_i = 0;
     ccoip_pb_outdated_key *outdated_keys_buf = NULL;
+    uint64_t dial_receivers_n = 0, dial_receivers_i = 0;
+    ccoip_pb_peer_info *dial_receivers_buf = NULL;
     memset(out, 0, sizeof(*out));
     if (depth > d->lim->max_depth) return pcclProtocolError;
     /* Pass 1: count the elements of every repeated field. */
@@ -4384,6 +4466,9 @@ static pcclResult_t dec_shared_state_sync_verdict(pb_dec *d, const uint8_t *p, u
         switch (field) {
         case 3u:
             PB_TRY(pb_count(d, p, n, &pos, wt, PB_WT_LEN, false, &outdated_keys_n));
+            break;
+        case 8u:
+            PB_TRY(pb_count(d, p, n, &pos, wt, PB_WT_LEN, false, &dial_receivers_n));
             break;
         default:
             PB_TRY(pb_skip(p, n, &pos, wt));
@@ -4398,6 +4483,15 @@ static pcclResult_t dec_shared_state_sync_verdict(pb_dec *d, const uint8_t *p, u
         outdated_keys_buf = mem;
         out->outdated_keys = outdated_keys_buf;
         out->outdated_keys_count = outdated_keys_n;
+    }
+    {
+        void *mem;
+        const uint64_t size = sizeof(ccoip_pb_peer_info);
+        const uint64_t align = _Alignof(ccoip_pb_peer_info);
+        PB_TRY(pb_alloc(d, dial_receivers_n, size, align, &mem));
+        dial_receivers_buf = mem;
+        out->dial_receivers = dial_receivers_buf;
+        out->dial_receivers_count = dial_receivers_n;
     }
     /* Pass 2: decode. */
     pos = 0;
@@ -4441,12 +4535,27 @@ static pcclResult_t dec_shared_state_sync_verdict(pb_dec *d, const uint8_t *p, u
             PB_TRY(pb_scalar_u64(p, n, &pos, wt, &out->round));
             break;
         }
+        case 7u: { /* distributor_dials */
+            PB_TRY(pb_mark(&seen, 5u));
+            PB_TRY(pb_scalar_bool(p, n, &pos, wt, &out->distributor_dials));
+            break;
+        }
+        case 8u: { /* dial_receivers */
+            ccoip_pb_peer_info *dst;
+            uint64_t off, len;
+            PB_TRY(pb_get_len(p, n, &pos, wt, &off, &len));
+            if (dial_receivers_i >= dial_receivers_n) return pcclInternalError;
+            dst = &dial_receivers_buf[dial_receivers_i++];
+            PB_TRY(dec_peer_info(d, p + off, len, depth + 1u, dst));
+            break;
+        }
         default:
             PB_TRY(pb_skip(p, n, &pos, wt));
             break;
         }
     }
     if (outdated_keys_i != outdated_keys_n) return pcclInternalError;
+    if (dial_receivers_i != dial_receivers_n) return pcclInternalError;
     return pcclSuccess;
 }
 
@@ -6858,6 +6967,8 @@ uint64_t ccoip_pb_arena_bound(uint64_t input_len)
     f = pb_max_u64(f, PB_FACTOR(ccoip_pb_shared_state_key, 2u));
     /* SharedStateSyncVerdict.outdated_keys */
     f = pb_max_u64(f, PB_FACTOR(ccoip_pb_outdated_key, 2u));
+    /* SharedStateSyncVerdict.dial_receivers */
+    f = pb_max_u64(f, PB_FACTOR(ccoip_pb_peer_info, 2u));
     /* SharedStateRequest.keys */
     f = pb_max_u64(f, PB_FACTOR(ccoip_pb_bytes, 2u));
     /* SharedStateResponse.entries */

@@ -304,7 +304,27 @@ bool ccoip_pb_hash_type_is_known(int32_t v);
 /* The name of a HashType value ("HASH_TYPE_XXH3_64"), or NULL for an unknown one. */
 const char *ccoip_pb_hash_type_name(int32_t v);
 
-/* EndpointKind (ccoip.proto). What a listen endpoint serves (§2). */
+/*
+ * DialBit (ccoip.proto). What a listen endpoint serves (§2). TopologyPlan.dial bits (§6.4): who
+ * dials each of the receiver's two links.
+ */
+typedef enum ccoip_pb_dial_bit {
+    CCOIP_PB_DIAL_DEFAULT = 0,
+    /* the successor dials the receiver for receiver -> succ */
+    CCOIP_PB_DIAL_SUCC_REVERSED = 1,
+    /* the receiver dials its predecessor for pred -> receiver */
+    CCOIP_PB_DIAL_PRED_REVERSED = 2,
+    /* both ends dial the master's relay (neither accepts) */
+    CCOIP_PB_DIAL_SUCC_RELAYED = 4,
+    CCOIP_PB_DIAL_PRED_RELAYED = 8
+} ccoip_pb_dial_bit;
+
+/* True when v is a value of DialBit this codec knows. */
+bool ccoip_pb_dial_bit_is_known(int32_t v);
+/* The name of a DialBit value ("DIAL_DEFAULT"), or NULL for an unknown one. */
+const char *ccoip_pb_dial_bit_name(int32_t v);
+
+/* EndpointKind (ccoip.proto). */
 typedef enum ccoip_pb_endpoint_kind {
     /* ring chunks (§8.2) */
     CCOIP_PB_ENDPOINT_KIND_P2P = 0,
@@ -507,6 +527,15 @@ struct ccoip_pb_topology_plan {
      * the built-in rule.
      */
     ccoip_pb_bytes algo_table;
+    /*
+     * Who dials each of the receiver's two links (§6.4, peers that accept no connections), DIAL_*
+     * bits; 0: the receiver dials its successor and accepts its predecessor. A link is named by the
+     * direction of its ring: pred -> receiver and receiver -> succ; its connections carry data both
+     * ways whoever dialled them.
+     */
+    uint32_t dial;
+    /* DIAL_*_RELAYED: the master's relay port (§8.6), on the master's address. */
+    uint32_t relay_port;
 };
 
 /*
@@ -651,6 +680,17 @@ struct ccoip_pb_shared_state_sync_verdict {
     ccoip_pb_endpoint distributor;
     /* unique per sync round of the master, increasing */
     uint64_t round;
+    /*
+     * The distributor accepts no connections (§8.3, a peer behind NAT): it dials this receiver's
+     * shared-state endpoint and offers (STATE_OFFER); the receiver does not dial.
+     */
+    bool distributor_dials;
+    /*
+     * To a distributor that accepts no connections: the receivers it must dial and offer to (peer
+     * id, group, ENDPOINT_KIND_SHARED_STATE endpoint).
+     */
+    const ccoip_pb_peer_info *dial_receivers;
+    uint64_t dial_receivers_count;
 };
 
 /* SharedStateSyncDone (ccoip.proto). Vote (long-poll): this peer finished fetching (or serving). */

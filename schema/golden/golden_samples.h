@@ -133,6 +133,8 @@ static pcclResult_t gs_topology_plan(uint8_t *buf, uint64_t cap, uint64_t *len_o
     m.pred_key = gs_bytes(gs_ip_lo4, 4);
     m.succ_key = gs_bytes(gs_ip_lo6, 16);
     m.group_key = gs_bytes(gs_ip_lo4, 4);
+    m.dial = 6;
+    m.relay_port = 48149;
     return ccoip_pb_topology_plan_encode(&m, buf, cap, len_out);
 }
 
@@ -197,6 +199,21 @@ static pcclResult_t gs_sync_verdict(uint8_t *buf, uint64_t cap, uint64_t *len_ou
     m.distributor.kind = CCOIP_PB_ENDPOINT_KIND_SHARED_STATE;
     m.distributor.ip = gs_bytes(ip, 4);
     m.distributor.port = 48149;
+    static const uint8_t rip[4] = {192, 168, 1, 5};
+    ccoip_pb_endpoint rep;
+    ccoip_pb_peer_info rcv;
+    memset(&rep, 0, sizeof(rep));
+    memset(&rcv, 0, sizeof(rcv));
+    rep.kind = CCOIP_PB_ENDPOINT_KIND_SHARED_STATE;
+    rep.ip = gs_bytes(rip, 4);
+    rep.port = 40002;
+    rcv.peer_id = 5;
+    rcv.peer_group = 1;
+    rcv.endpoints = &rep;
+    rcv.endpoints_count = 1;
+    m.distributor_dials = true;
+    m.dial_receivers = &rcv;
+    m.dial_receivers_count = 1;
     return ccoip_pb_shared_state_sync_verdict_encode(&m, buf, cap, len_out);
 }
 

@@ -40,6 +40,7 @@ typedef struct h_frame {
 typedef struct h_link {
     bool alive;
     bool p2p;   /* dialled to a peer's p2p listener */
+    bool hung;  /* smh_hang_link: connected, but the acceptor never sees it nor answers */
     int a_node; /* dialer */
     uint64_t a_conn;
     int b_node; /* acceptor */
@@ -182,6 +183,7 @@ struct smh {
     uint64_t next_cmd;
     uint64_t next_accept_conn;
     bool blocked[SMH_MAX_PEERS][SMH_MAX_PEERS];
+    bool nat[SMH_MAX_PEERS]; /* smh_nat_peer: dials to it never connect */
     bool probe_fail[SMH_MAX_PEERS][SMH_MAX_PEERS];
     bool hang_link[SMH_MAX_PEERS][SMH_MAX_PEERS];
     bool hang_probe[SMH_MAX_PEERS][SMH_MAX_PEERS];
@@ -330,7 +332,7 @@ static void h_link_break(smh *h, h_link *l, int closer)
         h_fail_posted(h, l->a_node, l->a_conn);
         h_push_simple(h, l->a_node, CCOIP_EV_CONN_CLOSED, l->a_conn);
     }
-    if (l->b_node != closer && h_node_alive(h, l->b_node)) {
+    if (l->b_node != closer && !l->hung && h_node_alive(h, l->b_node)) {
         h_fail_posted(h, l->b_node, l->b_conn);
         h_push_simple(h, l->b_node, CCOIP_EV_CONN_CLOSED, l->b_conn);
     }
@@ -507,13 +509,19 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
             h_push_simple(h, (int)peer, CCOIP_EV_CONN_CLOSED, a->conn);
             return;
         }
-        if (h->hang_link[peer][target]) return; /* the dial hangs: no event, ever */
         h_link *l = h_link_new(h);
         l->a_node = (int)peer;
         l->a_conn = a->conn;
         l->b_node = (int)target;
         l->b_conn = CCOIP_CONN_ACCEPTED_BASE + h->next_accept_conn++;
         l->p2p = listener == CCOIP_LISTENER_P2P;
+        if (h->nat[target]) return; /* the SYN is dropped: no event, ever */
+        if (h->hang_link[peer][target]) {
+            /* A hung acceptor (its kernel accepted; the process never answers). */
+            l->hung = true;
+            h_push_simple(h, (int)peer, CCOIP_EV_CONN_UP, a->conn);
+            return;
+        }
         ccoip_event ev;
         memset(&ev, 0, sizeof(ev));
         ev.type = CCOIP_EV_CONN_UP;
@@ -527,7 +535,7 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
     case CCOIP_ACT_SEND: {
         bool is_a;
         h_link *l = h_link_of(h, (int)peer, a->conn, &is_a);
-        if (l == NULL) return;
+        if (l == NULL || l->hung) return;
         ccoip_event ev;
         memset(&ev, 0, sizeof(ev));
         ev.type = CCOIP_EV_RECV;
@@ -781,7 +789,7 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
             return;
         }
         if (a->port < H_PORT_BASE || target >= h->npeers || h->peers[target].dead ||
-            h->probe_fail[peer][target]) {
+            h->probe_fail[peer][target] || h->nat[target]) {
             ev.done.result = pcclRankConnectionFailed;
         } else {
             uint64_t c = h->us_per_mib[peer][target] ? h->us_per_mib[peer][target] : 1000u;
@@ -1236,6 +1244,11 @@ void smh_block_link(smh *h, uint32_t from, uint32_t to)
     h->blocked[from][to] = true;
 }
 
+void smh_nat_peer(smh *h, uint32_t peer)
+{
+    h->nat[peer] = true;
+}
+
 void smh_kill_on_ring_send(smh *h, uint32_t peer, uint32_t n)
 {
     h->peers[peer].kill_on_send = n;
@@ -1359,4 +1372,31 @@ smh *smh_ring_of(uint32_t n, uint32_t pool, uint64_t relay_max, uint32_t vote_ti
         return NULL;
     }
     return h;
+}
+
+bool smh_reduce_exact(smh *h, uint32_t n, uint64_t tag)
+{
+    uint32_t x[8][6], y[8][6];
+    uint64_t c[8];
+    if (n > 8u) return false;
+    for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t k = 0; k < 6; k++)
+            x[i][k] = 1000u * i + k;
+        ccoip_allreduce_args a;
+        memset(&a, 0, sizeof(a));
+        a.tag = tag;
+        a.count = 6;
+        a.dtype = pcclUint32;
+        a.op = pcclSum;
+        c[i] = smh_allreduce(h, i, &a, x[i], y[i]);
+    }
+    smh_run(h);
+    for (uint32_t i = 0; i < n; i++) {
+        pcclResult_t r;
+        if (!smh_done(h, i, c[i], &r) || r != pcclSuccess) return false;
+        for (uint32_t k = 0; k < 6; k++) {
+            if (y[i][k] != 1000u * n * (n - 1u) / 2u + n * k) return false;
+        }
+    }
+    return true;
 }

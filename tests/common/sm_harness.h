@@ -59,9 +59,10 @@ void smh_fail_probe(smh *h, uint32_t from, uint32_t to, bool fail);
 /** PROBE actions seen so far (all peers). */
 uint32_t smh_probe_count(const smh *h);
 /**
- * CONNECTs from -> to (p2p or shared-state listener) issued while hang is true neither complete
- * nor fail: a dial that hangs (the dialer stays alive and heartbeats). Clearing it affects only
- * later dials.
+ * CONNECTs from -> to (p2p or shared-state listener) issued while hang is true connect, but the
+ * acceptor never sees the connection nor answers on it (a hung process whose kernel accepted):
+ * the dialer stays alive and heartbeats and waits. Clearing it affects only later dials.
+ * (A dial that never connects at all is a blocked one: smh_block_link.)
  */
 void smh_hang_link(smh *h, uint32_t from, uint32_t to, bool hang);
 /** PROBEs from -> to issued while hang is true do not complete; clearing it fails them
@@ -90,6 +91,8 @@ void smh_freeze_peer(smh *h, uint32_t peer);
 void smh_kill_master(smh *h);
 void smh_freeze_master(smh *h);
 void smh_block_link(smh *h, uint32_t from, uint32_t to);
+/** Peer behind NAT: CONNECTs to it never connect nor fail (a dropped SYN); probes of it fail. */
+void smh_nat_peer(smh *h, uint32_t peer);
 /** The peer dies right when it emits its n-th RING_SEND (n >= 1; 0 disarms). */
 void smh_kill_on_ring_send(smh *h, uint32_t peer, uint32_t n);
 /** Delivers raw bytes to the master as if peer sent them on its control connection. */
@@ -124,6 +127,9 @@ bool smh_ring_conn_sets(const smh *h, uint32_t peer, uint64_t tag, uint32_t *ntx
 
 /** Connects peers 0..n-1 (peer 0 first, then the others admitted by peer 0's update). */
 bool smh_form_ring(smh *h, uint32_t n, uint32_t group);
+/** The first n (<= 8) peers all-reduce 6 uint32 (peer i's element k: 1000 i + k) on tag: true
+ *  when every one succeeded with the exact sums. */
+bool smh_reduce_exact(smh *h, uint32_t n, uint64_t tag);
 
 /**
  * A harness whose master has the default configuration but for the relay bound (0: off) and

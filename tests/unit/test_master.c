@@ -288,6 +288,15 @@ PTEST(master, unreachable_pair_ring_avoids_it)
         PT_ASSERT(ccoip_peer_rank(smh_peer(h, i)) == -1 && ccoip_peer_epoch(smh_peer(h, i)) == 0,
                   "pending peer %u: no rank, epoch 0", i);
     }
+    /* The second try dials the failed link from its other end (docs/protocol.md §6.4: a link
+     * one end cannot dial is dialled by the other, as for a peer behind NAT); blocked both
+     * ways, that fails too. */
+    u = smh_submit(h, 0, CCOIP_CMD_UPDATE_TOPOLOGY);
+    smh_run(h);
+    PT_ASSERT(smh_done(h, 0, u, &r) && r == pcclUpdateTopologyFailed,
+              "the reverse dial fails as well (r=%d)", (int)r);
+    PT_ASSERT(smh_log_count(h, "cannot reach predecessor 1") == 1,
+              "peer 2 dialled its predecessor 1 and could not reach it");
     u = smh_submit(h, 0, CCOIP_CMD_UPDATE_TOPOLOGY);
     smh_run(h);
     PT_ASSERT(smh_done(h, 0, u, &r) && r == pcclSuccess, "the retry succeeds (r=%d)", (int)r);
@@ -344,7 +353,7 @@ PTEST(master, no_ring_evicts_the_least_reachable_peer)
     uint64_t c1 = smh_submit(h, 1, CCOIP_CMD_CONNECT);
     uint64_t c2 = smh_submit(h, 2, CCOIP_CMD_CONNECT);
     smh_run(h);
-    for (int attempt = 0; attempt < 4; attempt++) {
+    for (int attempt = 0; attempt < 8; attempt++) {
         uint64_t u = smh_submit(h, 0, CCOIP_CMD_UPDATE_TOPOLOGY);
         smh_run(h);
         PT_ASSERT(smh_done(h, 0, u, &r), "update answered");
