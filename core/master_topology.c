@@ -106,10 +106,16 @@ static bool topo_pending_progress(ccoip_master *m)
 /* ------------------------------------------------------------------------ */
 
 /* A ring link from -> to is usable when either end can dial the other: its connections carry
- * data both ways whoever dialled them (§6.4). */
+ * data both ways whoever dialled them (§6.4). Strict (the first search): by a dial that has not
+ * failed to a peer that never refused one; loose: by any dial not known to fail (one into a
+ * peer that refused another may still work, e.g. from its own LAN). */
 static bool topo_link_ok(const ccoip_master *m, uint32_t from_slot, uint32_t to_slot)
 {
-    return !m_unreachable(m, from_slot, to_slot) || !m_unreachable(m, to_slot, from_slot);
+    const m_peer *a = &m->sess.peers[from_slot], *b = &m->sess.peers[to_slot];
+    const bool fwd = !m_unreachable(m, from_slot, to_slot);
+    const bool rev = !m_unreachable(m, to_slot, from_slot);
+    if (m->topo.strict_links) return (fwd && !b->no_inbound) || (rev && !a->no_inbound);
+    return fwd || rev;
 }
 
 /*
@@ -215,7 +221,11 @@ static uint32_t topo_build_rings(ccoip_master *m)
                 mem[j] = mem[j - 1u];
             mem[j] = s;
         }
-        if (!topo_find_cycle(m, mem, n, cyc)) {
+        m->topo.strict_links = true;
+        bool found = topo_find_cycle(m, mem, n, cyc);
+        m->topo.strict_links = false;
+        if (!found) found = topo_find_cycle(m, mem, n, cyc);
+        if (!found) {
             uint32_t victim = M_SLOT_NONE, best = UINT32_MAX;
             for (uint32_t i = 0; i < n; i++) {
                 uint32_t reach = 0;

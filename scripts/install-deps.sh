@@ -28,6 +28,8 @@ PACKAGES=(
   openmpi-bin libopenmpi-dev python3-matplotlib
   # the WAN testbed (issue 23, docs/wan.md): namespaces, TUN, htb; its RTT and ceiling probes
   iproute2 iputils-ping iperf3
+  # peers behind NAT in the testbed: nftables rules inside a peer's namespace (tests/wan/nat.sh)
+  nftables
 )
 
 # Rust: the machine's rustup toolchain when present, else Debian's cargo.

@@ -8,7 +8,7 @@
 #   scripts/wan-testbed.sh up --peers N --rtt-ms X [--rate-mbit R] [--matrix FILE]
 #                             [--jitter-ms J] [--loss-pct P] [--seed S]
 #                             [--queue-ms Q] [--clock epoll|spin] [--offload]
-#                             [--name NAME] [--build DIR]
+#                             [--nat I,J,...] [--name NAME] [--build DIR]
 #   scripts/wan-testbed.sh down [--name NAME]         idempotent; cleans up after a crash too
 #   scripts/wan-testbed.sh exec PEER [--name NAME] -- CMD...   PEER: m (master), 0..N-1 or p0..
 #   scripts/wan-testbed.sh addr PEER [--name NAME]    the node's address
@@ -25,6 +25,9 @@
 # --matrix FILE: lines "A B RTT_MS [RATE_MBIT]" (A, B: m or p<i>; symmetric),
 # overriding --rtt-ms / --rate-mbit for that pair; '#' starts a comment.
 # --rate-mbit 0 (default): no rate limit, only the delay line's own ceiling.
+# --nat I,J: peers p<I>, p<J> are behind NAT: an nftables ruleset in their namespace drops
+# every new inbound connection (SYNs vanish, as at a NAT without port forwarding); they can
+# dial out (replies are established traffic).
 # --name (default "wan"): several testbeds may coexist under different names.
 # State (pid, log, stats) in /run/pccl-wan/NAME. The delay line's binary:
 # $PCCL_DELAYLINE, else DIR/bench/wan/pccl-delayline (--build, default build/rel).
@@ -44,6 +47,7 @@ SEED=1
 QUEUE_MS=20
 CLOCK=epoll
 OFFLOAD=0
+NAT=
 BUILD=$ROOT/build/rel
 PEER=
 if [[ $CMD == exec || $CMD == addr ]]; then
@@ -62,10 +66,11 @@ while [[ $# -gt 0 ]]; do
     --queue-ms) QUEUE_MS=$2; shift 2 ;;
     --clock) CLOCK=$2; shift 2 ;;
     --offload) OFFLOAD=1; shift ;;
+    --nat) NAT=$2; shift 2 ;;
     --name) NAME=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "wan-testbed: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -157,6 +162,21 @@ up() {
     ip -n "$ns" link set wan0 up
     ip -n "$ns" route add 10.77.0.0/24 dev wan0 src "$addr"
     args+=(--node "$ns:wan0:$addr")
+  done
+  local p
+  for p in ${NAT//,/ }; do
+    [[ $p =~ ^[0-9]+$ && $p -lt $PEERS ]] || die "--nat: no peer $p"
+    command -v nft >/dev/null || die "--nat needs nft (nftables; scripts/install-deps.sh)"
+    ip netns exec "$(ns_of $((p + 1)))" nft -f - <<'NFT' || die "cannot load the NAT rules in p$p"
+table inet pccl_nat {
+  chain input {
+    type filter hook input priority 0; policy accept;
+    ct state established,related accept
+    iif "lo" accept
+    ct state new drop
+  }
+}
+NFT
   done
   # Per directed pair: one-way delay = RTT / 2 (microseconds).
   : >"$STATE/pairs"
@@ -254,5 +274,5 @@ case $CMD in
       fi
     fi
     ;;
-  *) sed -n '2,32p' "$0"; exit 2 ;;
+  *) sed -n '2,33p' "$0"; exit 2 ;;
 esac

@@ -109,6 +109,7 @@ static void act_connect(pt_driver *d, const ccoip_action *a)
         return;
     }
     pt_log(CCOIP_LOG_DEBUG, d->who, "connection %" PRIu64 ": dialing %s", a->conn, url);
+    c->dial_ns = pt_now_ns();
     nng_aio_set_timeout(c->dial_aio, PT_DIAL_TIMEOUT_MS);
     nng_stream_dialer_dial(c->dialer, c->dial_aio);
 }

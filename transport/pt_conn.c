@@ -71,6 +71,11 @@ void pt_conn_free(pt_driver *d, pt_conn *c)
         nng_aio_free(c->dial_aio);
     }
     if (c->dialer != NULL) nng_stream_dialer_free(c->dialer);
+    if (c->confirm != NULL) {
+        nng_stream_close(c->confirm);
+        nng_stream_free(c->confirm);
+        c->confirm = NULL;
+    }
     while (c->sq_head != NULL) {
         pt_sitem *it = c->sq_head;
         c->sq_head = it->next;
@@ -160,6 +165,24 @@ void pt_sweep(pt_driver *d)
         } else {
             pt_tdl_note(d, l->rearm_at);
         }
+    }
+    for (uint32_t i = 0; i < d->nconns; i++) {
+        pt_conn *c = d->conns[i];
+        if (c->confirm == NULL) continue;
+        nng_stream *s = c->confirm;
+        if (pt_stream_connected(s)) {
+            c->confirm = NULL;
+            pt_dialed(d, c, 0, s);
+        } else if (now - c->dial_ns >= (uint64_t)PT_DIAL_TIMEOUT_MS * 1000000u) {
+            c->confirm = NULL;
+            nng_stream_close(s);
+            nng_stream_free(s);
+            pt_dialed(d, c, NNG_ETIMEDOUT, NULL);
+        } else {
+            pt_tdl_note(d, now + (uint64_t)PT_CONFIRM_POLL_MS * 1000000u);
+            continue;
+        }
+        i = (uint32_t)-1; /* the core may have changed the table: rescan */
     }
     uint32_t first = 0, idle = 0;
     for (uint32_t i = 0; i < d->nconns; i++) {

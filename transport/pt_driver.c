@@ -154,20 +154,37 @@ static void on_dialed(pt_driver *d, pt_ev *ev)
         }
         return;
     }
+    if (ev->rv == 0 && ev->stream != NULL && !pt_stream_connected(ev->stream)) {
+        /* nng 1.5.2 may complete a dial whose TCP connect is still in progress (seen across
+         * the WAN testbed: "connected" 2 ms after the SYN at 10 ms RTT, to a peer that drops
+         * every SYN); a HELLO on it waits for the kernel's SYN retries (minutes) and the dial
+         * timeout never fires. Confirm it first: pt_sweep polls until the peer's address is
+         * known (connected) or PT_DIAL_TIMEOUT_MS since the dial has passed. */
+        c->confirm = ev->stream;
+        pt_log(CCOIP_LOG_DEBUG, d->who, "connection %" PRIu64 ": dial reported early: confirming",
+               ev->conn);
+        pt_tdl_note(d, pt_now_ns() + (uint64_t)PT_CONFIRM_POLL_MS * 1000000u);
+        return;
+    }
+    pt_dialed(d, c, ev->rv, ev->stream);
+}
+
+void pt_dialed(pt_driver *d, pt_conn *c, int rv, nng_stream *s)
+{
     if (c->probe == PROBE_PROBER) {
-        pt_probe_dialed(d, c, ev->rv, ev->stream);
+        pt_probe_dialed(d, c, rv, s);
         return;
     }
     ccoip_event cev;
     memset(&cev, 0, sizeof cev);
-    cev.conn = ev->conn;
-    if (ev->rv != 0 || ev->stream == NULL) {
-        pt_log(CCOIP_LOG_INFO, d->who, "connection %" PRIu64 ": connect failed: %s", ev->conn,
-               nng_strerror(ev->rv));
+    cev.conn = c->id;
+    if (rv != 0 || s == NULL) {
+        pt_log(CCOIP_LOG_INFO, d->who, "connection %" PRIu64 ": connect failed: %s", c->id,
+               nng_strerror(rv));
         pt_conn_free(d, c);
         cev.type = CCOIP_EV_CONN_CLOSED;
     } else {
-        pt_conn_up(d, c, ev->stream);
+        pt_conn_up(d, c, s);
         cev.type = CCOIP_EV_CONN_UP;
     }
     pt_core_feed(d, &cev);

@@ -155,6 +155,8 @@ typedef struct pt_conn {
     pt_nng_stream ns; /* the stream as nng connected it (closed with the connection) */
     nng_stream_dialer *dialer;
     nng_aio *dial_aio;
+    uint64_t dial_ns;    /* when its dial started */
+    nng_stream *confirm; /* dialled: nng reported the connect before TCP completed it (pt_sweep) */
     bool send_busy;
     bool recv_busy;
     pt_sitem *sq_head, *sq_tail;
@@ -477,8 +479,13 @@ static inline void pt_tdl_note(pt_driver *d, uint64_t t)
 {
     if (t != 0 && t < d->tdl) d->tdl = t;
 }
-/** The transport deadline passed: re-arms listeners, closes connections past their deadline. */
+/** The transport deadline passed: re-arms listeners, closes connections past their deadline,
+ *  completes dials waiting for TCP to confirm them. */
 void pt_sweep(pt_driver *d);
+/** A dial of c ended (rv 0 and s: connected): to the prober, or to the core as CONN_UP / CLOSED. */
+void pt_dialed(pt_driver *d, pt_conn *c, int rv, nng_stream *s);
+/** How often a dial nng reported early is checked, and how long it may take in all. */
+#define PT_CONFIRM_POLL_MS 2u
 /** Binds listener kind on url. pcclSuccess, pcclInvalidArgument, pcclInvalidUsage, pcclSystemError.
  */
 pcclResult_t pt_listen_on(pt_driver *d, uint32_t kind, const char *url, uint32_t *port_out);

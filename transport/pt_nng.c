@@ -89,3 +89,11 @@ const pt_dp_ops pt_nng_ops = {
     .fuse_result = NULL,
     .close = NULL,
 };
+
+bool pt_stream_connected(nng_stream *s)
+{
+    nng_sockaddr a;
+    if (nng_stream_get_addr(s, NNG_OPT_LOCADDR, &a) != 0) return true; /* not TCP (ipc) */
+    if (a.s_family != NNG_AF_INET && a.s_family != NNG_AF_INET6) return true;
+    return nng_stream_get_addr(s, NNG_OPT_REMADDR, &a) == 0;
+}

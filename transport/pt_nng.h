@@ -29,5 +29,8 @@ int pt_nng_stream_init(pt_nng_stream *ns, uint64_t conn, pt_dp_done_fn done, voi
 /** Closes the stream (if any), stops the aios (their callbacks have run when this returns)
  * and frees everything. */
 void pt_nng_stream_fini(pt_nng_stream *ns);
+/** False when s is a TCP stream whose connect has not completed (its peer address is not known
+ *  yet: getpeername fails); true otherwise (streams that are not TCP too). */
+bool pt_stream_connected(nng_stream *s);
 
 #endif /* PT_NNG_H */

@@ -178,6 +178,7 @@ void pt_probe_dial(pt_driver *d, uint64_t conn, uint64_t io_id, const char *url,
         pt_probe_end(d, c);
         return;
     }
+    c->dial_ns = pt_now_ns();
     nng_aio_set_timeout(c->dial_aio, PT_DIAL_TIMEOUT_MS);
     nng_stream_dialer_dial(c->dialer, c->dial_aio);
 }

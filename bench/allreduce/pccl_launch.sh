@@ -15,7 +15,8 @@
 # that is up (scripts/wan-testbed.sh up --name NAME --peers >= N; docs/wan.md):
 # the master in its namespace on its testbed address, peer i in namespace p<i>,
 # so every control and data byte crosses the delay line (bench/wan/wan_launch.sh).
-# PCCL_BENCH_LOGS=DIR: the master's and peers' logs are copied there at the end.
+# PCCL_BENCH_LOGS=DIR: the master's and peers' logs are copied there at the end;
+# PCCL_BENCH_MASTER_LOG: the master's --log-level (default WARN).
 set -u
 BUILD=$1
 N=$2
@@ -54,7 +55,7 @@ fail() {
 MADDR=127.0.0.1
 if [[ -n $TESTBED ]]; then MADDR=$("$TB" addr m --name "$TESTBED") || fail "testbed $TESTBED"; fi
 PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-WARN} on m "$MASTER" --listen "tcp://$MADDR:0" --print-port \
-  --log-level WARN >"$TMP/master.out" 2>"$TMP/master.log" &
+  --log-level "${PCCL_BENCH_MASTER_LOG:-WARN}" >"$TMP/master.out" 2>"$TMP/master.log" &
 PIDS+=($!)
 PORT=
 for _ in $(seq 200); do

@@ -251,6 +251,7 @@ typedef struct m_topology {
     uint32_t n_phase_wait; /**< peers in_phase that have not reported (during a phase) */
     uint64_t rewire_gen;   /**< bumped by m_mark_rewire*: collective votes re-check their group */
     uint8_t *unreach;      /**< bit matrix [max_peers][max_peers]: row from, column to */
+    bool strict_links;     /**< ring search: only links dialled into peers that accept (§6.4) */
     uint8_t *slot_links;   /**< [max_peers] M_LINK_*: the slot may have bw / unreach entries */
 } m_topology;
 
