@@ -8,17 +8,20 @@
  *
  * The peers connect, wait until the group has N members and run all-reduces
  * of B bytes (uint32 SUM, out of place) one after the other, op k on tag k.
- * Peer i contributes 2^i * (1 + (j + k) mod 251) at element j of op k, so the
- * result tells exactly which peers took part: element j must be
- * mask * (1 + (j + k) mod 251), mask being the bits of the members (all N
- * when the op reports world N, all but the victim when it reports N − 1).
+ * Peer i contributes 2^i * (1 + j mod 251) at element j, so the result tells
+ * exactly which peers took part: element j must be mask * (1 + j mod 251),
+ * mask being the bits of the members (all N when the op reports world N, all
+ * but the victim when it reports N − 1). The input is filled once (a real
+ * step has its gradients ready; filling 64 MiB per op would take the CPU the
+ * recovery needs); the output is poisoned before every op, so no earlier
+ * op's result can pass for it.
  * The driver kills (SIGKILL) or stops (SIGSTOP) peer V while an op is in
  * flight. A survivor's op then fails (pcclRankConnectionLost, or
  * pcclUpdateTopologyFailed for an op that overlapped the epoch change: the
  * documented retryable results, docs/semantics.md §5); it calls
  * pcclUpdateTopology until its group is the N − 1 survivors, runs the next
- * op (retried on those two results, counted; its input is filled before the
- * update), checks it exactly and runs A more checked ops. The victim runs ops until it is killed
+ * op (retried on those two results, counted), checks it exactly and runs A
+ * more checked ops. The victim runs ops until it is killed
  * (at most M).
  *
  * Lines on stdout (line-buffered), times in CLOCK_REALTIME nanoseconds (one
@@ -117,22 +120,22 @@ static bool parse_args(int argc, char **argv, options *o)
            o->max_ops >= 1;
 }
 
-static uint32_t pattern(uint64_t j, uint64_t k)
+static uint32_t pattern(uint64_t j)
 {
-    return 1u + (uint32_t)((j + k) % 251u);
+    return 1u + (uint32_t)(j % 251u);
 }
 
-static void fill(uint32_t *send, uint64_t count, uint32_t index, uint64_t k)
+static void fill(uint32_t *send, uint64_t count, uint32_t index)
 {
     for (uint64_t j = 0; j < count; j++)
-        send[j] = (1u << index) * pattern(j, k);
+        send[j] = (1u << index) * pattern(j);
 }
 
 /* Checks op k's result against the members' mask; 0 or 1. */
 static int verify(const uint32_t *out, uint64_t count, uint32_t mask, uint64_t k, uint32_t index)
 {
     for (uint64_t j = 0; j < count; j++) {
-        const uint32_t want = mask * pattern(j, k);
+        const uint32_t want = mask * pattern(j);
         if (out[j] != want) {
             fprintf(stderr,
                     "pccl_wan_churn %u: WRONG RESULT of op %" PRIu64 " at element %" PRIu64
@@ -167,20 +170,13 @@ typedef struct op_end {
     int64_t t_ns;
 } op_end;
 
-/* Op k's input and a poisoned output. */
-static void prepare(const options *o, uint64_t k, uint32_t *send, uint32_t *recv)
-{
-    fill(send, o->bytes / 4u, o->index, k);
-    memset(recv, 0xa5, (size_t)o->bytes);
-}
-
-/* Runs op k (tag k): prepare (unless `prepared`), start, mark, await. Returns the result; *end
- * tells when it returned (taken before any check, so checking is not counted). */
-static pcclResult_t run_op(pcclComm_t *comm, const options *o, uint64_t k, uint32_t *send,
-                           uint32_t *recv, bool prepared, op_end *end)
+/* Runs op k (tag k): poison the output, start, mark, await. Returns the result; *end tells
+ * when it returned (taken before any check, so checking is not counted). */
+static pcclResult_t run_op(pcclComm_t *comm, const options *o, uint64_t k, const uint32_t *send,
+                           uint32_t *recv, op_end *end)
 {
     const uint64_t count = o->bytes / 4u;
-    if (!prepared) prepare(o, k, send, recv);
+    memset(recv, 0xa5, (size_t)o->bytes);
     pcclReduceDescriptor_t d;
     memset(&d, 0, sizeof d);
     d.count = (size_t)count;
@@ -235,13 +231,13 @@ static int reach_survivors(pcclComm_t *comm, const options *o)
 }
 
 /* The A checked ops after the next op, all on the survivors; 0 or 1. */
-static int after_ops(pcclComm_t *comm, const options *o, uint64_t *k, uint32_t *send,
+static int after_ops(pcclComm_t *comm, const options *o, uint64_t *k, const uint32_t *send,
                      uint32_t *recv)
 {
     for (uint32_t a = 0; a < o->after; a++) {
         op_end e = {0, 0, 0};
         const uint64_t op = (*k)++;
-        const pcclResult_t r = run_op(comm, o, op, send, recv, false, &e);
+        const pcclResult_t r = run_op(comm, o, op, send, recv, &e);
         if (r != pcclSuccess || e.world != o->world - 1u) {
             fprintf(stderr, "pccl_wan_churn %u: op %" PRIu64 " after recovery: %d (world %u)\n",
                     o->index, op, (int)r, e.world);
@@ -268,19 +264,15 @@ static int next_done(const options *o, uint64_t op, const op_end *e, uint32_t re
     return 0;
 }
 
-/*
- * A survivor after its failed op: shrink, then the next op (retried), then `after` more. The
- * next op's buffers are prepared before the topology update, which waits for the master's
- * re-wire anyway, so their filling is not counted in the recovery.
- */
-static int recover(pcclComm_t *comm, const options *o, uint64_t *k, uint32_t *send, uint32_t *recv)
+/* A survivor after its failed op: shrink, then the next op (retried), then `after` more. */
+static int recover(pcclComm_t *comm, const options *o, uint64_t *k, const uint32_t *send,
+                   uint32_t *recv)
 {
     for (uint32_t retries = 0;; retries++) {
         const uint64_t op = (*k)++;
-        prepare(o, op, send, recv);
         if (reach_survivors(comm, o) != 0) return 1;
         op_end e = {0, 0, 0};
-        const pcclResult_t r = run_op(comm, o, op, send, recv, true, &e);
+        const pcclResult_t r = run_op(comm, o, op, send, recv, &e);
         if (r == pcclSuccess) {
             if (next_done(o, op, &e, retries, recv) != 0) return 1;
             break;
@@ -295,13 +287,13 @@ static int recover(pcclComm_t *comm, const options *o, uint64_t *k, uint32_t *se
     return after_ops(comm, o, k, send, recv);
 }
 
-static int run(pcclComm_t *comm, const options *o, uint32_t *send, uint32_t *recv)
+static int run(pcclComm_t *comm, const options *o, const uint32_t *send, uint32_t *recv)
 {
     uint64_t k = 1;
     for (uint32_t n = 0; n < o->max_ops; n++) {
         op_end e = {0, 0, 0};
         const uint64_t op = k++;
-        const pcclResult_t r = run_op(comm, o, op, send, recv, false, &e);
+        const pcclResult_t r = run_op(comm, o, op, send, recv, &e);
         if (r == pcclSuccess && e.world == o->world) {
             if (verify(recv, o->bytes / 4u, members_mask(o, e.world), op, o->index) != 0) return 1;
             printf("DONE %" PRIu64 " %" PRId64 " %.0f %u\n", op, e.t_ns, e.dur_us, e.world);
@@ -335,6 +327,7 @@ int main(int argc, char **argv)
     uint32_t *send = malloc((size_t)o.bytes);
     uint32_t *recv = malloc((size_t)o.bytes);
     if (send == NULL || recv == NULL) return 2;
+    fill(send, o.bytes / 4u, o.index);
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (pcclInit() != pcclSuccess) return 2;
     pcclComm_t *comm = NULL;
