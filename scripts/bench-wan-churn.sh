@@ -14,21 +14,59 @@
 #       [--sizes "1M 64M"] [--modes "kill stop"] [--reps 3] [--evict-ms 2000]
 #       [--heartbeat-ms 250] [--victim 1] [--kill-op 4] [--pool 0] [--no-offload]
 #       [--build DIR] [--out DIR] [--name NAME]
+#   scripts/bench-wan-churn.sh --summarize OUT/runs.tsv     (the table again, from the runs)
 #
 # Per run: recovery = the last survivor's next-op completion − the kill (one
 # clock: CLOCK_REALTIME, shared by every namespace of the host, `date +%s%N`
-# here); fail = the last survivor's failing op's return − the kill; next =
-# the next op's own duration (longest survivor); bound = evict_ms + 3 RTT +
-# 1 s. OUT/runs.tsv has every run, OUT/summary.md the table per scenario
+# here); fail = the last survivor's failing op's return − the kill; group =
+# the last survivor's pcclUpdateTopology that left the N − 1 survivors − the
+# kill; next = the next op's own duration (longest survivor); bound =
+# evict_ms + 3 RTT + 1 s. OUT/runs.tsv has every run, OUT/summary.md the table per scenario
 # (min / median / max; "met" when the max is within the bound), OUT/<run>/
 # the master's and peers' output and logs (PCCL_LOG_LEVEL, default WARN, for
 # both). The script fails (exit 1) when a run fails — a peer's error, a wrong
 # or differing result, no recovery within the budget — never on time.
 # --quick: 1 MiB only, one repetition.
 set -euo pipefail
+CALLER_PWD=$PWD
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 TB=$ROOT/scripts/wan-testbed.sh
+
+# summarize RUNS_TSV: the table per scenario (medians; min / median / max of the recovery; met
+# when the max is within the bound; the 1-min load average's range over the runs).
+summarize() {
+  awk -F'\t' '
+  NR == 1 { next }
+  { key = $1 "\t" $2; if (!(key in seen)) { seen[key] = 1; order[++nk] = key }
+    ev[key] = $4; rtt[key] = $5; bd[key] = $6
+    if (!(key in lmin) || $13 < lmin[key]) lmin[key] = $13
+    if (!(key in lmax) || $13 > lmax[key]) lmax[key] = $13
+    if ($14 != "ok") { bad[key]++; next }
+    n[key]++; rec[key, n[key]] = $9; fl[key, n[key]] = $8; nx[key, n[key]] = $10
+    gr[key, n[key]] = $15
+    if ($7 == "yes") mid[key]++ }
+  function stats(arr, key, cnt,   i, j, t, v) {
+    for (i = 1; i <= cnt; i++) v[i] = arr[key, i] + 0
+    for (i = 2; i <= cnt; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+    S_MIN = v[1]; S_MAX = v[cnt]
+    S_MED = cnt % 2 ? v[(cnt + 1) / 2] : (v[cnt / 2] + v[cnt / 2 + 1]) / 2
+  }
+  END {
+    print "| scenario | size | evict_ms | RTT ms | bound ms | runs (mid-op) | failing op returns, median ms | survivors group, median ms | next op alone, median ms | recovery min / median / max ms | met? | load |"
+    print "|---|---|---|---|---|---|---|---|---|---|---|---|"
+    for (k = 1; k <= nk; k++) {
+      key = order[k]; split(key, p, "\t"); c = n[key] + 0
+      if (c == 0) { printf "| %s | %s | %s | %s | %s | 0 (%d failed) | | | | | no | |\n", p[1], p[2], ev[key], rtt[key], bd[key], bad[key]; continue }
+      stats(fl, key, c); f = S_MED; stats(gr, key, c); g = S_MED; stats(nx, key, c); x = S_MED
+      stats(rec, key, c)
+      printf "| %s (SIG%s) | %s | %s | %s | %s | %d (%d)%s | %.0f | %.0f | %.0f | %.0f / %.0f / %.0f | %s | %s–%s |\n",
+        p[1], p[1] == "kill" ? "KILL" : "STOP", p[2], ev[key], rtt[key], bd[key], c, mid[key] + 0,
+        bad[key] ? sprintf(", %d failed", bad[key]) : "", f, g, x, S_MIN, S_MED, S_MAX,
+        (S_MAX <= bd[key] && !bad[key]) ? "met" : "**not met**", lmin[key], lmax[key]
+    }
+  }' "$1"
+}
 
 PEERS=4
 RTT=50
@@ -63,7 +101,8 @@ while [[ $# -gt 0 ]]; do
     --build) BUILD=$(cd "$2" && pwd); shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --name) NAME=$2; shift 2 ;;
-    *) sed -n '2,28p' "$0"; exit 2 ;;
+    --summarize) (cd "$CALLER_PWD" && summarize "$2"); exit 0 ;;
+    *) sed -n '2,29p' "$0"; exit 2 ;;
   esac
 done
 [[ $(id -u) -eq 0 ]] || { echo "bench-wan-churn: needs root (network namespaces)" >&2; exit 2; }
@@ -99,7 +138,7 @@ MADDR=$("$TB" addr m --name "$NAME")
 echo "# churn at distance: $PEERS peers, RTT $RTT ms, $RATE Mbit/s per pair, offload $OFFLOAD," \
   "victim $VICTIM at op $KILL_OP, evict_ms $EVICT, heartbeat_ms $HB, bound $BOUND ms;" \
   "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); out $OUT"
-printf 'mode\tbytes\trep\tevict_ms\trtt_ms\tbound_ms\tmid_op\tfail_ms\trecovery_ms\tnext_op_ms\tretries\tidentical\tload\tstatus\n' \
+printf 'mode\tbytes\trep\tevict_ms\trtt_ms\tbound_ms\tmid_op\tfail_ms\trecovery_ms\tnext_op_ms\tretries\tidentical\tload\tstatus\tgroup_ms\n' \
   >"$OUT/runs.tsv"
 
 # now_ms: CLOCK_REALTIME in ms (for deadlines).
@@ -180,24 +219,26 @@ run_one() {
     [[ $i -eq $VICTIM ]] || sed "s/^/$i /" "$dir/peer$i.out"
   done | awk -v tk="$t_kill" -v n=$((PEERS - 1)) '
     $2 == "FAIL" && !(($1) in f) { f[$1] = 1; if ($4 > fail) fail = $4 }
+    $2 == "SURVIVORS" && !(($1) in g) { g[$1] = 1; if ($3 > grp) grp = $3 }
     $2 == "NEXT" { cnt++; if ($4 > next_t) next_t = $4; if ($5 > dur) dur = $5;
                    if ($7 > retries) retries = $7; h[$8] = 1 }
     END {
       nh = 0; for (k in h) nh++
-      printf "%s\t%.1f\t%.1f\t%d\t%s\t%d\n", fail ? sprintf("%.1f", (fail - tk) / 1e6) : "none",
+      printf "%s\t%.1f\t%.1f\t%d\t%s\t%d\t%s\n", fail ? sprintf("%.1f", (fail - tk) / 1e6) : "none",
         cnt == n ? (next_t - tk) / 1e6 : -1, dur / 1e3, retries,
-        (cnt == n && nh == 1) ? "yes" : "no", cnt == n
+        (cnt == n && nh == 1) ? "yes" : "no", cnt == n, grp ? sprintf("%.1f", (grp - tk) / 1e6) : "none"
     }')
-  local fail_ms recovery next_ms retries identical complete
-  IFS=$'\t' read -r fail_ms recovery next_ms retries identical complete <<<"$row"
+  local fail_ms recovery next_ms retries identical complete group_ms
+  IFS=$'\t' read -r fail_ms recovery next_ms retries identical complete group_ms <<<"$row"
   [[ $complete -eq 1 && $identical == yes ]] || ok=0
   local load status=ok
   load=$(cut -d' ' -f1 /proc/loadavg)
   [[ $ok -eq 1 ]] || status=FAILED
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$mode" "$size" "$rep" \
-    "$EVICT" "$RTT" "$BOUND" "$mid" "$fail_ms" "$recovery" "$next_ms" "$retries" "$identical" \
-    "$load" "$status" >>"$OUT/runs.tsv"
-  echo "$mode $size rep $rep: mid-op $mid, fail +$fail_ms ms, recovery $recovery ms" \
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$mode" "$size" \
+    "$rep" "$EVICT" "$RTT" "$BOUND" "$mid" "$fail_ms" "$recovery" "$next_ms" "$retries" \
+    "$identical" "$load" "$status" "$group_ms" >>"$OUT/runs.tsv"
+  echo "$mode $size rep $rep: mid-op $mid, fail +$fail_ms ms, survivors' group +$group_ms ms," \
+    "recovery $recovery ms" \
     "(next op $next_ms ms, retries $retries), bound $BOUND ms, identical $identical," \
     "load $load: $status"
   [[ $ok -eq 1 ]]
@@ -213,32 +254,6 @@ for size in $SIZES; do
 done
 "$TB" status --name "$NAME" 2>/dev/null | grep -i 'drops' >"$OUT/delayline.txt" || true
 
-# The table per scenario: min / median / max of the recovery, met when the max is within the bound.
-awk -F'\t' '
-  NR == 1 { next }
-  { key = $1 "\t" $2; if (!(key in seen)) { seen[key] = 1; order[++nk] = key }
-    ev[key] = $4; rtt[key] = $5; bd[key] = $6
-    if ($14 != "ok") { bad[key]++; next }
-    n[key]++; rec[key, n[key]] = $9; fl[key, n[key]] = $8; nx[key, n[key]] = $10
-    if ($7 == "yes") mid[key]++ }
-  function stats(arr, key, cnt,   i, j, t, v) {
-    for (i = 1; i <= cnt; i++) v[i] = arr[key, i] + 0
-    for (i = 2; i <= cnt; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
-    S_MIN = v[1]; S_MAX = v[cnt]
-    S_MED = cnt % 2 ? v[(cnt + 1) / 2] : (v[cnt / 2] + v[cnt / 2 + 1]) / 2
-  }
-  END {
-    print "| scenario | size | evict_ms | RTT ms | bound ms | runs (mid-op) | failing op returns, median ms | next op alone, median ms | recovery min / median / max ms | met? |"
-    print "|---|---|---|---|---|---|---|---|---|---|"
-    for (k = 1; k <= nk; k++) {
-      key = order[k]; split(key, p, "\t"); c = n[key] + 0
-      if (c == 0) { printf "| %s | %s | %s | %s | %s | 0 (%d failed) | | | | no |\n", p[1], p[2], ev[key], rtt[key], bd[key], bad[key]; continue }
-      stats(fl, key, c); f = S_MED; stats(nx, key, c); x = S_MED; stats(rec, key, c)
-      printf "| %s (SIG%s) | %s | %s | %s | %s | %d (%d)%s | %.0f | %.0f | %.0f / %.0f / %.0f | %s |\n",
-        p[1], p[1] == "kill" ? "KILL" : "STOP", p[2], ev[key], rtt[key], bd[key], c, mid[key] + 0,
-        bad[key] ? sprintf(", %d failed", bad[key]) : "", f, x, S_MIN, S_MED, S_MAX,
-        (S_MAX <= bd[key] && !bad[key]) ? "met" : "**not met**"
-    }
-  }' "$OUT/runs.tsv" | tee "$OUT/summary.md"
-echo "load: $(uptime)" | tee -a "$OUT/summary.md"
+echo "load: $(uptime)" >"$OUT/load.txt"
+summarize "$OUT/runs.tsv" | tee "$OUT/summary.md"
 exit $S
