@@ -279,7 +279,13 @@ void m_topo_fill_endpoints(const m_peer *p, ccoip_pb_endpoint *eps, uint64_t *co
     *count = n;
 }
 
-static void topo_send_plan(ccoip_master *m, uint32_t slot, uint64_t call, bool optimized)
+/*
+ * The plan for slot, answering `call` (0: a notification). `unchanged` (§6.3): the answer to a
+ * topology vote that changes nothing: the member's ring of its group's current epoch and the
+ * world sizes, without neighbours, keys or table (the member keeps its links and what it holds).
+ */
+static void topo_send_plan(ccoip_master *m, uint32_t slot, uint64_t call, bool optimized,
+                           bool unchanged)
 {
     m_peer *p = m_peer_at(m, slot);
     ccoip_pb_master_to_peer env;
@@ -299,10 +305,10 @@ static void topo_send_plan(ccoip_master *m, uint32_t slot, uint64_t call, bool o
         env.body_case = CCOIP_PB_MASTER_TO_PEER_BODY_TOPOLOGY_PLAN;
         plan = &env.body.topology_plan;
     }
-    plan->epoch = m->topo.epoch;
-    plan->unchanged = false;
+    plan->epoch = unchanged ? p->ring_epoch : m->topo.epoch;
+    plan->unchanged = unchanged;
     uint64_t nn = 0;
-    if (p->ring_size >= 2) {
+    if (p->ring_size >= 2 && !unchanged) {
         /* Predecessor first, then successor (one entry when they coincide). */
         uint32_t who[2] = {p->pred, p->succ};
         for (uint32_t k = 0; k < 2; k++) {
@@ -322,12 +328,12 @@ static void topo_send_plan(ccoip_master *m, uint32_t slot, uint64_t call, bool o
         if (topo_link_reversed(m, p->pred, slot)) plan->dial |= CCOIP_PB_DIAL_PRED_REVERSED;
     }
     uint8_t keys[3][CCOIP_AUTH_KEY_BYTES];
-    if (ccoip_auth_on(&m->cfg.auth)) {
+    if (ccoip_auth_on(&m->cfg.auth) && !unchanged) {
         m_auth_group_key(m, m->topo.epoch, p->group, keys[2]);
         plan->group_key.data = keys[2];
         plan->group_key.len = CCOIP_AUTH_KEY_BYTES;
     }
-    if (p->ring_size >= 2 && ccoip_auth_on(&m->cfg.auth)) {
+    if (p->ring_size >= 2 && ccoip_auth_on(&m->cfg.auth) && !unchanged) {
         /* The keys of this epoch's links pred -> p and p -> succ (docs/protocol.md §8.1). */
         m_auth_link_key(m, m->topo.epoch, m->sess.peers[p->pred].id, p->id, keys[0]);
         m_auth_link_key(m, m->topo.epoch, p->id, m->sess.peers[p->succ].id, keys[1]);
@@ -338,7 +344,7 @@ static void topo_send_plan(ccoip_master *m, uint32_t slot, uint64_t call, bool o
     }
     uint8_t tbl[CCOIP_ALGO_TABLE_BYTES];
     const ccoip_algo_table *tuned = m_algo_table_of(m, p->group);
-    if (tuned != NULL) {
+    if (tuned != NULL && !unchanged) {
         /* The group's tuned table (§6.8.5): every member of the epoch holds the same. */
         ccoip_algo_table_encode(tuned, tbl);
         plan->algo_table.data = tbl;
@@ -404,9 +410,46 @@ static void topo_start_phase(ccoip_master *m, bool answer_votes)
             p->topo_voted = false;
             p->topo_call = 0;
         }
-        topo_send_plan(m, s, call, false);
+        topo_send_plan(m, s, call, false, false);
     }
     if (answer_votes) m->topo.topo_timer = false;
+}
+
+/*
+ * Whether a completed topology vote changes nothing (§6.3): every accepted voter said true (a
+ * false asks for a re-wire), no pending peer voted (nobody to admit), and every accepted peer
+ * holds a settled ring (its group's last phase succeeded and no member was lost or reported a
+ * broken link since).
+ */
+static bool topo_vote_changes_nothing(const ccoip_master *m)
+{
+    if (m->sess.n_acc == 0 || !m->topo.ring_healthy) return false;
+    for (uint32_t i = 0; i < m->sess.order_n; i++) {
+        const m_peer *p = &m->sess.peers[m->sess.order[i]];
+        if (p->state == MP_ACCEPTED && (p->rewire || p->ring_epoch == 0 || !p->topo_accept))
+            return false;
+        if (p->state == MP_PENDING && p->topo_voted && !p->in_phase) return false;
+    }
+    return true;
+}
+
+/* Answers every accepted voter with an `unchanged` plan: no epoch, no p2p phase (§6.3). */
+static void topo_answer_unchanged(ccoip_master *m)
+{
+    sm_log(&m->out, CCOIP_LOG_INFO,
+           "master: topology vote changes nothing: rings and epochs kept, no p2p phase");
+    m_world_prepare(m, false);
+    for (uint32_t i = 0; i < m->sess.order_n; i++) {
+        uint32_t s = m->sess.order[i];
+        m_peer *p = &m->sess.peers[s];
+        if (p->state != MP_ACCEPTED || !p->topo_voted) continue;
+        const uint64_t call = p->topo_call;
+        m->topo.n_tv_acc--;
+        p->topo_voted = false;
+        p->topo_call = 0;
+        topo_send_plan(m, s, call, false, true);
+    }
+    m->topo.topo_timer = false;
 }
 
 void m_topo_start_optimized_phase(ccoip_master *m)
@@ -432,7 +475,7 @@ void m_topo_start_optimized_phase(ccoip_master *m)
         uint32_t s = m->sess.order[i];
         m_peer *p = &m->sess.peers[s];
         if (!p->in_phase) continue;
-        topo_send_plan(m, s, p->opt_call, true);
+        topo_send_plan(m, s, p->opt_call, true, false);
         p->opt_call = 0;
         m_peer_set_opt(p, MO_NONE);
     }
@@ -606,6 +649,12 @@ bool m_topo_progress(ccoip_master *m)
         return true;
     }
     if (m_topo_vote_complete(m)) {
+        /* Nothing to admit and every ring settled: answer at once, even while collectives
+         * run, since no epoch changes (§6.3). */
+        if (topo_vote_changes_nothing(m)) {
+            topo_answer_unchanged(m);
+            return true;
+        }
         if (m_coll_any_running(m)) return changed; /* admit once the running ops finish */
         topo_start_phase(m, true);
         return true;

@@ -478,6 +478,34 @@ static void peer_on_verdict(ccoip_peer *p, const ccoip_pb_master_to_peer *env, b
     }
 }
 
+/*
+ * The answer to our topology vote when the vote changed nothing (docs/protocol.md §6.3): our
+ * ring, its epoch and its links stay as they are; only the world sizes are refreshed. The master
+ * sends it only while our group's ring is settled, so it names the ring we hold.
+ */
+static void peer_on_unchanged(ccoip_peer *p, const ccoip_pb_topology_plan *plan)
+{
+    bool same = p->state == PS_ACCEPTED && p->ring.ready && !p->wire.wiring &&
+                plan->epoch == p->ring.epoch && plan->ring_count == p->ring.n;
+    for (uint32_t i = 0; same && i < p->ring.n; i++)
+        same = plan->ring[i] == p->ring.ids[i];
+    if (!same) {
+        p_fail(p, "unchanged topology plan for a ring we do not hold");
+        return;
+    }
+    if (plan->has_world) {
+        p->ring.wi.global = plan->world.global;
+        p->ring.wi.num_peer_groups = plan->world.num_peer_groups;
+        p->ring.wi.largest_peer_group = plan->world.largest_peer_group;
+    }
+    sm_log(&p->out, CCOIP_LOG_INFO, "peer %U: topology unchanged, epoch %U (rank %u of %u)", p->id,
+           plan->epoch, p->ring.rank, p->ring.n);
+    if (p->ctl.topo_pending) {
+        p->ctl.topo_pending = false;
+        p_notify(p, p->ctl.topo_cmd, pcclSuccess);
+    }
+}
+
 static void peer_on_topo_answer(ccoip_peer *p, const ccoip_pb_master_to_peer *env)
 {
     if (env->status != CCOIP_PB_STATUS_SUCCESS ||
@@ -495,6 +523,10 @@ static void peer_on_topo_answer(ccoip_peer *p, const ccoip_pb_master_to_peer *en
             p->ctl.topo_pending = false;
             p_notify(p, p->ctl.topo_cmd, r);
         }
+        return;
+    }
+    if (env->body.topology_plan.unchanged) {
+        peer_on_unchanged(p, &env->body.topology_plan);
         return;
     }
     if (p->ctl.topo_pending) p->ctl.topo_cmd_epoch = env->body.topology_plan.epoch;

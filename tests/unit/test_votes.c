@@ -331,16 +331,33 @@ static void updates(smh *h, uint32_t n, pcclResult_t want)
     }
 }
 
-/* The ring is 0 -> 1 -> 2 -> 0; the dials 1 -> 2 and 2 -> 0 hang, so only peer 0 reports. Before:
+/* Newcomers in group 1 (n of them, connecting: pending) make the accepted peers' next topology
+ * vote an admit phase, which re-wires every group (§6.3): a vote with nobody to admit changes
+ * nothing and starts no phase. Returns the first newcomer's index. */
+static uint32_t newcomers(smh *h, uint32_t n)
+{
+    const uint32_t first = smh_add_peer(h, 1);
+    for (uint32_t i = 1; i < n; i++)
+        smh_add_peer(h, 1);
+    for (uint32_t i = 0; i < n; i++)
+        smh_submit(h, first + i, CCOIP_CMD_CONNECT);
+    smh_run(h);
+    return first;
+}
+
+/* The ring is 0 -> 1 -> 2 -> 0; the dials 1 -> 2 and 2 -> 0 hang, so of group 0 only peer 0
+ * reports; a newcomer alone in group 1 (admitted by the phase) reports too: 2 of 4. Before:
  * peers 1 and 2 were evicted at the deadline. Now: the phase fails (pcclUpdateTopologyFailed on
  * all three; 1 and 2 get the verdict as a notification), nobody is evicted, and the master
- * re-wires. A member that is really gone is still removed at once: peer 2 dies during that
- * re-wire, which fails right then (no deadline), and 0 and 1 re-wire and carry on. */
+ * re-wires the accepted peers (1 of 3 report). A member that is really gone is still removed at
+ * once: peer 2 dies during that re-wire, which fails right then (no deadline), and 0 and 1
+ * re-wire and carry on (admitting the newcomer). */
 PTEST(votes, p2p_minority_fails_the_phase)
 {
     smh *h = world(3);
     smh_hang_link(h, 1, 2, true);
     smh_hang_link(h, 2, 0, true);
+    newcomers(h, 1);
     uint32_t before[3], after[3];
     count_sent(h, 3, CCOIP_PB_MASTER_TO_PEER_BODY_TOPOLOGY_VERDICT, before);
     uint64_t c[3];
@@ -352,7 +369,7 @@ PTEST(votes, p2p_minority_fails_the_phase)
     count_sent(h, 3, CCOIP_PB_MASTER_TO_PEER_BODY_TOPOLOGY_VERDICT, after);
     for (uint32_t i = 0; i < 3; i++)
         PT_ASSERT(after[i] == before[i] + 1u, "peer %u: one verdict", i);
-    PT_ASSERT(smh_log_count(h, "p2p phase timed out with 1 of 3 members reported") == 1, "logged");
+    PT_ASSERT(smh_log_count(h, "p2p phase timed out with 2 of 4 members reported") == 1, "logged");
     /* The re-wire that followed hangs the same way; peer 2 dies in it. */
     const uint64_t t = smh_now(h);
     smh_kill_peer(h, 2);
@@ -363,27 +380,32 @@ PTEST(votes, p2p_minority_fails_the_phase)
     smh_destroy(h);
 }
 
-/* The ring is 0 -> 1 -> 2 -> 3 -> 0. The dials 2 -> 3 and 3 -> 0 hang: two of four report
- * (exactly half: before, 2 and 3 were evicted; now the phase fails for all, nobody evicted).
- * Then only 3 -> 0 hangs: once a re-wire has three of four reports, peer 3 is evicted and the
- * three re-wire and update. */
+/* The ring is 0 -> 1 -> 2 -> 3 -> 0. The dials 2 -> 3 and 3 -> 0 hang; two newcomers in group 1
+ * (ring 4 -> 5 -> 4) make the vote an admit phase, and their dial 4 -> 5 hangs: three of six
+ * report (exactly half: before, 2, 3 and 4 were evicted; now the phase fails for all, nobody
+ * evicted). The re-wire of group 0 that follows still hangs at 2 -> 3 and 3 -> 0: two of four,
+ * half again. Then only 3 -> 0 hangs: once a re-wire has three of four reports, peer 3 is
+ * evicted and the three re-wire and update (admitting the newcomers). */
 PTEST(votes, p2p_majority_evicts_the_silent)
 {
     smh *h = world(4);
     smh_hang_link(h, 2, 3, true);
     smh_hang_link(h, 3, 0, true);
+    const uint32_t nc = newcomers(h, 2);
+    smh_hang_link(h, nc, nc + 1u, true);
     uint64_t c[4];
     for (uint32_t i = 0; i < 4; i++)
         c[i] = smh_submit(h, i, CCOIP_CMD_UPDATE_TOPOLOGY);
     past_deadline(h, c, 4);
     results(h, 0, 4, c, pcclUpdateTopologyFailed);
     nobody_evicted(h, 4);
-    PT_ASSERT(smh_log_count(h, "p2p phase timed out with 2 of 4 members reported") == 1, "logged");
+    PT_ASSERT(smh_log_count(h, "p2p phase timed out with 3 of 6 members reported") == 1, "logged");
+    smh_hang_link(h, nc, nc + 1u, false);
     /* The re-wire that started then still hangs at 2 -> 3 (that dial is lost): half again. */
     smh_hang_link(h, 2, 3, false);
     past_deadline(h, c, 0);
     nobody_evicted(h, 4);
-    PT_ASSERT(smh_log_count(h, "p2p phase timed out with 2 of 4 members reported") == 2, "twice");
+    PT_ASSERT(smh_log_count(h, "p2p phase timed out with 2 of 4 members reported") == 1, "logged");
     /* The next re-wire: only 3 -> 0 hangs, three of four report. */
     past_deadline(h, c, 0);
     straggler_evicted(h, 3, "did not report its p2p links");
