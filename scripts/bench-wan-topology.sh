@@ -52,7 +52,7 @@ while [[ $# -gt 0 ]]; do
     --build) BUILD=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --name) NAME=$2; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "bench-wan-topology: unknown argument $1" >&2; exit 2 ;;
   esac
 done
