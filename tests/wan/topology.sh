@@ -9,7 +9,7 @@
 # use only fast links (bench/wan/topo_ring.sh), and bench/wan/pccl_wan_topo.c
 # checks every all-reduce result exactly, before and after. At 50 ms a probe
 # of a fixed 1 MiB cannot tell these links apart (TCP is still ramping up;
-# with such probes 2 of 5 runs installed a slow ring, docs/wan.md). Nothing
+# with such probes 6 of 9 runs installed a slow ring, docs/wan.md). Nothing
 # about speed is asserted (the times are printed).
 #   topology.sh BUILD_DIR
 set -euo pipefail
