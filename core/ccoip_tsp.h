@@ -56,6 +56,14 @@ pcclResult_t ccoip_tsp_solve(uint32_t n, const uint64_t *cost, uint32_t max_pass
 pcclResult_t ccoip_tsp_heuristic(uint32_t n, const uint64_t *cost, uint32_t max_passes, void *work,
                                  uint64_t work_bytes, uint32_t *tour, uint64_t *cost_out);
 
+/**
+ * The cost of a directed link from one bandwidth probe (docs/protocol.md §6.6): microseconds per
+ * MiB, duration_us * 2^20 / bytes rounded down, for any bytes >= 1 (a probe bounded by time
+ * sends any number of bytes, not only whole MiB); at least 1 and below CCOIP_TSP_COST_MAX
+ * (saturating). bytes == 0 (no measurement) gives CCOIP_TSP_COST_MAX.
+ */
+uint64_t ccoip_tsp_link_cost(uint64_t bytes, uint64_t duration_us);
+
 /** Cost of a tour (n nodes), or UINT64_MAX when tour is not a permutation of 0 .. n-1. */
 uint64_t ccoip_tsp_tour_cost(uint32_t n, const uint64_t *cost, const uint32_t *tour);
 

@@ -67,23 +67,6 @@ static void opt_send_failure(ccoip_master *m, uint32_t slot, uint64_t call)
     m_send(m, slot, &env);
 }
 
-/* Link cost in microseconds per MiB (integer, >= 1, below CCOIP_TSP_COST_MAX). */
-static uint64_t opt_cost(uint64_t bytes, uint64_t duration_us)
-{
-    uint64_t mib = bytes >> 20;
-    uint64_t c;
-    if (mib > 0) {
-        c = duration_us / mib;
-    } else {
-        /* Less than a MiB: scale up, saturating well below the cap. */
-        c = duration_us > (CCOIP_TSP_COST_MAX >> 21) ? (CCOIP_TSP_COST_MAX >> 1)
-                                                     : (duration_us << 20) / bytes;
-    }
-    if (c == 0) c = 1;
-    if (c >= CCOIP_TSP_COST_MAX) c = CCOIP_TSP_COST_MAX - 1u;
-    return c;
-}
-
 void m_opt_on_report(ccoip_master *m, uint32_t slot, const ccoip_pb_bandwidth_report *r)
 {
     m_peer *p = m_peer_at(m, slot);
@@ -104,7 +87,7 @@ void m_opt_on_report(ccoip_master *m, uint32_t slot, const ccoip_pb_bandwidth_re
             sm_log(&m->out, CCOIP_LOG_WARN, "master: probe %U -> %U failed", p->id, smp->to_peer);
             continue;
         }
-        *opt_bw(m, slot, to) = opt_cost(smp->bytes, smp->duration_us);
+        *opt_bw(m, slot, to) = ccoip_tsp_link_cost(smp->bytes, smp->duration_us);
         m->topo.slot_links[slot] |= M_LINK_BW;
         m->topo.slot_links[to] |= M_LINK_BW;
     }

@@ -47,6 +47,21 @@ static uint64_t c_at(const uint64_t *cost, uint32_t n, uint32_t i, uint32_t j)
     return cost[(uint64_t)i * n + j];
 }
 
+uint64_t ccoip_tsp_link_cost(uint64_t bytes, uint64_t duration_us)
+{
+    if (bytes == 0) return CCOIP_TSP_COST_MAX;
+    /* duration_us * 2^20 / bytes in 64 bits: the quotient's whole part shifted, plus the
+     * remainder's share (r < bytes: exact while r < 2^44, else r over bytes in MiB, off by
+     * less than 2^-24 relative). */
+    const uint64_t q = duration_us / bytes, r = duration_us % bytes;
+    if (q >= CCOIP_TSP_COST_MAX >> 20) return CCOIP_TSP_COST_MAX - 1u;
+    const uint64_t frac = r < ((uint64_t)1 << 44) ? (r << 20) / bytes : r / (bytes >> 20);
+    uint64_t c = (q << 20) + frac;
+    if (c == 0) c = 1;
+    if (c >= CCOIP_TSP_COST_MAX) c = CCOIP_TSP_COST_MAX - 1u;
+    return c;
+}
+
 uint64_t ccoip_tsp_tour_cost(uint32_t n, const uint64_t *cost, const uint32_t *tour)
 {
     if (n == 0 || cost == NULL || tour == NULL) return UINT64_MAX;

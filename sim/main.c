@@ -471,6 +471,14 @@ static int run_one(cli *c, int argc, char **argv, uint64_t seed, bool line_only)
                r.epochs, r.ops_completed, r.ops_aborted, r.ops_failed_other, r.joins, r.leaves,
                r.crashes, r.hangs, r.evictions, r.live_peers_end, r.net_frames, r.net_bytes,
                r.replaced, r.syncs, r.sync_fetches, r.sync_failed, r.optimizes);
+        if (r.optimize_rounds > 0) {
+            printf("optimize: %" PRIu64 " rounds; the longest %" PRIu64 ".%03" PRIu64
+                   " s simulated (first call to the last of %u successes); last ring checked "
+                   "costs %" PRIu64 ", the optimum %" PRIu64 " (us per MiB, summed)\n",
+                   r.optimize_rounds, r.optimize_max_ns / 1000000000u,
+                   (r.optimize_max_ns / 1000000u) % 1000u, r.optimize_members, r.optimize_cost,
+                   r.optimize_best);
+        }
         printf("faults: %" PRIu64 " timed into a phase; survivors checked after %" PRIu64
                " faults; %" PRIu64 " calls failed as mismatched\n",
                r.phase_faults, r.fault_checks, r.call_mismatches);

@@ -22,7 +22,11 @@
 #include <stdint.h>
 
 #include "pccl_types.h"
+#include "sim_net.h"
 #include "sim_sm.h"
+
+/** Peer hosts whose link a scenario may configure (sim_config.host_up_bps, ...). */
+#define SIM_HOST_CFG_MAX 32u
 
 /** Outcomes and the CLI's exit codes. */
 typedef enum sim_status {
@@ -218,8 +222,28 @@ typedef struct sim_config {
      */
     uint32_t churn_per_step_bp;
     /** Link bandwidths of the first peers' hosts (bytes/s; 0: drawn): a known matrix. */
-    uint64_t host_up_bps[8];
-    uint64_t host_down_bps[8];
+    uint64_t host_up_bps[SIM_HOST_CFG_MAX];
+    uint64_t host_down_bps[SIM_HOST_CFG_MAX];
+    /** One-way latency of the first peers' hosts to their region's core (0: drawn). */
+    uint64_t host_latency_ns[SIM_HOST_CFG_MAX];
+    /**
+     * Regions (0: none; at most SIM_NET_REGION_MAX, sim_net.h): the first peers' hosts are in
+     * region host_region[k] (the master's and later hosts in region 0); a frame from region r
+     * to region s also takes region_latency_ns[r * SIM_NET_REGION_MAX + s] one way and crosses
+     * at most region_bps[...] bytes per second (0: no bound).
+     */
+    uint32_t regions;
+    uint32_t host_region[SIM_HOST_CFG_MAX];
+    uint64_t region_latency_ns[SIM_NET_REGION_MAX * SIM_NET_REGION_MAX];
+    uint64_t region_bps[SIM_NET_REGION_MAX * SIM_NET_REGION_MAX];
+    /** The master's probe_bytes (0: the core's default, 1 MiB). */
+    uint64_t probe_bytes;
+    /** Probes bounded by time as well as bytes, as the TCP runtime's (core/ccoip_probe.h):
+     *  a probe sends only the slices it starts within its window. false: all the bytes. */
+    bool probe_timed;
+    /** Every successful optimization must take at most this long, from the first member's
+     *  call to the last member's success (simulated; 0: no bound; a liveness failure). */
+    uint64_t optimize_bound_ns;
     /** Peer hosts that accept no connections (bit k: the k-th peer host, as host_up_bps; a
      *  peer behind NAT, docs/protocol.md §6.4): a dial to them is dropped (connect timeout). */
     uint32_t no_inbound_hosts;
@@ -264,6 +288,11 @@ typedef struct sim_result {
     uint64_t sync_failed;         /**< Failed syncs (per peer). */
     uint64_t sync_adopted_failed; /**< ... whose peer had adopted the verified state already. */
     uint64_t optimizes;           /**< Successful optimize-topology commands (per peer). */
+    uint64_t optimize_rounds;     /**< Optimizations that succeeded everywhere (rounds). */
+    uint64_t optimize_max_ns;     /**< The longest of them: first call to last success. */
+    uint32_t optimize_members;    /**< Members of that round. */
+    uint64_t optimize_cost;       /**< The last optimized ring checked: its cost (µs per MiB) */
+    uint64_t optimize_best;       /**< ... and the optimum's (check_optimize_notify). */
     uint64_t epochs;
     uint64_t coll_checked; /**< --kind: outputs compared with the checker's reference. */
     uint64_t coll_relayed; /**< ... of them, outputs of ops the master relayed (§6.8.3). */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ccoip_probe.h"
 #include "sim_world_int.h"
 
 static void io_set_ep(sim_node *n, sim_io *io, uint32_t e)
@@ -339,15 +340,26 @@ static void act_recv(sim_world *w, uint32_t node, const ccoip_action *a, bool ri
     ep_pump(w, e);
 }
 
-uint64_t world_probe_us(const sim_world *w, uint32_t ha, uint32_t hb, uint64_t bytes)
+uint64_t world_probe_us(const sim_world *w, uint32_t ha, uint32_t hb, uint64_t want,
+                        uint64_t *bytes_out)
 {
     /* Connect (one round trip), the bytes at the link's rate, the close back. */
-    const uint64_t lat = sim_net_latency(&w->net, ha, hb) + sim_net_latency(&w->net, hb, ha);
-    uint64_t bw = w->net.hosts[ha].up_bps < w->net.hosts[hb].down_bps ? w->net.hosts[ha].up_bps
-                                                                      : w->net.hosts[hb].down_bps;
+    const uint64_t rtt = sim_net_latency(&w->net, ha, hb) + sim_net_latency(&w->net, hb, ha);
+    uint64_t bw = sim_net_rate(&w->net, ha, hb);
     if (bw == 0) bw = 1;
+    uint64_t bytes = want;
+    if (w->cfg.probe_timed) {
+        /* The TCP runtime's prober (transport/pt_probe.c): the slices (1 MiB) it starts
+         * within its window (core/ccoip_probe.h), the window from the round trip. */
+        const uint64_t slice = (uint64_t)1 << 20;
+        const uint64_t win_ms = ccoip_probe_window_ns(rtt) / 1000000u;
+        const uint64_t in_win = bw / 1000u * win_ms + bw % 1000u * win_ms / 1000u;
+        const uint64_t started = (in_win / slice + 1u) * slice;
+        if (started < bytes) bytes = started;
+    }
+    if (bytes_out != NULL) *bytes_out = bytes;
     const uint64_t xfer_us = bytes / bw * 1000000u + (bytes % bw) * 1000000u / bw;
-    return (2u * lat) / 1000u + xfer_us;
+    return (2u * rtt) / 1000u + xfer_us;
 }
 
 /* PROBE: measured on the virtual network (no streams: the link's configured rates). */
@@ -370,10 +382,10 @@ static void act_probe(sim_world *w, uint32_t node, const ccoip_action *a)
         world_push(w, w->now + 2u * w->net.hosts[ha].latency_ns, EVK_PROBE, node, a->io_id, 0);
         return;
     }
-    io->probe_bytes = a->count;
-    io->duration_us = (w->cfg.canary & SIM_CANARY_SWAP_PROBE)
-                          ? world_probe_us(w, w->nodes[target].host, ha, a->count)
-                          : world_probe_us(w, ha, w->nodes[target].host, a->count);
+    io->duration_us =
+        (w->cfg.canary & SIM_CANARY_SWAP_PROBE)
+            ? world_probe_us(w, w->nodes[target].host, ha, a->count, &io->probe_bytes)
+            : world_probe_us(w, ha, w->nodes[target].host, a->count, &io->probe_bytes);
     world_push(w, w->now + io->duration_us * 1000u, EVK_PROBE, node, a->io_id, 0);
 }
 

@@ -189,6 +189,26 @@ static void app_sync(sim_workload *wl, uint32_t node)
     app_submit_cmd(wl, node, &cmd, APP_SYNCING);
 }
 
+/* A member's optimization succeeded: the round's time so far (first call to this success),
+ * against sim_config.optimize_bound_ns. */
+static void app_optimized(sim_world *w)
+{
+    if (w->opt_round_ok++ == 0) w->res->optimize_rounds++;
+    const uint64_t d = w->now - w->opt_round_t0;
+    if (d > w->res->optimize_max_ns) {
+        w->res->optimize_max_ns = d;
+        w->res->optimize_members = w->opt_round_ok;
+    } else if (d == w->res->optimize_max_ns && w->opt_round_ok > w->res->optimize_members) {
+        w->res->optimize_members = w->opt_round_ok;
+    }
+    if (w->cfg.optimize_bound_ns != 0 && d > w->cfg.optimize_bound_ns) {
+        world_fail(w, SIM_LIVENESS,
+                   "optimize: a member succeeded %llu ms after the first call (bound %llu ms)",
+                   (unsigned long long)(d / 1000000u),
+                   (unsigned long long)(w->cfg.optimize_bound_ns / 1000000u));
+    }
+}
+
 /* After the topology update: sync, or straight to the all-reduces. */
 static void app_after_update(sim_workload *wl, uint32_t node)
 {
@@ -214,6 +234,12 @@ static void app_after_sync(sim_workload *wl, uint32_t node)
      * update, which syncs and optimizes (the calls then wait for each other). */
     if (w->cfg.optimize_every > 0 && !app_coll_mode(w) && a->world >= 2u && a->revision > 0 &&
         a->revision % w->cfg.optimize_every == 0) {
+        /* The vote is global: no member succeeds before every one called, so a call after a
+         * success starts the next round. */
+        if (w->opt_round_ok > 0 || w->opt_round_t0 == 0) {
+            w->opt_round_t0 = w->now;
+            w->opt_round_ok = 0;
+        }
         app_submit(wl, node, CCOIP_CMD_OPTIMIZE_TOPOLOGY, APP_OPTIMIZING);
         return;
     }
@@ -597,6 +623,8 @@ static void app_notify(sim_workload *wl, uint32_t node, const ccoip_action *act)
         a->world = act->world_size;
         if (act->result == pcclSuccess) {
             w->res->optimizes++;
+            app_optimized(w);
+            if (w->failed) break;
             app_reduce_phase(wl, node);
         } else if (act->result == pcclMasterConnectionFailed) {
             app_exit(wl, node, "evicted or master gone (optimize)");

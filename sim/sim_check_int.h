@@ -134,6 +134,10 @@ struct sim_checker {
     sim_seqidx collrec_idx; /* (epoch, seq) -> its collrec */
     uint64_t coll_checked;  /* outputs compared with the reference (the summary) */
     uint64_t coll_relayed;  /* ... of them of relayed ops */
+    /* The optimum of the last optimized ring checked (check_optimize_notify), by epoch and
+     * group: its members check the same ring. */
+    uint64_t opt_epoch, opt_best;
+    uint32_t opt_group;
 };
 
 static inline sim_chk_node *chk_node(const sim_checker *ck, uint32_t node)

@@ -85,9 +85,28 @@ bool sim_net_blocked(const sim_net *n, uint32_t a, uint32_t b, uint64_t t, uint6
     return blocked;
 }
 
+/* The index of a → b in the region tables, or UINT32_MAX when either has no region. */
+static uint32_t net_region_pair(const sim_net *n, uint32_t a, uint32_t b)
+{
+    const uint32_t ra = n->hosts[a].region, rb = n->hosts[b].region;
+    if (ra >= n->regions || rb >= n->regions) return UINT32_MAX;
+    return ra * SIM_NET_REGION_MAX + rb;
+}
+
 uint64_t sim_net_latency(const sim_net *n, uint32_t a, uint32_t b)
 {
-    return n->hosts[a].latency_ns + n->hosts[b].latency_ns;
+    const uint64_t lat = n->hosts[a].latency_ns + n->hosts[b].latency_ns;
+    const uint32_t k = net_region_pair(n, a, b);
+    return k == UINT32_MAX ? lat : lat + n->region_latency_ns[k];
+}
+
+uint64_t sim_net_rate(const sim_net *n, uint32_t a, uint32_t b)
+{
+    const sim_host_link *src = &n->hosts[a], *dst = &n->hosts[b];
+    uint64_t bps = src->up_bps < dst->down_bps ? src->up_bps : dst->down_bps;
+    const uint32_t k = net_region_pair(n, a, b);
+    if (k != UINT32_MAX && n->region_bps[k] != 0 && n->region_bps[k] < bps) bps = n->region_bps[k];
+    return bps;
 }
 
 uint64_t sim_net_transit(sim_net *n, sim_rng *rng, uint32_t a, uint32_t b, uint64_t now,
@@ -95,7 +114,7 @@ uint64_t sim_net_transit(sim_net *n, sim_rng *rng, uint32_t a, uint32_t b, uint6
 {
     sim_host_link *src = &n->hosts[a];
     const sim_host_link *dst = &n->hosts[b];
-    const uint64_t bps = src->up_bps < dst->down_bps ? src->up_bps : dst->down_bps;
+    const uint64_t bps = sim_net_rate(n, a, b);
     uint64_t start = now > src->up_busy_until_ns ? now : src->up_busy_until_ns;
     /* bytes * 1e9 / bps without overflow for frames below 16 GiB. */
     const uint64_t tx_ns = bytes / bps * 1000000000u + (bytes % bps) * 1000000000u / bps;

@@ -55,7 +55,8 @@ uint32_t node_new(sim_world *w, bool is_master, uint32_t host)
             SIM_MASTER_PORT,        w->cfg.heartbeat_ms,
             w->cfg.evict_ms,        w->cfg.vote_timeout_ms,
             w->cfg.max_peers + 1u,  (w->cfg.canary & SIM_CANARY_SKIP_ABORT_VERDICT) != 0,
-            w->cfg.relay_max_bytes, w->cfg.auth != 0};
+            w->cfg.relay_max_bytes, w->cfg.auth != 0,
+            w->cfg.probe_bytes};
         n->m = w->vt->master_create(&p, seed);
         if (w->cfg.record_trace) {
             ccoip_trace_header h;
@@ -100,11 +101,17 @@ static uint32_t new_host(sim_world *w)
     l.up_bps = sim_rng_range(&w->rng, w->cfg.bw_min_bps, w->cfg.bw_max_bps);
     l.down_bps = sim_rng_range(&w->rng, w->cfg.bw_min_bps, w->cfg.bw_max_bps);
     l.loss_permille = w->cfg.loss_permille;
-    /* Host 0 is the master's: peer hosts 1..8 may have configured rates (a known matrix). */
+    /* Host 0 is the master's: peer hosts 1..SIM_HOST_CFG_MAX may have configured rates,
+     * latencies and regions (a known matrix); the draws above happen anyway, so configuring
+     * one host changes no other's. */
     const uint32_t k = w->net.num_hosts - 1u;
-    if (w->net.num_hosts >= 1u && k < 8u && w->cfg.host_up_bps[k] != 0) {
-        l.up_bps = w->cfg.host_up_bps[k];
-        l.down_bps = w->cfg.host_down_bps[k] != 0 ? w->cfg.host_down_bps[k] : l.up_bps;
+    if (w->net.num_hosts >= 1u && k < SIM_HOST_CFG_MAX) {
+        if (w->cfg.host_up_bps[k] != 0) {
+            l.up_bps = w->cfg.host_up_bps[k];
+            l.down_bps = w->cfg.host_down_bps[k] != 0 ? w->cfg.host_down_bps[k] : l.up_bps;
+        }
+        if (w->cfg.host_latency_ns[k] != 0) l.latency_ns = w->cfg.host_latency_ns[k];
+        l.region = w->cfg.host_region[k];
     }
     return sim_net_add_host(&w->net, &l);
 }

@@ -27,6 +27,7 @@ typedef struct sim_master_params {
     bool canary_skip_abort_verdict;
     uint32_t relay_max_bytes; /**< docs/protocol.md §6.8.2; 0: off */
     bool auth;                /**< authenticated run (sim_config.auth) */
+    uint64_t probe_bytes;     /**< ccoip_master_config.probe_bytes (0: the default) */
 } sim_master_params;
 
 typedef struct sim_peer_params {

@@ -464,8 +464,18 @@ sim_world *world_create(const sim_config *cfg, const sim_sm_vt *vt, sim_result *
 void world_start(sim_world *w)
 {
     if (w->failed) return;
-    /* The master's host: a well-connected machine. */
-    sim_host_link ml = {w->cfg.latency_min_ns / 2u, w->cfg.bw_max_bps, w->cfg.bw_max_bps, 0, 0};
+    /* Regions (sim_config.regions): the tables as configured. */
+    if (w->cfg.regions <= SIM_NET_REGION_MAX) {
+        w->net.regions = w->cfg.regions;
+        memcpy(w->net.region_latency_ns, w->cfg.region_latency_ns, sizeof w->net.region_latency_ns);
+        memcpy(w->net.region_bps, w->cfg.region_bps, sizeof w->net.region_bps);
+    }
+    /* The master's host: a well-connected machine (in region 0 when there are regions). */
+    sim_host_link ml;
+    memset(&ml, 0, sizeof ml);
+    ml.latency_ns = w->cfg.latency_min_ns / 2u;
+    ml.up_bps = w->cfg.bw_max_bps;
+    ml.down_bps = w->cfg.bw_max_bps;
     sim_net_add_host(&w->net, &ml);
     const uint32_t master = node_new(w, true, 0);
     if (master != SIM_NONE32) world_push(w, 0, EVK_START, master, 0, 0);

@@ -343,7 +343,10 @@ typedef struct sim_world {
     uint8_t *dec_arena; /* the decode arena of master frames for the observers, grown on demand */
     uint64_t dec_arena_cap;
     uint64_t protocol_violations;
-    uint64_t probe_bytes;       /* of the last PROBE (the master's probe size) */
+    uint64_t probe_bytes; /* of the last PROBE (the master's probe size) */
+    /* The optimization under way (sim_app.c): its first member's call, successes so far. */
+    uint64_t opt_round_t0;
+    uint32_t opt_round_ok;
     uint64_t crash_state_after; /* script: the sender of the n-th next STATE_SEND crashes */
 
     /* scale: O(1) bookkeeping instead of scans */
@@ -397,8 +400,11 @@ void world_wake_at(sim_world *w, uint32_t node, uint64_t delay_ns, uint64_t gen)
 void world_kill(sim_world *w, uint32_t node, bool graceful);
 /** Per-step churn: node is replaced by a new process of its group (sim_node.c). */
 void world_replace_peer(sim_world *w, uint32_t node);
-/** Link a -> b as the virtual network has it: PROBE duration of bytes (sim_act.c). */
-uint64_t world_probe_us(const sim_world *w, uint32_t host_a, uint32_t host_b, uint64_t bytes);
+/** A probe of want bytes from host_a to host_b on the virtual network: its duration in µs;
+ *  *bytes_out (may be NULL) gets the bytes it sends (fewer than want when bounded by time,
+ *  sim_config.probe_timed). */
+uint64_t world_probe_us(const sim_world *w, uint32_t host_a, uint32_t host_b, uint64_t want,
+                        uint64_t *bytes_out);
 /** The host accepts no connections (sim_config.no_inbound_hosts: a peer behind NAT). */
 bool world_host_no_inbound(const sim_world *w, uint32_t host);
 /**

@@ -41,6 +41,7 @@ static void master_config(const sim_master_params *p, ccoip_master_config *cfg)
     cfg->vote_timeout_ms = p->vote_timeout_ms;
     cfg->canary_skip_abort_verdict = p->canary_skip_abort_verdict;
     cfg->relay_max_bytes = p->relay_max_bytes;
+    cfg->probe_bytes = p->probe_bytes;
     if (p->max_peers > 256u) {
         /* The defaults grow with max_peers squared (24 bytes per peer pair of
          * SEND payload per step): bound them for large runs. */

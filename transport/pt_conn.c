@@ -287,6 +287,8 @@ void pt_on_sent(pt_driver *d, pt_conn *c, int rv, uint64_t count)
     pt_sq_forget(c, it);
     if (c->idle_ms > 0 && c->proven) conn_refresh(c);
     if (it->probe_last) c->probe_sent_all = true;
+    /* After PROBE_ACCEPT a prober writes only PROBE_DATA: each one written paces the next. */
+    const bool probe_data = c->probe == PROBE_PROBER && c->probe_accepted;
     if (it->ring && it->last) {
         for (uint32_t i = 0; i < d->ios_hi; i++) {
             pt_io *io = &d->ios[i];
@@ -309,6 +311,7 @@ void pt_on_sent(pt_driver *d, pt_conn *c, int rv, uint64_t count)
         c->rd_held = false;
         pt_rd_next(c);
     }
+    if (probe_data) pt_probe_sent(d, c); /* last: it may free c */
 }
 
 /* ---- receiving ---- */

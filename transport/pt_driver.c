@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ccoip_probe.h"
 #include "pt_internal.h"
 
 /* ------------------------------------------------------------------------ */
@@ -567,6 +568,9 @@ pcclResult_t pt_master_create(const char *listen_url, const ccoip_master_config 
                "(PCCL_RUN_TOKEN_FILE, docs/security.md)",
                listen_url);
     }
+    /* This driver's probes are bounded by time too (pt_probe.c, core/ccoip_probe.h): the byte
+     * bound can be large enough for fast links (docs/protocol.md §8.4). */
+    if (mc.probe_bytes == 0) mc.probe_bytes = CCOIP_PROBE_BYTES_TIMED;
     pt_driver *d = driver_alloc(true);
     if (d == NULL) return pcclSystemError;
     d->auth = mc.auth;

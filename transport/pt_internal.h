@@ -52,7 +52,13 @@
 #define PT_DIAL_TIMEOUT_MS 5000
 #define PT_DISCARD_BYTES   65536u
 #define PT_PROBE_TRIES     50u
-#define PT_NO_SLOT         UINT32_MAX
+/* Bandwidth probes (docs/protocol.md §8.4): the prober sends PROBE_DATA until it sent the
+ * bytes the core asked for or its window (core/ccoip_probe.h, from the round trip of
+ * PROBE_REQUEST to PROBE_ACCEPT, or half the time from the dial to PROBE_ACCEPT when lower)
+ * has passed. PT_PROBE_QUEUED slices are queued at a time, so it stops within about that many
+ * slices (plus the socket's buffer) of the window's end. */
+#define PT_PROBE_QUEUED 2u
+#define PT_NO_SLOT      UINT32_MAX
 
 /* Hostile networks: bounded resources (docs/security.md, transport/README.md "Limits").
  * Send queue per connection: frames queued and bytes of owned frame copies (control frames,
@@ -192,6 +198,11 @@ typedef struct pt_conn {
     uint64_t probe_want; /* bytes announced */
     uint64_t probe_got;  /* target: bytes drained */
     uint64_t probe_t0;
+    uint64_t probe_dial_ns;   /* prober: when its dial began */
+    uint64_t probe_req_ns;    /* prober: when PROBE_REQUEST was queued */
+    uint64_t probe_window_ns; /* prober: sending stops this long after PROBE_ACCEPT */
+    uint64_t probe_sent;      /* prober: PROBE_DATA bytes queued */
+    uint32_t probe_queued;    /* prober: PROBE_DATA frames queued and not yet written */
     uint32_t probe_tries;
     bool probe_accepted;
     bool probe_sent_all;
@@ -518,6 +529,8 @@ void pt_probe_dial(pt_driver *d, uint64_t conn, uint64_t io_id, const char *url,
 void pt_probe_dialed(pt_driver *d, pt_conn *c, int rv, nng_stream *s);
 /** A probe frame arrived on c (header in c->dh). */
 void pt_probe_frame(pt_driver *d, pt_conn *c);
+/** A prober's PROBE_DATA frame was written: queue the next one, or the end of the probe. */
+void pt_probe_sent(pt_driver *d, pt_conn *c);
 /** A probe connection ended (closed by the remote, broke, or was refused): frees c. */
 void pt_probe_end(pt_driver *d, pt_conn *c);
 

@@ -1,9 +1,11 @@
 /*
  * pt_probe.c — bandwidth probes (docs/protocol.md §8.4): the prober's dial,
- * request and timed PROBE_DATA, and the target the driver serves itself.
+ * request and timed PROBE_DATA (bounded by bytes and by a time window of
+ * round trips), and the target the driver serves itself.
  * The core never hears of probe connections, only PROBE_DONE.
  */
 #define _GNU_SOURCE
+#include "ccoip_probe.h"
 #include "pt_internal.h"
 
 static uint8_t g_probe_zeros[PT_SLICE_BYTES]; /* PROBE_DATA payload (content ignored) */
@@ -44,7 +46,45 @@ static void probe_request(pt_driver *d, pt_conn *c, const ccoip_data_header *cha
     h.tag = ccoip_peer_id(d->p);
     h.offset = c->probe_want;
     if (challenge != NULL) pt_auth_probe_sign(d, challenge, &h);
+    c->probe_req_ns = pt_now_ns();
     if (!send_header(d, c, &h, NULL, false)) pt_probe_end(d, c);
+}
+
+/* Queues PROBE_DATA slices up to PT_PROBE_QUEUED in the send queue; once the announced total
+ * is queued (its last slice ends the probe: the target closes when it has it all) or the
+ * window has passed, the end of the probe: a PROBE_DATA of length 0, after which the target
+ * closes. false: c was freed. */
+static bool probe_fill(pt_driver *d, pt_conn *c)
+{
+    uint64_t slice = d->lim.max_data_payload_bytes;
+    if (slice == 0 || slice > PT_SLICE_BYTES) slice = PT_SLICE_BYTES;
+    while (!c->probe_sent_all && c->probe_queued < PT_PROBE_QUEUED) {
+        ccoip_data_header p;
+        ccoip_data_header_init(&p, CCOIP_DATA_PROBE_DATA);
+        p.offset = c->probe_sent;
+        const bool late = pt_now_ns() - c->probe_t0 >= c->probe_window_ns;
+        const uint64_t left = c->probe_want - c->probe_sent;
+        p.length = late ? 0 : left < slice ? left : slice;
+        const bool last = late || p.length == left;
+        if (!send_header(d, c, &p, p.length > 0 ? g_probe_zeros : NULL, last)) {
+            pt_probe_end(d, c);
+            return false;
+        }
+        c->probe_sent += p.length;
+        c->probe_queued++;
+        if (last) {
+            /* Nothing more to queue: probe_sent_all is set when this frame is written. */
+            c->probe_queued = PT_PROBE_QUEUED + 1u;
+        }
+    }
+    return true;
+}
+
+void pt_probe_sent(pt_driver *d, pt_conn *c)
+{
+    if (c->probe_queued > PT_PROBE_QUEUED) return; /* the end is queued */
+    if (c->probe_queued > 0) c->probe_queued--;
+    (void)probe_fill(d, c);
 }
 
 void pt_probe_done_queue(pt_driver *d, uint64_t io_id, bool ok, uint64_t bytes, uint64_t us)
@@ -63,13 +103,15 @@ void pt_probe_done_queue(pt_driver *d, uint64_t io_id, bool ok, uint64_t bytes, 
 void pt_probe_end(pt_driver *d, pt_conn *c)
 {
     if (c->probe == PROBE_PROBER) {
-        const bool ok = c->probe_accepted && c->probe_sent_all;
+        const bool ok = c->probe_accepted && c->probe_sent_all && c->probe_sent > 0;
         uint64_t us = (pt_now_ns() - c->probe_t0) / 1000u;
         if (us == 0) us = 1;
         pt_log(ok ? CCOIP_LOG_DEBUG : CCOIP_LOG_INFO, d->who,
-               "probe %" PRIu64 ": %s (%" PRIu64 " bytes, %" PRIu64 " us)", c->id,
-               ok ? "done" : "failed", c->probe_want, us);
-        pt_probe_done_queue(d, c->probe_io, ok, c->probe_want, us);
+               "probe %" PRIu64 ": %s (%" PRIu64 " of %" PRIu64 " bytes, %" PRIu64
+               " us, window %" PRIu64 " ms)",
+               c->id, ok ? "done" : "failed", c->probe_sent, c->probe_want, us,
+               c->probe_window_ns / 1000000u);
+        pt_probe_done_queue(d, c->probe_io, ok, c->probe_sent, us);
     }
     pt_conn_free(d, c);
 }
@@ -106,11 +148,10 @@ void pt_probe_frame(pt_driver *d, pt_conn *c)
             c->rd_have = 0;
             c->rd_want = h->length;
             if (h->length == 0) {
-                if (c->probe_got >= c->probe_want) {
-                    pt_conn_free(d, c);
-                    return;
-                }
-                pt_rd_start_header(c);
+                /* The prober's window ended before the announced total (§8.4): it has
+                 * everything the prober sent, so closing tells the prober the time. */
+                pt_conn_free(d, c);
+                return;
             }
             pt_rd_next(c);
             return;
@@ -128,18 +169,16 @@ void pt_probe_frame(pt_driver *d, pt_conn *c)
         if (h->kind == CCOIP_DATA_PROBE_ACCEPT) {
             c->probe_accepted = true;
             c->probe_t0 = pt_now_ns();
-            uint64_t slice = d->lim.max_data_payload_bytes;
-            if (slice == 0 || slice > PT_SLICE_BYTES) slice = PT_SLICE_BYTES;
-            for (uint64_t off = 0; off < c->probe_want; off += slice) {
-                ccoip_data_header p;
-                ccoip_data_header_init(&p, CCOIP_DATA_PROBE_DATA);
-                p.offset = off;
-                p.length = c->probe_want - off < slice ? c->probe_want - off : slice;
-                if (!send_header(d, c, &p, g_probe_zeros, off + p.length >= c->probe_want)) {
-                    pt_probe_end(d, c);
-                    return;
-                }
-            }
+            /* The round trip: the request's, or half the time since the dial began (connect
+             * and request: two round trips on plain TCP; the dial may report a connection
+             * before its handshake is done, the request then waits for it), whichever is
+             * lower: queues and a busy target only ever add to either. */
+            const uint64_t req = c->probe_t0 - c->probe_req_ns;
+            const uint64_t half = (c->probe_t0 - c->probe_dial_ns) / 2u;
+            c->probe_window_ns = ccoip_probe_window_ns(req < half ? req : half);
+            c->probe_sent = 0;
+            c->probe_queued = 0;
+            if (!probe_fill(d, c)) return;
             pt_rd_start_header(c);
             pt_rd_next(c); /* the target's close ends the measurement */
             return;
@@ -172,6 +211,7 @@ void pt_probe_dial(pt_driver *d, uint64_t conn, uint64_t io_id, const char *url,
     c->probe_want = want;
     c->probe_tries = tries;
     snprintf(c->probe_url, sizeof c->probe_url, "%s", url);
+    c->probe_dial_ns = pt_now_ns();
     const int rv = pt_dial_prepare(d, c, url);
     if (rv != 0) {
         pt_log(CCOIP_LOG_WARN, d->who, "probe %s: %s", url, nng_strerror(rv));

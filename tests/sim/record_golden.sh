@@ -13,7 +13,7 @@ mkdir -p "$gold"
 for s in join_during_allreduce kill_mid_ring hung_peer straggler unreachable_pair mismatched_params \
     state_divergent_repair state_revision_skip state_newcomer_aci state_distributor_killed \
     state_two_groups optimize_asymmetric hang_in_admit hang_in_optimized_rewire rogue_voter \
-    nat_peers; do
+    nat_peers optimize_regions16; do
     "$sim" --scenario "$s" --seed 1 --quiet | grep -E '^(seed=|trace_hash=)' > "$gold/$s.txt"
     echo "$s: $(tail -1 "$gold/$s.txt")"
 done

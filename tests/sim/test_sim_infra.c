@@ -141,7 +141,7 @@ static void test_net(void)
 {
     sim_net n;
     CHECK(sim_net_init(&n, 8, 8), "init");
-    sim_host_link l = {1000000, 1000000, 1000000, 0, 0}; /* 1 ms, 1 MB/s */
+    sim_host_link l = {1000000, 1000000, 1000000, 0, 0, 0}; /* 1 ms, 1 MB/s */
     const uint32_t a = sim_net_add_host(&n, &l);
     const uint32_t b = sim_net_add_host(&n, &l);
     sim_rng r;
@@ -180,10 +180,42 @@ static void test_net(void)
     uint64_t until;
     CHECK(!sim_net_blocked(&n, a, a, 100000000, &until), "self not blocked");
     /* Loss: 1000 permille retransmits 4 times. */
-    sim_host_link lossy = {1000000, 1000000, 1000000, 1000, 0};
+    sim_host_link lossy = {1000000, 1000000, 1000000, 1000, 0, 0};
     const uint32_t c = sim_net_add_host(&n, &lossy);
     t = sim_net_transit(&n, &r, c, a, 0, 0, NULL);
     CHECK(t == 4u * (n.rto_ns + 4000000u) + 2000000u, "lossy arrival %" PRIu64, t);
+    sim_net_deinit(&n);
+}
+
+/* Regions: the latency and bandwidth bound between two regions add to the hosts' links, per
+ * direction; hosts of one region, and hosts without a region, keep the plain model. */
+static void test_net_regions(void)
+{
+    sim_net n;
+    CHECK(sim_net_init(&n, 8, 8), "init");
+    n.regions = 2;
+    n.region_latency_ns[0 * SIM_NET_REGION_MAX + 1] = 30000000; /* 0 -> 1: 30 ms */
+    n.region_latency_ns[1 * SIM_NET_REGION_MAX + 0] = 20000000; /* 1 -> 0: 20 ms */
+    n.region_bps[0 * SIM_NET_REGION_MAX + 1] = 250000;          /* 0 -> 1: 250 kB/s */
+    sim_host_link l = {1000000, 1000000, 2000000, 0, 0, 0};     /* 1 ms, 1 MB/s up, 2 down */
+    const uint32_t a = sim_net_add_host(&n, &l);
+    const uint32_t a2 = sim_net_add_host(&n, &l);
+    l.region = 1;
+    const uint32_t b = sim_net_add_host(&n, &l);
+    l.region = 7; /* not below regions: no region */
+    const uint32_t c = sim_net_add_host(&n, &l);
+    CHECK(sim_net_latency(&n, a, a2) == 2000000, "same region");
+    CHECK(sim_net_latency(&n, a, b) == 32000000, "0 -> 1");
+    CHECK(sim_net_latency(&n, b, a) == 22000000, "1 -> 0");
+    CHECK(sim_net_latency(&n, c, b) == 2000000, "no region");
+    CHECK(sim_net_rate(&n, a, a2) == 1000000, "same region: the uplink");
+    CHECK(sim_net_rate(&n, a, b) == 250000, "0 -> 1: the regions' bound");
+    CHECK(sim_net_rate(&n, b, a) == 1000000, "1 -> 0: no bound");
+    sim_rng r;
+    sim_rng_seed(&r, 1);
+    /* 1000 bytes at 250 kB/s = 4 ms on the wire, + 32 ms. */
+    const uint64_t t = sim_net_transit(&n, &r, a, b, 0, 1000, NULL);
+    CHECK(t == 36000000, "regions' arrival %" PRIu64, t);
     sim_net_deinit(&n);
 }
 
@@ -247,6 +279,7 @@ int main(void)
     test_rng();
     test_heap();
     test_net();
+    test_net_regions();
     test_trace();
     test_config();
     printf("sim_infra: %s (%d failures)\n", failures == 0 ? "ok" : "FAILED", failures);

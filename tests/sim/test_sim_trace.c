@@ -180,7 +180,8 @@ int main(void)
                                             "state_newcomer_aci",
                                             "state_distributor_killed",
                                             "state_two_groups",
-                                            "optimize_asymmetric"};
+                                            "optimize_asymmetric",
+                                            "optimize_regions16"};
     for (unsigned i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
         cfg.seed = 1;
         if (!sim_config_scenario(&cfg, scenarios[i])) return 1;

@@ -3,7 +3,8 @@
  * with brute force for random matrices N <= 8, the Held–Karp path up to 10,
  * heuristic quality (planted rings found exactly, within a bound of the
  * optimum on random instances, never worse than nearest neighbour),
- * determinism and argument checks.
+ * determinism and argument checks; the link cost of a probe of any byte
+ * count (ccoip_tsp_link_cost).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -186,4 +187,31 @@ PTEST(tsp, argument_checks)
               "workspace of invalid n");
     uint32_t bad[3] = {0, 1, 1};
     PT_ASSERT(ccoip_tsp_tour_cost(3, g_cost, bad) == UINT64_MAX, "not a permutation");
+}
+
+PTEST(tsp, link_cost_is_microseconds_per_mib_for_any_byte_count)
+{
+    const uint64_t mib = (uint64_t)1 << 20;
+    /* Whole MiB, as fixed-size probes send: duration over MiB, as before. */
+    PT_ASSERT(ccoip_tsp_link_cost(mib, 8389) == 8389, "1 MiB");
+    PT_ASSERT(ccoip_tsp_link_cost(64u * mib, 640000) == 10000, "64 MiB");
+    /* A probe cut by its time window: 1.5 MiB in 15 ms is 10 ms per MiB (whole MiB would
+     * have said 15). */
+    PT_ASSERT(ccoip_tsp_link_cost(3u * mib / 2u, 15000) == 10000, "1.5 MiB");
+    PT_ASSERT(ccoip_tsp_link_cost(37u * mib + mib / 2u, 750000) == 20000, "37.5 MiB");
+    /* Below a MiB: scaled up. */
+    PT_ASSERT(ccoip_tsp_link_cost(mib / 4u, 100) == 400, "256 KiB");
+    /* Rounded down, at least 1, below the cap, and 0 bytes is unusable. */
+    PT_ASSERT(ccoip_tsp_link_cost(3u * mib, 10) == 3, "rounded down");
+    PT_ASSERT(ccoip_tsp_link_cost(64u * mib, 0) == 1, "at least 1");
+    PT_ASSERT(ccoip_tsp_link_cost(1, UINT64_MAX) == CCOIP_TSP_COST_MAX - 1u, "saturates");
+    PT_ASSERT(ccoip_tsp_link_cost(mib, CCOIP_TSP_COST_MAX) == CCOIP_TSP_COST_MAX - 1u,
+              "saturates at the cap");
+    PT_ASSERT(ccoip_tsp_link_cost(0, 5) == CCOIP_TSP_COST_MAX, "no bytes");
+    /* Huge byte counts (remainder beyond 2^44): still close. */
+    const uint64_t big = (uint64_t)1 << 50;
+    PT_ASSERT(ccoip_tsp_link_cost(big, big - 1u) == mib - 1u, "2^50 bytes");
+    /* The order of two links is kept whatever their byte counts. */
+    PT_ASSERT(ccoip_tsp_link_cost(20u * mib, 170000) < ccoip_tsp_link_cost(3u * mib, 250000),
+              "faster link cheaper");
 }
