@@ -103,6 +103,7 @@ typedef struct fz_world {
     uint64_t key_expected[FZ_KEYS];
     uint32_t key_mask;
     uint64_t sync_revision, sync_round;
+    uint64_t sync_distributor; /* the last verdict's distributor (a STATE_OFFER names it) */
     bool listen_pending[3];
     /* Per op slot: the quantization the peer last asked for (QUANTIZE action). */
     ccoip_quant_meta slot_quant[FZ_MAX_OPS + 2u];
@@ -538,6 +539,7 @@ static void fz_plan(fz *f, ccoip_pb_topology_plan *plan, ccoip_pb_peer_info *nb,
     }
     plan->neighbours = nb;
     plan->neighbours_count = nn;
+    plan->dial = (b >> 4) & 7u; /* who dials which link (§6.4; bit 4: reserved, ignored) */
     if (ccoip_auth_on(&W.auth) && (b & 8u) == 0) {
         static const uint8_t key[CCOIP_AUTH_KEY_BYTES] = {0x42};
         plan->pred_key.data = key;
@@ -557,6 +559,10 @@ static void fz_answer(fz *f, const fz_call *c)
     ccoip_pb_endpoint eps[4];
     ccoip_pb_outdated_key ok[FZ_KEYS];
     ccoip_pb_probe_target tg[3];
+    ccoip_pb_peer_info rcv;
+    ccoip_pb_endpoint rcv_ep;
+    memset(&rcv, 0, sizeof(rcv));
+    memset(&rcv_ep, 0, sizeof(rcv_ep));
     memset(&env, 0, sizeof(env));
     memset(nb, 0, sizeof(nb));
     memset(ok, 0, sizeof(ok));
@@ -650,6 +656,18 @@ static void fz_answer(fz *f, const fz_call *c)
         v->distributor_peer = (st & 2u) ? fz_peer_id() : 100u;
         v->has_distributor = (st & 4u) == 0;
         fz_endpoint(f, &v->distributor, CCOIP_PB_ENDPOINT_KIND_SHARED_STATE);
+        W.sync_distributor = v->distributor_peer;
+        /* A distributor that accepts no connections (§8.3): it dials us and offers; or we are
+         * one, told to dial receivers. */
+        v->distributor_dials = (st & 0x20u) != 0;
+        if (st & 0x40u) {
+            rcv.peer_id = 100u + (st & 1u);
+            fz_endpoint(f, &rcv_ep, CCOIP_PB_ENDPOINT_KIND_SHARED_STATE);
+            rcv.endpoints = &rcv_ep;
+            rcv.endpoints_count = (st & 0x80u) ? 0u : 1u;
+            v->dial_receivers = &rcv;
+            v->dial_receivers_count = 1;
+        }
         break;
     }
     case CCOIP_PB_PEER_TO_MASTER_BODY_SYNC_DONE:
@@ -925,6 +943,19 @@ static void fz_p2p_frame(fz *f)
         break;
     }
     case 3: { /* STATE_RESPONSE to the request the peer sent on conn */
+        if ((c == NULL || !c->has_request) && (b & 0x08u)) {
+            /* A STATE_OFFER of the distributor our verdict named (§8.3), or a stranger's. */
+            ccoip_data_header_init(&h, CCOIP_DATA_STATE_OFFER);
+            h.epoch = W.sync_round + ((b & 0x40u) ? 1u : 0u);
+            h.tag = (b & 0x20u) ? 100u : W.sync_distributor;
+            h.seq = fz_peer_id();
+            if (ccoip_auth_on(&W.auth) && (b & 0x10u)) {
+                memset(payload, b, CCOIP_DATA_PROOF_BYTES); /* a proof (wrong: no group key) */
+                h.length = CCOIP_DATA_PROOF_BYTES;
+            }
+            fz_send_data(conn, &h, payload);
+            break;
+        }
         ccoip_pb_shared_state_response rs;
         ccoip_pb_shared_state_entry e[FZ_KEYS];
         uint8_t m = fz_byte(f);
@@ -980,7 +1011,7 @@ static void fz_p2p_frame(fz *f)
         size_t len = fz_byte(f) % sizeof(raw);
         for (size_t i = 0; i < len && f->i < f->n; i++)
             raw[i] = fz_byte(f);
-        ccoip_data_header_init(&h, (ccoip_data_kind)(1u + b % 10u));
+        ccoip_data_header_init(&h, (ccoip_data_kind)(1u + b % (CCOIP_DATA_KIND_END - 1u)));
         if (ccoip_data_header_encode(&h, NULL, raw, sizeof(raw)) == pcclSuccess && (b & 0x80u))
             len = CCOIP_DATA_HEADER_BYTES;
         fz_recv(conn, raw, len);

@@ -685,3 +685,44 @@ PTEST(hostile, stray_pair_hellos_are_bounded)
     PT_ASSERT(peer_closes(p, &ev, 1001), "closed at accept + evict_ms");
     ccoip_peer_destroy(p);
 }
+
+/* A stranger's STATE_OFFER (docs/protocol.md §8.3) on the shared-state port of a peer that awaits
+ * no offer (no sync of ours named a distributor that dials) is refused at once: the connection
+ * is closed, never used for a fetch. The same for a reversed-link HELLO (tag = our id) naming a
+ * successor we have no plan for. */
+PTEST(hostile, stray_state_offer_is_refused)
+{
+    ccoip_peer *p = bare_peer();
+    ccoip_event ev = accepted(2000, 950);
+    ev.listener = CCOIP_LISTENER_SHARED_STATE;
+    PT_ASSERT(!peer_closes(p, &ev, 950), "accepted");
+    ccoip_data_header h;
+    ccoip_data_header_init(&h, CCOIP_DATA_STATE_OFFER);
+    h.epoch = 1;
+    h.tag = 5;
+    h.seq = 0;
+    uint8_t buf[CCOIP_DATA_HEADER_BYTES];
+    PT_ASSERT(ccoip_data_header_encode(&h, NULL, buf, sizeof(buf)) == pcclSuccess, "encode");
+    memset(&ev, 0, sizeof(ev));
+    ev.type = CCOIP_EV_RECV;
+    ev.now_ns = 3000;
+    ev.conn = 950;
+    ev.data = buf;
+    ev.len = sizeof(buf);
+    PT_ASSERT(peer_closes(p, &ev, 950), "a STATE_OFFER nobody awaits is refused");
+    ev = accepted(4000, 951);
+    PT_ASSERT(!peer_closes(p, &ev, 951), "accepted");
+    ccoip_data_header_init(&h, CCOIP_DATA_HELLO);
+    h.epoch = 0;
+    h.tag = 0; /* our id before hello: 0 — a HELLO for a reversed link from us */
+    h.seq = 7;
+    PT_ASSERT(ccoip_data_header_encode(&h, NULL, buf, sizeof(buf)) == pcclSuccess, "encode");
+    memset(&ev, 0, sizeof(ev));
+    ev.type = CCOIP_EV_RECV;
+    ev.now_ns = 5000;
+    ev.conn = 951;
+    ev.data = buf;
+    ev.len = sizeof(buf);
+    PT_ASSERT(peer_closes(p, &ev, 951), "a reversed HELLO without a plan is refused");
+    ccoip_peer_destroy(p);
+}
