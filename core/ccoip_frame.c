@@ -340,7 +340,8 @@ static bool frame_kind_empty(uint32_t kind)
 /* Kinds that carry no payload, or in an authenticated run exactly a proof (§8.0). */
 static bool frame_kind_proof(uint32_t kind)
 {
-    return kind == CCOIP_DATA_HELLO || kind == CCOIP_DATA_STATE_OFFER;
+    return kind == CCOIP_DATA_HELLO || kind == CCOIP_DATA_STATE_OFFER ||
+           kind == CCOIP_DATA_RELAY_JOIN;
 }
 
 /*

@@ -144,7 +144,8 @@ typedef enum ccoip_data_kind {
     CCOIP_DATA_PROBE_BUSY = 9,     /**< Another probe runs: retry later. */
     CCOIP_DATA_PROBE_DATA = 10,    /**< Probe payload (content ignored). */
     CCOIP_DATA_CHALLENGE = 11,     /**< Authenticated runs: the acceptor's nonce (§8.0). */
-    CCOIP_DATA_STATE_OFFER = 12    /**< A distributor that dialled its receiver (§8.3). */
+    CCOIP_DATA_STATE_OFFER = 12,   /**< A distributor that dialled its receiver (§8.3). */
+    CCOIP_DATA_RELAY_JOIN = 13     /**< A link's end joining the master's relay (§8.6). */
 } ccoip_data_kind;
 
 /** A HELLO whose `step` is this opens a pair link for one send / recv (docs/protocol.md §8.5),
@@ -152,7 +153,7 @@ typedef enum ccoip_data_kind {
 #define CCOIP_DATA_PAIR_STEP (0xFFFFFFFFu)
 
 /** Number of data kinds plus one (kinds are 1 .. CCOIP_DATA_KIND_END - 1). */
-#define CCOIP_DATA_KIND_END (13u)
+#define CCOIP_DATA_KIND_END (14u)
 
 /** Payload bytes of an authenticated HELLO: an HMAC-SHA-256 (§8.0). */
 #define CCOIP_DATA_PROOF_BYTES (32u)

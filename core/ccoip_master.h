@@ -103,6 +103,16 @@ void ccoip_master_config_default(ccoip_master_config *cfg);
  */
 pcclResult_t ccoip_master_create(const ccoip_master_config *cfg, uint64_t seed, ccoip_master **out);
 
+/** The master's listener for the relay (docs/protocol.md §8.6); its control listener is 0. */
+#define CCOIP_MASTER_LISTENER_RELAY 1u
+
+/**
+ * The relay (docs/protocol.md §8.6): the driver listens on `port` (its listener
+ * CCOIP_MASTER_LISTENER_RELAY, on the control listener's host) and the master plans links that
+ * neither end can dial through it. 0 (the default): no relay; such pairs are not linked.
+ */
+void ccoip_master_set_relay_port(ccoip_master *m, uint32_t port);
+
 /** Frees a master (NULL is fine). Pending actions are discarded. */
 void ccoip_master_destroy(ccoip_master *m);
 

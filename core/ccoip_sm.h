@@ -446,7 +446,13 @@ typedef enum ccoip_action_type {
      * PREMUL_SUM's premultiplication (v12): dst = src * scale over count elements of dtype (a
      * float type), by ccoip_reduce_scale; dst equal to src or disjoint. KERNEL_DONE follows.
      */
-    CCOIP_ACT_SCALE = 23
+    CCOIP_ACT_SCALE = 23,
+    /**
+     * Master only (docs/protocol.md §8.6): from now on forward every byte read on conn to the
+     * connection `tag` and back; nothing of either reaches the core any more but their
+     * CONN_CLOSED (when one closes, the transport closes the other).
+     */
+    CCOIP_ACT_SPLICE = 24
 } ccoip_action_type;
 
 /** Buffers of one collective operation, named by region. */

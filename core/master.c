@@ -98,7 +98,7 @@ pcclResult_t ccoip_master_create(const ccoip_master_config *cfg, uint64_t seed, 
     bool ok = r == pcclSuccess && m->ids != NULL && m->tmp_a != NULL && m->tmp_b != NULL &&
               m->tmp_c != NULL && m->tmp_used != NULL && m->arena_mem != NULL;
     ok = ok && m_sess_init(m) && m_live_init(m) && m_topo_init(m) && m_coll_init(m) &&
-         m_sync_init(m) && m_opt_init(m);
+         m_sync_init(m) && m_opt_init(m) && m_splice_init(m);
     if (!ok) {
         ccoip_master_destroy(m);
         return pcclSystemError;
@@ -112,6 +112,7 @@ void ccoip_master_destroy(ccoip_master *m)
     if (m == NULL) return;
     sm_out_free(&m->out);
     m_opt_deinit(m);
+    m_splice_deinit(m);
     m_sync_deinit(m);
     m_coll_deinit(m);
     m_topo_deinit(m);
@@ -501,6 +502,7 @@ static void master_timers(ccoip_master *m)
     m_coll_timers(m);
     m_sync_timers(m);
     m_opt_timers(m);
+    m_splice_timers(m);
 }
 
 uint64_t ccoip_master_deadline_ns(const ccoip_master *m)
@@ -514,6 +516,8 @@ uint64_t ccoip_master_deadline_ns(const ccoip_master *m)
     t = m_sync_deadline(m);
     if (t < d) d = t;
     t = m_opt_deadline(m);
+    if (t < d) d = t;
+    t = m_splice_deadline(m);
     if (t < d) d = t;
     return d;
 }
@@ -548,6 +552,11 @@ pcclResult_t ccoip_master_step(ccoip_master *m, const ccoip_event *ev)
     case CCOIP_EV_TIMER:
         break;
     case CCOIP_EV_CONN_UP: {
+        if (ev->accepted && ev->listener == CCOIP_MASTER_LISTENER_RELAY &&
+            ev->conn != CCOIP_CONN_NONE) {
+            m_splice_on_accept(m, ev->conn); /* a relay connection (§8.6), not a session */
+            break;
+        }
         if (ev->conn == CCOIP_CONN_NONE || m_slot_by_conn(m, ev->conn) != M_SLOT_NONE) {
             sm_log(&m->out, CCOIP_LOG_WARN, "master: CONN_UP for bad or known conn %U", ev->conn);
             rc = pcclInvalidArgument;
@@ -592,6 +601,7 @@ pcclResult_t ccoip_master_step(ccoip_master *m, const ccoip_event *ev)
         break;
     }
     case CCOIP_EV_RECV: {
+        if (ev->data != NULL && m_splice_on_recv(m, ev->conn, ev->data, ev->len)) break;
         uint32_t slot = m_slot_by_conn(m, ev->conn);
         if (slot == M_SLOT_NONE) {
             sm_log(&m->out, CCOIP_LOG_DEBUG, "master: frame on unknown conn %U dropped", ev->conn);
@@ -605,6 +615,7 @@ pcclResult_t ccoip_master_step(ccoip_master *m, const ccoip_event *ev)
         break;
     }
     case CCOIP_EV_CONN_CLOSED: {
+        if (m_splice_on_closed(m, ev->conn)) break;
         uint32_t slot = m_slot_by_conn(m, ev->conn);
         if (slot == M_SLOT_NONE) break;
         sm_log(&m->out, CCOIP_LOG_INFO, "master: peer %U connection closed",

@@ -203,8 +203,11 @@ static bool opt_solve(ccoip_master *m)
                      * stands in (a link carries data both ways whoever dials it, §6.4). */
                     c = *opt_bw(m, mem[i], mem[j]);
                     if (c == 0 && m->sess.peers[mem[j]].no_inbound) c = *opt_bw(m, mem[j], mem[i]);
-                    if (c == 0 ||
-                        (m_unreachable(m, mem[i], mem[j]) && m_unreachable(m, mem[j], mem[i]))) {
+                    if (m_unreachable(m, mem[i], mem[j]) && m_unreachable(m, mem[j], mem[i])) {
+                        /* Neither end can dial: only through the master's relay (§8.6), the
+                         * last resort. */
+                        c = m->spl.relay_port != 0 ? M_RELAY_LINK_COST : CCOIP_TSP_COST_MAX;
+                    } else if (c == 0) {
                         c = CCOIP_TSP_COST_MAX;
                     }
                 }

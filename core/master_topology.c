@@ -115,7 +115,16 @@ static bool topo_link_ok(const ccoip_master *m, uint32_t from_slot, uint32_t to_
     const bool fwd = !m_unreachable(m, from_slot, to_slot);
     const bool rev = !m_unreachable(m, to_slot, from_slot);
     if (m->topo.strict_links) return (fwd && !b->no_inbound) || (rev && !a->no_inbound);
-    return fwd || rev;
+    return fwd || rev || (m->topo.relay_links && !a->relay_failed && !b->relay_failed);
+}
+
+/* The ring link from -> to goes through the master's relay (§8.6): neither end can dial the
+ * other, and the master relays. */
+static bool topo_link_relayed(const ccoip_master *m, uint32_t from_slot, uint32_t to_slot)
+{
+    return m->spl.relay_port != 0 && m_unreachable(m, from_slot, to_slot) &&
+           m_unreachable(m, to_slot, from_slot) && !m->sess.peers[from_slot].relay_failed &&
+           !m->sess.peers[to_slot].relay_failed;
 }
 
 /*
@@ -225,6 +234,11 @@ static uint32_t topo_build_rings(ccoip_master *m)
         bool found = topo_find_cycle(m, mem, n, cyc);
         m->topo.strict_links = false;
         if (!found) found = topo_find_cycle(m, mem, n, cyc);
+        if (!found && m->spl.relay_port != 0) {
+            m->topo.relay_links = true; /* last: through the master's relay (§8.6) */
+            found = topo_find_cycle(m, mem, n, cyc);
+            m->topo.relay_links = false;
+        }
         if (!found) {
             uint32_t victim = M_SLOT_NONE, best = UINT32_MAX;
             for (uint32_t i = 0; i < n; i++) {
@@ -323,9 +337,21 @@ static void topo_send_plan(ccoip_master *m, uint32_t slot, uint64_t call, bool o
     }
     plan->neighbours = nb;
     plan->neighbours_count = nn;
+    p->relay_succ = false;
     if (p->ring_size >= 2) {
-        if (topo_link_reversed(m, slot, p->succ)) plan->dial |= CCOIP_PB_DIAL_SUCC_REVERSED;
-        if (topo_link_reversed(m, p->pred, slot)) plan->dial |= CCOIP_PB_DIAL_PRED_REVERSED;
+        p->relay_succ = topo_link_relayed(m, slot, p->succ);
+        if (p->relay_succ) {
+            plan->dial |= CCOIP_PB_DIAL_SUCC_RELAYED;
+        } else if (topo_link_reversed(m, slot, p->succ)) {
+            plan->dial |= CCOIP_PB_DIAL_SUCC_REVERSED;
+        }
+        if (topo_link_relayed(m, p->pred, slot)) {
+            plan->dial |= CCOIP_PB_DIAL_PRED_RELAYED;
+        } else if (topo_link_reversed(m, p->pred, slot)) {
+            plan->dial |= CCOIP_PB_DIAL_PRED_REVERSED;
+        }
+        if ((plan->dial & (CCOIP_PB_DIAL_SUCC_RELAYED | CCOIP_PB_DIAL_PRED_RELAYED)) != 0)
+            plan->relay_port = m->spl.relay_port;
     }
     uint8_t keys[3][CCOIP_AUTH_KEY_BYTES];
     if (ccoip_auth_on(&m->cfg.auth) && !unchanged) {
@@ -576,6 +602,11 @@ void m_topo_on_p2p(ccoip_master *m, uint32_t slot, uint64_t call, const ccoip_pb
     for (uint64_t i = 0; i < r->unreachable_peers_count; i++) {
         uint32_t to = m_slot_by_id(m, r->unreachable_peers[i]);
         if (to != M_SLOT_NONE && to != slot) {
+            const m_peer *q = &m->sess.peers[to];
+            if ((p->relay_succ && p->succ == to) || (q->relay_succ && q->succ == slot)) {
+                p->relay_failed = true; /* it cannot use the relay: never planned again */
+                sm_log(&m->out, CCOIP_LOG_WARN, "master: peer %U cannot use the relay", p->id);
+            }
             m_set_unreachable(m, slot, to);
             m->sess.peers[to].no_inbound = true; /* its next links are dialled from it */
             sm_log(&m->out, CCOIP_LOG_WARN, "master: peer %U cannot reach peer %U", p->id,

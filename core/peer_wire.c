@@ -130,6 +130,7 @@ static bool wire_acc_forget(ccoip_peer *p, uint64_t conn)
  * empties both pools. */
 static void wire_links_reset(ccoip_peer *p)
 {
+    p_relay_reset(p);
     for (uint32_t s = 0; s < 2u; s++) {
         for (uint32_t k = 0; k < CCOIP_P2P_POOL_MAX; k++) {
             if (p->wire.dials[s] && side_conn(p, s)[k] != CCOIP_CONN_NONE)
@@ -167,6 +168,11 @@ static void wire_dial(ccoip_peer *p, uint32_t s, uint32_t k)
     side_conn(p, s)[k] = p->next_conn++;
     side_state(p, s)[k] = PT_DIALING;
     a->conn = side_conn(p, s)[k];
+    p_wire_connect_to(p, s, a);
+}
+
+void p_wire_connect_to(const ccoip_peer *p, uint32_t s, ccoip_action *a)
+{
     if (p->wire.dial_url_len[s] > 0) {
         a->data = (const uint8_t *)p->wire.dial_url[s];
         a->len = p->wire.dial_url_len[s];
@@ -277,6 +283,10 @@ static void wire_acc_check(ccoip_peer *p, uint32_t i)
         }
     }
     if (h->chunk == 0) *pn = n;
+    if (h->chunk == 0 && s == P_SIDE_PRED && p->wire.relayed[P_SIDE_PRED]) {
+        for (uint32_t j = 1; j < n; j++)
+            p_relay_dial_acc(p, j); /* the pool's other connections, through the relay too */
+    }
     a->state = PA_UP;
     a->epoch = h->epoch;
     conns[h->chunk] = a->conn;
@@ -340,11 +350,15 @@ void p_wire_on_plan(ccoip_peer *p, const ccoip_pb_topology_plan *plan, uint32_t 
     const uint64_t succ = plan->ring[(rank + 1u) % n], pred = plan->ring[(rank + n - 1u) % n];
     /* Who dials each link (§6.4): by default we dial the successor and accept the predecessor. */
     const uint32_t bits = n >= 2 ? plan->dial : 0u;
-    const bool dials[2] = {(bits & CCOIP_PB_DIAL_SUCC_REVERSED) == 0,
-                           (bits & CCOIP_PB_DIAL_PRED_REVERSED) != 0};
+    /* Neither end can dial: both dial the master's relay (§8.6); we go on as the source's
+     * dialler (SUCC) or as the destination's acceptor (PRED). */
+    const bool relayed[2] = {(bits & CCOIP_PB_DIAL_SUCC_RELAYED) != 0 && plan->relay_port != 0,
+                             (bits & CCOIP_PB_DIAL_PRED_RELAYED) != 0 && plan->relay_port != 0};
+    const bool dials[2] = {relayed[0] || (bits & CCOIP_PB_DIAL_SUCC_REVERSED) == 0,
+                           !relayed[1] && (bits & CCOIP_PB_DIAL_PRED_REVERSED) != 0};
     const ccoip_pb_endpoint *ep[2] = {NULL, NULL};
     for (uint32_t side = 0; side < 2u && n >= 2; side++) {
-        if (!dials[side]) continue;
+        if (!dials[side] || relayed[side]) continue;
         const uint64_t want = side == P_SIDE_SUCC ? succ : pred;
         for (uint64_t k = 0; k < plan->neighbours_count && ep[side] == NULL; k++) {
             const ccoip_pb_peer_info *nb = &plan->neighbours[k];
@@ -402,6 +416,8 @@ void p_wire_on_plan(ccoip_peer *p, const ccoip_pb_topology_plan *plan, uint32_t 
            rank, n);
     p->wire.dials[P_SIDE_SUCC] = dials[P_SIDE_SUCC];
     p->wire.dials[P_SIDE_PRED] = dials[P_SIDE_PRED];
+    p->wire.relayed[P_SIDE_SUCC] = relayed[P_SIDE_SUCC];
+    p->wire.relayed[P_SIDE_PRED] = relayed[P_SIDE_PRED];
     p->wire.dial_deadline_ns =
         deadline_ms == 0 ? CCOIP_NO_DEADLINE : sm_add_sat(p->now, sm_ms(deadline_ms) / 4u * 3u);
     if (n == 1) {
@@ -419,7 +435,21 @@ void p_wire_on_plan(ccoip_peer *p, const ccoip_pb_topology_plan *plan, uint32_t 
         p->wire.dial_port[side] = e->port;
         wire_dial(p, side, 0);
     }
-    if (!dials[P_SIDE_SUCC] && !dials[P_SIDE_PRED]) {
+    for (uint32_t side = 0; side < 2u; side++) {
+        if (!relayed[side]) continue;
+        if (!p_relay_target(p, side, plan->relay_port)) {
+            p_fail(p, "topology plan relays a link, but the master's address is not known");
+            return;
+        }
+        sm_log(&p->out, CCOIP_LOG_INFO, "peer %U: the link %s %U goes through the master's relay",
+               p->id, side == P_SIDE_SUCC ? "to" : "from", side_peer(p, side));
+        if (side == P_SIDE_SUCC) {
+            wire_dial(p, side, 0);
+        } else {
+            p_relay_dial_acc(p, 0);
+        }
+    }
+    if (!dials[P_SIDE_SUCC] && !dials[P_SIDE_PRED] && !relayed[P_SIDE_PRED]) {
         sm_log(&p->out, CCOIP_LOG_INFO, "peer %U: both links of epoch %U dialled to us", p->id,
                plan->epoch);
         wire_report(p, true, P_SIDE_SUCC); /* our neighbours' reports cover both links */
@@ -453,6 +483,21 @@ static void wire_acc_make_room(ccoip_peer *p)
     wire_acc_free(p, oldest, true);
 }
 
+bool p_wire_acc_take(ccoip_peer *p, uint64_t conn)
+{
+    wire_acc_make_room(p);
+    for (uint32_t i = 0; i < p->wire.acc_cap; i++) {
+        if (p->wire.acc[i].state == PA_FREE) {
+            p->wire.acc[i].state = PA_WAIT_HELLO;
+            p->wire.acc[i].conn = conn;
+            p->wire.acc[i].since_ns = p->now;
+            if (ccoip_auth_on(&p->cfg.auth)) p_auth_challenge(p, conn, p->wire.acc[i].challenge);
+            return true;
+        }
+    }
+    return false;
+}
+
 bool p_wire_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
 {
     if (ev->accepted) {
@@ -460,28 +505,22 @@ bool p_wire_on_conn_up(ccoip_peer *p, const ccoip_event *ev)
             wire_close(p, ev->conn);
             return true;
         }
-        wire_acc_make_room(p);
-        for (uint32_t i = 0; i < p->wire.acc_cap; i++) {
-            if (p->wire.acc[i].state == PA_FREE) {
-                p->wire.acc[i].state = PA_WAIT_HELLO;
-                p->wire.acc[i].conn = ev->conn;
-                p->wire.acc[i].since_ns = p->now;
-                if (ccoip_auth_on(&p->cfg.auth))
-                    p_auth_challenge(p, ev->conn, p->wire.acc[i].challenge);
-                return true;
-            }
+        if (!p_wire_acc_take(p, ev->conn)) {
+            sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: too many incoming links, closing conn %U",
+                   p->id, ev->conn);
+            wire_close(p, ev->conn);
         }
-        sm_log(&p->out, CCOIP_LOG_WARN, "peer %U: too many incoming links, closing conn %U", p->id,
-               ev->conn);
-        wire_close(p, ev->conn);
         return true;
     }
+    if (p_relay_on_conn_up(p, ev)) return true;
     uint32_t s, k;
     if (!wire_dialled(p, ev->conn, &s, &k) || side_state(p, s)[k] != PT_DIALING) return false;
     if (ccoip_auth_on(&p->cfg.auth)) {
-        side_state(p, s)[k] = PT_CHALLENGED; /* the HELLO answers the acceptor's CHALLENGE */
+        /* The HELLO answers the acceptor's CHALLENGE; through the relay the master's first. */
+        side_state(p, s)[k] = p->wire.relayed[s] ? PT_RELAY_WAIT : PT_CHALLENGED;
         return true;
     }
+    if (p->wire.relayed[s]) p_relay_join(p, ev->conn, s, k, NULL);
     wire_send_hello(p, s, k, NULL);
     return true;
 }
@@ -513,6 +552,7 @@ static void wire_send_hello(ccoip_peer *p, uint32_t s, uint32_t k, const uint8_t
 
 bool p_wire_on_conn_closed(ccoip_peer *p, uint64_t conn)
 {
+    if (p_relay_on_closed(p, conn)) return true;
     uint32_t s, k;
     if (wire_dialled(p, conn, &s, &k)) {
         side_conn(p, s)[k] = CCOIP_CONN_NONE;
@@ -538,6 +578,15 @@ bool p_wire_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t 
     if (wire_dialled(p, conn, &s, &k)) {
         p_tx_state *st = side_state(p, s);
         pcclResult_t r = ccoip_data_header_decode(data, len, &p->lim, &h);
+        if (r == pcclSuccess && len == CCOIP_DATA_HEADER_BYTES && st[k] == PT_RELAY_WAIT &&
+            h.kind == CCOIP_DATA_CHALLENGE) {
+            /* The master's: join, then wait for the destination's through the splice. */
+            uint8_t challenge[CCOIP_AUTH_NONCE_BYTES];
+            ccoip_auth_nonce_from_u64(h.tag, h.seq, challenge);
+            p_relay_join(p, conn, s, k, challenge);
+            st[k] = PT_CHALLENGED;
+            return true;
+        }
         if (r == pcclSuccess && len == CCOIP_DATA_HEADER_BYTES && st[k] == PT_CHALLENGED &&
             h.kind == CCOIP_DATA_CHALLENGE) {
             uint8_t challenge[CCOIP_AUTH_NONCE_BYTES];
@@ -566,6 +615,7 @@ bool p_wire_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t 
         wire_report_if_up(p);
         return true;
     }
+    if (p_relay_on_recv(p, conn, data, len)) return true;
     for (uint32_t i = 0; i < p->wire.acc_cap; i++) {
         p_acc *a = &p->wire.acc[i];
         if (a->state == PA_FREE || a->conn != conn) continue;

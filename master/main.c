@@ -28,6 +28,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: ccoip_master [--listen URL | --port N] [--heartbeat-ms N] [--evict-ms N]\n"
             "                    [--vote-timeout-ms N] [--max-peers N] [--relay-max-bytes N]\n"
+            "                    [--relay-port N|off]\n"
             "                    [--log-level ERROR|WARN|INFO|DEBUG] [--print-port]\n"
             "  --listen URL   tcp://host:port (port 0: any), ipc:///path or\n"
             "                 tls+tcp://host:port (PEM files from PCCL_TLS_CERT, PCCL_TLS_KEY;\n"
@@ -38,6 +39,9 @@ static void usage(FILE *f)
             "  --relay-max-bytes N  all-reduces of at most N bytes per input are reduced\n"
             "                 by the master (0: never; at most 65536; default 32768, or\n"
             "                 PCCL_RELAY_MAX_BYTES)\n"
+            "  --relay-port N links between two peers nobody can dial (both behind NAT)\n"
+            "                 go through the master on this port (default 0: any free one,\n"
+            "                 announced in the plans; off: no relay; or PCCL_RELAY_PORT)\n"
             "Authenticated runs (docs/security.md): PCCL_RUN_TOKEN_FILE names a file holding\n"
             "the run's token (every peer needs the same one); PCCL_RUN_TOKEN gives it directly.\n",
             CCOIP_PROTOCOL_PORT_MASTER);
@@ -121,6 +125,9 @@ int main(int argc, char **argv)
             p.max_peers = n;
         } else if (strcmp(a, "--relay-max-bytes") == 0 && parse_u32(v, &n) == 0 && n <= 65536u) {
             setenv("PCCL_RELAY_MAX_BYTES", v, 1); /* read by pcclCreateMasterEx */
+        } else if (strcmp(a, "--relay-port") == 0 &&
+                   (strcmp(v, "off") == 0 || (parse_u32(v, &n) == 0 && n <= 65535u))) {
+            setenv("PCCL_RELAY_PORT", v, 1); /* read by the master's driver (pt_driver.c) */
         } else if (strcmp(a, "--log-level") == 0 && parse_level(v) >= 0) {
             pt_log_set_level(parse_level(v));
         } else {

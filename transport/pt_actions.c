@@ -585,6 +585,18 @@ void pt_act_run(pt_driver *d, const ccoip_action *a)
     case CCOIP_ACT_PROBE:
         act_probe(d, a);
         break;
+    case CCOIP_ACT_SPLICE: { /* the master's relay (pt_splice.c) */
+        pt_conn *x = pt_conn_find(d, a->conn), *y = pt_conn_find(d, a->tag);
+        if (!pt_splice(d, x, y)) {
+            pt_log(CCOIP_LOG_WARN, d->who,
+                   "cannot splice connections %" PRIu64 " and %" PRIu64 ": closing them", a->conn,
+                   a->tag);
+            if (x != NULL) pt_conn_close(d, x, true);
+            y = pt_conn_find(d, a->tag);
+            if (y != NULL) pt_conn_close(d, y, true);
+        }
+        break;
+    }
     default:
         pt_log(CCOIP_LOG_WARN, d->who, "action type %d not supported by this runtime",
                (int)a->type);

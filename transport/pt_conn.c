@@ -71,6 +71,7 @@ void pt_conn_free(pt_driver *d, pt_conn *c)
         nng_aio_free(c->dial_aio);
     }
     if (c->dialer != NULL) nng_stream_dialer_free(c->dialer);
+    pt_splice_detach(c); /* before the stream goes: the pipe reads and writes it */
     if (c->confirm != NULL) {
         nng_stream_close(c->confirm);
         nng_stream_free(c->confirm);
@@ -126,6 +127,7 @@ static void conn_refresh(pt_conn *c)
 /* A complete frame arrived on c: it has proven itself (the first-frame deadline is off). */
 static void frame_done(pt_conn *c)
 {
+    c->frames_rx++;
     if (c->proven) return;
     c->proven = true;
     c->dl_ns = 0;
@@ -140,7 +142,7 @@ static void frame_done(pt_conn *c)
  * PT_MASTER_MAX_LINKS connections. */
 static void takeover_maybe(pt_driver *d, pt_conn *c)
 {
-    if (!c->takeover_pending || !c->proven || c->send_busy || c->recv_busy) return;
+    if (!c->takeover_pending || !c->proven || c->send_busy || c->recv_busy || c->relay) return;
     c->takeover_pending = false;
     if (d->is_master && d->n_links >= PT_MASTER_MAX_LINKS) return;
     void *t = pt_tcp_open(c->ns.s, c->id, pt_dp_done, d, d->epfd >= 0); /* NULL: stays on nng */
@@ -325,6 +327,7 @@ static void recv_issue(pt_conn *c, uint8_t *dst, uint64_t want, const pt_dp_fuse
 void pt_rd_next(pt_conn *c)
 {
     if (c->recv_busy || !c->up) return;
+    if (c->relay && c->frames_rx > 0) return; /* the join read: the rest is the splice's */
     if (c->takeover_pending && c->proven) {
         if (c->send_busy) {
             c->rd_held = true; /* the take-over waits for nng's send to finish */
@@ -595,6 +598,7 @@ static void data_frame(pt_driver *d, pt_conn *c)
         return;
     case CCOIP_DATA_HELLO: /* with its proof (authenticated runs): header + proof to the core */
     case CCOIP_DATA_STATE_OFFER:
+    case CCOIP_DATA_RELAY_JOIN:
     case CCOIP_DATA_STATE_REQUEST:
     case CCOIP_DATA_STATE_RESPONSE: {
         /* Header + protobuf payload to the core as one RECV (ccoip_sm.h v3). */
@@ -695,7 +699,8 @@ void pt_on_received(pt_driver *d, pt_conn *c, int rv, uint64_t count)
              * (its proof behind the header) takes the payload path of data_frame. */
             if (c->probe == PROBE_NONE && c->dh.length == 0 &&
                 (c->dh.kind == CCOIP_DATA_HELLO || c->dh.kind == CCOIP_DATA_HELLO_ACK ||
-                 c->dh.kind == CCOIP_DATA_CHALLENGE || c->dh.kind == CCOIP_DATA_STATE_OFFER)) {
+                 c->dh.kind == CCOIP_DATA_CHALLENGE || c->dh.kind == CCOIP_DATA_STATE_OFFER ||
+                 c->dh.kind == CCOIP_DATA_RELAY_JOIN)) {
                 frame_done(c);
                 pt_rd_start_header(c);
                 ccoip_event ev;
@@ -849,10 +854,11 @@ pcclResult_t pt_listen_on(pt_driver *d, uint32_t kind, const char *url, uint32_t
     if (l->l != NULL) return pcclInvalidUsage;
     l->d = d;
     l->kind = kind;
-    l->cap = d->is_master                          ? PT_MAX_CONNS
-             : kind == CCOIP_LISTENER_P2P          ? PT_ACCEPT_CAP_P2P
-             : kind == CCOIP_LISTENER_SHARED_STATE ? PT_ACCEPT_CAP_STATE
-                                                   : PT_ACCEPT_CAP_PROBE;
+    l->cap = d->is_master && kind == CCOIP_MASTER_LISTENER_RELAY ? PT_RELAY_ACCEPT_CAP
+             : d->is_master                                      ? PT_MAX_CONNS
+             : kind == CCOIP_LISTENER_P2P                        ? PT_ACCEPT_CAP_P2P
+             : kind == CCOIP_LISTENER_SHARED_STATE               ? PT_ACCEPT_CAP_STATE
+                                                                 : PT_ACCEPT_CAP_PROBE;
     int rv = nng_stream_listener_alloc(&l->l, url);
     nng_tls_config *tls = NULL;
     if (rv == 0) rv = pt_tls_config_for(d, url, true, &tls);

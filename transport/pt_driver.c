@@ -102,7 +102,8 @@ static void on_accepted(pt_driver *d, pt_ev *ev)
     }
     l->streak = 0;
     const uint64_t id = d->next_accept_id++;
-    pt_conn *c = pt_conn_new(d, id, !d->is_master);
+    const bool relay = d->is_master && ev->listener == CCOIP_MASTER_LISTENER_RELAY;
+    pt_conn *c = pt_conn_new(d, id, !d->is_master || relay); /* the relay's frames: data */
     if (c == NULL) {
         nng_stream_close(ev->stream);
         nng_stream_free(ev->stream);
@@ -111,6 +112,7 @@ static void on_accepted(pt_driver *d, pt_ev *ev)
     }
     c->accepted = true;
     c->listener = ev->listener;
+    c->relay = relay;
     l->n_acc++;
     d->acc_total++;
     if (!d->is_master && ev->listener == CCOIP_LISTENER_BANDWIDTH) {
@@ -539,6 +541,33 @@ static uint64_t seed_random(void)
     return s;
 }
 
+/* The relay listener (docs/protocol.md §8.6): on the control listener's host, the port of
+ * PCCL_RELAY_PORT (default 0: any; "off": no relay). A master on ipc:// has none (its peers
+ * share its host). Failing to listen is logged, not fatal: links nobody can dial stay unlinked. */
+static void master_relay_listen(pt_driver *d, const char *listen_url)
+{
+    const char *env = getenv("PCCL_RELAY_PORT");
+    if (env != NULL && strcmp(env, "off") == 0) return;
+    const char *host = strstr(listen_url, "://");
+    if (host == NULL || strncmp(listen_url, "ipc", 3) == 0) return;
+    const char *after = host + 3;
+    if (*after == '[') after = strchr(after, ']');
+    const char *colon = after != NULL ? strrchr(after, ':') : NULL;
+    if (colon == NULL) return;
+    const long want = env != NULL && env[0] != '\0' ? strtol(env, NULL, 10) : 0;
+    char url[320];
+    snprintf(url, sizeof url, "%.*s:%ld", (int)(colon - listen_url), listen_url,
+             want >= 0 && want <= 65535 ? want : 0L);
+    uint32_t port = 0;
+    if (pt_listen_on(d, CCOIP_MASTER_LISTENER_RELAY, url, &port) != pcclSuccess || port == 0) {
+        pt_log(CCOIP_LOG_WARN, "master", "no relay (%s): peers that nobody can dial stay unlinked",
+               url);
+        return;
+    }
+    ccoip_master_set_relay_port(d->m, port);
+    pt_log(CCOIP_LOG_INFO, "master", "relay for links nobody can dial on port %u", (unsigned)port);
+}
+
 pcclResult_t pt_master_create(const char *listen_url, const ccoip_master_config *cfg,
                               pt_driver **out, uint32_t *bound_port)
 {
@@ -585,6 +614,7 @@ pcclResult_t pt_master_create(const char *listen_url, const ccoip_master_config 
         d->sq_max_owned = sq_max_owned(d);
         r = pt_listen_on(d, 0, listen_url, bound_port);
     }
+    if (r == pcclSuccess) master_relay_listen(d, listen_url);
     if (r != pcclSuccess) {
         driver_free(d);
         return r;
@@ -619,6 +649,8 @@ pcclResult_t pt_driver_start(pt_driver *d)
     pthread_mutex_unlock(&d->mu);
     if (started) return pcclInvalidUsage;
     if (d->is_master) pt_listener_arm(d, &d->listeners[0]);
+    if (d->is_master && d->listeners[CCOIP_MASTER_LISTENER_RELAY].l != NULL)
+        pt_listener_arm(d, &d->listeners[CCOIP_MASTER_LISTENER_RELAY]);
     return thread_start(d);
 }
 

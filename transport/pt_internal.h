@@ -82,6 +82,7 @@
 #define PT_ACCEPT_CAP_P2P   128u
 #define PT_ACCEPT_CAP_STATE 64u
 #define PT_ACCEPT_CAP_PROBE 16u
+#define PT_RELAY_ACCEPT_CAP 64u /* the master's relay listener (M_SPLICE_MAX in the core) */
 /* Deadlines: an accepted connection must complete its first frame within PT_FIRST_FRAME_MS
  * (slowloris on any port); a probe target must move bytes every PT_PROBE_IDLE_MS and end
  * within PT_PROBE_MAX_MS; a shared-state server connection must move bytes (either way)
@@ -163,6 +164,11 @@ typedef struct pt_conn {
     nng_aio *dial_aio;
     uint64_t dial_ns;    /* when its dial started */
     nng_stream *confirm; /* dialled: nng reported the connect before TCP completed it (pt_sweep) */
+    /* The master's relay (pt_splice.c, docs/protocol.md §8.6): accepted on its relay listener,
+     * the core reads its first frame only (the join); then spliced to its partner. */
+    bool relay;
+    uint32_t frames_rx; /* complete frames received */
+    struct pt_pipe *pipe;
     bool send_busy;
     bool recv_busy;
     pt_sitem *sq_head, *sq_tail;
@@ -406,6 +412,12 @@ struct pt_driver {
 
 /** Queues a core event to be fed as is (copied). Any thread. */
 void pt_q_core(pt_driver *d, const ccoip_event *cev);
+typedef struct pt_pipe pt_pipe;
+/** Splices a and b (the master's relay, CCOIP_ACT_SPLICE): every byte of one goes to the other;
+ *  false when they cannot be (then the caller closes both). */
+bool pt_splice(pt_driver *d, pt_conn *a, pt_conn *b);
+/** c goes: stops its pipe (if any) and queues its partner's closing. */
+void pt_splice_detach(pt_conn *c);
 /** Queues the closing of connection conn (PT_EV_CLOSE). */
 void pt_q_close(pt_driver *d, uint64_t conn);
 /** nng aio callbacks of dials and accepts (arg: the pt_conn, the pt_listener). */

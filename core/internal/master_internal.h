@@ -42,17 +42,19 @@ typedef struct m_peer {
     m_peer_state state;
     uint32_t group;
     uint64_t id;
-    bool in_phase;    /**< P2P phase (§6.4) */
-    bool rewire;      /**< its group lost its ring: in the next REWIRE phase (docs/core.md §2.2) */
-    bool reported;    /**< P2P phase */
-    bool report_ok;   /**< P2P phase */
-    bool no_inbound;  /**< a dial to it failed (§6.4): its ring links are dialled from it */
-    bool topo_voted;  /**< Topology vote (§6.3). */
-    bool topo_accept; /**< Topology vote (§6.3). */
-    bool pend_voted;  /**< Pending-peers vote (§6.5). */
-    uint8_t sync_st;  /**< MS_*: shared-state sync (§6.7, master_state.c) */
-    uint8_t opt_st;   /**< MO_*: topology optimization (§6.6, master_optimize.c) */
-    bool opt_failed;  /**< a probe of this round failed or is missing */
+    bool in_phase;   /**< P2P phase (§6.4) */
+    bool rewire;     /**< its group lost its ring: in the next REWIRE phase (docs/core.md §2.2) */
+    bool reported;   /**< P2P phase */
+    bool report_ok;  /**< P2P phase */
+    bool no_inbound; /**< a dial to it failed (§6.4): its ring links are dialled from it */
+    bool relay_succ; /**< its plan's link to succ goes through the master's relay (§8.6) */
+    bool relay_failed; /**< a relayed link of it failed: no more relayed links for it */
+    bool topo_voted;   /**< Topology vote (§6.3). */
+    bool topo_accept;  /**< Topology vote (§6.3). */
+    bool pend_voted;   /**< Pending-peers vote (§6.5). */
+    uint8_t sync_st;   /**< MS_*: shared-state sync (§6.7, master_state.c) */
+    uint8_t opt_st;    /**< MO_*: topology optimization (§6.6, master_optimize.c) */
+    bool opt_failed;   /**< a probe of this round failed or is missing */
     /* Ring position in the current (or planned) ring of its group. */
     uint32_t rank;
     uint32_t ring_size;
@@ -252,6 +254,7 @@ typedef struct m_topology {
     uint64_t rewire_gen;   /**< bumped by m_mark_rewire*: collective votes re-check their group */
     uint8_t *unreach;      /**< bit matrix [max_peers][max_peers]: row from, column to */
     bool strict_links;     /**< ring search: only links dialled into peers that accept (§6.4) */
+    bool relay_links;      /**< ring search: also links neither end can dial (relayed, §8.6) */
     uint8_t *slot_links;   /**< [max_peers] M_LINK_*: the slot may have bw / unreach entries */
 } m_topology;
 
@@ -321,6 +324,32 @@ typedef struct m_mismatch {
     bool dirty; /**< a blocking ballot arrived or a peer left: check for mismatched calls */
 } m_mismatch;
 
+/** One connection on the relay listener (master_splice.c). */
+typedef enum m_splice_state { MSP_FREE = 0, MSP_WAIT_JOIN, MSP_JOINED, MSP_SPLICED } m_splice_state;
+typedef struct m_splice {
+    m_splice_state st;
+    uint64_t conn;
+    uint64_t since_ns; /**< accepted (joined) at: closed unless spliced by since + evict_ms */
+    uint64_t epoch;
+    uint64_t src, dst; /**< the link's ends (peer ids) */
+    uint32_t chunk;    /**< pool index */
+    uint32_t role;     /**< 0: the link's source (the dialler of §8.1), 1: its destination */
+    uint8_t challenge[CCOIP_AUTH_NONCE_BYTES];
+} m_splice;
+
+/** The relay's connections: at most cap (M_SPLICE_MAX). */
+typedef struct m_splices {
+    m_splice *s;
+    uint32_t cap;
+    uint32_t relay_port; /**< 0: no relay */
+} m_splices;
+
+/** Relay connections the master holds at most (joined or waiting, both ends of every pool). */
+#define M_SPLICE_MAX 64u
+/** The optimizer's cost (µs per MiB) of a link only the master's relay can carry: far above any
+ *  measured link (a ring avoids it when it can), far below CCOIP_TSP_COST_MAX (unusable). */
+#define M_RELAY_LINK_COST ((uint64_t)1 << 30)
+
 struct ccoip_master {
     /* The machine (master.c). */
     ccoip_master_config cfg;
@@ -345,9 +374,22 @@ struct ccoip_master {
     m_shared_state sync;
     m_optimization opt;
     m_mismatch mm;
+    m_splices spl;
 };
 
 #define M_SLOT_NONE UINT32_MAX
+
+/* The relay (master_splice.c; docs/protocol.md §8.6). */
+bool m_splice_init(ccoip_master *m);
+void m_splice_deinit(ccoip_master *m);
+/** An accepted connection on the relay listener (CONN_UP). */
+void m_splice_on_accept(ccoip_master *m, uint64_t conn);
+/** A frame on conn: true when conn is a relay connection (the frame was taken). */
+bool m_splice_on_recv(ccoip_master *m, uint64_t conn, const uint8_t *data, uint64_t len);
+/** conn closed: true when it was a relay connection. */
+bool m_splice_on_closed(ccoip_master *m, uint64_t conn);
+void m_splice_timers(ccoip_master *m);
+uint64_t m_splice_deadline(const ccoip_master *m);
 
 #define M_LINK_BW      0x01u /**< slot_links: some bw[slot][*] or bw[*][slot] may be set */
 #define M_LINK_UNREACH 0x02u /**< slot_links: some unreach bit of the slot may be set */

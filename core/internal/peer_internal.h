@@ -54,7 +54,16 @@ typedef struct p_call {
 } p_call;
 
 /* PT_CHALLENGED: authenticated runs, connected and waiting for the acceptor's CHALLENGE. */
-typedef enum p_tx_state { PT_NONE = 0, PT_DIALING, PT_CHALLENGED, PT_HELLO_SENT, PT_UP } p_tx_state;
+/* PT_RELAY_WAIT: a relayed link's connection to the master's relay (§8.6), authenticated runs:
+ * waiting for the master's CHALLENGE before the RELAY_JOIN. */
+typedef enum p_tx_state {
+    PT_NONE = 0,
+    PT_DIALING,
+    PT_CHALLENGED,
+    PT_HELLO_SENT,
+    PT_UP,
+    PT_RELAY_WAIT
+} p_tx_state;
 /* The two links of a plan (peer_wire.c): us -> successor, predecessor -> us. */
 #define P_SIDE_SUCC 0u
 #define P_SIDE_PRED 1u
@@ -360,6 +369,10 @@ typedef struct p_wiring {
     /** Dials not acknowledged by then are reported unreachable: 3/4 of the plan's deadline, so
      *  the master learns of them before it gives up on the phase (§6.4). */
     uint64_t dial_deadline_ns;
+    /* The destination's connections to the master's relay of a relayed link from pred (§8.6):
+     * dialled and joined here, then accepted links (acc[]) as if the predecessor had dialled. */
+    uint64_t rly_conn[CCOIP_P2P_POOL_MAX];
+    p_tx_state rly_state[CCOIP_P2P_POOL_MAX];
     uint8_t dial_ip[2][16];
     uint32_t dial_ip_len[2];
     uint32_t dial_port[2];
@@ -586,6 +599,19 @@ void p_fail(ccoip_peer *p, const char *why);
 /* Authenticated runs: sends a CHALLENGE with a fresh nonce (kept in nonce) on an accepted
  * connection (peer_wire.c; docs/protocol.md §8.0). */
 void p_auth_challenge(ccoip_peer *p, uint64_t conn, uint8_t nonce[CCOIP_AUTH_NONCE_BYTES]);
+/* peer_wire.c: conn becomes an accepted p2p connection waiting for its HELLO (an acc[] slot,
+ * room made as for an accepted one); false when no slot. */
+bool p_wire_acc_take(ccoip_peer *p, uint64_t conn);
+/* peer_wire.c: a CONNECT action's target: side s's dial endpoint (dial_url / ip / port). */
+void p_wire_connect_to(const ccoip_peer *p, uint32_t s, ccoip_action *a);
+/* peer_relay.c: links through the master's relay (docs/protocol.md §8.6). */
+bool p_relay_target(ccoip_peer *p, uint32_t s, uint32_t port);
+void p_relay_join(ccoip_peer *p, uint64_t conn, uint32_t s, uint32_t k, const uint8_t *challenge);
+void p_relay_dial_acc(ccoip_peer *p, uint32_t k);
+bool p_relay_on_conn_up(ccoip_peer *p, const ccoip_event *ev);
+bool p_relay_on_recv(ccoip_peer *p, uint64_t conn, const uint8_t *data, uint64_t len);
+bool p_relay_on_closed(ccoip_peer *p, uint64_t conn);
+void p_relay_reset(ccoip_peer *p);
 /* deadline_ms: the plan's (MasterToPeer.deadline_ms, the phase's bound; 0: none). */
 void p_wire_on_plan(ccoip_peer *p, const ccoip_pb_topology_plan *plan, uint32_t deadline_ms);
 bool p_wire_on_conn_up(ccoip_peer *p, const ccoip_event *ev);

@@ -17,6 +17,7 @@
 
 #define H_MASTER      (-1)
 #define H_PORT_BASE   20000u
+#define H_RELAY_PORT  19999u /* the master's relay listener (smh_enable_relay) */
 #define H_MAX_POSTED  256u
 #define H_MAX_SLOTS   64u
 #define H_MAX_TENSORS 16u
@@ -39,8 +40,18 @@ typedef struct h_frame {
 
 typedef struct h_link {
     bool alive;
-    bool p2p;   /* dialled to a peer's p2p listener */
-    bool hung;  /* smh_hang_link: connected, but the acceptor never sees it nor answers */
+    bool p2p;  /* dialled to a peer's p2p listener */
+    bool hung; /* smh_hang_link: connected, but the acceptor never sees it nor answers */
+    /* A connection to the master's relay (docs/protocol.md §8.6): the master reads its first
+     * frame (the join) only; later frames wait in held[] for the splice. */
+    bool rly;
+    bool rly_joined;
+    uint8_t **held;
+    uint64_t *held_len;
+    uint32_t nheld, capheld;
+    /* A spliced pair of relay connections: both master-side conns hear of its end. */
+    bool spliced;
+    uint64_t spl_m1, spl_m2;
     int a_node; /* dialer */
     uint64_t a_conn;
     int b_node; /* acceptor */
@@ -184,6 +195,7 @@ struct smh {
     uint64_t next_accept_conn;
     bool blocked[SMH_MAX_PEERS][SMH_MAX_PEERS];
     bool nat[SMH_MAX_PEERS]; /* smh_nat_peer: dials to it never connect */
+    bool relay;              /* smh_enable_relay: the master relays on H_RELAY_PORT */
     bool probe_fail[SMH_MAX_PEERS][SMH_MAX_PEERS];
     bool hang_link[SMH_MAX_PEERS][SMH_MAX_PEERS];
     bool hang_probe[SMH_MAX_PEERS][SMH_MAX_PEERS];
@@ -314,6 +326,18 @@ static void h_fail_posted(smh *h, int node, uint64_t conn)
     }
 }
 
+/* Drops the frames a relay connection held for its splice. */
+static void h_held_free(h_link *l)
+{
+    for (uint32_t i = 0; i < l->nheld; i++)
+        free(l->held[i]);
+    free(l->held);
+    free(l->held_len);
+    l->held = NULL;
+    l->held_len = NULL;
+    l->nheld = l->capheld = 0;
+}
+
 /* Breaks a link; the surviving side(s) other than `closer` learn of it. */
 static void h_link_break(smh *h, h_link *l, int closer)
 {
@@ -336,6 +360,26 @@ static void h_link_break(smh *h, h_link *l, int closer)
         h_fail_posted(h, l->b_node, l->b_conn);
         h_push_simple(h, l->b_node, CCOIP_EV_CONN_CLOSED, l->b_conn);
     }
+    h_held_free(l);
+    if (l->spliced && h_node_alive(h, H_MASTER)) {
+        h_push_simple(h, H_MASTER, CCOIP_EV_CONN_CLOSED, l->spl_m1);
+        h_push_simple(h, H_MASTER, CCOIP_EV_CONN_CLOSED, l->spl_m2);
+    }
+}
+
+/* A frame a peer sent on a relay connection the master has not spliced yet: held. */
+static void h_hold(h_link *l, const uint8_t *data, uint64_t len)
+{
+    if (l->nheld == l->capheld) {
+        l->capheld = l->capheld ? 2u * l->capheld : 8u;
+        l->held = realloc(l->held, l->capheld * sizeof(uint8_t *));
+        l->held_len = realloc(l->held_len, l->capheld * sizeof(uint64_t));
+        if (l->held == NULL || l->held_len == NULL) h_die("oom");
+    }
+    l->held[l->nheld] = malloc(len > 0 ? (size_t)len : 1u);
+    if (l->held[l->nheld] == NULL) h_die("oom");
+    memcpy(l->held[l->nheld], data, (size_t)len);
+    l->held_len[l->nheld++] = len;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -473,6 +517,9 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
 {
     h_peer *hp = &h->peers[peer];
     switch (a->type) {
+    case CCOIP_ACT_SPLICE:
+        h_die("a peer emitted SPLICE (master only)");
+        return;
     case CCOIP_ACT_LISTEN:
         if (ccoip_peer_set_port(hp->p, a->listener, H_PORT_BASE + 100u * a->listener + peer,
                                 NULL) != pcclSuccess) {
@@ -498,6 +545,23 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
             ev.remote_ip[0] = 127;
             ev.remote_ip[3] = 1;
             ev.remote_ip_len = 4;
+            h_push(h, H_MASTER, &ev, NULL, 0);
+            h_push_simple(h, (int)peer, CCOIP_EV_CONN_UP, a->conn);
+            return;
+        }
+        if (a->port == H_RELAY_PORT && h->relay && !h->m_dead) {
+            h_link *l = h_link_new(h);
+            l->a_node = (int)peer;
+            l->a_conn = a->conn;
+            l->b_node = H_MASTER;
+            l->b_conn = CCOIP_CONN_ACCEPTED_BASE + h->next_accept_conn++;
+            l->rly = true;
+            ccoip_event ev;
+            memset(&ev, 0, sizeof(ev));
+            ev.type = CCOIP_EV_CONN_UP;
+            ev.conn = l->b_conn;
+            ev.accepted = true;
+            ev.listener = CCOIP_MASTER_LISTENER_RELAY;
             h_push(h, H_MASTER, &ev, NULL, 0);
             h_push_simple(h, (int)peer, CCOIP_EV_CONN_UP, a->conn);
             return;
@@ -536,6 +600,11 @@ static void h_peer_action(smh *h, uint32_t peer, const ccoip_action *a)
         bool is_a;
         h_link *l = h_link_of(h, (int)peer, a->conn, &is_a);
         if (l == NULL || l->hung) return;
+        if (l->rly && l->rly_joined && a->src.length == 0) {
+            h_hold(l, a->data, a->len); /* the master reads no more than the join */
+            return;
+        }
+        if (l->rly) l->rly_joined = true;
         ccoip_event ev;
         memset(&ev, 0, sizeof(ev));
         ev.type = CCOIP_EV_RECV;
@@ -861,6 +930,41 @@ static void h_master_action(smh *h, const ccoip_action *a)
     case CCOIP_ACT_LOG: {
         ccoip_action b = *a;
         h_peer_action(h, 0, &b); /* shares the log store */
+        return;
+    }
+    case CCOIP_ACT_SPLICE: {
+        /* The two relay connections become one link between their peers; what each peer sent
+         * after its join reaches the other (docs/protocol.md §8.6). */
+        bool is_a;
+        h_link *l1 = h_link_of(h, H_MASTER, a->conn, &is_a);
+        h_link *l2 = h_link_of(h, H_MASTER, a->tag, &is_a);
+        if (l1 == NULL || l2 == NULL || !l1->rly || !l2->rly) h_die("bad SPLICE");
+        const uint32_t i1 = (uint32_t)(l1 - h->links), i2 = (uint32_t)(l2 - h->links);
+        h_link *l = h_link_new(h); /* may move the table */
+        l1 = &h->links[i1];
+        l2 = &h->links[i2];
+        l->a_node = l1->a_node;
+        l->a_conn = l1->a_conn;
+        l->b_node = l2->a_node;
+        l->b_conn = l2->a_conn;
+        l->p2p = true;
+        l->spliced = true;
+        l->spl_m1 = l1->b_conn;
+        l->spl_m2 = l2->b_conn;
+        for (uint32_t k = 0; k < 2u; k++) {
+            h_link *from = k == 0 ? l1 : l2;
+            const int to_node = k == 0 ? l->b_node : l->a_node;
+            const uint64_t to_conn = k == 0 ? l->b_conn : l->a_conn;
+            for (uint32_t i = 0; i < from->nheld; i++) {
+                ccoip_event ev;
+                memset(&ev, 0, sizeof(ev));
+                ev.type = CCOIP_EV_RECV;
+                ev.conn = to_conn;
+                h_push(h, to_node, &ev, from->held[i], from->held_len[i]);
+            }
+            h_held_free(from);
+            from->alive = false; /* replaced by l: nobody hears of it */
+        }
         return;
     }
     default:
@@ -1399,4 +1503,10 @@ bool smh_reduce_exact(smh *h, uint32_t n, uint64_t tag)
         }
     }
     return true;
+}
+
+void smh_enable_relay(smh *h)
+{
+    h->relay = true;
+    ccoip_master_set_relay_port(h->m, H_RELAY_PORT);
 }

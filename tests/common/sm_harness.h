@@ -93,6 +93,8 @@ void smh_freeze_master(smh *h);
 void smh_block_link(smh *h, uint32_t from, uint32_t to);
 /** Peer behind NAT: CONNECTs to it never connect nor fail (a dropped SYN); probes of it fail. */
 void smh_nat_peer(smh *h, uint32_t peer);
+/** The master relays links neither end can dial (docs/protocol.md §8.6) on a harness port. */
+void smh_enable_relay(smh *h);
 /** The peer dies right when it emits its n-th RING_SEND (n >= 1; 0 disarms). */
 void smh_kill_on_ring_send(smh *h, uint32_t peer, uint32_t n);
 /** Delivers raw bytes to the master as if peer sent them on its control connection. */

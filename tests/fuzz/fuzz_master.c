@@ -144,6 +144,13 @@ static void fz_check_actions(ccoip_master *m)
             ccoip_pb_master_to_peer env;
             ccoip_pb_arena_init(&arena, fz_arena, sizeof(fz_arena));
             FUZZ_CHECK(a.data != NULL && a.len >= CCOIP_CTRL_HEADER_BYTES);
+            ccoip_data_header dh;
+            if (a.len == CCOIP_DATA_HEADER_BYTES &&
+                ccoip_data_header_decode(a.data, a.len, NULL, &dh) == pcclSuccess) {
+                /* Only the relay's CHALLENGE is a data frame (authenticated runs, §8.6). */
+                FUZZ_CHECK(dh.kind == CCOIP_DATA_CHALLENGE);
+                break;
+            }
             FUZZ_CHECK(ccoip_ctrl_decode_m2p(a.data, a.len, NULL, &arena, &env) == pcclSuccess);
             if (fz_verbose)
                 fprintf(stderr, "SEND conn=%llx body=%d status=%d\n", (unsigned long long)a.conn,
@@ -153,6 +160,9 @@ static void fz_check_actions(ccoip_master *m)
         }
         case CCOIP_ACT_CLOSE:
             if (fz_verbose) fprintf(stderr, "CLOSE conn=%llx\n", (unsigned long long)a.conn);
+            break;
+        case CCOIP_ACT_SPLICE: /* the relay pairs two different connections (§8.6) */
+            FUZZ_CHECK(a.conn != a.tag);
             break;
         case CCOIP_ACT_LOG:
             FUZZ_CHECK(a.data != NULL && a.data[a.len] == '\0');
@@ -335,6 +345,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     ccoip_master *m = NULL;
     FUZZ_CHECK(ccoip_master_create(&cfg, 7, &m) == pcclSuccess);
+    ccoip_master_set_relay_port(m, 40000); /* the relay (§8.6): strangers on its port too */
     fz f = {data, size, auth ? 1u : 0u};
     uint64_t now = 1, call = 1;
     ccoip_event ev;
@@ -362,6 +373,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             ev.accepted = true;
             ev.remote_ip_len = 4;
             ev.remote_ip[0] = 10;
+            /* op bit 3: on the relay listener (docs/protocol.md §8.6) */
+            if (op & 8u) ev.listener = CCOIP_MASTER_LISTENER_RELAY;
             fz_step(m, &ev);
             break;
         case 1:

@@ -539,7 +539,9 @@ static void fz_plan(fz *f, ccoip_pb_topology_plan *plan, ccoip_pb_peer_info *nb,
     }
     plan->neighbours = nb;
     plan->neighbours_count = nn;
-    plan->dial = (b >> 4) & 7u; /* who dials which link (§6.4; bit 4: reserved, ignored) */
+    /* Who dials which link (§6.4): reversed, relayed through the master (§8.6, with a port). */
+    plan->dial = ((b >> 4) & 7u) | ((b & 1u) << 3);
+    plan->relay_port = (b & 0x40u) ? 40000u : 0u;
     if (ccoip_auth_on(&W.auth) && (b & 8u) == 0) {
         static const uint8_t key[CCOIP_AUTH_KEY_BYTES] = {0x42};
         plan->pred_key.data = key;

@@ -321,7 +321,7 @@ PTEST(frame, data_header_rejects)
     expect_rejected(3, 'X', pcclProtocolError, "magic");
     expect_rejected(4, 2, pcclInvalidUsage, "version 2");
     expect_rejected(6, 0, pcclProtocolError, "kind 0");
-    expect_rejected(6, CCOIP_DATA_KIND_END, pcclProtocolError, "kind 13");
+    expect_rejected(6, CCOIP_DATA_KIND_END, pcclProtocolError, "kind 14");
     expect_rejected(6, CCOIP_DATA_STATE_DATA, pcclProtocolError, "quantized shared state");
     expect_rejected(7, 1, pcclProtocolError, "flags");
     for (uint32_t i = 59; i < 64; i++)

@@ -726,3 +726,77 @@ PTEST(hostile, stray_state_offer_is_refused)
     PT_ASSERT(peer_closes(p, &ev, 951), "a reversed HELLO without a plan is refused");
     ccoip_peer_destroy(p);
 }
+
+/* True when stepping ev made m close conn. */
+static bool master_closes(ccoip_master *m, const ccoip_event *ev, uint64_t conn)
+{
+    PT_ASSERT(ccoip_master_step(m, ev) == pcclSuccess, "step");
+    bool closed = false;
+    ccoip_action a;
+    while (ccoip_master_poll(m, &a)) {
+        if (a.type == CCOIP_ACT_CLOSE && a.conn == conn) closed = true;
+    }
+    return closed;
+}
+
+/* The master's relay port (docs/protocol.md §8.6) to a stranger: without a relay every connection
+ * is closed at once; with one, a join for a link the current plan does not relay is closed at
+ * once, a connection that says nothing is closed evict_ms after it came, and the connections
+ * held at most are bounded (M_SPLICE_MAX: the oldest silent one makes room). */
+PTEST(hostile, stranger_on_the_relay_port)
+{
+    ccoip_master *m = bare_master(16);
+    ccoip_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.type = CCOIP_EV_CONN_UP;
+    ev.accepted = true;
+    ev.listener = CCOIP_MASTER_LISTENER_RELAY;
+    ev.now_ns = 1000;
+    ev.conn = 700;
+    PT_ASSERT(master_closes(m, &ev, 700), "no relay: closed at once");
+    ccoip_master_set_relay_port(m, 41000);
+    ev.conn = 701;
+    PT_ASSERT(!master_closes(m, &ev, 701), "relay: accepted");
+    ccoip_data_header h;
+    ccoip_data_header_init(&h, CCOIP_DATA_RELAY_JOIN);
+    h.epoch = 0;
+    h.tag = 5;
+    h.seq = 6;
+    uint8_t buf[CCOIP_DATA_HEADER_BYTES];
+    PT_ASSERT(ccoip_data_header_encode(&h, NULL, buf, sizeof(buf)) == pcclSuccess, "encode");
+    ccoip_event rx;
+    memset(&rx, 0, sizeof(rx));
+    rx.type = CCOIP_EV_RECV;
+    rx.now_ns = 2000;
+    rx.conn = 701;
+    rx.data = buf;
+    rx.len = sizeof(buf);
+    PT_ASSERT(master_closes(m, &rx, 701), "a join for a link nobody relays: closed at once");
+    ev.conn = 702;
+    ev.now_ns = 3000;
+    PT_ASSERT(!master_closes(m, &ev, 702), "accepted");
+    ccoip_event t;
+    memset(&t, 0, sizeof(t));
+    t.type = CCOIP_EV_TIMER;
+    t.now_ns = 3000 + 1999 * MS;
+    PT_ASSERT(!master_closes(m, &t, 702), "open before evict_ms");
+    t.now_ns = 3000 + 2000 * MS;
+    PT_ASSERT(master_closes(m, &t, 702), "silent: closed at evict_ms");
+    for (uint32_t i = 0; i < 64; i++) {
+        ev.conn = 800 + i;
+        ev.now_ns = 5000 * MS + i;
+        PT_ASSERT(!master_closes(m, &ev, 800 + i), "slot %u", i);
+    }
+    ev.conn = 900;
+    ev.now_ns = 6000 * MS;
+    PT_ASSERT(ccoip_master_step(m, &ev) == pcclSuccess, "step");
+    bool oldest = false, newest = false;
+    ccoip_action a;
+    while (ccoip_master_poll(m, &a)) {
+        if (a.type != CCOIP_ACT_CLOSE) continue;
+        oldest = oldest || a.conn == 800;
+        newest = newest || a.conn == 900;
+    }
+    PT_ASSERT(oldest && !newest, "full: the oldest silent connection made room");
+    ccoip_master_destroy(m);
+}

@@ -173,3 +173,62 @@ PTEST(nat, nat_distributor_offers_authenticated)
 {
     distributor_offers(true);
 }
+
+/* Two peers that both accept no connections (docs/protocol.md §8.6): the direct dial fails, the
+ * other end's dial fails, then the master plans the link through its relay: both ends dial the
+ * relay, join, the master splices them, and the link's own HELLO runs end to end. Exact all-reduces
+ * over it; in an authenticated run too (the joins prove the link key over the master's challenge,
+ * the HELLO the peers' own). Without the relay the master evicts one of them. */
+static void two_nat_peers(bool auth, bool relay)
+{
+    smh *h = nat_harness(auth);
+    if (relay) smh_enable_relay(h);
+    smh_nat_peer(h, 0);
+    smh_nat_peer(h, 1);
+    if (!relay) {
+        for (uint32_t i = 0; i < 2; i++)
+            smh_add_peer(h, 0);
+        const uint64_t c0 = smh_submit(h, 0, CCOIP_CMD_CONNECT);
+        smh_run(h);
+        const uint64_t c1 = smh_submit(h, 1, CCOIP_CMD_CONNECT);
+        smh_run(h);
+        for (uint32_t attempt = 0; attempt < 4; attempt++) {
+            const uint64_t u = smh_submit(h, 0, CCOIP_CMD_UPDATE_TOPOLOGY);
+            smh_run(h);
+            if (!smh_done(h, 0, u, NULL)) smh_advance(h, 3500u * MS);
+        }
+        pcclResult_t r0 = pcclInternalError;
+        PT_ASSERT(smh_done(h, 0, c0, &r0), "peer 0 connected");
+        PT_ASSERT(smh_log_count(h, "reaches the fewest others") == 1,
+                  "no relay: one of the two is evicted");
+        (void)c1;
+        smh_destroy(h);
+        return;
+    }
+    /* A ring of two: each dials the other in the first phase, both dials fail. */
+    PT_ASSERT(form(h, 2) == 1, "one failed phase (both dials)");
+    PT_ASSERT(smh_log_count(h, "goes through the master's relay") == 4,
+              "both links of both peers relayed (%u)",
+              smh_log_count(h, "goes through the master's relay"));
+    PT_ASSERT(smh_log_count(h, "master: relaying link") >= 2, "both links spliced (%u)",
+              smh_log_count(h, "master: relaying link"));
+    nobody_evicted(h, 2);
+    PT_ASSERT(smh_reduce_exact(h, 2, 3), "exact all-reduce through the relay");
+    PT_ASSERT(smh_reduce_exact(h, 2, 4), "and again");
+    smh_destroy(h);
+}
+
+PTEST(nat, two_nat_peers_linked_through_the_relay)
+{
+    two_nat_peers(false, true);
+}
+
+PTEST(nat, two_nat_peers_relay_authenticated)
+{
+    two_nat_peers(true, true);
+}
+
+PTEST(nat, two_nat_peers_without_relay_one_is_evicted)
+{
+    two_nat_peers(false, false);
+}
