@@ -29,7 +29,7 @@ for t in "${TARGETS[@]}"; do
   # machines; the codec targets only use the codec, the rest is dead code);
   # transport runs a real master and peer (the runtime, nng, threads).
   extra=()
-  [[ $t == transport ]] && extra=(-Itransport transport/*.c -lnng -lpthread)
+  [[ $t == transport ]] && extra=(-Itransport transport/*.c -lnng -lcrypto -lpthread)
   clang "${CFLAGS[@]}" "tests/fuzz/fuzz_$t.c" schema/gen/ccoip_pb.c core/*.c "${extra[@]}" -lm \
     -o "$OUT/fuzz_$t"
   mkdir -p "$OUT/corpus/$t" "$OUT/artifacts/$t"
