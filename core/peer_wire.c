@@ -66,6 +66,10 @@ static void wire_report(ccoip_peer *p, bool ok, uint32_t failed_side)
     if (!p->wire.wiring) return;
     p->wire.wiring = false;
     p->wire.reported = true;
+    /* One report outstanding at most: the master answered (or, crossing an early verdict,
+     * dropped) an older plan's before it sent the newer one (a protocol breaker that sends plan
+     * after plan cannot fill the call table). */
+    p_call_drop_op(p, PC_P2P, 0);
     ccoip_pb_peer_to_master env;
     memset(&env, 0, sizeof(env));
     env.call_id = p_call_new(p, PC_P2P, 0);

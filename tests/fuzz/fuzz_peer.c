@@ -184,6 +184,10 @@ static void fz_check_data_send(const ccoip_action *a)
         break;
     case CCOIP_DATA_HELLO_ACK:
         break;
+    case CCOIP_DATA_STATE_OFFER: /* a distributor that dials (§8.3) */
+    case CCOIP_DATA_RELAY_JOIN:  /* a relayed link's end (§8.6) */
+        FUZZ_CHECK(h.length == (ccoip_auth_on(&W.auth) ? CCOIP_DATA_PROOF_BYTES : 0u));
+        break;
     case CCOIP_DATA_CHALLENGE:
         FUZZ_CHECK(ccoip_auth_on(&W.auth) && h.length == 0);
         if (c != NULL) {
