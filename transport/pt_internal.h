@@ -322,6 +322,7 @@ struct pt_driver {
     /* p2p links (ring, shared state, probes) over tls+tcp:// too: the master URL is tls+ and
      * PCCL_TLS_P2P is not "0" (docs/runtime-tests.md, tls+tcp://). */
     bool p2p_tls;
+    bool tls_warned; /* the master logged its unauthenticated-TLS warning (pt_tls.c) */
     ccoip_codec_limits lim;
     /* Authenticated runs (pt_auth.c): the configuration the core got too; auth_ctr counts the
      * probe challenges drawn from its secret. */

@@ -82,8 +82,11 @@ int pt_tls_config_for(pt_driver *d, const char *url, bool server, nng_tls_config
         pt_log(CCOIP_LOG_ERROR, d->who, "%s: set PCCL_TLS_CERT and PCCL_TLS_KEY to listen", url);
         return NNG_EINVAL;
     }
-    /* A peer warned once for its listeners (pt_peer_create). */
-    if (server && pt_tls_listen_allowed(d, url, d->is_master) != 0) return NNG_EINVAL;
+    /* A peer warned once for its listeners (pt_peer_create); the master for its first (the
+     * control listener; the relay's follows on the same host and terms). */
+    const bool warn = d->is_master && !d->tls_warned;
+    if (server && pt_tls_listen_allowed(d, url, warn) != 0) return NNG_EINVAL;
+    if (server) d->tls_warned = d->tls_warned || warn;
     nng_tls_config *cfg = NULL;
     int rv = nng_tls_config_alloc(&cfg, server ? NNG_TLS_MODE_SERVER : NNG_TLS_MODE_CLIENT);
     if (rv != 0) return rv;
