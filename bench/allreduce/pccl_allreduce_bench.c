@@ -56,13 +56,6 @@
 #include "pccl.h"
 #include "pccl_bench_peer.h"
 
-static int cmp_double(const void *x, const void *y)
-{
-    const double a = *(const double *)x;
-    const double b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
 typedef struct quant_name {
     const char *name;
     pcclQuantizationAlgorithm_t algorithm;
@@ -117,28 +110,6 @@ static void usage(void)
                     "  [--algorithm auto|relay|direct|ring|ring_striped]\n");
 }
 
-/* Parses a byte count with an optional K, M or G suffix (powers of 1024). */
-static bool parse_bytes(const char *s, uint64_t *out)
-{
-    char *end = NULL;
-    const unsigned long long v = strtoull(s, &end, 10);
-    if (end == s) return false;
-    uint64_t mul = 1;
-    if (*end == 'K' || *end == 'k') {
-        mul = 1024u;
-        end++;
-    } else if (*end == 'M' || *end == 'm') {
-        mul = 1024u * 1024u;
-        end++;
-    } else if (*end == 'G' || *end == 'g') {
-        mul = 1024u * 1024u * 1024u;
-        end++;
-    }
-    if (*end != '\0') return false;
-    *out = (uint64_t)v * mul;
-    return true;
-}
-
 static bool parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
@@ -166,11 +137,11 @@ static bool parse_args(int argc, char **argv, options *o)
             o->index = (uint32_t)strtoul(v, NULL, 10);
         } else if (strcmp(a, "--world") == 0) {
             o->world = (uint32_t)strtoul(v, NULL, 10);
-        } else if (strcmp(a, "--min") == 0 && parse_bytes(v, &b)) {
+        } else if (strcmp(a, "--min") == 0 && pccl_bench_parse_bytes(v, &b)) {
             o->min_bytes = b;
-        } else if (strcmp(a, "--max") == 0 && parse_bytes(v, &b)) {
+        } else if (strcmp(a, "--max") == 0 && pccl_bench_parse_bytes(v, &b)) {
             o->max_bytes = b;
-        } else if (strcmp(a, "--iter-bytes") == 0 && parse_bytes(v, &b)) {
+        } else if (strcmp(a, "--iter-bytes") == 0 && pccl_bench_parse_bytes(v, &b)) {
             o->iter_bytes = b;
         } else if (strcmp(a, "--step") == 0) {
             o->step = (uint32_t)strtoul(v, NULL, 10);
@@ -325,7 +296,7 @@ static int run_size(pcclComm_t *comm, const options *o, uint64_t bytes, float *s
         if (checked && verify(recv, count, o->world, quantized, o->index, bytes) != 0) return 1;
         if (k + 2u == total && o->index == 0) {
             /* The last timed operation's statistics. */
-            qsort(times, (size_t)iters, sizeof *times, cmp_double);
+            qsort(times, (size_t)iters, sizeof *times, pccl_bench_cmp_double);
             const double med =
                 iters % 2u ? times[iters / 2u] : 0.5 * (times[iters / 2u - 1u] + times[iters / 2u]);
             const double algbw = (double)bytes / (med * 1e-6) / 1e9;

@@ -1,8 +1,10 @@
 /*
  * pccl_bench_peer.h — what the pccl benchmark peers share
- * (bench/allreduce/pccl_allreduce_bench.c, bench/collectives/pccl_coll_bench.c):
- * the clock, connecting to the master and waiting until the group has the
- * run's world, and the copied-byte attribute. `name` prefixes every message.
+ * (bench/allreduce/pccl_allreduce_bench.c, bench/collectives/pccl_coll_bench.c,
+ * bench/wan/pccl_wan_*.c): the clock, byte counts on the command line, the
+ * median's comparison, connecting to the master and waiting until the group
+ * has the run's world, and the copied-byte attribute. `name` prefixes every
+ * message.
  */
 #ifndef PCCL_BENCH_PEER_H
 #define PCCL_BENCH_PEER_H
@@ -10,10 +12,34 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "pccl.h"
+
+/* Parses a byte count with an optional K, M or G suffix (powers of 1024). */
+static inline bool pccl_bench_parse_bytes(const char *s, uint64_t *out)
+{
+    char *end = NULL;
+    const unsigned long long v = strtoull(s, &end, 10);
+    if (end == s) return false;
+    uint64_t mul = 1;
+    if (*end == 'K' || *end == 'k') mul = 1024u;
+    if (*end == 'M' || *end == 'm') mul = 1024u * 1024u;
+    if (*end == 'G' || *end == 'g') mul = 1024u * 1024u * 1024u;
+    if (mul > 1) end++;
+    if (*end != '\0') return false;
+    *out = (uint64_t)v * mul;
+    return true;
+}
+
+/* qsort's comparison of doubles (ascending). */
+static inline int pccl_bench_cmp_double(const void *x, const void *y)
+{
+    const double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
 
 static inline double pccl_bench_now_us(void)
 {

@@ -38,27 +38,6 @@ typedef struct options {
     uint64_t min_bytes, max_bytes;
 } options;
 
-static int cmp_double(const void *x, const void *y)
-{
-    const double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-static bool parse_bytes(const char *s, uint64_t *out)
-{
-    char *end = NULL;
-    const unsigned long long v = strtoull(s, &end, 10);
-    if (end == s) return false;
-    uint64_t mul = 1;
-    if (*end == 'K' || *end == 'k') mul = 1024u;
-    if (*end == 'M' || *end == 'm') mul = 1024u * 1024u;
-    if (*end == 'G' || *end == 'g') mul = 1024u * 1024u * 1024u;
-    if (mul > 1) end++;
-    if (*end != '\0') return false;
-    *out = (uint64_t)v * mul;
-    return true;
-}
-
 static bool parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
@@ -79,7 +58,8 @@ static bool parse_args(int argc, char **argv, options *o)
         } else if (strcmp(a, "--world") == 0) {
             o->world = u;
         } else if (strcmp(a, "--min") == 0 || strcmp(a, "--max") == 0) {
-            if (!parse_bytes(v, a[3] == 'i' ? &o->min_bytes : &o->max_bytes)) return false;
+            if (!pccl_bench_parse_bytes(v, a[3] == 'i' ? &o->min_bytes : &o->max_bytes))
+                return false;
         } else if (strcmp(a, "--step") == 0) {
             o->step = u;
         } else if (strcmp(a, "--warmup") == 0) {
@@ -203,7 +183,7 @@ int main(int argc, char **argv)
             if (rc == 0 && checked) rc = verify(recv, count, &o);
         }
         if (rc == 0 && o.index == 0) {
-            qsort(times, o.iters, sizeof *times, cmp_double);
+            qsort(times, o.iters, sizeof *times, pccl_bench_cmp_double);
             const uint32_t n = o.iters;
             const double med = n % 2u ? times[n / 2u] : 0.5 * (times[n / 2u - 1u] + times[n / 2u]);
             const double algbw = (double)(count * sizeof(float)) / (med * 1e-6) / 1e9;

@@ -68,20 +68,6 @@ static int64_t now_real_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static bool parse_bytes(const char *s, uint64_t *out)
-{
-    char *end = NULL;
-    const unsigned long long v = strtoull(s, &end, 10);
-    if (end == s) return false;
-    uint64_t mul = 1;
-    if (*end == 'K' || *end == 'k') mul = 1024u;
-    if (*end == 'M' || *end == 'm') mul = 1024u * 1024u;
-    if (mul > 1) end++;
-    if (*end != '\0') return false;
-    *out = (uint64_t)v * mul;
-    return true;
-}
-
 static bool parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
@@ -102,7 +88,7 @@ static bool parse_args(int argc, char **argv, options *o)
         } else if (strcmp(a, "--victim") == 0) {
             o->victim = u;
         } else if (strcmp(a, "--bytes") == 0) {
-            if (!parse_bytes(v, &o->bytes)) return false;
+            if (!pccl_bench_parse_bytes(v, &o->bytes)) return false;
         } else if (strcmp(a, "--pool") == 0) {
             o->pool = u;
         } else if (strcmp(a, "--after") == 0) {

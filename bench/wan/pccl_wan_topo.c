@@ -48,26 +48,6 @@ typedef struct options {
     uint64_t bytes;
 } options;
 
-static int cmp_double(const void *x, const void *y)
-{
-    const double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-static bool parse_bytes(const char *s, uint64_t *out)
-{
-    char *end = NULL;
-    const unsigned long long v = strtoull(s, &end, 10);
-    if (end == s) return false;
-    uint64_t mul = 1;
-    if (*end == 'K' || *end == 'k') mul = 1024u;
-    if (*end == 'M' || *end == 'm') mul = 1024u * 1024u;
-    if (mul > 1) end++;
-    if (*end != '\0') return false;
-    *out = (uint64_t)v * mul;
-    return true;
-}
-
 /* "K0,K1,...": at most MAX_WORLD keys. */
 static bool parse_keys(const char *s, uint32_t *keys)
 {
@@ -102,7 +82,7 @@ static bool parse_args(int argc, char **argv, options *o)
         } else if (strcmp(a, "--keys") == 0) {
             if (!parse_keys(v, o->keys)) return false;
         } else if (strcmp(a, "--bytes") == 0) {
-            if (!parse_bytes(v, &o->bytes)) return false;
+            if (!pccl_bench_parse_bytes(v, &o->bytes)) return false;
         } else if (strcmp(a, "--warmup") == 0) {
             o->warmup = u;
         } else if (strcmp(a, "--iters") == 0) {
@@ -233,7 +213,7 @@ static int timed_phase(pcclComm_t *comm, const options *o, const char *name, con
     }
     if (o->index == 0) {
         const uint32_t n = o->iters;
-        qsort(times, n, sizeof *times, cmp_double);
+        qsort(times, n, sizeof *times, pccl_bench_cmp_double);
         const double med = n % 2u ? times[n / 2u] : 0.5 * (times[n / 2u - 1u] + times[n / 2u]);
         printf("%s %.0f %.0f %.0f\n", name, med, times[0], times[n - 1u]);
     }
