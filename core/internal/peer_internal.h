@@ -592,6 +592,12 @@ void p_send(ccoip_peer *p, ccoip_pb_peer_to_master *env);
 void p_send_span(ccoip_peer *p, ccoip_pb_peer_to_master *env, ccoip_pb_bytes *field,
                  uint32_t op_slot, ccoip_span_ref span);
 uint64_t p_call_new(ccoip_peer *p, p_call_kind kind, uint32_t op);
+/* peer.c: the call call_id answers, taken out of the table ({PC_NONE} when none). */
+p_call p_call_take(ccoip_peer *p, uint64_t call_id);
+/* peer.c: the topology vote (docs/protocol.md §6.3) of a pending or updating peer. */
+void p_send_topo_vote(ccoip_peer *p);
+/* peer_master.c: one control frame from the master. */
+void p_master_on_frame(ccoip_peer *p, const uint8_t *data, uint64_t len);
 void p_call_drop_op(ccoip_peer *p, p_call_kind kind, uint32_t op);
 void p_fail(ccoip_peer *p, const char *why);
 
