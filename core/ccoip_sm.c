@@ -99,16 +99,25 @@ static void logb_char(logb *b, char c)
     if (b->len + 1 < CCOIP_LOG_TEXT_MAX) b->buf[b->len++] = c;
 }
 
-static void logb_u64(logb *b, uint64_t v)
+uint32_t sm_u64_dec(char out[SM_U64_DEC_MAX], uint64_t v)
 {
-    char tmp[24];
+    char tmp[SM_U64_DEC_MAX];
     uint32_t n = 0;
     do {
         tmp[n++] = (char)('0' + (int)(v % 10u));
         v /= 10u;
     } while (v != 0 && n < sizeof(tmp));
-    while (n > 0)
-        logb_char(b, tmp[--n]);
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1u - i];
+    return n;
+}
+
+static void logb_u64(logb *b, uint64_t v)
+{
+    char d[SM_U64_DEC_MAX];
+    const uint32_t n = sm_u64_dec(d, v);
+    for (uint32_t i = 0; i < n; i++)
+        logb_char(b, d[i]);
 }
 
 void sm_log(sm_out *o, ccoip_log_level level, const char *fmt, ...)

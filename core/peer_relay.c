@@ -13,20 +13,6 @@
 
 #include "peer_internal.h"
 
-/* Writes port in decimal at out; returns the digits written. */
-static uint32_t relay_u32(char *out, uint32_t port)
-{
-    char d[10];
-    uint32_t n = 0;
-    do {
-        d[n++] = (char)('0' + port % 10u);
-        port /= 10u;
-    } while (port != 0 && n < 10u);
-    for (uint32_t i = 0; i < n; i++)
-        out[i] = d[n - 1u - i];
-    return n;
-}
-
 bool p_relay_target(ccoip_peer *p, uint32_t s, uint32_t port)
 {
     p->wire.dial_port[s] = port;
@@ -58,10 +44,13 @@ bool p_relay_target(ccoip_peer *p, uint32_t s, uint32_t port)
     for (size_t i = after; i < len; i++) {
         if (url[i] == ':') keep = i;
     }
-    if (keep + 12u >= CCOIP_URL_MAX) return false;
+    if (keep + 12u >= CCOIP_URL_MAX) return false; /* ":" and at most 10 digits */
     memcpy(p->wire.dial_url[s], url, keep);
     p->wire.dial_url[s][keep] = ':';
-    keep += 1u + relay_u32(p->wire.dial_url[s] + keep + 1u, port);
+    char digits[SM_U64_DEC_MAX];
+    const uint32_t nd = sm_u64_dec(digits, port);
+    memcpy(p->wire.dial_url[s] + keep + 1u, digits, nd);
+    keep += 1u + nd;
     p->wire.dial_url[s][keep] = '\0';
     p->wire.dial_url_len[s] = (uint32_t)keep;
     return true;

@@ -51,6 +51,10 @@ const ccoip_action *sm_out_pop_ref(sm_out *o);
  * %u (uint32_t), %d (int32_t) and %%; the text is cut at CCOIP_LOG_TEXT_MAX - 1.
  */
 void sm_log(sm_out *o, ccoip_log_level level, const char *fmt, ...);
+/** Digits of a uint64_t in decimal at most. */
+#define SM_U64_DEC_MAX 20u
+/** Writes v in decimal (no terminator) at out; returns the digits written. */
+uint32_t sm_u64_dec(char out[SM_U64_DEC_MAX], uint64_t v);
 
 /** Encodes env as a control frame into the pool and queues SEND(conn). */
 pcclResult_t sm_send_m2p(sm_out *o, const ccoip_codec_limits *lim, uint64_t conn,
