@@ -535,6 +535,22 @@ static ccoip_event accepted(uint64_t now, uint64_t conn)
     return ev;
 }
 
+/* A RECV at now on conn of the data frame h, encoded into buf (header only). */
+static ccoip_event frame_in(uint64_t now, uint64_t conn, const ccoip_data_header *h,
+                            uint8_t buf[CCOIP_DATA_HEADER_BYTES])
+{
+    PT_ASSERT(ccoip_data_header_encode(h, NULL, buf, CCOIP_DATA_HEADER_BYTES) == pcclSuccess,
+              "encode");
+    ccoip_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.type = CCOIP_EV_RECV;
+    ev.now_ns = now;
+    ev.conn = conn;
+    ev.data = buf;
+    ev.len = CCOIP_DATA_HEADER_BYTES;
+    return ev;
+}
+
 /* An accepted connection that never says HELLO is closed evict_ms later. Before: kept. */
 PTEST(hostile, incoming_link_without_hello_is_closed)
 {
@@ -563,25 +579,13 @@ PTEST(hostile, hello_far_beyond_the_epoch_is_refused)
     h.tag = 5;
     h.seq = 0; /* our id before hello: 0 */
     uint8_t buf[CCOIP_DATA_HEADER_BYTES];
-    PT_ASSERT(ccoip_data_header_encode(&h, NULL, buf, sizeof(buf)) == pcclSuccess, "encode");
-    memset(&ev, 0, sizeof(ev));
-    ev.type = CCOIP_EV_RECV;
-    ev.now_ns = 3000;
-    ev.conn = 901;
-    ev.data = buf;
-    ev.len = sizeof(buf);
+    ev = frame_in(3000, 901, &h, buf);
     PT_ASSERT(peer_closes(p, &ev, 901), "refused at once");
     /* A HELLO one epoch ahead is still held (its dialer got the plan first). */
     ev = accepted(4000, 902);
     PT_ASSERT(!peer_closes(p, &ev, 902), "accepted");
     h.epoch = 1;
-    PT_ASSERT(ccoip_data_header_encode(&h, NULL, buf, sizeof(buf)) == pcclSuccess, "encode");
-    memset(&ev, 0, sizeof(ev));
-    ev.type = CCOIP_EV_RECV;
-    ev.now_ns = 5000;
-    ev.conn = 902;
-    ev.data = buf;
-    ev.len = sizeof(buf);
+    ev = frame_in(5000, 902, &h, buf);
     PT_ASSERT(!peer_closes(p, &ev, 902), "held");
     ccoip_peer_destroy(p);
 }
@@ -642,27 +646,15 @@ PTEST(hostile, stray_pair_hellos_are_bounded)
         ccoip_data_header bad = h;
         if (k == 0) bad.seq = 99;
         if (k == 1) bad.chunk = 1;
-        PT_ASSERT(ccoip_data_header_encode(&bad, NULL, buf, sizeof(buf)) == pcclSuccess, "encode");
-        memset(&ev, 0, sizeof(ev));
-        ev.type = CCOIP_EV_RECV;
-        ev.now_ns = 3000;
-        ev.conn = 950 + (uint64_t)k;
-        ev.data = buf;
-        ev.len = sizeof(buf);
+        ev = frame_in(3000, 950 + (uint64_t)k, &bad, buf);
         PT_ASSERT(peer_closes(p, &ev, 950 + (uint64_t)k), "bad pair HELLO %d closed at once", k);
     }
     /* Every slot (8 + 16) filled with held pair HELLOs. */
     const uint32_t slots = 8u + 16u;
-    PT_ASSERT(ccoip_data_header_encode(&h, NULL, buf, sizeof(buf)) == pcclSuccess, "encode");
     for (uint32_t i = 0; i < slots; i++) {
         ev = accepted(4000 + i, 1000 + i);
         PT_ASSERT(!peer_closes(p, &ev, 1000 + i), "slot %u accepted", i);
-        memset(&ev, 0, sizeof(ev));
-        ev.type = CCOIP_EV_RECV;
-        ev.now_ns = 4000 + i;
-        ev.conn = 1000 + i;
-        ev.data = buf;
-        ev.len = sizeof(buf);
+        ev = frame_in(4000 + i, 1000 + i, &h, buf);
         PT_ASSERT(!peer_closes(p, &ev, 1000 + i), "pair HELLO %u held", i);
     }
     /* A newcomer makes room: the oldest held one goes, not the newcomer. */
@@ -702,13 +694,7 @@ PTEST(hostile, stray_state_offer_is_refused)
     h.tag = 5;
     h.seq = 0;
     uint8_t buf[CCOIP_DATA_HEADER_BYTES];
-    PT_ASSERT(ccoip_data_header_encode(&h, NULL, buf, sizeof(buf)) == pcclSuccess, "encode");
-    memset(&ev, 0, sizeof(ev));
-    ev.type = CCOIP_EV_RECV;
-    ev.now_ns = 3000;
-    ev.conn = 950;
-    ev.data = buf;
-    ev.len = sizeof(buf);
+    ev = frame_in(3000, 950, &h, buf);
     PT_ASSERT(peer_closes(p, &ev, 950), "a STATE_OFFER nobody awaits is refused");
     ev = accepted(4000, 951);
     PT_ASSERT(!peer_closes(p, &ev, 951), "accepted");
@@ -716,13 +702,7 @@ PTEST(hostile, stray_state_offer_is_refused)
     h.epoch = 0;
     h.tag = 0; /* our id before hello: 0 — a HELLO for a reversed link from us */
     h.seq = 7;
-    PT_ASSERT(ccoip_data_header_encode(&h, NULL, buf, sizeof(buf)) == pcclSuccess, "encode");
-    memset(&ev, 0, sizeof(ev));
-    ev.type = CCOIP_EV_RECV;
-    ev.now_ns = 5000;
-    ev.conn = 951;
-    ev.data = buf;
-    ev.len = sizeof(buf);
+    ev = frame_in(5000, 951, &h, buf);
     PT_ASSERT(peer_closes(p, &ev, 951), "a reversed HELLO without a plan is refused");
     ccoip_peer_destroy(p);
 }
@@ -763,14 +743,7 @@ PTEST(hostile, stranger_on_the_relay_port)
     h.tag = 5;
     h.seq = 6;
     uint8_t buf[CCOIP_DATA_HEADER_BYTES];
-    PT_ASSERT(ccoip_data_header_encode(&h, NULL, buf, sizeof(buf)) == pcclSuccess, "encode");
-    ccoip_event rx;
-    memset(&rx, 0, sizeof(rx));
-    rx.type = CCOIP_EV_RECV;
-    rx.now_ns = 2000;
-    rx.conn = 701;
-    rx.data = buf;
-    rx.len = sizeof(buf);
+    ccoip_event rx = frame_in(2000, 701, &h, buf);
     PT_ASSERT(master_closes(m, &rx, 701), "a join for a link nobody relays: closed at once");
     ev.conn = 702;
     ev.now_ns = 3000;
