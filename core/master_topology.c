@@ -337,9 +337,9 @@ static void topo_send_plan(ccoip_master *m, uint32_t slot, uint64_t call, bool o
     }
     plan->neighbours = nb;
     plan->neighbours_count = nn;
-    p->relay_succ = false;
-    if (p->ring_size >= 2) {
-        p->relay_succ = topo_link_relayed(m, slot, p->succ);
+    /* Who dials each link (§6.4, §8.6); an unchanged plan keeps the links as they are. */
+    if (!unchanged) p->relay_succ = p->ring_size >= 2 && topo_link_relayed(m, slot, p->succ);
+    if (p->ring_size >= 2 && !unchanged) {
         if (p->relay_succ) {
             plan->dial |= CCOIP_PB_DIAL_SUCC_RELAYED;
         } else if (topo_link_reversed(m, slot, p->succ)) {
